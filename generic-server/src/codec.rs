@@ -1,0 +1,201 @@
+//! Request bodies in, objects out: media types, decoding and normalisation.
+//!
+//! Bodies arrive as JSON, YAML or Kubernetes protobuf and become
+//! `serde_json::Value`. A [`Codec`] then checks an object's structure against
+//! its type and drops unknown fields, reporting them for `fieldValidation`.
+
+use std::marker::PhantomData;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{Error, Reason, Result};
+
+/// The JSON media type.
+pub const JSON: &str = "application/json";
+/// The YAML media type.
+pub const YAML: &str = "application/yaml";
+/// The Kubernetes protobuf media type (request bodies only).
+pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// Largest request body accepted, as kube-apiserver (3 MiB).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// A body media type the server can decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaType {
+    /// `application/json`.
+    Json,
+    /// `application/yaml`.
+    Yaml,
+    /// `application/vnd.kubernetes.protobuf`.
+    Protobuf,
+}
+
+impl MediaType {
+    /// Parses a Content-Type header for an object body (create, update).
+    pub fn from_content_type(content_type: Option<&str>) -> Result<MediaType> {
+        let essence = content_type.map(essence).unwrap_or(JSON);
+        match essence {
+            "" | JSON | "*/*" => Ok(MediaType::Json),
+            YAML | "application/x-yaml" | "text/yaml" => Ok(MediaType::Yaml),
+            PROTOBUF => Ok(MediaType::Protobuf),
+            _ => Err(unsupported_media_type(&[JSON, YAML, PROTOBUF])),
+        }
+    }
+}
+
+/// The media type without parameters, lowercased.
+pub fn essence(content_type: &str) -> &str {
+    content_type.split(';').next().unwrap_or("").trim()
+}
+
+/// 415 with kube-apiserver's wording.
+pub fn unsupported_media_type(accepted: &[&str]) -> Error {
+    Error::new(
+        Reason::UnsupportedMediaType,
+        format!(
+            "the body of the request was in an unknown format - accepted media types include: {}",
+            accepted.join(", ")
+        ),
+    )
+}
+
+/// Decodes a body into a JSON value.
+pub fn decode_body(media: MediaType, body: &[u8]) -> Result<Value> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(too_large());
+    }
+    match media {
+        MediaType::Json => serde_json::from_slice(body)
+            .map_err(|e| Error::bad_request(format!("couldn't get version/kind; json parse error: {e}"))),
+        MediaType::Yaml => decode_yaml(body),
+        MediaType::Protobuf => {
+            proto::k8s::decode(body).map_err(|e| Error::bad_request(format!("unable to decode protobuf body: {e}")))
+        }
+    }
+}
+
+/// Decodes YAML (or JSON, which is YAML) into a JSON value.
+pub fn decode_yaml(body: &[u8]) -> Result<Value> {
+    serde_yaml_ng::from_slice::<Value>(body)
+        .map_err(|e| Error::bad_request(format!("error converting YAML to JSON: yaml: {e}")))
+}
+
+/// 413 RequestEntityTooLarge.
+pub fn too_large() -> Error {
+    Error::new(Reason::RequestEntityTooLarge, format!("Request entity too large: limit is {MAX_BODY_BYTES}"))
+}
+
+/// An object after structural checking.
+#[derive(Debug)]
+pub struct Normalized {
+    /// The object with unknown fields dropped.
+    pub object: Value,
+    /// Paths of the dropped unknown fields, e.g. `data.bogus`.
+    pub unknown_fields: Vec<String>,
+}
+
+/// Checks an object's structure against its type.
+pub trait Codec: Send + Sync + 'static {
+    /// Decodes the object into its type and back, dropping unknown fields;
+    /// a structural error (a string where a number belongs) is the `Err`.
+    fn normalize(&self, obj: Value) -> std::result::Result<Normalized, String>;
+}
+
+/// The codec of a k8s-openapi type: a round trip through the Rust type.
+pub struct TypedCodec<K>(PhantomData<fn() -> K>);
+
+impl<K> Default for TypedCodec<K> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<K: Serialize + DeserializeOwned + 'static> Codec for TypedCodec<K> {
+    fn normalize(&self, obj: Value) -> std::result::Result<Normalized, String> {
+        let typed: K = K::deserialize(&obj).map_err(|e| e.to_string())?;
+        let object = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+        let mut unknown_fields = Vec::new();
+        diff_unknown(&obj, &object, "", &mut unknown_fields);
+        Ok(Normalized { object, unknown_fields })
+    }
+}
+
+/// A codec that accepts any object as is (for schemaless kinds).
+pub struct OpaqueCodec;
+
+impl Codec for OpaqueCodec {
+    fn normalize(&self, obj: Value) -> std::result::Result<Normalized, String> {
+        Ok(Normalized { object: obj, unknown_fields: Vec::new() })
+    }
+}
+
+/// Collects the paths present (and not null) in `original` but missing from
+/// `normalized`: the fields the type does not know.
+fn diff_unknown(original: &Value, normalized: &Value, path: &str, out: &mut Vec<String>) {
+    match (original, normalized) {
+        (Value::Object(orig), Value::Object(norm)) => {
+            for (key, value) in orig {
+                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                match norm.get(key) {
+                    Some(n) => diff_unknown(value, n, &child, out),
+                    None if !value.is_null() && !is_empty_container(value) => out.push(child),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(orig), Value::Array(norm)) => {
+            for (i, (o, n)) in orig.iter().zip(norm).enumerate() {
+                diff_unknown(o, n, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Empty maps and lists vanish in a round trip without being unknown.
+fn is_empty_container(value: &Value) -> bool {
+    matches!(value, Value::Object(m) if m.is_empty()) || matches!(value, Value::Array(a) if a.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    #[test]
+    fn typed_codec_drops_and_reports_unknown_fields() {
+        let codec = TypedCodec::<ConfigMap>::default();
+        let n = codec
+            .normalize(json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","bogus":1},
+                "data":{"k":"v"},"extra":{"x":1},"binaryData":null}))
+            .unwrap();
+        assert_eq!(n.unknown_fields, vec!["metadata.bogus", "extra"]);
+        assert_eq!(n.object["data"]["k"], "v");
+        assert!(n.object.get("extra").is_none());
+    }
+
+    #[test]
+    fn typed_codec_rejects_wrong_types() {
+        let codec = TypedCodec::<ConfigMap>::default();
+        let err = codec.normalize(json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":1}}));
+        assert!(err.is_err());
+    }
+
+    #[test]
+    fn media_types() {
+        assert_eq!(MediaType::from_content_type(Some("application/json; charset=utf-8")).unwrap(), MediaType::Json);
+        assert_eq!(MediaType::from_content_type(Some(PROTOBUF)).unwrap(), MediaType::Protobuf);
+        assert_eq!(MediaType::from_content_type(Some("text/plain")).unwrap_err().code(), 415);
+    }
+
+    #[test]
+    fn yaml_and_bad_json() {
+        assert_eq!(decode_yaml(b"a: 1\nb: [x]").unwrap(), json!({"a":1,"b":["x"]}));
+        assert_eq!(decode_body(MediaType::Json, b"{nope").unwrap_err().code(), 400);
+        assert_eq!(decode_body(MediaType::Yaml, b"a: [").unwrap_err().code(), 400);
+    }
+}

@@ -1,0 +1,21 @@
+//! generic-server: the base every kubechain server is built on.
+//!
+//! It holds the request pipeline (request info, authentication,
+//! authorization, admission, handler), the generic REST store with one
+//! [`strategy::Strategy`] per resource, etcd storage with its watch cache,
+//! discovery, OpenAPI, Table output, Status errors, and both ends of the
+//! gRPC delegation protocol.
+
+pub mod codec;
+pub mod error;
+pub mod request;
+pub mod request_info;
+pub mod resource;
+pub mod storage;
+pub mod strategy;
+pub mod table;
+
+#[cfg(test)]
+pub mod testing;
+
+pub use error::{Error, Result};

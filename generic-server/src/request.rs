@@ -1,0 +1,206 @@
+//! A request as it travels the chain, its response, and the [`Handler`] every
+//! server (and every delegate) implements.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use futures::Stream;
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::request_info::RequestInfo;
+
+/// The authenticated user a request acts as.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    /// The user name, e.g. `kubernetes-admin`.
+    pub name: String,
+    /// A unique id, if the authenticator gives one.
+    pub uid: String,
+    /// Groups, e.g. `system:masters`, `system:authenticated`.
+    pub groups: Vec<String>,
+    /// Extra attributes.
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// The anonymous user.
+    pub fn anonymous() -> Self {
+        UserInfo { name: "system:anonymous".into(), groups: vec!["system:unauthenticated".into()], ..Default::default() }
+    }
+
+    /// Whether the user is in a group.
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+}
+
+/// An API request: HTTP-shaped, plus what the front door worked out.
+#[derive(Debug, Clone)]
+pub struct ApiRequest {
+    /// The HTTP method.
+    pub method: Method,
+    /// The path, without query.
+    pub path: String,
+    /// The raw query string, without `?`.
+    pub query: String,
+    /// Request headers that matter to the API (Accept, Content-Type, ...).
+    pub headers: HeaderMap,
+    /// The request body.
+    pub body: Bytes,
+    /// Parsed request attributes.
+    pub info: RequestInfo,
+    /// The authenticated user.
+    pub user: UserInfo,
+    /// An id for audit and tracing.
+    pub audit_id: String,
+}
+
+impl ApiRequest {
+    /// Builds a request, parsing its attributes from method, path and query.
+    pub fn new(method: Method, path: &str, query: &str, headers: HeaderMap, body: Bytes, user: UserInfo) -> Self {
+        let info = RequestInfo::parse(&method, path, query);
+        ApiRequest {
+            method,
+            path: path.to_string(),
+            query: query.to_string(),
+            headers,
+            body,
+            info,
+            user,
+            audit_id: uuid::Uuid::new_v4().to_string(),
+        }
+    }
+
+    /// The decoded query parameters, in order.
+    pub fn query_pairs(&self) -> Vec<(String, String)> {
+        form_urlencoded::parse(self.query.as_bytes()).into_owned().collect()
+    }
+
+    /// The first value of a query parameter.
+    pub fn param(&self, name: &str) -> Option<String> {
+        form_urlencoded::parse(self.query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
+    }
+
+    /// A header as a string.
+    pub fn header(&self, name: impl header::AsHeaderName) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// A boxed stream of body chunks.
+pub type BodyStream = Pin<Box<dyn Stream<Item = Bytes> + Send + 'static>>;
+
+/// A response body: whole, or streamed (watch).
+pub enum Body {
+    /// The whole body.
+    Full(Bytes),
+    /// Chunks as they are produced; the stream ends the response.
+    Stream(BodyStream),
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Full(b) => write!(f, "Body::Full({} bytes)", b.len()),
+            Body::Stream(_) => f.write_str("Body::Stream"),
+        }
+    }
+}
+
+/// An API response.
+#[derive(Debug)]
+pub struct ApiResponse {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// Response headers.
+    pub headers: HeaderMap,
+    /// The body.
+    pub body: Body,
+}
+
+impl ApiResponse {
+    /// A response with a whole body and a content type.
+    pub fn bytes(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Self {
+        let mut headers = HeaderMap::new();
+        if let Ok(v) = HeaderValue::from_str(content_type) {
+            headers.insert(header::CONTENT_TYPE, v);
+        }
+        ApiResponse { status, headers, body: Body::Full(body.into()) }
+    }
+
+    /// A JSON response.
+    pub fn json(status: StatusCode, value: &impl Serialize) -> Self {
+        match serde_json::to_vec(value) {
+            Ok(body) => Self::bytes(status, crate::codec::JSON, body),
+            Err(e) => Self::error(&Error::internal(e)),
+        }
+    }
+
+    /// A Status response for an error.
+    pub fn error(err: &Error) -> Self {
+        let status = err.to_status();
+        let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_vec(&status).unwrap_or_default();
+        let mut resp = Self::bytes(code, crate::codec::JSON, body);
+        if let Some(secs) = status.details.as_ref().and_then(|d| d.retry_after_seconds) {
+            resp.headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        resp
+    }
+
+    /// A streamed response.
+    pub fn stream(status: StatusCode, content_type: &str, body: BodyStream) -> Self {
+        let mut resp = Self::bytes(status, content_type, Bytes::new());
+        resp.body = Body::Stream(body);
+        resp
+    }
+
+    /// Adds a `Warning: 299 - "..."` header.
+    pub fn warn(&mut self, text: &str) {
+        let value = format!("299 - {}", serde_json::Value::String(text.to_string()));
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            self.headers.append(header::WARNING, v);
+        }
+    }
+
+    /// Collects the whole body (streams are drained).
+    pub async fn into_bytes(self) -> Bytes {
+        match self.body {
+            Body::Full(b) => b,
+            Body::Stream(mut s) => {
+                use futures::StreamExt;
+                let mut all = Vec::new();
+                while let Some(chunk) = s.next().await {
+                    all.extend_from_slice(&chunk);
+                }
+                all.into()
+            }
+        }
+    }
+}
+
+impl From<Error> for ApiResponse {
+    fn from(err: Error) -> Self {
+        ApiResponse::error(&err)
+    }
+}
+
+/// Anything that serves API requests: a server, or a link to the next one.
+#[async_trait::async_trait]
+pub trait Handler: Send + Sync + 'static {
+    /// Serves one request. Errors are responses too (a Status).
+    async fn handle(&self, req: ApiRequest) -> ApiResponse;
+}
+
+/// The end of the chain: every request gets a 404 Status.
+pub struct NotFoundHandler;
+
+#[async_trait::async_trait]
+impl Handler for NotFoundHandler {
+    async fn handle(&self, _req: ApiRequest) -> ApiResponse {
+        Error::path_not_found().into()
+    }
+}

@@ -1,0 +1,226 @@
+//! What a server serves: resources, their names, scope, verbs and subresources.
+//!
+//! A [`Resource`] is a declaration: names and scope (usually taken from the
+//! k8s-openapi type), plus the [`Strategy`] holding the resource's own rules.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::codec::{Codec, TypedCodec};
+use crate::strategy::Strategy;
+
+/// A resource within a group, e.g. `deployments.apps`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupResource {
+    /// The API group, `""` for core.
+    pub group: String,
+    /// The plural resource name.
+    pub resource: String,
+}
+
+impl GroupResource {
+    /// A group resource from its parts.
+    pub fn new(group: &str, resource: &str) -> Self {
+        Self { group: group.into(), resource: resource.into() }
+    }
+}
+
+impl fmt::Display for GroupResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.group.is_empty() { f.write_str(&self.resource) } else { write!(f, "{}.{}", self.resource, self.group) }
+    }
+}
+
+/// A kind within a group and version.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupVersionKind {
+    /// The API group, `""` for core.
+    pub group: String,
+    /// The version, e.g. `v1`.
+    pub version: String,
+    /// The kind, e.g. `ConfigMap`.
+    pub kind: String,
+}
+
+impl GroupVersionKind {
+    /// The `apiVersion` string: `v1` or `apps/v1`.
+    pub fn api_version(&self) -> String {
+        api_version(&self.group, &self.version)
+    }
+}
+
+/// The `apiVersion` string of a group and version.
+pub fn api_version(group: &str, version: &str) -> String {
+    if group.is_empty() { version.to_string() } else { format!("{group}/{version}") }
+}
+
+/// The URL prefix of a group and version: `/api/v1` or `/apis/apps/v1`.
+pub fn group_version_path(group: &str, version: &str) -> String {
+    if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") }
+}
+
+/// The verbs a resource supports, in discovery order.
+pub const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+/// A subresource such as `status` or `scale`.
+#[derive(Debug, Clone)]
+pub struct Subresource {
+    /// Its name, e.g. `status`.
+    pub name: String,
+    /// The kind it accepts and returns; `None` means the parent kind.
+    pub kind: Option<GroupVersionKind>,
+    /// Its verbs.
+    pub verbs: Vec<String>,
+}
+
+/// One served resource: its names, scope and strategy.
+#[derive(Clone)]
+pub struct Resource {
+    /// The API group.
+    pub group: String,
+    /// The version.
+    pub version: String,
+    /// The kind, e.g. `ConfigMap`.
+    pub kind: String,
+    /// The list kind, e.g. `ConfigMapList`.
+    pub list_kind: String,
+    /// The plural name used in paths.
+    pub plural: String,
+    /// The singular name.
+    pub singular: String,
+    /// Short names for kubectl (`cm`).
+    pub short_names: Vec<String>,
+    /// Categories such as `all`.
+    pub categories: Vec<String>,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Supported verbs.
+    pub verbs: Vec<String>,
+    /// Subresources.
+    pub subresources: Vec<Subresource>,
+    /// The resource's own rules.
+    pub strategy: Arc<dyn Strategy>,
+    /// Checks object structure and drops unknown fields.
+    pub codec: Arc<dyn Codec>,
+}
+
+impl fmt::Debug for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Resource({}/{}, {})", self.group, self.version, self.plural)
+    }
+}
+
+impl Resource {
+    /// A resource whose names and scope come from a k8s-openapi type.
+    pub fn builtin<K>(strategy: impl Strategy) -> Self
+    where
+        K: k8s_openapi::Resource + k8s_openapi::ListableResource + Serialize + DeserializeOwned + 'static,
+    {
+        let namespaced = std::any::TypeId::of::<K::Scope>() == std::any::TypeId::of::<k8s_openapi::NamespaceResourceScope>();
+        Resource {
+            group: K::GROUP.into(),
+            version: K::VERSION.into(),
+            kind: K::KIND.into(),
+            list_kind: K::LIST_KIND.into(),
+            plural: K::URL_PATH_SEGMENT.into(),
+            singular: K::KIND.to_lowercase(),
+            short_names: Vec::new(),
+            categories: Vec::new(),
+            namespaced,
+            verbs: ALL_VERBS.iter().map(|v| v.to_string()).collect(),
+            subresources: Vec::new(),
+            strategy: Arc::new(strategy),
+            codec: Arc::new(TypedCodec::<K>::default()),
+        }
+    }
+
+    /// Adds kubectl short names.
+    pub fn short_names(mut self, names: &[&str]) -> Self {
+        self.short_names = names.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// Adds categories.
+    pub fn categories(mut self, names: &[&str]) -> Self {
+        self.categories = names.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// Replaces the verbs.
+    pub fn verbs(mut self, verbs: &[&str]) -> Self {
+        self.verbs = verbs.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// Adds a subresource that reads and writes the parent kind (e.g. `status`).
+    pub fn subresource(mut self, name: &str, verbs: &[&str]) -> Self {
+        self.subresources.push(Subresource {
+            name: name.into(),
+            kind: None,
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        });
+        self
+    }
+
+    /// The group and resource.
+    pub fn group_resource(&self) -> GroupResource {
+        GroupResource::new(&self.group, &self.plural)
+    }
+
+    /// The kind with group and version.
+    pub fn gvk(&self) -> GroupVersionKind {
+        GroupVersionKind { group: self.group.clone(), version: self.version.clone(), kind: self.kind.clone() }
+    }
+
+    /// The `apiVersion` of its objects.
+    pub fn api_version(&self) -> String {
+        api_version(&self.group, &self.version)
+    }
+
+    /// Whether it supports a verb.
+    pub fn supports(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
+
+    /// Finds a subresource by name.
+    pub fn find_subresource(&self, name: &str) -> Option<&Subresource> {
+        self.subresources.iter().find(|s| s.name == name)
+    }
+
+    /// The etcd key prefix of its objects, ending in `/`:
+    /// `/registry/<resource>/` for core, `/registry/<group>/<resource>/` otherwise.
+    pub fn key_prefix(&self, root: &str) -> String {
+        if self.group.is_empty() {
+            format!("{root}/{}/", self.plural)
+        } else {
+            format!("{root}/{}/{}/", self.group, self.plural)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+
+    struct Plain;
+    impl Strategy for Plain {}
+
+    #[test]
+    fn builtin_takes_names_from_k8s_openapi() {
+        let cm = Resource::builtin::<ConfigMap>(Plain);
+        assert_eq!((cm.kind.as_str(), cm.plural.as_str(), cm.list_kind.as_str()), ("ConfigMap", "configmaps", "ConfigMapList"));
+        assert!(cm.namespaced);
+        assert!(!Resource::builtin::<Namespace>(Plain).namespaced);
+        assert_eq!(cm.key_prefix("/registry"), "/registry/configmaps/");
+    }
+
+    #[test]
+    fn group_resource_display() {
+        assert_eq!(GroupResource::new("apps", "deployments").to_string(), "deployments.apps");
+        assert_eq!(GroupResource::new("", "pods").to_string(), "pods");
+    }
+}

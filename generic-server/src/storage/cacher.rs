@@ -1,0 +1,600 @@
+//! The watch cache: one etcd watch over every key feeds an in-memory cache
+//! per resource, and LIST, GET and WATCH are served from memory.
+//!
+//! Because the watch covers every key, each revision etcd hands out arrives
+//! as an event, so the dispatcher's progress is exact: once it has applied
+//! revision R, every cache is current at R. A consistent read asks etcd for
+//! its revision (one cheap read, shared by every request that arrived before
+//! it was sent) and waits until the dispatcher has applied it.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::{Map, Value};
+use tokio::sync::{Mutex, broadcast, oneshot, watch};
+
+use super::{Event, EventKind, EventStream, Storage, StorageError, prefix_end};
+
+/// Events kept per resource for watches that resume from a past revision.
+const RING_CAPACITY: usize = 1024;
+/// Events buffered per resource for slow watchers before they are dropped.
+const BROADCAST_CAPACITY: usize = 8192;
+/// Page size of the initial list of a resource.
+const LIST_PAGE: i64 = 1000;
+/// How long a consistent read waits for the cache before giving up.
+const FRESHNESS_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// One cached object: its JSON (with `metadata.resourceVersion` set) and the
+/// few parsed attributes selectors need.
+#[derive(Debug)]
+pub struct CachedObject {
+    /// The etcd key.
+    pub key: String,
+    /// The revision of this state (for a deleted object: the delete's).
+    pub revision: i64,
+    /// The object's JSON as served.
+    pub bytes: Bytes,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.labels`.
+    pub labels: Map<String, Value>,
+    /// Extra selectable fields the resource declares, by field path.
+    pub fields: Vec<(String, String)>,
+}
+
+impl CachedObject {
+    /// Parses the object.
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
+    }
+}
+
+/// Turns a stored key and value into a cached object at a revision, or
+/// `None` if the value is not an object of the resource.
+pub type Ingest = Arc<dyn Fn(&str, &[u8], i64) -> Option<CachedObject> + Send + Sync>;
+
+/// The type of a watch event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchEventType {
+    /// The object appeared (or started matching).
+    Added,
+    /// The object changed.
+    Modified,
+    /// The object went away (or stopped matching).
+    Deleted,
+}
+
+impl WatchEventType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WatchEventType::Added => "ADDED",
+            WatchEventType::Modified => "MODIFIED",
+            WatchEventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// A change to one cached object, shared by every watcher.
+#[derive(Debug)]
+pub struct WatchEvent {
+    /// What happened.
+    pub kind: WatchEventType,
+    /// The object's state after the change (for deletes: its last state).
+    pub object: Arc<CachedObject>,
+    /// The object's state before the change, if it existed.
+    pub prev: Option<Arc<CachedObject>>,
+    /// Lazily encoded `{"type":..,"object":..}\n` line, shared by watchers.
+    encoded: OnceLock<Bytes>,
+}
+
+impl WatchEvent {
+    /// A new event.
+    pub fn new(kind: WatchEventType, object: Arc<CachedObject>, prev: Option<Arc<CachedObject>>) -> Self {
+        WatchEvent { kind, object, prev, encoded: OnceLock::new() }
+    }
+
+    /// The event's revision.
+    pub fn revision(&self) -> i64 {
+        self.object.revision
+    }
+
+    /// The JSON watch line for this event, encoded once.
+    pub fn json_line(&self) -> Bytes {
+        self.encoded.get_or_init(|| encode_line(self.kind, &self.object.bytes)).clone()
+    }
+}
+
+/// Encodes one watch event line from an object's JSON.
+pub fn encode_line(kind: WatchEventType, object: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(object.len() + 32);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_str().as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object);
+    line.extend_from_slice(b"}\n");
+    line.into()
+}
+
+/// A cache read: objects and the revision they are exact at.
+pub struct Snapshot {
+    /// The objects in key order.
+    pub objects: Vec<Arc<CachedObject>>,
+    /// The revision the snapshot is exact at.
+    pub revision: i64,
+}
+
+/// The cache of one resource (one key prefix).
+pub struct ResourceCache {
+    prefix: String,
+    ingest: Ingest,
+    state: RwLock<CacheState>,
+}
+
+struct CacheState {
+    objects: BTreeMap<String, Arc<CachedObject>>,
+    /// The last revision applied to this cache.
+    applied: i64,
+    /// The ring holds every event after this revision.
+    ring_start: i64,
+    ring: VecDeque<Arc<WatchEvent>>,
+    sender: broadcast::Sender<Arc<WatchEvent>>,
+}
+
+/// Where a watch starts.
+pub enum WatchStart {
+    /// Replay these events, then follow the live stream.
+    Cached {
+        /// Events after the revision that the ring still holds.
+        replay: Vec<Arc<WatchEvent>>,
+        /// Events from now on.
+        live: broadcast::Receiver<Arc<WatchEvent>>,
+    },
+    /// The revision is older than the cache remembers: read etcd's history.
+    History(EventStream),
+}
+
+impl ResourceCache {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, CacheState> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, CacheState> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The key prefix this cache holds.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Ingests a stored value.
+    pub fn ingest(&self, key: &str, value: &[u8], revision: i64) -> Option<CachedObject> {
+        (self.ingest)(key, value, revision)
+    }
+
+    fn apply(&self, event: &Event) {
+        let mut state = self.write();
+        let revision = event.revision();
+        let prev = state.objects.get(&event.kv.key).cloned();
+        let watch_event = match event.kind {
+            EventKind::Put => {
+                let Some(object) = self.ingest(&event.kv.key, &event.kv.value, revision) else {
+                    tracing::warn!(key = %event.kv.key, "skipping undecodable object");
+                    return;
+                };
+                let object = Arc::new(object);
+                state.objects.insert(event.kv.key.clone(), object.clone());
+                let kind = if prev.is_some() { WatchEventType::Modified } else { WatchEventType::Added };
+                WatchEvent::new(kind, object, prev)
+            }
+            EventKind::Delete => {
+                state.objects.remove(&event.kv.key);
+                let Some(prev) = prev else { return };
+                let Some(last) = self.ingest(&prev.key, &prev_value(&prev), revision) else { return };
+                WatchEvent::new(WatchEventType::Deleted, Arc::new(last), Some(prev))
+            }
+        };
+        state.applied = revision;
+        let watch_event = Arc::new(watch_event);
+        if state.ring.len() == RING_CAPACITY {
+            if let Some(old) = state.ring.pop_front() {
+                state.ring_start = old.revision();
+            }
+        }
+        state.ring.push_back(watch_event.clone());
+        let _ = state.sender.send(watch_event);
+    }
+
+    /// Every object under `prefix` (a namespace's, or all), with the revision
+    /// the snapshot is exact at, given the dispatcher's progress.
+    pub fn snapshot(&self, prefix: &str, progress: i64) -> Snapshot {
+        let state = self.read();
+        let end = prefix_end(prefix);
+        let objects = state.objects.range(prefix.to_string()..end).map(|(_, o)| o.clone()).collect();
+        Snapshot { objects, revision: progress.max(state.applied) }
+    }
+
+    /// One object by key.
+    pub fn get(&self, key: &str) -> Option<Arc<CachedObject>> {
+        self.read().objects.get(key).cloned()
+    }
+
+    /// How many objects the cache holds.
+    pub fn len(&self) -> usize {
+        self.read().objects.len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Starts a watch after `revision`, from the ring when it reaches back
+    /// that far, otherwise from etcd's history.
+    pub async fn watch_from(&self, storage: &dyn Storage, revision: i64) -> Result<WatchStart, StorageError> {
+        {
+            let state = self.read();
+            if revision >= state.ring_start {
+                let replay = state.ring.iter().filter(|e| e.revision() > revision).cloned().collect();
+                return Ok(WatchStart::Cached { replay, live: state.sender.subscribe() });
+            }
+        }
+        let stream = storage.watch(&self.prefix, &prefix_end(&self.prefix), revision + 1).await?;
+        Ok(WatchStart::History(stream))
+    }
+
+    /// Subscribes to live events, with a snapshot taken atomically with it.
+    pub fn snapshot_and_subscribe(
+        &self,
+        prefix: &str,
+        progress: i64,
+    ) -> (Snapshot, broadcast::Receiver<Arc<WatchEvent>>) {
+        let state = self.read();
+        let end = prefix_end(prefix);
+        let objects = state.objects.range(prefix.to_string()..end).map(|(_, o)| o.clone()).collect();
+        (Snapshot { objects, revision: progress.max(state.applied) }, state.sender.subscribe())
+    }
+}
+
+/// The stored JSON of a cached object (its served form is fine to re-ingest).
+fn prev_value(prev: &CachedObject) -> Bytes {
+    prev.bytes.clone()
+}
+
+/// The watch cache of one server.
+pub struct Cacher {
+    storage: Arc<dyn Storage>,
+    caches: RwLock<HashMap<String, Arc<ResourceCache>>>,
+    /// Held while applying a batch, and while a new cache takes its snapshot.
+    dispatch: Mutex<()>,
+    progress: watch::Sender<i64>,
+    revisions: RevisionReader,
+}
+
+impl Cacher {
+    /// Starts the cache's etcd watch (from the current revision).
+    pub async fn start(storage: Arc<dyn Storage>) -> Result<Arc<Cacher>, StorageError> {
+        let start = storage.current_revision().await?;
+        let cacher = Arc::new(Cacher {
+            storage: storage.clone(),
+            caches: RwLock::new(HashMap::new()),
+            dispatch: Mutex::new(()),
+            progress: watch::channel(start).0,
+            revisions: RevisionReader::new(storage),
+        });
+        tokio::spawn(cacher.clone().run(start));
+        Ok(cacher)
+    }
+
+    /// The storage behind the cache.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// The last revision applied to every cache.
+    pub fn progress(&self) -> i64 {
+        *self.progress.borrow()
+    }
+
+    /// Registers (or returns) the cache of a key prefix, loading it from etcd
+    /// at the dispatcher's current revision.
+    pub async fn register(&self, prefix: &str, ingest: Ingest) -> Result<Arc<ResourceCache>, StorageError> {
+        if let Some(cache) = self.cache(prefix) {
+            return Ok(cache);
+        }
+        let _dispatch = self.dispatch.lock().await;
+        if let Some(cache) = self.cache(prefix) {
+            return Ok(cache);
+        }
+        let revision = self.progress();
+        let mut objects = BTreeMap::new();
+        let end = prefix_end(prefix);
+        let mut start = prefix.to_string();
+        loop {
+            let page = self.storage.range(&start, &end, LIST_PAGE, revision).await?;
+            for kv in &page.kvs {
+                if let Some(obj) = ingest(&kv.key, &kv.value, kv.mod_revision) {
+                    objects.insert(kv.key.clone(), Arc::new(obj));
+                }
+            }
+            match page.kvs.last() {
+                Some(last) if page.more => start = format!("{}\0", last.key),
+                _ => break,
+            }
+        }
+        let cache = Arc::new(ResourceCache {
+            prefix: prefix.to_string(),
+            ingest,
+            state: RwLock::new(CacheState {
+                objects,
+                applied: revision,
+                ring_start: revision,
+                ring: VecDeque::with_capacity(64),
+                sender: broadcast::channel(BROADCAST_CAPACITY).0,
+            }),
+        });
+        self.caches.write().unwrap_or_else(|e| e.into_inner()).insert(prefix.to_string(), cache.clone());
+        Ok(cache)
+    }
+
+    /// Drops the cache of a prefix (e.g. a deleted CRD's).
+    pub fn unregister(&self, prefix: &str) {
+        self.caches.write().unwrap_or_else(|e| e.into_inner()).remove(prefix);
+    }
+
+    fn cache(&self, prefix: &str) -> Option<Arc<ResourceCache>> {
+        self.caches.read().unwrap_or_else(|e| e.into_inner()).get(prefix).cloned()
+    }
+
+    /// The cache a key belongs to: the longest registered prefix of it.
+    fn cache_for_key(&self, key: &str) -> Option<Arc<ResourceCache>> {
+        let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
+        key.char_indices()
+            .filter(|(_, c)| *c == '/')
+            .map(|(i, _)| &key[..=i])
+            .filter_map(|prefix| caches.get(prefix))
+            .last()
+            .cloned()
+    }
+
+    /// Waits until every cache is current with etcd (a consistent read).
+    pub async fn wait_fresh(&self) -> Result<i64, StorageError> {
+        let revision = self.revisions.read().await?;
+        self.wait_for(revision).await?;
+        Ok(revision)
+    }
+
+    /// Waits until the dispatcher has applied `revision`.
+    pub async fn wait_for(&self, revision: i64) -> Result<(), StorageError> {
+        let mut progress = self.progress.subscribe();
+        match tokio::time::timeout(FRESHNESS_TIMEOUT, progress.wait_for(|p| *p >= revision)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(StorageError::Unavailable("watch cache stopped".into())),
+            Err(_) => Err(StorageError::Unavailable(format!(
+                "watch cache did not reach revision {revision} (at {})",
+                self.progress()
+            ))),
+        }
+    }
+
+    async fn run(self: Arc<Self>, start: i64) {
+        let mut next = start + 1;
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let mut stream = match self.storage.watch("\0", "\0", next).await {
+                Ok(stream) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "watch cache: cannot watch etcd, retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            };
+            while let Some(batch) = stream.next().await {
+                match batch {
+                    Ok(events) => {
+                        backoff = Duration::from_millis(100);
+                        next = self.apply(&events).await.max(next - 1) + 1;
+                    }
+                    Err(StorageError::Compacted { compacted, .. }) => {
+                        tracing::error!(compacted, "watch cache fell behind compaction; reloading caches");
+                        next = self.reload().await + 1;
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "watch cache: etcd watch ended, resuming");
+                        break;
+                    }
+                }
+            }
+            tokio::time::sleep(backoff).await;
+        }
+    }
+
+    /// Applies a batch of events; returns the last revision applied.
+    async fn apply(&self, events: &[Event]) -> i64 {
+        let _dispatch = self.dispatch.lock().await;
+        let mut last = self.progress();
+        for event in events {
+            if let Some(cache) = self.cache_for_key(&event.kv.key) {
+                cache.apply(event);
+            }
+            last = last.max(event.revision());
+        }
+        self.progress.send_replace(last);
+        last
+    }
+
+    /// Reloads every cache from etcd after losing the event stream.
+    async fn reload(&self) -> i64 {
+        let prefixes: Vec<(String, Ingest)> = {
+            let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
+            caches.values().map(|c| (c.prefix.clone(), c.ingest.clone())).collect()
+        };
+        let revision = self.storage.current_revision().await.unwrap_or_else(|_| self.progress());
+        self.progress.send_replace(revision);
+        for (prefix, ingest) in prefixes {
+            self.unregister(&prefix);
+            if let Err(e) = self.register(&prefix, ingest).await {
+                tracing::error!(%prefix, error = %e, "reloading cache failed");
+            }
+        }
+        revision
+    }
+}
+
+/// Reads etcd's current revision, one read shared by every caller that
+/// asked before it was sent.
+struct RevisionReader {
+    waiting: Arc<std::sync::Mutex<Vec<oneshot::Sender<Result<i64, StorageError>>>>>,
+    wake: Arc<tokio::sync::Notify>,
+}
+
+impl RevisionReader {
+    fn new(storage: Arc<dyn Storage>) -> Self {
+        let waiting: Arc<std::sync::Mutex<Vec<oneshot::Sender<Result<i64, StorageError>>>>> = Arc::default();
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let (w, n) = (waiting.clone(), wake.clone());
+        tokio::spawn(async move {
+            loop {
+                n.notified().await;
+                loop {
+                    let batch = std::mem::take(&mut *w.lock().unwrap_or_else(|e| e.into_inner()));
+                    if batch.is_empty() {
+                        break;
+                    }
+                    let result = storage.current_revision().await;
+                    for waiter in batch {
+                        let _ = waiter.send(result.clone());
+                    }
+                }
+            }
+        });
+        RevisionReader { waiting, wake }
+    }
+
+    async fn read(&self) -> Result<i64, StorageError> {
+        let (tx, rx) = oneshot::channel();
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
+        self.wake.notify_one();
+        rx.await.unwrap_or_else(|_| Err(StorageError::Unavailable("revision reader stopped".into())))
+    }
+}
+
+/// Converts a raw storage event into a watch event for a cache, given the
+/// previous state when etcd supplied it.
+pub fn history_event(cache: &ResourceCache, event: &Event) -> Option<WatchEvent> {
+    let prev = event
+        .prev
+        .as_ref()
+        .and_then(|p| cache.ingest(&p.key, &p.value, p.mod_revision))
+        .map(Arc::new);
+    match event.kind {
+        EventKind::Put => {
+            let object = Arc::new(cache.ingest(&event.kv.key, &event.kv.value, event.revision())?);
+            let kind = if event.kv.create_revision == event.revision() { WatchEventType::Added } else { WatchEventType::Modified };
+            Some(WatchEvent::new(kind, object, prev))
+        }
+        EventKind::Delete => {
+            let before = event.prev.as_ref()?;
+            let object = Arc::new(cache.ingest(&before.key, &before.value, event.revision())?);
+            Some(WatchEvent::new(WatchEventType::Deleted, object, prev))
+        }
+    }
+}
+
+/// Whether a key/value would ingest (used by tests).
+#[cfg(test)]
+fn json_ingest() -> Ingest {
+    Arc::new(|key: &str, value: &[u8], revision: i64| {
+        let mut v: Value = serde_json::from_slice(value).ok()?;
+        v["metadata"]["resourceVersion"] = Value::String(revision.to_string());
+        let name = v["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        Some(CachedObject {
+            key: key.into(),
+            revision,
+            bytes: serde_json::to_vec(&v).ok()?.into(),
+            namespace: String::new(),
+            name,
+            labels: Map::new(),
+            fields: Vec::new(),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::memory::MemoryStorage;
+
+    fn obj(name: &str) -> Bytes {
+        serde_json::to_vec(&serde_json::json!({"metadata":{"name":name}})).unwrap().into()
+    }
+
+    #[tokio::test]
+    async fn cache_follows_writes_and_serves_consistent_reads() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::default());
+        storage.create("/r/cm/a", obj("a")).await.unwrap();
+        storage.create("/r/other/x", obj("x")).await.unwrap();
+        let cacher = Cacher::start(storage.clone()).await.unwrap();
+        let cache = cacher.register("/r/cm/", json_ingest()).await.unwrap();
+        assert_eq!(cache.len(), 1);
+        let rev = storage.create("/r/cm/b", obj("b")).await.unwrap();
+        storage.create("/r/other/y", obj("y")).await.unwrap();
+        let fresh = cacher.wait_fresh().await.unwrap();
+        assert!(fresh > rev);
+        let snap = cache.snapshot("/r/cm/", cacher.progress());
+        assert_eq!(snap.objects.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), vec!["a", "b"]);
+        assert_eq!(snap.revision, fresh);
+        let b = cache.get("/r/cm/b").unwrap();
+        assert_eq!(b.value()["metadata"]["resourceVersion"], rev.to_string());
+    }
+
+    #[tokio::test]
+    async fn watch_replays_from_ring_and_follows_live() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::default());
+        let cacher = Cacher::start(storage.clone()).await.unwrap();
+        let cache = cacher.register("/r/cm/", json_ingest()).await.unwrap();
+        let r1 = storage.create("/r/cm/a", obj("a")).await.unwrap();
+        let r2 = storage.update("/r/cm/a", obj("a"), r1).await.unwrap();
+        cacher.wait_fresh().await.unwrap();
+        let WatchStart::Cached { replay, mut live } = cache.watch_from(storage.as_ref(), r1).await.unwrap() else {
+            panic!("expected the ring to cover r1");
+        };
+        assert_eq!(replay.iter().map(|e| (e.kind, e.revision())).collect::<Vec<_>>(), vec![(WatchEventType::Modified, r2)]);
+        let (_, r3) = storage.delete("/r/cm/a", None).await.unwrap();
+        let deleted = tokio::time::timeout(Duration::from_secs(2), live.recv()).await.unwrap().unwrap();
+        assert_eq!((deleted.kind, deleted.revision()), (WatchEventType::Deleted, r3));
+        assert_eq!(deleted.object.value()["metadata"]["resourceVersion"], r3.to_string());
+        assert!(String::from_utf8_lossy(&deleted.json_line()).starts_with("{\"type\":\"DELETED\",\"object\":{"));
+    }
+
+    #[tokio::test]
+    async fn old_revisions_come_from_history() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::default());
+        let r1 = storage.create("/r/cm/a", obj("a")).await.unwrap();
+        storage.update("/r/cm/a", obj("a"), r1).await.unwrap();
+        let cacher = Cacher::start(storage.clone()).await.unwrap();
+        let cache = cacher.register("/r/cm/", json_ingest()).await.unwrap();
+        let WatchStart::History(mut stream) = cache.watch_from(storage.as_ref(), r1 - 1).await.unwrap() else {
+            panic!("expected history");
+        };
+        let batch = stream.next().await.unwrap().unwrap();
+        let event = history_event(&cache, &batch[0]).unwrap();
+        assert_eq!((event.kind, event.revision()), (WatchEventType::Added, r1));
+    }
+
+    #[tokio::test]
+    async fn revision_reads_are_shared() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::default());
+        let reader = RevisionReader::new(storage.clone());
+        let reads = futures::future::join_all((0..50).map(|_| reader.read())).await;
+        assert!(reads.iter().all(|r| *r.as_ref().unwrap() == 1));
+    }
+}
