@@ -89,6 +89,27 @@ impl Reason {
     }
 }
 
+/// The reason kube uses for an HTTP code (for errors that only carry a code).
+pub fn reason_for_code(code: u16) -> Reason {
+    match code {
+        400 => Reason::BadRequest,
+        401 => Reason::Unauthorized,
+        403 => Reason::Forbidden,
+        404 => Reason::NotFound,
+        405 => Reason::MethodNotAllowed,
+        406 => Reason::NotAcceptable,
+        409 => Reason::Conflict,
+        410 => Reason::Gone,
+        413 => Reason::RequestEntityTooLarge,
+        415 => Reason::UnsupportedMediaType,
+        422 => Reason::Invalid,
+        429 => Reason::TooManyRequests,
+        503 => Reason::ServiceUnavailable,
+        504 => Reason::Timeout,
+        _ => Reason::InternalError,
+    }
+}
+
 /// A validation failure on one field: a `StatusCause` of an Invalid Status.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldError {

@@ -136,7 +136,9 @@ impl FieldSelector {
 
     /// The field names the selector uses, so the caller can reject unsupported ones.
     pub fn fields(&self) -> impl Iterator<Item = &str> {
-        self.requirements.iter().map(|requirement| requirement.field.as_str())
+        self.requirements
+            .iter()
+            .map(|requirement| requirement.field.as_str())
     }
 
     /// The value the selector requires `field` to equal, if any (e.g. `metadata.name=x`).
@@ -225,10 +227,17 @@ fn split_terms(selector: &str) -> Vec<&str> {
 
 /// Splits a term at its first operator and unescapes the value.
 fn parse_term(selector: &str, term: &str) -> Result<FieldRequirement, FieldSelectorError> {
-    let operators = [FieldOperator::NotEquals, FieldOperator::DoubleEquals, FieldOperator::Equals];
+    let operators = [
+        FieldOperator::NotEquals,
+        FieldOperator::DoubleEquals,
+        FieldOperator::Equals,
+    ];
     let split = term.char_indices().find_map(|(index, _)| {
         let rest = &term[index..];
-        operators.into_iter().find(|op| rest.starts_with(op.as_str())).map(|op| (index, op))
+        operators
+            .into_iter()
+            .find(|op| rest.starts_with(op.as_str()))
+            .map(|op| (index, op))
     });
     let Some((index, op)) = split else {
         return Err(FieldSelectorError::NoOperator {
@@ -237,7 +246,11 @@ fn parse_term(selector: &str, term: &str) -> Result<FieldRequirement, FieldSelec
         });
     };
     let value = unescape_value(&term[index + op.as_str().len()..])?;
-    Ok(FieldRequirement { field: term[..index].to_owned(), op, value })
+    Ok(FieldRequirement {
+        field: term[..index].to_owned(),
+        op,
+        value,
+    })
 }
 
 #[cfg(test)]
@@ -246,14 +259,20 @@ mod tests {
     use std::collections::HashMap;
 
     fn getter(fields: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> =
-            fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |field| map.get(field).cloned()
     }
 
     #[test]
     fn parses_and_matches_table() {
-        let object = [("metadata.name", "web"), ("metadata.namespace", "default"), ("spec.nodeName", "")];
+        let object = [
+            ("metadata.name", "web"),
+            ("metadata.namespace", "default"),
+            ("spec.nodeName", ""),
+        ];
         let cases: &[(&str, bool)] = &[
             ("", true),
             (",", true),
@@ -281,7 +300,10 @@ mod tests {
         assert_eq!(selector.exact_match("metadata.name"), Some(r"a,b=c\d"));
         assert_eq!(selector.requirements.len(), 2);
         assert_eq!(escape_value(r"a,b=c\d"), r"a\,b\=c\\d");
-        assert_eq!(unescape_value(&escape_value("p=q,r\\s")).unwrap(), "p=q,r\\s");
+        assert_eq!(
+            unescape_value(&escape_value("p=q,r\\s")).unwrap(),
+            "p=q,r\\s"
+        );
         let bang = FieldSelector::parse("a=x!y").unwrap();
         assert_eq!(bang.exact_match("a"), Some("x!y"));
     }
@@ -291,9 +313,18 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             ("abc", "invalid selector: 'abc'; can't understand 'abc'"),
             ("a=b,c", "invalid selector: 'a=b,c'; can't understand 'c'"),
-            ("a=b=c", "invalid field selector: unescaped character in value: 61"),
-            (r"a=b\!", r"invalid field selector: invalid escape sequence: \!"),
-            ("a=b\\", r"invalid field selector: invalid escape sequence: \"),
+            (
+                "a=b=c",
+                "invalid field selector: unescaped character in value: 61",
+            ),
+            (
+                r"a=b\!",
+                r"invalid field selector: invalid escape sequence: \!",
+            ),
+            (
+                "a=b\\",
+                r"invalid field selector: invalid escape sequence: \",
+            ),
         ];
         for (selector, message) in cases {
             let error = FieldSelector::parse(selector).expect_err(selector);
@@ -304,7 +335,10 @@ mod tests {
     #[test]
     fn splits_at_first_operator_and_sorts() {
         let selector = FieldSelector::parse("z=1,a!=b=,m==2").unwrap_err();
-        assert_eq!(selector.to_string(), "invalid field selector: unescaped character in value: 61");
+        assert_eq!(
+            selector.to_string(),
+            "invalid field selector: unescaped character in value: 61"
+        );
         let selector = FieldSelector::parse("z=1,a!=b,m==2").unwrap();
         let fields: Vec<&str> = selector.fields().collect();
         assert_eq!(fields, ["a", "m", "z"]);

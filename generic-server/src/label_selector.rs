@@ -111,7 +111,11 @@ impl Requirement {
     pub fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Self, SelectorError> {
         let errors = requirement_errors(key, operator, &values);
         if errors.is_empty() {
-            Ok(Requirement { key: key.to_owned(), operator, values })
+            Ok(Requirement {
+                key: key.to_owned(),
+                operator,
+                values,
+            })
         } else {
             Err(SelectorError::Invalid(aggregate(errors)))
         }
@@ -208,15 +212,25 @@ impl LabelSelector {
 
     /// A selector that matches no object (what a missing `metav1.LabelSelector` means).
     pub fn nothing() -> Self {
-        LabelSelector { requirements: Vec::new(), nothing: true }
+        LabelSelector {
+            requirements: Vec::new(),
+            nothing: true,
+        }
     }
 
     /// Parses a `labelSelector` query string.
     pub fn parse(selector: &str) -> Result<Self, SelectorError> {
         let tokens = lex(selector);
-        let mut requirements = Parser { tokens: &tokens, position: 0 }.parse()?;
+        let mut requirements = Parser {
+            tokens: &tokens,
+            position: 0,
+        }
+        .parse()?;
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(LabelSelector { requirements, nothing: false })
+        Ok(LabelSelector {
+            requirements,
+            nothing: false,
+        })
     }
 
     /// Converts a `metav1.LabelSelector` JSON object (`matchLabels`, `matchExpressions`).
@@ -232,7 +246,10 @@ impl LabelSelector {
         let mut requirements = match_labels_requirements(map.get("matchLabels"))?;
         requirements.extend(match_expressions_requirements(map.get("matchExpressions"))?);
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(LabelSelector { requirements, nothing: false })
+        Ok(LabelSelector {
+            requirements,
+            nothing: false,
+        })
     }
 
     /// The requirements, sorted by key.
@@ -258,7 +275,11 @@ impl LabelSelector {
 
     /// Whether an object's `metadata.labels` satisfy the selector.
     pub fn matches_object(&self, object: &Value) -> bool {
-        self.matches(object.pointer("/metadata/labels").and_then(Value::as_object))
+        self.matches(
+            object
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object),
+        )
     }
 
     /// The single value the selector requires for `key`, if it requires exactly one.
@@ -327,7 +348,12 @@ fn match_expressions_requirements(
 
 /// One `matchExpressions` entry as a requirement.
 fn expression_requirement(expression: &Value) -> Result<Requirement, SelectorError> {
-    let text = |field: &str| expression.get(field).and_then(Value::as_str).unwrap_or_default();
+    let text = |field: &str| {
+        expression
+            .get(field)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
     let operator = match text("operator") {
         "In" => Operator::In,
         "NotIn" => Operator::NotIn,
@@ -375,7 +401,11 @@ fn requirement_errors(key: &str, operator: Operator, values: &[String]) -> Vec<S
         for (index, value) in values.iter().enumerate() {
             if value.parse::<i64>().is_err() {
                 let detail = "for 'Gt', 'Lt' operators, the value must be an integer";
-                errors.push(invalid(&format!("values[{index}]"), &go_quote(value), detail));
+                errors.push(invalid(
+                    &format!("values[{index}]"),
+                    &go_quote(value),
+                    detail,
+                ));
             }
         }
     }
@@ -443,7 +473,9 @@ pub fn label_key_problems(key: &str) -> Vec<String> {
     if name.is_empty() {
         problems.push("name part must be non-empty".to_owned());
     } else if name.len() > NAME_MAX_LENGTH {
-        problems.push(format!("name part must be no more than {NAME_MAX_LENGTH} characters"));
+        problems.push(format!(
+            "name part must be no more than {NAME_MAX_LENGTH} characters"
+        ));
     }
     if !is_qualified_name_part(name) {
         problems.push(format!("name part {NAME_PATTERN_ERROR}"));
@@ -458,7 +490,9 @@ fn prefix_problems(prefix: &str) -> Vec<String> {
     }
     let mut problems = Vec::new();
     if prefix.len() > PREFIX_MAX_LENGTH {
-        problems.push(format!("prefix part must be no more than {PREFIX_MAX_LENGTH} characters"));
+        problems.push(format!(
+            "prefix part must be no more than {PREFIX_MAX_LENGTH} characters"
+        ));
     }
     if !is_dns_subdomain(prefix) {
         problems.push(format!("prefix part {SUBDOMAIN_PATTERN_ERROR}"));
@@ -486,7 +520,9 @@ fn is_qualified_name_part(name: &str) -> bool {
     };
     first.is_ascii_alphanumeric()
         && last.is_ascii_alphanumeric()
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`.
@@ -578,7 +614,10 @@ fn lex(input: &str) -> Vec<Scanned> {
             position += 1;
         }
         let Some(&byte) = bytes.get(position) else {
-            tokens.push(Scanned { token: Token::End, literal: String::new() });
+            tokens.push(Scanned {
+                token: Token::End,
+                literal: String::new(),
+            });
             return tokens;
         };
         let (scanned, next) = if is_special(byte) {
@@ -605,10 +644,22 @@ fn lex_symbol(input: &str, start: usize) -> (Scanned, usize) {
         }
     }
     match last {
-        Some((token, end)) => (Scanned { token, literal: input[start..end].to_owned() }, end),
+        Some((token, end)) => (
+            Scanned {
+                token,
+                literal: input[start..end].to_owned(),
+            },
+            end,
+        ),
         None => {
             let literal = format!("error expected: keyword found '{}'", &input[start..end]);
-            (Scanned { token: Token::Error, literal }, end)
+            (
+                Scanned {
+                    token: Token::Error,
+                    literal,
+                },
+                end,
+            )
         }
     }
 }
@@ -767,7 +818,11 @@ impl Parser<'_> {
                 self.consume(Context::Values);
                 vec![String::new()]
             }
-            _ => return Err(format!("found '{literal}', expected: ',', ')' or identifier")),
+            _ => {
+                return Err(format!(
+                    "found '{literal}', expected: ',', ')' or identifier"
+                ));
+            }
         };
         values.sort();
         values.dedup();
@@ -871,19 +926,41 @@ mod tests {
             ("a>5", json!({}), false),
             ("a=b,c=d", json!({"a": "b", "c": "d"}), true),
             ("a=b,c=d", json!({"a": "b", "c": "e"}), false),
-            ("  a = b ,  c  in ( d , e )  ", json!({"a": "b", "c": "e"}), true),
+            (
+                "  a = b ,  c  in ( d , e )  ",
+                json!({"a": "b", "c": "e"}),
+                true,
+            ),
             ("a=", json!({"a": ""}), true),
             ("a=,b", json!({"a": "", "b": "x"}), true),
             ("a in ()", json!({"a": ""}), true),
             ("a in (,x)", json!({"a": ""}), true),
             ("in in (in)", json!({"in": "in"}), true),
-            ("example.com/app=web", json!({"example.com/app": "web"}), true),
+            (
+                "example.com/app=web",
+                json!({"example.com/app": "web"}),
+                true,
+            ),
             ("app=web-1.2_3", json!({"app": "web-1.2_3"}), true),
+            (
+                "x in (foo,,baz),y,z notin ()",
+                json!({"x": "", "y": "1"}),
+                true,
+            ),
+            (
+                "x in (foo,,baz),y,z notin ()",
+                json!({"x": "baz", "y": "1", "z": ""}),
+                false,
+            ),
         ];
         for (selector, given, expected) in cases {
             let parsed = LabelSelector::parse(selector)
                 .unwrap_or_else(|e| panic!("{selector:?} failed to parse: {e}"));
-            assert_eq!(parsed.matches(&labels(given.clone())), *expected, "{selector:?} on {given}");
+            assert_eq!(
+                parsed.matches(&labels(given.clone())),
+                *expected,
+                "{selector:?} on {given}"
+            );
         }
     }
 
@@ -900,15 +977,40 @@ mod tests {
     #[test]
     fn errors_use_kube_wording() {
         let cases: &[(&str, &str)] = &[
-            (",", "found ',', expected: !, identifier, or 'end of string'"),
+            (
+                ",",
+                "found ',', expected: !, identifier, or 'end of string'",
+            ),
             ("a,", "found '', expected: identifier after ','"),
             ("a=b c", "found 'c', expected: ',' or 'end of string'"),
-            ("a b", "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"),
-            ("a in x", "unable to parse requirement: found 'x' expected: '('"),
-            ("a in (x", "unable to parse requirement: found '', expected: ',' or ')'"),
-            ("a in (=", "unable to parse requirement: found '=', expected: ',', ')' or identifier"),
-            ("a=(", "unable to parse requirement: found '(', expected: identifier"),
-            ("!=", "unable to parse requirement: found '!=', expected: identifier"),
+            (
+                "a b",
+                "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt",
+            ),
+            (
+                "a in x",
+                "unable to parse requirement: found 'x' expected: '('",
+            ),
+            (
+                "a in (x",
+                "unable to parse requirement: found '', expected: ',' or ')'",
+            ),
+            (
+                "a in (=",
+                "unable to parse requirement: found '=', expected: ',', ')' or identifier",
+            ),
+            (
+                "a=(",
+                "unable to parse requirement: found '(', expected: identifier",
+            ),
+            (
+                "!=",
+                "found '!=', expected: !, identifier, or 'end of string'",
+            ),
+            (
+                "!,a",
+                "unable to parse requirement: found ',', expected: identifier",
+            ),
             (
                 "a>x",
                 "unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer",
@@ -940,12 +1042,25 @@ mod tests {
     fn long_key_and_value_are_rejected() {
         let long = "a".repeat(64);
         let error = LabelSelector::parse(&long).unwrap_err().to_string();
-        assert!(error.contains("name part must be no more than 63 characters"), "{error}");
-        let error = LabelSelector::parse(&format!("a={long}")).unwrap_err().to_string();
-        assert!(error.contains("must be no more than 63 characters"), "{error}");
+        assert!(
+            error.contains("name part must be no more than 63 characters"),
+            "{error}"
+        );
+        let error = LabelSelector::parse(&format!("a={long}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("must be no more than 63 characters"),
+            "{error}"
+        );
         assert!(LabelSelector::parse(&format!("{}=x", "a".repeat(63))).is_ok());
-        let upper = LabelSelector::parse("Example.com/a").unwrap_err().to_string();
-        assert!(upper.contains("prefix part a lowercase RFC 1123 subdomain"), "{upper}");
+        let upper = LabelSelector::parse("Example.com/a")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            upper.contains("prefix part a lowercase RFC 1123 subdomain"),
+            "{upper}"
+        );
     }
 
     #[test]
@@ -977,34 +1092,58 @@ mod tests {
             ]
         });
         let selector = LabelSelector::from_label_selector_object(&object).unwrap();
-        assert_eq!(selector.to_string(), "!canary,env notin (dev),app=web,tier in (back,front),zone");
+        assert_eq!(
+            selector.to_string(),
+            "app=web,!canary,env notin (dev),tier in (back,front),zone"
+        );
         let good = labels(json!({"app": "web", "tier": "back", "zone": "a"}));
         let canary = labels(json!({"app": "web", "tier": "back", "zone": "a", "canary": "1"}));
         assert!(selector.matches(&good));
         assert!(!selector.matches(&canary));
-        assert!(LabelSelector::from_label_selector_object(&json!({})).unwrap().is_empty());
-        assert!(LabelSelector::from_label_selector_object(&Value::Null).unwrap().matches_nothing());
+        assert!(
+            LabelSelector::from_label_selector_object(&json!({}))
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            LabelSelector::from_label_selector_object(&Value::Null)
+                .unwrap()
+                .matches_nothing()
+        );
     }
 
     #[test]
     fn label_selector_object_errors() {
-        let bad_operator = json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]});
+        let bad_operator =
+            json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]});
         assert_eq!(
-            LabelSelector::from_label_selector_object(&bad_operator).unwrap_err().to_string(),
+            LabelSelector::from_label_selector_object(&bad_operator)
+                .unwrap_err()
+                .to_string(),
             "\"Gt\" is not a valid label selector operator"
         );
         let empty_in = json!({"matchExpressions": [{"key": "a", "operator": "In"}]});
         assert_eq!(
-            LabelSelector::from_label_selector_object(&empty_in).unwrap_err().to_string(),
+            LabelSelector::from_label_selector_object(&empty_in)
+                .unwrap_err()
+                .to_string(),
             "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty"
         );
-        let exists_values = json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]});
+        let exists_values =
+            json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]});
         assert_eq!(
-            LabelSelector::from_label_selector_object(&exists_values).unwrap_err().to_string(),
+            LabelSelector::from_label_selector_object(&exists_values)
+                .unwrap_err()
+                .to_string(),
             "values: Invalid value: []string{\"x\"}: values set must be empty for exists and does not exist"
         );
         let bad_key = json!({"matchLabels": {"-a": "b"}});
-        let message = LabelSelector::from_label_selector_object(&bad_key).unwrap_err().to_string();
-        assert!(message.starts_with("key: Invalid value: \"-a\": name part"), "{message}");
+        let message = LabelSelector::from_label_selector_object(&bad_key)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with("key: Invalid value: \"-a\": name part"),
+            "{message}"
+        );
     }
 }

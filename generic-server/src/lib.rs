@@ -6,14 +6,21 @@
 //! discovery, OpenAPI, Table output, Status errors, and both ends of the
 //! gRPC delegation protocol.
 
+pub mod admission;
 pub mod codec;
+pub mod discovery;
 pub mod error;
+pub mod field_selector;
+pub mod label_selector;
+pub mod patch;
+pub mod registry;
 pub mod request;
 pub mod request_info;
 pub mod resource;
 pub mod storage;
 pub mod strategy;
 pub mod table;
+pub mod validation;
 
 #[cfg(test)]
 pub mod testing;

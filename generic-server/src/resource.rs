@@ -105,6 +105,8 @@ pub struct Resource {
     pub strategy: Arc<dyn Strategy>,
     /// Checks object structure and drops unknown fields.
     pub codec: Arc<dyn Codec>,
+    /// Whether strategic merge patches are accepted (built-ins only).
+    pub strategic_merge_patch: bool,
 }
 
 impl fmt::Debug for Resource {
@@ -134,6 +136,7 @@ impl Resource {
             subresources: Vec::new(),
             strategy: Arc::new(strategy),
             codec: Arc::new(TypedCodec::<K>::default()),
+            strategic_merge_patch: true,
         }
     }
 

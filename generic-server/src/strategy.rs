@@ -6,8 +6,9 @@
 
 use serde_json::Value;
 
-use crate::error::FieldError;
+use crate::error::{FieldError, Result};
 use crate::table::{self, Column};
+use crate::validation::NameRule;
 
 /// A resource's own rules. Every method has a neutral default.
 pub trait Strategy: Send + Sync + 'static {
@@ -40,6 +41,33 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// How object names are validated.
+    fn name_rule(&self) -> NameRule {
+        NameRule::Subdomain
+    }
+
+    /// Whether a PUT may create an absent object.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
+    /// Whether DELETE answers with the deleted object rather than a Status.
+    fn return_deleted_object(&self) -> bool {
+        false
+    }
+
+    /// Called when deletion is requested. Returning true keeps the object,
+    /// marked for deletion, until [`Strategy::may_remove`] holds (for
+    /// example a namespace turning `Terminating`); an error refuses the delete.
+    fn begin_delete(&self, _obj: &mut Value) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Whether an object marked for deletion, with no finalizers left, may go.
+    fn may_remove(&self, _obj: &Value) -> bool {
+        true
+    }
+
     /// Table columns; by default Name and Age.
     fn columns(&self) -> Vec<Column> {
         vec![table::name_column(), table::age_column()]
@@ -50,10 +78,14 @@ pub trait Strategy: Send + Sync + 'static {
         vec![table::name_cell(obj), table::age_cell(obj)]
     }
 
-    /// The value of a selectable field beyond `metadata.name` and
-    /// `metadata.namespace`, or `None` if the field is not selectable.
-    fn field_value(&self, _obj: &Value, _field: &str) -> Option<String> {
-        None
+    /// Field paths selectable beyond `metadata.name` and `metadata.namespace`.
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The value of a selectable field; by default the string at its path.
+    fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        string_at(obj, field)
     }
 }
 

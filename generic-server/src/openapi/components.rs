@@ -15,7 +15,7 @@ use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use super::extensions;
-use super::list_meta::{KINDS, KindMeta};
+use super::list_meta::{KINDS, KindMeta, REQUIRED_OVERRIDES};
 
 /// Prefix of every schema reference (`#/components/schemas/<name>`).
 pub const SCHEMA_PREFIX: &str = "#/components/schemas/";
@@ -45,8 +45,16 @@ pub struct GroupVersionKind {
 
 impl GroupVersionKind {
     /// A group/version/kind from its parts.
-    pub fn new(group: impl Into<String>, version: impl Into<String>, kind: impl Into<String>) -> Self {
-        Self { group: group.into(), version: version.into(), kind: kind.into() }
+    pub fn new(
+        group: impl Into<String>,
+        version: impl Into<String>,
+        kind: impl Into<String>,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
     }
 
     /// The `{"group", "kind", "version"}` object kube writes in `x-kubernetes-group-version-kind`.
@@ -71,7 +79,9 @@ impl Components {
     /// A collector holding the schemas every group-version document refers to
     /// (`Status`, `DeleteOptions`, `WatchEvent`, `Patch`).
     pub fn new() -> Self {
-        let mut components = Self { schemas: Map::new() };
+        let mut components = Self {
+            schemas: Map::new(),
+        };
         components.add::<meta::Status>();
         components.add::<meta::DeleteOptions>();
         components.add::<meta::WatchEvent<()>>();
@@ -85,6 +95,7 @@ impl Components {
     pub fn add<K: JsonSchema>(&mut self) -> String {
         let name = K::schema_name().into_owned();
         if self.schemas.contains_key(&name) {
+            self.add_builtin_list(&name);
             return name;
         }
         let mut generator = generator();
@@ -174,17 +185,26 @@ impl Components {
     }
 
     /// The schemas named in `roots` and every schema they reference, sorted by name.
-    pub(crate) fn reachable<'a>(&self, roots: impl IntoIterator<Item = &'a str>) -> Map<String, Value> {
+    pub(crate) fn reachable<'a>(
+        &self,
+        roots: impl IntoIterator<Item = &'a str>,
+    ) -> Map<String, Value> {
         let mut seen = BTreeSet::new();
         let mut queue: VecDeque<String> = roots.into_iter().map(str::to_owned).collect();
         while let Some(name) = queue.pop_front() {
-            let Some(schema) = self.schemas.get(&name) else { continue };
+            let Some(schema) = self.schemas.get(&name) else {
+                continue;
+            };
             if seen.insert(name) {
                 collect_refs(schema, &mut |target| queue.push_back(target.to_owned()));
             }
         }
         seen.into_iter()
-            .filter_map(|name| self.schemas.get(&name).map(|schema| (name.clone(), schema.clone())))
+            .filter_map(|name| {
+                self.schemas
+                    .get(&name)
+                    .map(|schema| (name.clone(), schema.clone()))
+            })
             .collect()
     }
 
@@ -194,6 +214,7 @@ impl Components {
         if let Some(kind) = kind_meta(&name) {
             mark_kind(&mut schema, kind);
         }
+        fix_required(&name, &mut schema);
         extensions::annotate(&name, &mut schema);
         self.schemas.insert(name, schema);
     }
@@ -201,9 +222,14 @@ impl Components {
     /// Adds `<name>List` when `name` is a listable built-in kind.
     fn add_builtin_list(&mut self, name: &str) {
         let Some(kind) = kind_meta(name) else { return };
-        let Some(list_kind) = kind.list_kind else { return };
+        let Some(list_kind) = kind.list_kind else {
+            return;
+        };
         if !self.schemas.contains_key(&format!("{name}List")) {
-            self.add_list(name, &GroupVersionKind::new(kind.group, kind.version, list_kind));
+            self.add_list(
+                name,
+                &GroupVersionKind::new(kind.group, kind.version, list_kind),
+            );
         }
     }
 }
@@ -220,7 +246,10 @@ fn generator() -> SchemaGenerator {
 
 /// The generated table row of a built-in kind's schema.
 pub(crate) fn kind_meta(name: &str) -> Option<&'static KindMeta> {
-    KINDS.binary_search_by(|kind| kind.schema.cmp(name)).ok().map(|index| &KINDS[index])
+    KINDS
+        .binary_search_by(|kind| kind.schema.cmp(name))
+        .ok()
+        .map(|index| &KINDS[index])
 }
 
 /// The ref string of a `$ref` schema or of an `allOf` holding a single `$ref`.
@@ -236,9 +265,14 @@ pub(crate) fn reference_of(schema: &Value) -> Option<&str> {
 
 /// Adds the GVK extension and drops k8s-openapi's `metadata` from `required` (kube never requires it).
 fn mark_kind(schema: &mut Value, kind: &KindMeta) {
-    let Some(object) = schema.as_object_mut() else { return };
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
     let gvk = GroupVersionKind::new(kind.group, kind.version, kind.kind);
-    object.insert("x-kubernetes-group-version-kind".into(), json!([gvk.to_value()]));
+    object.insert(
+        "x-kubernetes-group-version-kind".into(),
+        json!([gvk.to_value()]),
+    );
     let now_empty = object
         .get_mut("required")
         .and_then(Value::as_array_mut)
@@ -252,23 +286,41 @@ fn mark_kind(schema: &mut Value, kind: &KindMeta) {
     }
 }
 
+/// Replaces k8s-openapi's `required` list with kube's where the generated table says they differ.
+fn fix_required(name: &str, schema: &mut Value) {
+    let Ok(index) = REQUIRED_OVERRIDES.binary_search_by(|o| o.schema.cmp(name)) else {
+        return;
+    };
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    let required = REQUIRED_OVERRIDES[index].required;
+    if required.is_empty() {
+        object.remove("required");
+    } else {
+        object.insert("required".into(), required.iter().copied().collect());
+    }
+}
+
 /// Wraps every `$ref` that has sibling keys as `{"allOf": [{"$ref"}], siblings…}`, recursively.
 fn wrap_refs(schema: &mut Value) {
     for_each_subschema_mut(schema, &mut wrap_refs);
-    let Some(object) = schema.as_object_mut() else { return };
-    if object.len() > 1 {
-        if let Some(reference) = object.shift_remove("$ref") {
-            let mut wrapped = Map::new();
-            wrapped.insert("allOf".into(), json!([{"$ref": reference}]));
-            wrapped.extend(std::mem::take(object));
-            *object = wrapped;
-        }
+    let Some(object) = schema.as_object_mut().filter(|object| object.len() > 1) else {
+        return;
+    };
+    if let Some(reference) = object.shift_remove("$ref") {
+        let mut wrapped = Map::new();
+        wrapped.insert("allOf".into(), json!([{"$ref": reference}]));
+        wrapped.extend(std::mem::take(object));
+        *object = wrapped;
     }
 }
 
 /// Calls `f` on each direct subschema (properties, additionalProperties, items, allOf/anyOf/oneOf, not).
 pub(crate) fn for_each_subschema_mut(schema: &mut Value, f: &mut dyn FnMut(&mut Value)) {
-    let Some(object) = schema.as_object_mut() else { return };
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
     if let Some(properties) = object.get_mut("properties").and_then(Value::as_object_mut) {
         properties.values_mut().for_each(&mut *f);
     }
@@ -328,7 +380,10 @@ mod tests {
             schema["x-kubernetes-group-version-kind"],
             json!([{"group": "", "kind": "ConfigMap", "version": "v1"}])
         );
-        assert!(schema.get("required").is_none(), "metadata is not required upstream");
+        assert!(
+            schema.get("required").is_none(),
+            "metadata is not required upstream"
+        );
         assert_eq!(
             schema["properties"]["metadata"]["allOf"],
             json!([{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}])
@@ -341,12 +396,17 @@ mod tests {
     #[test]
     fn listable_kind_gets_a_list_schema() {
         let (components, _) = components_with::<ConfigMap>();
-        let list = components.get("io.k8s.api.core.v1.ConfigMapList").expect("list schema");
+        let list = components
+            .get("io.k8s.api.core.v1.ConfigMapList")
+            .expect("list schema");
         assert_eq!(
             list["x-kubernetes-group-version-kind"],
             json!([{"group": "", "kind": "ConfigMapList", "version": "v1"}])
         );
-        assert_eq!(list["properties"]["items"]["items"]["$ref"], "#/components/schemas/io.k8s.api.core.v1.ConfigMap");
+        assert_eq!(
+            list["properties"]["items"]["items"]["$ref"],
+            "#/components/schemas/io.k8s.api.core.v1.ConfigMap"
+        );
         assert!(components.contains("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"));
     }
 
@@ -354,9 +414,15 @@ mod tests {
     fn deployment_refs_reach_pod_spec_with_list_metadata() {
         let (components, _) = components_with::<Deployment>();
         let template = property(&components, "io.k8s.api.apps.v1.DeploymentSpec", "template");
-        assert_eq!(template["allOf"][0]["$ref"], "#/components/schemas/io.k8s.api.core.v1.PodTemplateSpec");
+        assert_eq!(
+            template["allOf"][0]["$ref"],
+            "#/components/schemas/io.k8s.api.core.v1.PodTemplateSpec"
+        );
         let containers = property(&components, "io.k8s.api.core.v1.PodSpec", "containers");
-        assert_eq!(containers["items"]["$ref"], "#/components/schemas/io.k8s.api.core.v1.Container");
+        assert_eq!(
+            containers["items"]["$ref"],
+            "#/components/schemas/io.k8s.api.core.v1.Container"
+        );
         assert_eq!(containers["x-kubernetes-list-type"], "map");
         assert_eq!(containers["x-kubernetes-list-map-keys"], json!(["name"]));
         assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
@@ -370,21 +436,34 @@ mod tests {
         let (components, _) = components_with::<Pod>();
         let ports = property(&components, "io.k8s.api.core.v1.Container", "ports");
         assert_eq!(ports["x-kubernetes-patch-merge-key"], "containerPort");
-        assert_eq!(ports["x-kubernetes-list-map-keys"], json!(["containerPort", "protocol"]));
+        assert_eq!(
+            ports["x-kubernetes-list-map-keys"],
+            json!(["containerPort", "protocol"])
+        );
         let volumes = property(&components, "io.k8s.api.core.v1.PodSpec", "volumes");
         assert_eq!(volumes["x-kubernetes-patch-strategy"], "merge,retainKeys");
-        let finalizers = property(&components, "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers");
+        let finalizers = property(
+            &components,
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+            "finalizers",
+        );
         assert_eq!(finalizers["x-kubernetes-patch-strategy"], "merge");
         assert_eq!(finalizers["x-kubernetes-list-type"], "set");
         assert!(finalizers.get("x-kubernetes-patch-merge-key").is_none());
-        let owners = property(&components, "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "ownerReferences");
+        let owners = property(
+            &components,
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+            "ownerReferences",
+        );
         assert_eq!(owners["x-kubernetes-patch-merge-key"], "uid");
         let host_ips = property(&components, "io.k8s.api.core.v1.PodStatus", "hostIPs");
         assert_eq!(host_ips["x-kubernetes-list-type"], "atomic");
         assert_eq!(host_ips["x-kubernetes-patch-merge-key"], "ip");
         let tolerations = property(&components, "io.k8s.api.core.v1.PodSpec", "tolerations");
         assert!(tolerations.get("x-kubernetes-patch-strategy").is_none());
-        let owner = components.get("io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference").expect("OwnerReference");
+        let owner = components
+            .get("io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference")
+            .expect("OwnerReference");
         assert_eq!(owner["x-kubernetes-map-type"], "atomic");
     }
 
@@ -422,8 +501,42 @@ mod tests {
     }
 
     #[test]
+    fn required_lists_follow_kube() {
+        let (components, _) = components_with::<Pod>();
+        let reference = components
+            .get("io.k8s.api.core.v1.LocalObjectReference")
+            .expect("LocalObjectReference");
+        assert!(reference.get("required").is_none());
+        let selector = components
+            .get("io.k8s.api.core.v1.SecretKeySelector")
+            .expect("SecretKeySelector");
+        assert_eq!(selector["required"], json!(["key"]));
+        let mut components = components;
+        components.add::<k8s_openapi::api::core::v1::Event>();
+        let event = components.get("io.k8s.api.core.v1.Event").expect("Event");
+        assert_eq!(event["required"], json!(["metadata", "involvedObject"]));
+    }
+
+    #[test]
+    fn nested_kind_added_later_still_gets_its_list() {
+        use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::PersistentVolumeClaim};
+        let (mut components, _) = components_with::<StatefulSet>();
+        assert!(components.contains("io.k8s.api.core.v1.PersistentVolumeClaim"));
+        components.add::<PersistentVolumeClaim>();
+        assert!(components.contains("io.k8s.api.core.v1.PersistentVolumeClaimList"));
+    }
+
+    #[test]
     fn kinds_table_is_sorted_for_binary_search() {
         assert!(KINDS.windows(2).all(|pair| pair[0].schema < pair[1].schema));
-        assert_eq!(kind_meta("io.k8s.api.autoscaling.v1.Scale").map(|k| k.group), Some("autoscaling"));
+        assert!(
+            REQUIRED_OVERRIDES
+                .windows(2)
+                .all(|pair| pair[0].schema < pair[1].schema)
+        );
+        assert_eq!(
+            kind_meta("io.k8s.api.autoscaling.v1.Scale").map(|k| k.group),
+            Some("autoscaling")
+        );
     }
 }

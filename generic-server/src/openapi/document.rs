@@ -16,6 +16,10 @@ use schemars::JsonSchema;
 use serde_json::{Map, Value, json};
 
 use super::components::{Components, GroupVersionKind, SCHEMA_PREFIX, collect_refs};
+use super::parameters::{
+    DELETE_COLLECTION_PARAMS, DELETE_PARAMS, LIST_PARAMS, PATCH_PARAMS, WRITE_PARAMS, path_params,
+    query_param,
+};
 
 /// The `openapi` version kube-apiserver declares.
 pub const OPENAPI_VERSION: &str = "3.0.0";
@@ -24,67 +28,47 @@ pub const OPENAPI_VERSION: &str = "3.0.0";
 const INFO_VERSION: &str = "v1.33.0";
 
 /// Every verb of a built-in resource, in discovery order.
-pub const ALL_VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+pub const ALL_VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 /// Media types of responses carrying an object.
 const OBJECT_MEDIA: [&str; 2] = ["application/json", "application/yaml"];
 
 /// Media types of list responses (lists can be watched).
-const LIST_MEDIA: [&str; 3] = ["application/json", "application/yaml", "application/json;stream=watch"];
+const LIST_MEDIA: [&str; 3] = [
+    "application/json",
+    "application/yaml",
+    "application/json;stream=watch",
+];
 
 /// Patch media types every resource accepts.
-const PATCH_MEDIA: [&str; 3] = ["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"];
+const PATCH_MEDIA: [&str; 3] = [
+    "application/apply-patch+yaml",
+    "application/json-patch+json",
+    "application/merge-patch+json",
+];
 
 /// The strategic merge patch media type, listed only for kinds that support it.
 const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
 
+/// Response codes and their descriptions.
+const OK: (&str, &str) = ("200", "OK");
+const CREATED_ONLY: (&str, &str) = ("201", "Created");
+const ACCEPTED: (&str, &str) = ("202", "Accepted");
+/// Responses of a create.
+const CREATED: [(&str, &str); 3] = [OK, CREATED_ONLY, ACCEPTED];
+
 const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
 const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
-
-/// Query parameters of list and watch.
-const LIST_PARAMS: &[&str] = &[
-    "allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion",
-    "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch",
-];
-/// Query parameters of create and update.
-const WRITE_PARAMS: &[&str] = &["dryRun", "fieldManager", "fieldValidation"];
-/// Query parameters of patch.
-const PATCH_PARAMS: &[&str] = &["dryRun", "fieldManager", "fieldValidation", "force"];
-/// Query parameters of delete.
-const DELETE_PARAMS: &[&str] = &[
-    "dryRun", "gracePeriodSeconds", "ignoreStoreReadErrorWithClusterBreakingPotential", "orphanDependents",
-    "propagationPolicy",
-];
-/// Query parameters of deletecollection.
-const DELETE_COLLECTION_PARAMS: &[&str] = &[
-    "continue", "dryRun", "fieldSelector", "gracePeriodSeconds", "ignoreStoreReadErrorWithClusterBreakingPotential",
-    "labelSelector", "limit", "orphanDependents", "propagationPolicy", "resourceVersion", "resourceVersionMatch",
-    "sendInitialEvents", "timeoutSeconds",
-];
-
-/// Type and description of every query parameter (upstream's wording, first sentence).
-const QUERY_PARAMS: &[(&str, &str, &str)] = &[
-    ("allowWatchBookmarks", "boolean", "allowWatchBookmarks requests watch events with type \"BOOKMARK\". Servers that do not implement bookmarks may ignore this flag and bookmarks are sent at the server's discretion."),
-    ("continue", "string", "The continue option should be set when retrieving more results from the server."),
-    ("dryRun", "string", "When present, indicates that modifications should not be persisted. Valid values are: - All: all dry run stages will be processed"),
-    ("fieldManager", "string", "fieldManager is a name associated with the actor or entity that is making these changes."),
-    ("fieldSelector", "string", "A selector to restrict the list of returned objects by their fields. Defaults to everything."),
-    ("fieldValidation", "string", "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore - Warn - Strict"),
-    ("force", "boolean", "Force is going to \"force\" Apply requests. It means user will re-acquire conflicting fields owned by other people. Force flag must be unset for non-apply patch requests."),
-    ("gracePeriodSeconds", "integer", "The duration in seconds before the object should be deleted."),
-    ("ignoreStoreReadErrorWithClusterBreakingPotential", "boolean", "if set to true, it will trigger an unsafe deletion of the resource in case the normal deletion flow fails with a corrupt object error."),
-    ("labelSelector", "string", "A selector to restrict the list of returned objects by their labels. Defaults to everything."),
-    ("limit", "integer", "limit is a maximum number of responses to return for a list call."),
-    ("orphanDependents", "boolean", "Deprecated: please use the PropagationPolicy, this field will be deprecated in 1.7."),
-    ("pretty", "string", "If 'true', then the output is pretty printed."),
-    ("propagationPolicy", "string", "Whether and how garbage collection will be performed. Acceptable values are: 'Orphan', 'Background', 'Foreground'."),
-    ("resourceVersion", "string", "resourceVersion sets a constraint on what resource versions a request may be served from."),
-    ("resourceVersionMatch", "string", "resourceVersionMatch determines how resourceVersion is applied to list calls."),
-    ("sendInitialEvents", "boolean", "`sendInitialEvents=true` may be set together with `watch=true`: the watch stream begins with synthetic events for the current state of the collection."),
-    ("timeoutSeconds", "integer", "Timeout for the list/watch call. This limits the duration of the call, regardless of any activity or inactivity."),
-    ("watch", "boolean", "Watch for changes to the described resources and return them as a stream of add, update, and remove notifications."),
-];
 
 /// One resource served in a group-version, as the document needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,7 +146,10 @@ impl SubresourceSpec {
             name: "status".to_string(),
             kind_schema: parent.schema.clone(),
             gvk: parent.gvk(),
-            verbs: ["get", "patch", "update"].iter().map(|v| v.to_string()).collect(),
+            verbs: ["get", "patch", "update"]
+                .iter()
+                .map(|v| v.to_string())
+                .collect(),
         }
     }
 
@@ -172,7 +159,10 @@ impl SubresourceSpec {
             name: "scale".to_string(),
             kind_schema: components.add::<k8s_openapi::api::autoscaling::v1::Scale>(),
             gvk: GroupVersionKind::new("autoscaling", "v1", "Scale"),
-            verbs: ["get", "patch", "update"].iter().map(|v| v.to_string()).collect(),
+            verbs: ["get", "patch", "update"]
+                .iter()
+                .map(|v| v.to_string())
+                .collect(),
         }
     }
 
@@ -184,7 +174,11 @@ impl SubresourceSpec {
 
 /// `api/v1` for the core group, `apis/<group>/<version>` otherwise (the `/openapi/v3/` suffix).
 pub fn group_version_path(group: &str, version: &str) -> String {
-    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
 }
 
 /// The OpenAPI v3 document of one group-version serving `resources`.
@@ -202,7 +196,10 @@ pub fn group_version_document(
     for resource in resources {
         context.add_resource(&mut paths, resource);
     }
-    let paths: Map<String, Value> = paths.into_iter().map(|(path, item)| (path, Value::Object(item))).collect();
+    let paths: Map<String, Value> = paths
+        .into_iter()
+        .map(|(path, item)| (path, Value::Object(item)))
+        .collect();
     let paths = Value::Object(paths);
     let mut referenced = Vec::new();
     collect_refs(&paths, &mut |name| referenced.push(name.to_owned()));
@@ -233,8 +230,12 @@ impl<'a> Context<'a> {
     /// The context of `group`/`version`.
     fn new(group: &str, version: &str, components: &'a Components) -> Self {
         let words = group_words(group);
-        let id_infix = words.iter().map(|w| capitalize(w)).collect::<String>() + &capitalize(version);
-        let tag_group = words.iter().enumerate().map(|(i, w)| if i == 0 { w.clone() } else { capitalize(w) });
+        let id_infix =
+            words.iter().map(|w| capitalize(w)).collect::<String>() + &capitalize(version);
+        let tag_group = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| if i == 0 { w.clone() } else { capitalize(w) });
         Self {
             prefix: format!("/{}", group_version_path(group, version)),
             id_infix,
@@ -245,157 +246,334 @@ impl<'a> Context<'a> {
 
     /// Adds the collection, item, all-namespaces and subresource paths of `resource`.
     fn add_resource(&self, paths: &mut Paths, resource: &ResourceSpec) {
-        let scope = if resource.namespaced { "Namespaced" } else { "" };
         let base = if resource.namespaced {
-            format!("{}/namespaces/{{namespace}}/{}", self.prefix, resource.plural)
+            format!(
+                "{}/namespaces/{{namespace}}/{}",
+                self.prefix, resource.plural
+            )
         } else {
             format!("{}/{}", self.prefix, resource.plural)
         };
-        self.add_collection(paths, resource, &base, scope);
-        self.add_item(paths, resource, &format!("{base}/{{name}}"), scope);
+        self.add_collection(paths, resource, &base);
+        self.add_item(paths, resource, &format!("{base}/{{name}}"));
         if resource.namespaced && resource.can("list") {
             self.add_all_namespaces_list(paths, resource);
         }
         for subresource in &resource.subresources {
-            let path = format!("{base}/{{name}}/{}", subresource.name);
-            self.add_subresource(paths, resource, subresource, &path, scope);
+            self.add_subresource(
+                paths,
+                resource,
+                subresource,
+                &format!("{base}/{{name}}/{}", subresource.name),
+            );
         }
     }
 
     /// `GET` (list/watch), `POST` and `DELETE` (deletecollection) on the collection.
-    fn add_collection(&self, paths: &mut Paths, resource: &ResourceSpec, path: &str, scope: &str) {
-        let kind = &resource.kind;
-        let gvk = resource.gvk();
+    fn add_collection(&self, paths: &mut Paths, resource: &ResourceSpec, path: &str) {
+        let (kind, gvk, scoped) = (&resource.kind, resource.gvk(), scoped_kind(resource));
         let mut ops = Map::new();
         if resource.can("list") {
-            let id = format!("list{}{scope}{kind}", self.id_infix);
-            let description = format!("list or watch objects of kind {kind}");
-            ops.insert("get".into(), self.op("list", id, description, LIST_PARAMS, None, self.list_responses(resource), &gvk));
+            let list = Op::new(
+                "get",
+                "list",
+                format!("list{}{scoped}", self.id_infix),
+                &gvk,
+            )
+            .describe(format!("list or watch objects of kind {kind}"))
+            .params(LIST_PARAMS)
+            .responses(self.list_responses(resource));
+            self.push(&mut ops, list);
         }
         if resource.can("create") {
-            let id = format!("create{}{scope}{kind}", self.id_infix);
-            let body = object_body(&resource.schema);
-            let responses = object_responses(&resource.schema, &[("200", "OK"), ("201", "Created"), ("202", "Accepted")]);
-            ops.insert("post".into(), self.op("post", id, format!("create a {kind}"), WRITE_PARAMS, Some(body), responses, &gvk));
+            let create = Op::new(
+                "post",
+                "post",
+                format!("create{}{scoped}", self.id_infix),
+                &gvk,
+            )
+            .describe(format!("create a {kind}"))
+            .params(WRITE_PARAMS)
+            .body(object_body(&resource.schema))
+            .responses(object_responses(&resource.schema, &CREATED));
+            self.push(&mut ops, create);
         }
         if resource.can("deletecollection") {
-            let id = format!("delete{}Collection{scope}{kind}", self.id_infix);
-            let body = object_body(DELETE_OPTIONS);
-            let responses = object_responses(STATUS, &[("200", "OK")]);
-            let description = format!("delete collection of {kind}");
-            ops.insert("delete".into(), self.op("deletecollection", id, description, DELETE_COLLECTION_PARAMS, Some(body), responses, &gvk));
+            let id = format!("delete{}Collection{scoped}", self.id_infix);
+            let delete = Op::new("delete", "deletecollection", id, &gvk)
+                .describe(format!("delete collection of {kind}"))
+                .params(DELETE_COLLECTION_PARAMS)
+                .body(object_body(DELETE_OPTIONS))
+                .responses(object_responses(STATUS, &[OK]));
+            self.push(&mut ops, delete);
         }
         insert_path(paths, path, path_params(resource.namespaced, None), ops);
     }
 
     /// `GET`, `PUT`, `PATCH` and `DELETE` on one object.
-    fn add_item(&self, paths: &mut Paths, resource: &ResourceSpec, path: &str, scope: &str) {
-        let kind = &resource.kind;
-        let gvk = resource.gvk();
-        let mut ops = Map::new();
-        self.add_object_ops(&mut ops, resource, &resource.schema, &gvk, &format!("{scope}{kind}"), "");
+    fn add_item(&self, paths: &mut Paths, resource: &ResourceSpec, path: &str) {
+        let (kind, gvk, scoped) = (&resource.kind, resource.gvk(), scoped_kind(resource));
+        let target = Target {
+            verbs: &resource.verbs,
+            schema: &resource.schema,
+            gvk: &gvk,
+            id_suffix: scoped.clone(),
+            what: format!("the specified {kind}"),
+            strategic_merge_patch: resource.strategic_merge_patch,
+        };
+        let mut ops = self.object_ops(&target);
         if resource.can("delete") {
-            let id = format!("delete{}{scope}{kind}", self.id_infix);
-            let responses = object_responses(STATUS, &[("200", "OK"), ("202", "Accepted")]);
-            let body = object_body(DELETE_OPTIONS);
-            ops.insert("delete".into(), self.op("delete", id, format!("delete a {kind}"), DELETE_PARAMS, Some(body), responses, &gvk));
+            let delete = Op::new(
+                "delete",
+                "delete",
+                format!("delete{}{scoped}", self.id_infix),
+                &gvk,
+            )
+            .describe(format!("delete a {kind}"))
+            .params(DELETE_PARAMS)
+            .body(object_body(DELETE_OPTIONS))
+            .responses(object_responses(STATUS, &[OK, ACCEPTED]));
+            self.push(&mut ops, delete);
         }
-        insert_path(paths, path, path_params(resource.namespaced, Some(kind)), ops);
+        insert_path(
+            paths,
+            path,
+            path_params(resource.namespaced, Some(kind)),
+            ops,
+        );
     }
 
     /// `GET /<prefix>/<plural>`: the list across all namespaces.
     fn add_all_namespaces_list(&self, paths: &mut Paths, resource: &ResourceSpec) {
         let kind = &resource.kind;
-        let id = format!("list{}{kind}ForAllNamespaces", self.id_infix);
-        let description = format!("list or watch objects of kind {kind}");
-        let get = self.op("list", id, description, LIST_PARAMS, None, self.list_responses(resource), &resource.gvk());
+        let gvk = resource.gvk();
+        let list = Op::new(
+            "get",
+            "list",
+            format!("list{}{kind}ForAllNamespaces", self.id_infix),
+            &gvk,
+        )
+        .describe(format!("list or watch objects of kind {kind}"))
+        .params(LIST_PARAMS)
+        .responses(self.list_responses(resource));
         let mut ops = Map::new();
-        ops.insert("get".into(), get);
-        insert_path(paths, &format!("{}/{}", self.prefix, resource.plural), path_params(false, None), ops);
+        self.push(&mut ops, list);
+        insert_path(
+            paths,
+            &format!("{}/{}", self.prefix, resource.plural),
+            path_params(false, None),
+            ops,
+        );
     }
 
     /// `GET`, `PUT`, `PATCH` and `POST` on `/{name}/<subresource>`.
-    fn add_subresource(&self, paths: &mut Paths, resource: &ResourceSpec, sub: &SubresourceSpec, path: &str, scope: &str) {
-        let suffix = format!("{scope}{}{}", resource.kind, capitalize(&sub.name));
-        let what = format!("{} of", sub.name);
-        let mut ops = Map::new();
-        let view = ResourceView { verbs: &sub.verbs, kind: &resource.kind, smp: resource.strategic_merge_patch };
-        self.add_object_ops_for(&mut ops, &view, &sub.kind_schema, &sub.gvk, &suffix, &what);
+    fn add_subresource(
+        &self,
+        paths: &mut Paths,
+        resource: &ResourceSpec,
+        sub: &SubresourceSpec,
+        path: &str,
+    ) {
+        let kind = &resource.kind;
+        let id_suffix = format!("{}{}", scoped_kind(resource), capitalize(&sub.name));
+        let target = Target {
+            verbs: &sub.verbs,
+            schema: &sub.kind_schema,
+            gvk: &sub.gvk,
+            id_suffix: id_suffix.clone(),
+            what: format!("{} of the specified {kind}", sub.name),
+            strategic_merge_patch: resource.strategic_merge_patch,
+        };
+        let mut ops = self.object_ops(&target);
         if sub.can("create") {
-            let id = format!("create{}{suffix}", self.id_infix);
-            let body = object_body(&sub.kind_schema);
-            let responses = object_responses(&sub.kind_schema, &[("200", "OK"), ("201", "Created"), ("202", "Accepted")]);
-            let description = format!("create {} of a {}", sub.name, resource.kind);
-            ops.insert("post".into(), self.op("post", id, description, WRITE_PARAMS, Some(body), responses, &sub.gvk));
+            let create = Op::new(
+                "post",
+                "post",
+                format!("create{}{id_suffix}", self.id_infix),
+                &sub.gvk,
+            )
+            .describe(format!("create {} of a {kind}", sub.name))
+            .params(WRITE_PARAMS)
+            .body(object_body(&sub.kind_schema))
+            .responses(object_responses(&sub.kind_schema, &CREATED));
+            self.push(&mut ops, create);
         }
-        insert_path(paths, path, path_params(resource.namespaced, Some(&resource.kind)), ops);
-    }
-
-    /// Read, replace and patch operations of a resource's item path.
-    fn add_object_ops(&self, ops: &mut Map<String, Value>, resource: &ResourceSpec, schema: &str, gvk: &GroupVersionKind, suffix: &str, what: &str) {
-        let view = ResourceView { verbs: &resource.verbs, kind: &resource.kind, smp: resource.strategic_merge_patch };
-        self.add_object_ops_for(ops, &view, schema, gvk, suffix, what);
+        insert_path(
+            paths,
+            path,
+            path_params(resource.namespaced, Some(kind)),
+            ops,
+        );
     }
 
     /// Read (`get`), replace (`update`) and patch (`patch`) operations on one object or subresource.
-    fn add_object_ops_for(&self, ops: &mut Map<String, Value>, view: &ResourceView, schema: &str, gvk: &GroupVersionKind, suffix: &str, what: &str) {
-        let target = if what.is_empty() { format!("the specified {}", view.kind) } else { format!("{what} the specified {}", view.kind) };
-        let written = [("200", "OK"), ("201", "Created")];
-        if view.can("get") {
-            let id = format!("read{}{suffix}", self.id_infix);
-            let responses = object_responses(schema, &[("200", "OK")]);
-            ops.insert("get".into(), self.op("get", id, format!("read {target}"), &[], None, responses, gvk));
+    fn object_ops(&self, target: &Target) -> Map<String, Value> {
+        let mut ops = Map::new();
+        let (schema, what, suffix) = (target.schema, &target.what, &target.id_suffix);
+        if target.can("get") {
+            let read = Op::new(
+                "get",
+                "get",
+                format!("read{}{suffix}", self.id_infix),
+                target.gvk,
+            )
+            .describe(format!("read {what}"))
+            .responses(object_responses(schema, &[OK]));
+            self.push(&mut ops, read);
         }
-        if view.can("update") {
-            let id = format!("replace{}{suffix}", self.id_infix);
-            let body = object_body(schema);
-            ops.insert("put".into(), self.op("put", id, format!("replace {target}"), WRITE_PARAMS, Some(body), object_responses(schema, &written), gvk));
+        if target.can("update") {
+            let replace = Op::new(
+                "put",
+                "put",
+                format!("replace{}{suffix}", self.id_infix),
+                target.gvk,
+            )
+            .describe(format!("replace {what}"))
+            .params(WRITE_PARAMS)
+            .body(object_body(schema))
+            .responses(object_responses(schema, &[OK, CREATED_ONLY]));
+            self.push(&mut ops, replace);
         }
-        if view.can("patch") {
-            let id = format!("patch{}{suffix}", self.id_infix);
-            let body = patch_body(view.smp);
-            ops.insert("patch".into(), self.op("patch", id, format!("partially update {target}"), PATCH_PARAMS, Some(body), object_responses(schema, &written), gvk));
+        if target.can("patch") {
+            let patch = Op::new(
+                "patch",
+                "patch",
+                format!("patch{}{suffix}", self.id_infix),
+                target.gvk,
+            )
+            .describe(format!("partially update {what}"))
+            .params(PATCH_PARAMS)
+            .body(patch_body(target.strategic_merge_patch))
+            .responses(object_responses(schema, &[OK, CREATED_ONLY]));
+            self.push(&mut ops, patch);
         }
+        ops
     }
 
     /// Responses of a list: the `<schema>List` when it exists.
     fn list_responses(&self, resource: &ResourceSpec) -> Value {
         let list = format!("{}List", resource.schema);
         if self.components.contains(&list) {
-            responses(&list, &LIST_MEDIA, &[("200", "OK")])
+            responses(&list, &LIST_MEDIA, &[OK])
         } else {
             json!({"200": {"description": "OK"}, "401": {"description": "Unauthorized"}})
         }
     }
 
-    /// One operation object.
-    #[allow(clippy::too_many_arguments)]
-    fn op(&self, action: &str, id: String, description: String, params: &[&str], body: Option<Value>, responses: Value, gvk: &GroupVersionKind) -> Value {
-        let mut op = Map::new();
-        op.insert("description".into(), description.into());
-        op.insert("operationId".into(), id.into());
-        if !params.is_empty() {
-            op.insert("parameters".into(), params.iter().map(|name| query_param(name)).collect());
+    /// Renders `op` into `ops` under its HTTP method.
+    fn push(&self, ops: &mut Map<String, Value>, op: Op) {
+        let mut rendered = Map::new();
+        rendered.insert("description".into(), op.description.into());
+        rendered.insert("operationId".into(), op.id.into());
+        if !op.params.is_empty() {
+            rendered.insert(
+                "parameters".into(),
+                op.params.iter().map(|name| query_param(name)).collect(),
+            );
         }
-        if let Some(body) = body {
-            op.insert("requestBody".into(), body);
+        if let Some(body) = op.body {
+            rendered.insert("requestBody".into(), body);
         }
-        op.insert("responses".into(), responses);
-        op.insert("tags".into(), json!([self.tag]));
-        op.insert("x-kubernetes-action".into(), action.into());
-        op.insert("x-kubernetes-group-version-kind".into(), gvk.to_value());
-        Value::Object(op)
+        rendered.insert("responses".into(), op.responses);
+        rendered.insert("tags".into(), json!([self.tag]));
+        rendered.insert("x-kubernetes-action".into(), op.action.into());
+        rendered.insert("x-kubernetes-group-version-kind".into(), op.gvk.to_value());
+        ops.insert(op.method.into(), Value::Object(rendered));
     }
 }
 
-/// The verbs, kind name and patch support an object path's operations are built from.
-struct ResourceView<'a> {
-    verbs: &'a [String],
-    kind: &'a str,
-    smp: bool,
+/// `Namespaced<Kind>` or `<Kind>`: the end of a resource's operation IDs.
+fn scoped_kind(resource: &ResourceSpec) -> String {
+    let scope = if resource.namespaced {
+        "Namespaced"
+    } else {
+        ""
+    };
+    format!("{scope}{}", resource.kind)
 }
 
-impl ResourceView<'_> {
+/// One operation before rendering.
+struct Op<'g> {
+    /// HTTP method, lower case (the key in the path item).
+    method: &'static str,
+    /// `x-kubernetes-action`.
+    action: &'static str,
+    /// `operationId`.
+    id: String,
+    /// `description`.
+    description: String,
+    /// Names of the inline query parameters.
+    params: &'static [&'static str],
+    /// `requestBody`, if any.
+    body: Option<Value>,
+    /// `responses`.
+    responses: Value,
+    /// `x-kubernetes-group-version-kind`.
+    gvk: &'g GroupVersionKind,
+}
+
+impl<'g> Op<'g> {
+    /// An operation with no parameters, body or responses yet.
+    fn new(
+        method: &'static str,
+        action: &'static str,
+        id: String,
+        gvk: &'g GroupVersionKind,
+    ) -> Self {
+        Self {
+            method,
+            action,
+            id,
+            description: String::new(),
+            params: &[],
+            body: None,
+            responses: Value::Null,
+            gvk,
+        }
+    }
+
+    /// Sets the description.
+    fn describe(mut self, description: String) -> Self {
+        self.description = description;
+        self
+    }
+
+    /// Sets the inline query parameters.
+    fn params(mut self, params: &'static [&'static str]) -> Self {
+        self.params = params;
+        self
+    }
+
+    /// Sets the request body.
+    fn body(mut self, body: Value) -> Self {
+        self.body = Some(body);
+        self
+    }
+
+    /// Sets the responses.
+    fn responses(mut self, responses: Value) -> Self {
+        self.responses = responses;
+        self
+    }
+}
+
+/// What the read/replace/patch operations of an object path act on.
+struct Target<'s> {
+    /// Supported verbs.
+    verbs: &'s [String],
+    /// Component name of the schema sent and returned.
+    schema: &'s str,
+    /// `x-kubernetes-group-version-kind` of the operations.
+    gvk: &'s GroupVersionKind,
+    /// End of the operation IDs (`NamespacedPod`, `NamespacedPodStatus`).
+    id_suffix: String,
+    /// Object of the descriptions (`the specified Pod`, `status of the specified Pod`).
+    what: String,
+    /// Whether PATCH lists strategic merge patch.
+    strategic_merge_patch: bool,
+}
+
+impl Target<'_> {
     /// Whether `verb` is supported.
     fn can(&self, verb: &str) -> bool {
         self.verbs.iter().any(|v| v == verb)
@@ -412,45 +590,6 @@ fn insert_path(paths: &mut Paths, path: &str, params: Vec<Value>, ops: Map<Strin
     item.extend(ops);
 }
 
-/// Path-level parameters: `name` (when `kind` is given), `namespace` (when namespaced), `pretty`.
-fn path_params(namespaced: bool, kind: Option<&str>) -> Vec<Value> {
-    let mut params = Vec::new();
-    if let Some(kind) = kind {
-        params.push(path_param("name", &format!("name of the {kind}")));
-    }
-    if namespaced {
-        params.push(path_param("namespace", "object name and auth scope, such as for teams and projects"));
-    }
-    params.push(query_param("pretty"));
-    params
-}
-
-/// A required path parameter.
-fn path_param(name: &str, description: &str) -> Value {
-    json!({
-        "description": description,
-        "in": "path",
-        "name": name,
-        "required": true,
-        "schema": {"type": "string", "uniqueItems": true},
-    })
-}
-
-/// A query parameter from [`QUERY_PARAMS`].
-fn query_param(name: &str) -> Value {
-    let (ty, description) = QUERY_PARAMS
-        .iter()
-        .find(|(param, _, _)| *param == name)
-        .map(|(_, ty, description)| (*ty, *description))
-        .unwrap_or(("string", ""));
-    json!({
-        "description": description,
-        "in": "query",
-        "name": name,
-        "schema": {"type": ty, "uniqueItems": true},
-    })
-}
-
 /// A required request body of any media type holding `schema`.
 fn object_body(schema: &str) -> Value {
     json!({"content": {"*/*": {"schema": schema_ref(schema)}}, "required": true})
@@ -459,7 +598,10 @@ fn object_body(schema: &str) -> Value {
 /// The PATCH request body: the patch media types, strategic merge patch only if `smp`.
 fn patch_body(smp: bool) -> Value {
     let mut content = Map::new();
-    let media = PATCH_MEDIA.iter().copied().chain(smp.then_some(STRATEGIC_MERGE_PATCH));
+    let media = PATCH_MEDIA
+        .iter()
+        .copied()
+        .chain(smp.then_some(STRATEGIC_MERGE_PATCH));
     let mut media: Vec<&str> = media.collect();
     media.sort_unstable();
     for media_type in media {
@@ -475,11 +617,21 @@ fn object_responses(schema: &str, codes: &[(&str, &str)]) -> Value {
 
 /// Responses with `codes` returning `schema` in `media`, plus 401.
 fn responses(schema: &str, media: &[&str], codes: &[(&str, &str)]) -> Value {
-    let content: Map<String, Value> =
-        media.iter().map(|media_type| (media_type.to_string(), json!({"schema": schema_ref(schema)}))).collect();
+    let content: Map<String, Value> = media
+        .iter()
+        .map(|media_type| {
+            (
+                media_type.to_string(),
+                json!({"schema": schema_ref(schema)}),
+            )
+        })
+        .collect();
     let mut responses = Map::new();
     for (code, description) in codes {
-        responses.insert(code.to_string(), json!({"content": content, "description": description}));
+        responses.insert(
+            code.to_string(),
+            json!({"content": content, "description": description}),
+        );
     }
     responses.insert("401".into(), json!({"description": "Unauthorized"}));
     Value::Object(responses)
@@ -496,13 +648,20 @@ fn group_words(group: &str) -> Vec<String> {
         return vec!["core".to_string()];
     }
     let trimmed = group.strip_suffix(".k8s.io").unwrap_or(group);
-    trimmed.split(['.', '-']).filter(|w| !w.is_empty()).map(str::to_string).collect()
+    trimmed
+        .split(['.', '-'])
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// `word` with its first letter upper-cased.
 fn capitalize(word: &str) -> String {
     let mut chars = word.chars();
-    chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or_default()
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -514,36 +673,63 @@ mod tests {
         let mut components = Components::new();
         let configmaps = ResourceSpec::builtin::<ConfigMap>(&mut components);
         let namespaces = ResourceSpec::builtin::<Namespace>(&mut components);
-        let namespaces = namespaces.clone().with_subresource(SubresourceSpec::status(&namespaces));
-        (group_version_document("", "v1", &[configmaps, namespaces], &components), components)
+        let namespaces = namespaces
+            .clone()
+            .with_subresource(SubresourceSpec::status(&namespaces));
+        (
+            group_version_document("", "v1", &[configmaps, namespaces], &components),
+            components,
+        )
     }
 
     fn param_names(op: &Value) -> Vec<&str> {
-        op["parameters"].as_array().into_iter().flatten().filter_map(|p| p["name"].as_str()).collect()
+        op["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["name"].as_str())
+            .collect()
     }
 
     #[test]
     fn config_map_patch_has_inline_field_validation_and_gvk_object() {
         let (document, _) = core_document();
         assert_eq!(document["openapi"], "3.0.0");
-        assert_eq!(document["info"], json!({"title": "Kubernetes", "version": "v1.33.0"}));
+        assert_eq!(
+            document["info"],
+            json!({"title": "Kubernetes", "version": "v1.33.0"})
+        );
         let patch = &document["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
         assert_eq!(patch["operationId"], "patchCoreV1NamespacedConfigMap");
         assert_eq!(patch["x-kubernetes-action"], "patch");
-        assert_eq!(patch["x-kubernetes-group-version-kind"], json!({"group": "", "kind": "ConfigMap", "version": "v1"}));
-        assert_eq!(param_names(patch), ["dryRun", "fieldManager", "fieldValidation", "force"]);
+        assert_eq!(
+            patch["x-kubernetes-group-version-kind"],
+            json!({"group": "", "kind": "ConfigMap", "version": "v1"})
+        );
+        assert_eq!(
+            param_names(patch),
+            ["dryRun", "fieldManager", "fieldValidation", "force"]
+        );
         let field_validation = &patch["parameters"][2];
         assert_eq!(field_validation["in"], "query");
         assert!(field_validation.get("$ref").is_none());
-        let content = patch["requestBody"]["content"].as_object().expect("content");
+        let content = patch["requestBody"]["content"]
+            .as_object()
+            .expect("content");
         let media: Vec<&str> = content.keys().map(String::as_str).collect();
-        assert_eq!(media, [
-            "application/apply-patch+yaml",
-            "application/json-patch+json",
-            "application/merge-patch+json",
-            "application/strategic-merge-patch+json",
-        ]);
-        assert_eq!(patch["responses"]["200"]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/io.k8s.api.core.v1.ConfigMap");
+        assert_eq!(
+            media,
+            [
+                "application/apply-patch+yaml",
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/strategic-merge-patch+json",
+            ]
+        );
+        assert_eq!(
+            patch["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/io.k8s.api.core.v1.ConfigMap"
+        );
     }
 
     #[test]
@@ -563,13 +749,28 @@ mod tests {
         let list = &paths["/api/v1/namespaces/{namespace}/configmaps"]["get"];
         assert_eq!(list["operationId"], "listCoreV1NamespacedConfigMap");
         assert!(param_names(list).contains(&"watch"));
-        assert_eq!(list["responses"]["200"]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/io.k8s.api.core.v1.ConfigMapList");
+        assert_eq!(
+            list["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/io.k8s.api.core.v1.ConfigMapList"
+        );
         let delete = &paths["/api/v1/namespaces/{namespace}/configmaps/{name}"]["delete"];
-        assert_eq!(delete["responses"]["200"]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Status");
-        assert_eq!(paths["/api/v1/configmaps"]["get"]["operationId"], "listCoreV1ConfigMapForAllNamespaces");
-        assert_eq!(paths["/api/v1/namespaces/{name}/status"]["patch"]["operationId"], "patchCoreV1NamespaceStatus");
+        assert_eq!(
+            delete["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Status"
+        );
+        assert_eq!(
+            paths["/api/v1/configmaps"]["get"]["operationId"],
+            "listCoreV1ConfigMapForAllNamespaces"
+        );
+        assert_eq!(
+            paths["/api/v1/namespaces/{name}/status"]["patch"]["operationId"],
+            "patchCoreV1NamespaceStatus"
+        );
         let create = &paths["/api/v1/namespaces/{namespace}/configmaps"]["post"];
-        assert_eq!(param_names(create), ["dryRun", "fieldManager", "fieldValidation"]);
+        assert_eq!(
+            param_names(create),
+            ["dryRun", "fieldManager", "fieldValidation"]
+        );
         let item_params = param_names(&paths["/api/v1/namespaces/{namespace}/configmaps/{name}"]);
         assert_eq!(item_params, ["name", "namespace", "pretty"]);
     }
@@ -577,15 +778,34 @@ mod tests {
     #[test]
     fn document_holds_only_reachable_schemas() {
         let (document, components) = core_document();
-        let schemas = document["components"]["schemas"].as_object().expect("schemas");
-        for name in ["io.k8s.api.core.v1.ConfigMap", "io.k8s.api.core.v1.ConfigMapList", STATUS, DELETE_OPTIONS, PATCH,
-            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "io.k8s.api.core.v1.NamespaceSpec"] {
+        let schemas = document["components"]["schemas"]
+            .as_object()
+            .expect("schemas");
+        for name in [
+            "io.k8s.api.core.v1.ConfigMap",
+            "io.k8s.api.core.v1.ConfigMapList",
+            STATUS,
+            DELETE_OPTIONS,
+            PATCH,
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+            "io.k8s.api.core.v1.NamespaceSpec",
+        ] {
             assert!(schemas.contains_key(name), "missing {name}");
         }
         let mut more = components.clone();
         more.add::<Deployment>();
-        let again = group_version_document("", "v1", &[ResourceSpec::builtin::<ConfigMap>(&mut more)], &more);
-        assert!(!again["components"]["schemas"].as_object().expect("schemas").contains_key("io.k8s.api.apps.v1.Deployment"));
+        let again = group_version_document(
+            "",
+            "v1",
+            &[ResourceSpec::builtin::<ConfigMap>(&mut more)],
+            &more,
+        );
+        assert!(
+            !again["components"]["schemas"]
+                .as_object()
+                .expect("schemas")
+                .contains_key("io.k8s.api.apps.v1.Deployment")
+        );
     }
 
     #[test]
@@ -597,7 +817,10 @@ mod tests {
             "x-kubernetes-group-version-kind": [gvk.to_value()],
             "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
         }));
-        components.add_list("com.example.v1.Foo", &GroupVersionKind::new("example.com", "v1", "FooList"));
+        components.add_list(
+            "com.example.v1.Foo",
+            &GroupVersionKind::new("example.com", "v1", "FooList"),
+        );
         let foos = ResourceSpec {
             group: "example.com".into(),
             version: "v1".into(),
@@ -610,8 +833,11 @@ mod tests {
             strategic_merge_patch: false,
         };
         let document = group_version_document("example.com", "v1", &[foos], &components);
-        let patch = &document["paths"]["/apis/example.com/v1/namespaces/{namespace}/foos/{name}"]["patch"];
-        let content = patch["requestBody"]["content"].as_object().expect("content");
+        let patch =
+            &document["paths"]["/apis/example.com/v1/namespaces/{namespace}/foos/{name}"]["patch"];
+        let content = patch["requestBody"]["content"]
+            .as_object()
+            .expect("content");
         assert!(!content.contains_key(STRATEGIC_MERGE_PATCH));
         assert!(content.contains_key("application/merge-patch+json"));
         assert_eq!(patch["operationId"], "patchExampleComV1NamespacedFoo");
@@ -628,22 +854,44 @@ mod tests {
         let scale = SubresourceSpec::scale(&mut components);
         let deployments = deployments.with_subresource(status).with_subresource(scale);
         let document = group_version_document("apps", "v1", &[deployments], &components);
-        let scale = &document["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"]["patch"];
+        let scale = &document["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"]
+            ["patch"];
         assert_eq!(scale["operationId"], "patchAppsV1NamespacedDeploymentScale");
-        assert_eq!(scale["x-kubernetes-group-version-kind"], json!({"group": "autoscaling", "kind": "Scale", "version": "v1"}));
+        assert_eq!(
+            scale["x-kubernetes-group-version-kind"],
+            json!({"group": "autoscaling", "kind": "Scale", "version": "v1"})
+        );
         assert!(document["components"]["schemas"]["io.k8s.api.autoscaling.v1.Scale"].is_object());
-        assert_eq!(document["paths"]["/apis/apps/v1/deployments"]["get"]["tags"], json!(["apps_v1"]));
+        assert_eq!(
+            document["paths"]["/apis/apps/v1/deployments"]["get"]["tags"],
+            json!(["apps_v1"])
+        );
     }
 
     #[test]
     fn operation_id_infixes_follow_kube() {
         let components = Components::new();
-        assert_eq!(Context::new("rbac.authorization.k8s.io", "v1", &components).id_infix, "RbacAuthorizationV1");
-        assert_eq!(Context::new("rbac.authorization.k8s.io", "v1", &components).tag, "rbacAuthorization_v1");
-        assert_eq!(Context::new("apiextensions.k8s.io", "v1", &components).id_infix, "ApiextensionsV1");
+        assert_eq!(
+            Context::new("rbac.authorization.k8s.io", "v1", &components).id_infix,
+            "RbacAuthorizationV1"
+        );
+        assert_eq!(
+            Context::new("rbac.authorization.k8s.io", "v1", &components).tag,
+            "rbacAuthorization_v1"
+        );
+        assert_eq!(
+            Context::new("apiextensions.k8s.io", "v1", &components).id_infix,
+            "ApiextensionsV1"
+        );
         assert_eq!(Context::new("", "v1", &components).id_infix, "CoreV1");
-        assert_eq!(Context::new("flowcontrol.apiserver.k8s.io", "v1", &components).id_infix, "FlowcontrolApiserverV1");
-        assert_eq!(Context::new("batch", "v1beta1", &components).id_infix, "BatchV1beta1");
+        assert_eq!(
+            Context::new("flowcontrol.apiserver.k8s.io", "v1", &components).id_infix,
+            "FlowcontrolApiserverV1"
+        );
+        assert_eq!(
+            Context::new("batch", "v1beta1", &components).id_infix,
+            "BatchV1beta1"
+        );
         assert_eq!(group_version_path("apps", "v1"), "apis/apps/v1");
     }
 }

@@ -24,7 +24,9 @@ const PATCH_MERGE_KEY: &str = "x-kubernetes-patch-merge-key";
 
 /// Adds the list, map and patch extensions the table holds for schema `name`.
 pub(crate) fn annotate(name: &str, schema: &mut Value) {
-    let Some(object) = schema.as_object_mut() else { return };
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
     if ATOMIC_STRUCTS.binary_search(&name).is_ok() {
         object.insert(MAP_TYPE.into(), "atomic".into());
     }
@@ -32,12 +34,18 @@ pub(crate) fn annotate(name: &str, schema: &mut Value) {
         return;
     };
     for meta in rows_for(name) {
-        if let Some(property) = properties.get_mut(meta.property).and_then(Value::as_object_mut) {
+        if let Some(property) = properties
+            .get_mut(meta.property)
+            .and_then(Value::as_object_mut)
+        {
             apply_field_meta(meta, property);
         }
     }
     for patch in overrides_for(name) {
-        if let Some(property) = properties.get_mut(patch.property).and_then(Value::as_object_mut) {
+        if let Some(property) = properties
+            .get_mut(patch.property)
+            .and_then(Value::as_object_mut)
+        {
             apply_patch_override(patch, property);
         }
     }
@@ -63,7 +71,10 @@ fn apply_field_meta(meta: &FieldMeta, property: &mut Map<String, Value>) {
         property.insert(LIST_TYPE.into(), list_type.into());
     }
     if !meta.map_keys.is_empty() {
-        property.insert(LIST_MAP_KEYS.into(), meta.map_keys.iter().copied().collect());
+        property.insert(
+            LIST_MAP_KEYS.into(),
+            meta.map_keys.iter().copied().collect(),
+        );
     }
     if let Some(map_type) = meta.map_type {
         property.insert(MAP_TYPE.into(), map_type.into());
@@ -73,7 +84,10 @@ fn apply_field_meta(meta: &FieldMeta, property: &mut Map<String, Value>) {
 }
 
 /// The patch tags kube's conventions give a list of this type.
-fn derived_patch_tags(meta: &FieldMeta, property: &Map<String, Value>) -> (Option<&'static str>, Option<&'static str>) {
+fn derived_patch_tags(
+    meta: &FieldMeta,
+    property: &Map<String, Value>,
+) -> (Option<&'static str>, Option<&'static str>) {
     match meta.list_type {
         Some("map") => (Some("merge"), meta.map_keys.first().copied()),
         Some("set") if holds_scalars(property) => (Some("merge"), None),
@@ -83,10 +97,15 @@ fn derived_patch_tags(meta: &FieldMeta, property: &Map<String, Value>) -> (Optio
 
 /// Whether an array schema's items are scalars (no ref, not an object or array).
 fn holds_scalars(property: &Map<String, Value>) -> bool {
-    let Some(items) = property.get("items") else { return false };
+    let Some(items) = property.get("items") else {
+        return false;
+    };
     let compound = items.get("$ref").is_some()
         || items.get("allOf").is_some()
-        || matches!(items.get("type").and_then(Value::as_str), Some("object" | "array"));
+        || matches!(
+            items.get("type").and_then(Value::as_str),
+            Some("object" | "array")
+        );
     !compound
 }
 
@@ -96,7 +115,11 @@ fn apply_patch_override(patch: &PatchOverride, property: &mut Map<String, Value>
 }
 
 /// Sets (or removes, for `None`) both patch extensions.
-fn set_patch_tags(property: &mut Map<String, Value>, strategy: Option<&str>, merge_key: Option<&str>) {
+fn set_patch_tags(
+    property: &mut Map<String, Value>,
+    strategy: Option<&str>,
+    merge_key: Option<&str>,
+) {
     for (key, value) in [(PATCH_STRATEGY, strategy), (PATCH_MERGE_KEY, merge_key)] {
         match value {
             Some(value) => {
@@ -116,17 +139,29 @@ mod tests {
 
     #[test]
     fn tables_are_sorted_for_binary_search() {
-        assert!(FIELD_META.windows(2).all(|p| (p[0].schema, p[0].property) < (p[1].schema, p[1].property)));
-        assert!(PATCH_OVERRIDES.windows(2).all(|p| (p[0].schema, p[0].property) < (p[1].schema, p[1].property)));
+        assert!(
+            FIELD_META
+                .windows(2)
+                .all(|p| (p[0].schema, p[0].property) < (p[1].schema, p[1].property))
+        );
+        assert!(
+            PATCH_OVERRIDES
+                .windows(2)
+                .all(|p| (p[0].schema, p[0].property) < (p[1].schema, p[1].property))
+        );
         assert!(ATOMIC_STRUCTS.windows(2).all(|p| p[0] < p[1]));
     }
 
     #[test]
     fn map_list_derives_merge_on_first_key() {
-        let mut schema = json!({"properties": {"ports": {"type": "array", "items": {"$ref": "x"}}}});
+        let mut schema =
+            json!({"properties": {"ports": {"type": "array", "items": {"$ref": "x"}}}});
         annotate("io.k8s.api.core.v1.ServiceSpec", &mut schema);
         let ports = &schema["properties"]["ports"];
-        assert_eq!(ports["x-kubernetes-list-map-keys"], json!(["port", "protocol"]));
+        assert_eq!(
+            ports["x-kubernetes-list-map-keys"],
+            json!(["port", "protocol"])
+        );
         assert_eq!(ports["x-kubernetes-patch-merge-key"], "port");
         assert_eq!(ports["x-kubernetes-patch-strategy"], "merge");
     }
@@ -136,23 +171,45 @@ mod tests {
         let mut schema = json!({"properties": {
             "finalizers": {"type": "array", "items": {"type": "string"}},
         }});
-        annotate("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", &mut schema);
-        assert_eq!(schema["properties"]["finalizers"]["x-kubernetes-patch-strategy"], "merge");
+        annotate(
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+            &mut schema,
+        );
+        assert_eq!(
+            schema["properties"]["finalizers"]["x-kubernetes-patch-strategy"],
+            "merge"
+        );
 
-        let mut rule = json!({"properties": {"verbs": {"type": "array", "items": {"type": "string"}}}});
+        let mut rule =
+            json!({"properties": {"verbs": {"type": "array", "items": {"type": "string"}}}});
         annotate("io.k8s.api.flowcontrol.v1.ResourcePolicyRule", &mut rule);
         assert_eq!(rule["properties"]["verbs"]["x-kubernetes-list-type"], "set");
-        assert!(rule["properties"]["verbs"].get("x-kubernetes-patch-strategy").is_none());
+        assert!(
+            rule["properties"]["verbs"]
+                .get("x-kubernetes-patch-strategy")
+                .is_none()
+        );
     }
 
     #[test]
     fn env_and_conditions_follow_upstream() {
-        let mut container = json!({"properties": {"env": {"type": "array", "items": {"$ref": "x"}}}});
+        let mut container =
+            json!({"properties": {"env": {"type": "array", "items": {"$ref": "x"}}}});
         annotate("io.k8s.api.core.v1.Container", &mut container);
-        assert_eq!(container["properties"]["env"]["x-kubernetes-patch-merge-key"], "name");
-        let mut status = json!({"properties": {"conditions": {"type": "array", "items": {"$ref": "x"}}}});
+        assert_eq!(
+            container["properties"]["env"]["x-kubernetes-patch-merge-key"],
+            "name"
+        );
+        let mut status =
+            json!({"properties": {"conditions": {"type": "array", "items": {"$ref": "x"}}}});
         annotate("io.k8s.api.apps.v1.DeploymentStatus", &mut status);
-        assert_eq!(status["properties"]["conditions"]["x-kubernetes-patch-merge-key"], "type");
-        assert_eq!(status["properties"]["conditions"]["x-kubernetes-patch-strategy"], "merge");
+        assert_eq!(
+            status["properties"]["conditions"]["x-kubernetes-patch-merge-key"],
+            "type"
+        );
+        assert_eq!(
+            status["properties"]["conditions"]["x-kubernetes-patch-strategy"],
+            "merge"
+        );
     }
 }

@@ -23,7 +23,10 @@ const ALWAYS_KNOWN_AT_ROOT: [&str; 3] = ["apiVersion", "kind", "metadata"];
 /// that say nothing about its shape (no `properties`, `additionalProperties`
 /// or `items`: RawExtension, JSON, IntOrString, Quantity, …).
 pub fn unknown_fields(value: &Value, schema: &Value, components: &Components) -> Vec<String> {
-    let mut walker = Walker { components, found: Vec::new() };
+    let mut walker = Walker {
+        components,
+        found: Vec::new(),
+    };
     walker.walk(value, schema, &mut String::new());
     walker.found
 }
@@ -54,7 +57,9 @@ impl Walker<'_> {
     /// Checks each key of an object against `properties`, or each value against `additionalProperties`.
     fn walk_object(&mut self, object: &Map<String, Value>, schema: &Value, path: &mut String) {
         let properties = schema.get("properties").and_then(Value::as_object);
-        let additional = schema.get("additionalProperties").filter(|sub| sub.is_object());
+        let additional = schema
+            .get("additionalProperties")
+            .filter(|sub| sub.is_object());
         if properties.is_none() && additional.is_none() {
             return;
         }
@@ -73,7 +78,9 @@ impl Walker<'_> {
 
     /// Checks each element of a list against `items`.
     fn walk_array(&mut self, items: &[Value], schema: &Value, path: &mut String) {
-        let Some(item_schema) = schema.get("items").filter(|sub| sub.is_object()) else { return };
+        let Some(item_schema) = schema.get("items").filter(|sub| sub.is_object()) else {
+            return;
+        };
         for (index, item) in items.iter().enumerate() {
             let len = path.len();
             path.push_str(&format!("[{index}]"));
@@ -100,13 +107,19 @@ fn push_key(path: &mut String, key: &str) {
 
 /// Whether a schema accepts any field below it.
 fn preserves_unknown(schema: &Value) -> bool {
-    schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true)
+    schema
+        .get("x-kubernetes-preserve-unknown-fields")
+        .and_then(Value::as_bool)
+        == Some(true)
         || schema.get("additionalProperties").and_then(Value::as_bool) == Some(true)
 }
 
 /// Whether a CRD schema marks an embedded object (it may carry apiVersion, kind, metadata).
 fn is_embedded_resource(schema: &Value) -> bool {
-    schema.get("x-kubernetes-embedded-resource").and_then(Value::as_bool) == Some(true)
+    schema
+        .get("x-kubernetes-embedded-resource")
+        .and_then(Value::as_bool)
+        == Some(true)
 }
 
 #[cfg(test)]
@@ -130,7 +143,10 @@ mod tests {
             "data": {"bogus": "fine, data is a map"},
             "bogus": {"nested": true},
         });
-        assert_eq!(unknown_fields(&object, &schema, &components), ["metadata.bogus", "bogus"]);
+        assert_eq!(
+            unknown_fields(&object, &schema, &components),
+            ["metadata.bogus", "bogus"]
+        );
     }
 
     #[test]
@@ -153,7 +169,10 @@ mod tests {
         });
         assert_eq!(
             unknown_fields(&object, &schema, &components),
-            ["spec.template.spec.containers[0].bogus", "spec.template.spec.containers[0].ports[1].typo"]
+            [
+                "spec.template.spec.containers[0].bogus",
+                "spec.template.spec.containers[0].ports[1].typo"
+            ]
         );
     }
 
@@ -189,6 +208,9 @@ mod tests {
             "apiVersion": "example.com/v1", "kind": "Foo", "metadata": {"name": "f"},
             "spec": {"byName": {"a": {"size": 1, "colour": "red"}}, "free": {"any": {"thing": 1}}, "raw": {"x": 1}},
         });
-        assert_eq!(unknown_fields(&object, &schema, &components), ["spec.byName.a.colour"]);
+        assert_eq!(
+            unknown_fields(&object, &schema, &components),
+            ["spec.byName.a.colour"]
+        );
     }
 }

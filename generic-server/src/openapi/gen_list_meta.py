@@ -18,29 +18,39 @@ Why
     Rust field names to JSON names through each file's serde `visit_str`
     match (`"containerPort" => Field::Key_container_port`), and writes a
     static table, plus the group/version/kind of every top-level kind (from
-    `impl crate::Resource` / `impl crate::ListableResource`). At run time `openapi::list_meta` turns the table into the
-    schema extensions and derives the strategic-merge-patch tags from it
-    (listType=map -> patchStrategy=merge + patchMergeKey=<first key>;
-    listType=set of scalars -> patchStrategy=merge; atomic -> nothing).
+    `impl crate::Resource` / `impl crate::ListableResource`). At run time
+    `openapi::extensions` turns the table into the schema extensions and
+    derives the strategic-merge-patch tags from it (listType=map ->
+    patchStrategy=merge + patchMergeKey=<first key>; listType=set of scalars
+    -> patchStrategy=merge; atomic -> nothing).
 
 Overrides
     Where kube's Go tags (`patchStrategy`, `patchMergeKey`, `listMapKey`,
     `+structType=atomic`) differ from what the DeepMerge blocks say, the
-    tables below (LIST_OVERRIDES, PATCH_OVERRIDES, ATOMIC_STRUCTS) record
-    the upstream value. Every entry was checked against kube v1.33's
-    published OpenAPI (`api/openapi-spec`), which carries the same
-    `x-kubernetes-*` extensions; see the comment on each table.
+    tables below (LIST_OVERRIDES, PATCH_OVERRIDES, ATOMIC_STRUCTS, and
+    REQUIRED_OVERRIDES for `required` lists) record the upstream value.
+    Every entry was checked against kube v1.33's published OpenAPI
+    (`api/openapi-spec`), which carries the same `x-kubernetes-*`
+    extensions; see the comment on each table.
 
 Usage
     python3 generic-server/src/openapi/gen_list_meta.py [K8S_OPENAPI_SRC]
+        [--check-against UPSTREAM_SPEC]
 
     K8S_OPENAPI_SRC defaults to the newest `~/.cargo/registry/src/*/
     k8s-openapi-0.29.*/src/v1_33`. The output (`list_meta.rs` next to this
     script) is sorted and depends only on the input, so re-running it on the
     same sources gives the same bytes. Standard library only.
+
+    --check-against compares the result (table, derived patch tags and
+    overrides) with an upstream spec of the same Kubernetes version: kube's
+    `api/openapi-spec/swagger.json` ("definitions"), a v3 document
+    ("components.schemas") or a JSON-schema bundle ("$defs"). It prints every
+    difference and exits 1 if there is one; run it after bumping k8s-openapi.
 """
 
 import glob
+import json
 import os
 import re
 import sys
@@ -129,6 +139,24 @@ PATCH_OVERRIDES = {
      "conditions"): NO_PATCH_TAGS,
 }
 
+# k8s-openapi's `required` lists differ from kube's for a few schemas (it
+# makes some defaulted fields non-optional and drops a few required ones);
+# the runtime also removes the `metadata` k8s-openapi requires on every kind.
+# schema -> kube's `required` list. Checked against kube v1.33 api/openapi-spec.
+REQUIRED_OVERRIDES = {
+    "io.k8s.api.core.v1.ConfigMapEnvSource": [],
+    "io.k8s.api.core.v1.ConfigMapKeySelector": ["key"],
+    "io.k8s.api.core.v1.ConfigMapProjection": [],
+    "io.k8s.api.core.v1.ConfigMapVolumeSource": [],
+    "io.k8s.api.core.v1.Event": ["metadata", "involvedObject"],
+    "io.k8s.api.core.v1.LocalObjectReference": [],
+    "io.k8s.api.core.v1.SecretEnvSource": [],
+    "io.k8s.api.core.v1.SecretKeySelector": ["key"],
+    "io.k8s.api.core.v1.SecretProjection": [],
+    "io.k8s.api.events.v1.Event": ["eventTime"],
+    "io.k8s.api.networking.v1.NetworkPolicySpec": ["podSelector"],
+}
+
 # Structs tagged `+structType=atomic` upstream: the whole object is replaced,
 # never merged field by field (`x-kubernetes-map-type: atomic` on the schema).
 # DeepMerge has no notion of this. Checked against kube v1.33 api/openapi-spec.
@@ -171,10 +199,24 @@ ATOMIC_STRUCTS = [
 ]
 
 
-def source_root(argv):
-    """The k8s-openapi v1_33 directory: the first argument or the newest cached crate."""
-    if len(argv) > 1:
-        return argv[1]
+def parse_args(argv):
+    """(k8s-openapi v1_33 directory or None, upstream spec to check against or None)."""
+    root, check = None, None
+    args = iter(argv[1:])
+    for arg in args:
+        if arg == "--check-against":
+            check = next(args, None)
+            if check is None:
+                sys.exit("--check-against needs a file")
+        else:
+            root = arg
+    return root, check
+
+
+def source_root(root):
+    """The k8s-openapi v1_33 directory: the given one or the newest cached crate."""
+    if root:
+        return root
     found = sorted(glob.glob(os.path.expanduser(K8S_OPENAPI_GLOB)))
     if not found:
         sys.exit("k8s-openapi 0.29 sources not found; pass the v1_33 directory")
@@ -208,7 +250,7 @@ class Definition:
         self.rust_name = struct.group(1)
         self.path = module + "::" + self.rust_name
         self.field_types = dict(FIELD_RE.findall(struct.group(2)))
-        self.json_names = {rust: json for json, rust in SERDE_RE.findall(text)}
+        self.json_names = {rust: name for name, rust in SERDE_RE.findall(text)}
         self.strategies = STRATEGY_RE.findall(text)
         resource = RESOURCE_RE.search(text)
         self.gvk = resource.groups() if resource else None
@@ -336,6 +378,15 @@ def render(rows, kinds):
         "    pub merge_key: Option<&'static str>,",
         "}",
         "",
+        "/// kube's `required` list of a schema whose k8s-openapi list differs.",
+        "#[derive(Debug, Clone, Copy, PartialEq, Eq)]",
+        "pub struct RequiredOverride {",
+        "    /// Component name of the schema.",
+        "    pub schema: &'static str,",
+        "    /// The properties kube marks required (empty: none).",
+        "    pub required: &'static [&'static str],",
+        "}",
+        "",
         "/// Group, version and kind of a top-level schema (`impl Resource` in k8s-openapi).",
         "#[derive(Debug, Clone, Copy, PartialEq, Eq)]",
         "pub struct KindMeta {",
@@ -382,6 +433,15 @@ def render(rows, kinds):
     out += [
         "];",
         "",
+        "/// Schemas whose `required` list is kube's rather than k8s-openapi's, sorted by schema.",
+        "pub static REQUIRED_OVERRIDES: &[RequiredOverride] = &[",
+    ]
+    for schema, required in sorted(REQUIRED_OVERRIDES.items()):
+        names = ", ".join(rust_str(r) for r in required)
+        out.append(f"    RequiredOverride {{ schema: {rust_str(schema)}, required: &[{names}] }},")
+    out += [
+        "];",
+        "",
         "/// Every top-level kind of the built-in schemas, sorted by schema.",
         "pub static KINDS: &[KindMeta] = &[",
     ]
@@ -395,17 +455,103 @@ def render(rows, kinds):
     return "\n".join(out)
 
 
+# Upstream tags --check-against does not hold against us: kube v1.33 puts a
+# list type on a struct (`Status.details`, `+listType=atomic` on a pointer)
+# and keys StorageVersionMigrationList's items by `type` (a copy-paste of its
+# conditions' tags); `<Kind>List` schemas are built at run time anyway.
+IGNORED_UPSTREAM = {
+    ("io.k8s.api.storagemigration.v1alpha1.StorageVersionMigrationList", "items"),
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.Status", "details"),
+}
+
+
+def upstream_schemas(path):
+    """The schema definitions of an upstream spec file, by name."""
+    with open(path, encoding="utf-8") as f:
+        spec = json.load(f)
+    for key in ("definitions", "$defs"):
+        if key in spec:
+            return spec[key]
+    return spec.get("components", {}).get("schemas", {})
+
+
+def holds_scalars(prop):
+    """Whether an array property's items are scalars (what the runtime checks for sets)."""
+    items = prop.get("items") or {}
+    types = items.get("type")
+    types = types if isinstance(types, list) else [types]
+    return "$ref" not in items and "allOf" not in items and not {"object", "array"} & set(types)
+
+
+def effective_patch_tags(schema, prop_name, row, prop):
+    """The patch tags the runtime gives a property: override, else derived from the list type."""
+    if (schema, prop_name) in PATCH_OVERRIDES:
+        return PATCH_OVERRIDES[(schema, prop_name)]
+    list_type, map_keys = (row[2], row[3]) if row else (None, [])
+    if list_type == "map":
+        return ("merge", map_keys[0])
+    if list_type == "set" and holds_scalars(prop):
+        return ("merge", None)
+    return NO_PATCH_TAGS
+
+
+def property_differences(schema, prop_name, prop, row):
+    """Differences between one upstream property and what the runtime will emit for it."""
+    list_type, map_keys, map_type = (row[2], row[3], row[4]) if row else (None, [], None)
+    ours = {
+        # An unset list type means atomic and an unset map type granular, upstream and here.
+        "x-kubernetes-list-type": list_type if list_type != "atomic" or "x-kubernetes-list-type" in prop else None,
+        "x-kubernetes-list-map-keys": map_keys or None,
+        "x-kubernetes-map-type": map_type if map_type != "granular" or "x-kubernetes-map-type" in prop else None,
+    }
+    ours["x-kubernetes-patch-strategy"], ours["x-kubernetes-patch-merge-key"] = effective_patch_tags(
+        schema, prop_name, row, prop)
+    return [
+        f"{schema}.{prop_name}: {key} upstream {prop.get(key)!r}, ours {value!r}"
+        for key, value in ours.items()
+        if prop.get(key) != value
+    ]
+
+
+def check_against(path, rows, kinds):
+    """Prints how the generated metadata differs from the upstream spec at `path`; True if it does not."""
+    upstream = upstream_schemas(path)
+    by_key = {(row[0], row[1]): row for row in rows}
+    problems = []
+    for schema, definition in sorted(upstream.items()):
+        for prop_name, prop in sorted((definition.get("properties") or {}).items()):
+            row = by_key.get((schema, prop_name))
+            if (schema, prop_name) in IGNORED_UPSTREAM:
+                continue
+            if row or any(key.startswith("x-kubernetes-") for key in prop):
+                problems += property_differences(schema, prop_name, prop, row)
+        atomic = definition.get("x-kubernetes-map-type") == "atomic"
+        if atomic != (schema in ATOMIC_STRUCTS):
+            problems.append(f"{schema}: struct map-type atomic upstream {atomic}")
+    for schema, group, version, kind, _ in kinds:
+        gvks = upstream.get(schema, {}).get("x-kubernetes-group-version-kind", [])
+        if {"group": group, "kind": kind, "version": version} not in gvks:
+            problems.append(f"{schema}: group/version/kind {group}/{version}/{kind} not upstream")
+    for problem in problems:
+        print(problem)
+    print(f"{len(problems)} difference(s) from {path}")
+    return not problems
+
+
 def main(argv):
-    """Read k8s-openapi, write list_meta.rs."""
-    root = source_root(argv)
-    definitions = load_definitions(root)
+    """Read k8s-openapi, write list_meta.rs (and optionally check it against upstream)."""
+    root, check = parse_args(argv)
+    definitions = load_definitions(source_root(root))
     rows = []
     for definition in definitions.values():
         rows.extend(field_meta(definitions, definition))
     rows = apply_list_overrides(rows)
+    kinds = kind_rows(definitions)
     with open(OUTPUT, "w", encoding="utf-8") as f:
-        f.write(render(rows, kind_rows(definitions)))
-    print(f"wrote {len(rows)} field rows and {len(kind_rows(definitions))} kinds to {OUTPUT}")
+        f.write(render(rows, kinds))
+    print(f"wrote {len(rows)} field rows and {len(kinds)} kinds to {OUTPUT}")
+    if check and not check_against(check, rows, kinds):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

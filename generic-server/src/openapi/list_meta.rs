@@ -32,6 +32,15 @@ pub struct PatchOverride {
     pub merge_key: Option<&'static str>,
 }
 
+/// kube's `required` list of a schema whose k8s-openapi list differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequiredOverride {
+    /// Component name of the schema.
+    pub schema: &'static str,
+    /// The properties kube marks required (empty: none).
+    pub required: &'static [&'static str],
+}
+
 /// Group, version and kind of a top-level schema (`impl Resource` in k8s-openapi).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KindMeta {
@@ -557,6 +566,21 @@ pub static ATOMIC_STRUCTS: &[&str] = &[
     "io.k8s.api.rbac.v1.Subject",
     "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector",
     "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference",
+];
+
+/// Schemas whose `required` list is kube's rather than k8s-openapi's, sorted by schema.
+pub static REQUIRED_OVERRIDES: &[RequiredOverride] = &[
+    RequiredOverride { schema: "io.k8s.api.core.v1.ConfigMapEnvSource", required: &[] },
+    RequiredOverride { schema: "io.k8s.api.core.v1.ConfigMapKeySelector", required: &["key"] },
+    RequiredOverride { schema: "io.k8s.api.core.v1.ConfigMapProjection", required: &[] },
+    RequiredOverride { schema: "io.k8s.api.core.v1.ConfigMapVolumeSource", required: &[] },
+    RequiredOverride { schema: "io.k8s.api.core.v1.Event", required: &["metadata", "involvedObject"] },
+    RequiredOverride { schema: "io.k8s.api.core.v1.LocalObjectReference", required: &[] },
+    RequiredOverride { schema: "io.k8s.api.core.v1.SecretEnvSource", required: &[] },
+    RequiredOverride { schema: "io.k8s.api.core.v1.SecretKeySelector", required: &["key"] },
+    RequiredOverride { schema: "io.k8s.api.core.v1.SecretProjection", required: &[] },
+    RequiredOverride { schema: "io.k8s.api.events.v1.Event", required: &["eventTime"] },
+    RequiredOverride { schema: "io.k8s.api.networking.v1.NetworkPolicySpec", required: &["podSelector"] },
 ];
 
 /// Every top-level kind of the built-in schemas, sorted by schema.

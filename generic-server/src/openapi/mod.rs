@@ -32,11 +32,13 @@ mod document;
 mod extensions;
 mod field_validation;
 mod index;
+mod parameters;
+#[rustfmt::skip]
 pub mod list_meta;
 
 pub use components::{Components, GroupVersionKind, SCHEMA_PREFIX};
 pub use document::{
-    ResourceSpec, SubresourceSpec, ALL_VERBS, OPENAPI_VERSION, group_version_document,
+    ALL_VERBS, OPENAPI_VERSION, ResourceSpec, SubresourceSpec, group_version_document,
     group_version_path,
 };
 pub use field_validation::unknown_fields;

@@ -35,7 +35,10 @@ const INVALID_INDEX: &str = "invalid index referenced";
 pub fn apply(original: &Value, patch: &Value) -> Result<Value, PatchError> {
     let operations = decode_operations(patch)?;
     if operations.len() > MAX_OPERATIONS {
-        return Err(PatchError::TooManyOperations { max: MAX_OPERATIONS, got: operations.len() });
+        return Err(PatchError::TooManyOperations {
+            max: MAX_OPERATIONS,
+            got: operations.len(),
+        });
     }
     let mut doc = original.clone();
     let mut copied = 0;
@@ -74,7 +77,11 @@ fn decode_operations(patch: &Value) -> Result<Vec<Operation<'_>>, PatchError> {
 }
 
 /// Applies one operation, returning the library's error text on failure.
-fn apply_operation(doc: &mut Value, operation: Operation<'_>, copied: &mut usize) -> Result<(), String> {
+fn apply_operation(
+    doc: &mut Value,
+    operation: Operation<'_>,
+    copied: &mut usize,
+) -> Result<(), String> {
     let kind = operation
         .and_then(|operation| operation.get("op"))
         .and_then(Value::as_str)
@@ -136,18 +143,24 @@ impl<'a> Op<'a> {
 
 /// The `add` operation.
 fn add(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
-    let path = op.path().map_err(|_| format!("add operation failed to decode path: {MISSING}"))?;
-    let (container, key) = find_object(doc, path)
-        .ok_or_else(|| format!("add operation does not apply: doc is missing path: \"{path}\": {MISSING}"))?;
+    let path = op
+        .path()
+        .map_err(|_| format!("add operation failed to decode path: {MISSING}"))?;
+    let (container, key) = find_object(doc, path).ok_or_else(|| {
+        format!("add operation does not apply: doc is missing path: \"{path}\": {MISSING}")
+    })?;
     container_add(container, &key, op.value())
         .map_err(|error| format!("error in add for path: '{path}': {error}"))
 }
 
 /// The `remove` operation.
 fn remove(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
-    let path = op.path().map_err(|_| format!("remove operation failed to decode path: {MISSING}"))?;
-    let (container, key) = find_object(doc, path)
-        .ok_or_else(|| format!("remove operation does not apply: doc is missing path: \"{path}\": {MISSING}"))?;
+    let path = op
+        .path()
+        .map_err(|_| format!("remove operation failed to decode path: {MISSING}"))?;
+    let (container, key) = find_object(doc, path).ok_or_else(|| {
+        format!("remove operation does not apply: doc is missing path: \"{path}\": {MISSING}")
+    })?;
     container_remove(container, &key)
         .map(drop)
         .map_err(|error| format!("error in remove for path: '{path}': {error}"))
@@ -155,14 +168,19 @@ fn remove(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
 
 /// The `replace` operation.
 fn replace(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
-    let path = op.path().map_err(|error| format!("replace operation failed to decode path: {error}"))?;
+    let path = op
+        .path()
+        .map_err(|error| format!("replace operation failed to decode path: {error}"))?;
     if path.is_empty() {
         return replace_root(doc, op);
     }
-    let (container, key) = find_object(doc, path)
-        .ok_or_else(|| format!("replace operation does not apply: doc is missing path: {path}: {MISSING}"))?;
+    let (container, key) = find_object(doc, path).ok_or_else(|| {
+        format!("replace operation does not apply: doc is missing path: {path}: {MISSING}")
+    })?;
     if container_get(container, &key).is_err() {
-        return Err(format!("replace operation does not apply: doc is missing key: {path}: {MISSING}"));
+        return Err(format!(
+            "replace operation does not apply: doc is missing key: {path}: {MISSING}"
+        ));
     }
     container_set(container, &key, op.value())
         .map_err(|error| format!("error in remove for path: '{path}': {error}"))
@@ -181,28 +199,42 @@ fn replace_root(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
 
 /// The `move` operation.
 fn move_value(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
-    let from = op.from().map_err(|error| format!("move operation failed to decode from: {error}"))?;
-    let (container, key) = find_object(doc, from)
-        .ok_or_else(|| format!("move operation does not apply: doc is missing from path: {from}: {MISSING}"))?;
-    container_get(container, &key).map_err(|error| format!("error in move for path: '{key}': {error}"))?;
+    let from = op
+        .from()
+        .map_err(|error| format!("move operation failed to decode from: {error}"))?;
+    let (container, key) = find_object(doc, from).ok_or_else(|| {
+        format!("move operation does not apply: doc is missing from path: {from}: {MISSING}")
+    })?;
+    container_get(container, &key)
+        .map_err(|error| format!("error in move for path: '{key}': {error}"))?;
     let value = container_remove(container, &key)
         .map_err(|error| format!("error in move for path: '{key}': {error}"))?;
-    let path = op.path().map_err(|error| format!("move operation failed to decode path: {error}"))?;
+    let path = op
+        .path()
+        .map_err(|error| format!("move operation failed to decode path: {error}"))?;
     let (container, key) = find_object(doc, path).ok_or_else(|| {
         format!("move operation does not apply: doc is missing destination path: {path}: {MISSING}")
     })?;
-    container_add(container, &key, value).map_err(|error| format!("error in move for path: '{path}': {error}"))
+    container_add(container, &key, value)
+        .map_err(|error| format!("error in move for path: '{path}': {error}"))
 }
 
 /// The `test` operation.
 fn test(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
-    let path = op.path().map_err(|error| format!("test operation failed to decode path: {error}"))?;
+    let path = op
+        .path()
+        .map_err(|error| format!("test operation failed to decode path: {error}"))?;
     let failed = || format!("testing value {path} failed: test failed");
     if path.is_empty() {
-        return if op.has_value() && library_equal(doc, &op.value()) { Ok(()) } else { Err(failed()) };
+        return if op.has_value() && library_equal(doc, &op.value()) {
+            Ok(())
+        } else {
+            Err(failed())
+        };
     }
-    let (container, key) = find_object(doc, path)
-        .ok_or_else(|| format!("test operation does not apply: is missing path: {path}: {MISSING}"))?;
+    let (container, key) = find_object(doc, path).ok_or_else(|| {
+        format!("test operation does not apply: is missing path: {path}: {MISSING}")
+    })?;
     let current = container_get(container, &key)
         .map_err(|error| format!("error in test for path: '{path}': {error}"))?;
     let expected = op.value();
@@ -215,13 +247,18 @@ fn test(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
 
 /// The `copy` operation; `copied` accumulates the bytes copied so far.
 fn copy(doc: &mut Value, op: Op<'_>, copied: &mut usize) -> Result<(), String> {
-    let from = op.from().map_err(|error| format!("copy operation failed to decode from: {error}"))?;
-    let (container, key) = find_object(doc, from)
-        .ok_or_else(|| format!("copy operation does not apply: doc is missing from path: {from}: {MISSING}"))?;
+    let from = op
+        .from()
+        .map_err(|error| format!("copy operation failed to decode from: {error}"))?;
+    let (container, key) = find_object(doc, from).ok_or_else(|| {
+        format!("copy operation does not apply: doc is missing from path: {from}: {MISSING}")
+    })?;
     let value = container_get(container, &key)
         .map_err(|error| format!("error in copy for from: '{from}': {error}"))?
         .cloned();
-    let path = op.path().map_err(|_| format!("copy operation failed to decode path: {MISSING}"))?;
+    let path = op
+        .path()
+        .map_err(|_| format!("copy operation failed to decode path: {MISSING}"))?;
     let (container, key) = find_object(doc, path).ok_or_else(|| {
         format!("copy operation does not apply: doc is missing destination path: {path}: {MISSING}")
     })?;
@@ -372,16 +409,21 @@ fn existing_index(key: &str, len: usize) -> Result<usize, String> {
     let len = i64::try_from(len).unwrap_or(i64::MAX);
     let adjusted = if index < 0 {
         if index < -len {
-            return Err(format!("Unable to access invalid index: {index}: {INVALID_INDEX}"));
+            return Err(format!(
+                "Unable to access invalid index: {index}: {INVALID_INDEX}"
+            ));
         }
         index + len
     } else {
         index
     };
     if adjusted >= len {
-        return Err(format!("Unable to access invalid index: {adjusted}: {INVALID_INDEX}"));
+        return Err(format!(
+            "Unable to access invalid index: {adjusted}: {INVALID_INDEX}"
+        ));
     }
-    usize::try_from(adjusted).map_err(|_| format!("Unable to access invalid index: {adjusted}: {INVALID_INDEX}"))
+    usize::try_from(adjusted)
+        .map_err(|_| format!("Unable to access invalid index: {adjusted}: {INVALID_INDEX}"))
 }
 
 /// A position for `add` (bound is `len + 1`) or `remove` (bound is `len`).
@@ -399,7 +441,9 @@ fn resolve_index(index: i64, bound: usize) -> Result<usize, String> {
 fn parse_index(key: &str) -> Result<i64, String> {
     key.parse::<i64>().map_err(|error| {
         let reason = match error.kind() {
-            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                "value out of range"
+            }
             _ => "invalid syntax",
         };
         format!("strconv.Atoi: parsing {key:?}: {reason}")
@@ -409,16 +453,21 @@ fn parse_index(key: &str) -> Result<i64, String> {
 /// The library's value equality: every member of `current` must be in `expected`.
 fn library_equal(current: &Value, expected: &Value) -> bool {
     match (current, expected) {
-        (Value::Object(current), Value::Object(expected)) => current.iter().all(|(key, value)| {
-            match (value, expected.get(key)) {
-                (_, None) => false,
-                (Value::Null, Some(other)) => other.is_null(),
-                (value, Some(other)) => library_equal(value, other),
-            }
-        }),
+        (Value::Object(current), Value::Object(expected)) => {
+            current
+                .iter()
+                .all(|(key, value)| match (value, expected.get(key)) {
+                    (_, None) => false,
+                    (Value::Null, Some(other)) => other.is_null(),
+                    (value, Some(other)) => library_equal(value, other),
+                })
+        }
         (Value::Array(current), Value::Array(expected)) => {
             current.len() == expected.len()
-                && current.iter().zip(expected).all(|(a, b)| library_equal(a, b))
+                && current
+                    .iter()
+                    .zip(expected)
+                    .all(|(a, b)| library_equal(a, b))
         }
         (Value::Object(_) | Value::Array(_), _) => false,
         (current, expected) => current == expected,
@@ -444,67 +493,243 @@ mod tests {
     #[test]
     fn operations_apply_table() {
         let cases: Vec<(Value, Value, Value)> = vec![
-            (json!({"a": 1}), json!([{"op": "add", "path": "/b", "value": 2}]), json!({"a": 1, "b": 2})),
-            (json!({"a": [1, 2]}), json!([{"op": "add", "path": "/a/1", "value": 9}]), json!({"a": [1, 9, 2]})),
-            (json!({"a": [1, 2]}), json!([{"op": "add", "path": "/a/-", "value": 9}]), json!({"a": [1, 2, 9]})),
-            (json!({"a": [1, 2]}), json!([{"op": "add", "path": "/a/2", "value": 9}]), json!({"a": [1, 2, 9]})),
-            (json!({"a": [1, 2]}), json!([{"op": "add", "path": "/a/-1", "value": 9}]), json!({"a": [1, 2, 9]})),
-            (json!({"a": 1}), json!([{"op": "add", "path": "/b"}]), json!({"a": 1, "b": null})),
-            (json!({"a": 1, "b": 2}), json!([{"op": "remove", "path": "/a"}]), json!({"b": 2})),
-            (json!({"a": [1, 2, 3]}), json!([{"op": "remove", "path": "/a/-1"}]), json!({"a": [1, 2]})),
-            (json!({"a": 1}), json!([{"op": "replace", "path": "/a", "value": 2}]), json!({"a": 2})),
-            (json!({"a": 1}), json!([{"op": "replace", "path": "/b", "value": 2}]), json!({"a": 1, "b": 2})),
-            (json!({"a": [1, 2]}), json!([{"op": "replace", "path": "/a/-1", "value": 5}]), json!({"a": [1, 5]})),
-            (json!({"a": {"b": 1}}), json!([{"op": "move", "from": "/a/b", "path": "/c"}]), json!({"a": {}, "c": 1})),
-            (json!({"a": [1, 2, 3]}), json!([{"op": "move", "from": "/a/0", "path": "/a/2"}]), json!({"a": [2, 3, 1]})),
-            (json!({"a": {"b": 1}}), json!([{"op": "copy", "from": "/a", "path": "/c"}]), json!({"a": {"b": 1}, "c": {"b": 1}})),
-            (json!({"a": 1}), json!([{"op": "copy", "from": "/x", "path": "/c"}]), json!({"a": 1, "c": null})),
-            (json!({"a/b": 1, "m~n": 2}), json!([{"op": "remove", "path": "/a~1b"}, {"op": "remove", "path": "/m~0n"}]), json!({})),
-            (json!({"a": 1}), json!([{"op": "test", "path": "/a", "value": 1}]), json!({"a": 1})),
-            (json!({"a": 1}), json!([{"op": "test", "path": "/missing", "value": null}]), json!({"a": 1})),
-            (json!({"a": {"x": 1}}), json!([{"op": "test", "path": "/a", "value": {"x": 1, "y": 2}}]), json!({"a": {"x": 1}})),
-            (json!({"a": 1}), json!([{"op": "replace", "path": "", "value": {"z": 1}}]), json!({"z": 1})),
+            (
+                json!({"a": 1}),
+                json!([{"op": "add", "path": "/b", "value": 2}]),
+                json!({"a": 1, "b": 2}),
+            ),
+            (
+                json!({"a": [1, 2]}),
+                json!([{"op": "add", "path": "/a/1", "value": 9}]),
+                json!({"a": [1, 9, 2]}),
+            ),
+            (
+                json!({"a": [1, 2]}),
+                json!([{"op": "add", "path": "/a/-", "value": 9}]),
+                json!({"a": [1, 2, 9]}),
+            ),
+            (
+                json!({"a": [1, 2]}),
+                json!([{"op": "add", "path": "/a/2", "value": 9}]),
+                json!({"a": [1, 2, 9]}),
+            ),
+            (
+                json!({"a": [1, 2]}),
+                json!([{"op": "add", "path": "/a/-1", "value": 9}]),
+                json!({"a": [1, 2, 9]}),
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "add", "path": "/b"}]),
+                json!({"a": 1, "b": null}),
+            ),
+            (
+                json!({"a": 1, "b": 2}),
+                json!([{"op": "remove", "path": "/a"}]),
+                json!({"b": 2}),
+            ),
+            (
+                json!({"a": [1, 2, 3]}),
+                json!([{"op": "remove", "path": "/a/-1"}]),
+                json!({"a": [1, 2]}),
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "replace", "path": "/a", "value": 2}]),
+                json!({"a": 2}),
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "replace", "path": "/b", "value": 2}]),
+                json!({"a": 1, "b": 2}),
+            ),
+            (
+                json!({"a": [1, 2]}),
+                json!([{"op": "replace", "path": "/a/-1", "value": 5}]),
+                json!({"a": [1, 5]}),
+            ),
+            (
+                json!({"a": {"b": 1}}),
+                json!([{"op": "move", "from": "/a/b", "path": "/c"}]),
+                json!({"a": {}, "c": 1}),
+            ),
+            (
+                json!({"a": [1, 2, 3]}),
+                json!([{"op": "move", "from": "/a/0", "path": "/a/2"}]),
+                json!({"a": [2, 3, 1]}),
+            ),
+            (
+                json!({"a": {"b": 1}}),
+                json!([{"op": "copy", "from": "/a", "path": "/c"}]),
+                json!({"a": {"b": 1}, "c": {"b": 1}}),
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "copy", "from": "/x", "path": "/c"}]),
+                json!({"a": 1, "c": null}),
+            ),
+            (
+                json!({"a/b": 1, "m~n": 2}),
+                json!([{"op": "remove", "path": "/a~1b"}, {"op": "remove", "path": "/m~0n"}]),
+                json!({}),
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "test", "path": "/a", "value": 1}]),
+                json!({"a": 1}),
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "test", "path": "/missing", "value": null}]),
+                json!({"a": 1}),
+            ),
+            (
+                json!({"a": {"x": 1}}),
+                json!([{"op": "test", "path": "/a", "value": {"x": 1, "y": 2}}]),
+                json!({"a": {"x": 1}}),
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "replace", "path": "", "value": {"z": 1}}]),
+                json!({"z": 1}),
+            ),
             (json!({"a": 1}), json!(null), json!({"a": 1})),
         ];
         for (doc, patch, expected) in cases {
-            assert_eq!(run(doc.clone(), patch.clone()).unwrap(), expected, "{patch} on {doc}");
+            assert_eq!(
+                run(doc.clone(), patch.clone()).unwrap(),
+                expected,
+                "{patch} on {doc}"
+            );
         }
     }
 
     #[test]
     fn paths_ignore_text_before_first_slash() {
-        let patched = run(json!({"a": 1}), json!([{"op": "add", "path": "x/b", "value": 2}])).unwrap();
+        let patched = run(
+            json!({"a": 1}),
+            json!([{"op": "add", "path": "x/b", "value": 2}]),
+        )
+        .unwrap();
         assert_eq!(patched, json!({"a": 1, "b": 2}));
     }
 
     #[test]
     fn failures_use_library_messages() {
         let cases: Vec<(Value, Value, &str)> = vec![
-            (json!({"a": 1}), json!([{"op": "test", "path": "/a", "value": 2}]), "testing value /a failed: test failed"),
-            (json!({"a": 1}), json!([{"op": "test", "path": "/b", "value": 2}]), "testing value /b failed: test failed"),
-            (json!({"a": {"x": 1, "y": 2}}), json!([{"op": "test", "path": "/a", "value": {"x": 1}}]), "testing value /a failed: test failed"),
-            (json!({"a": 1}), json!([{"op": "add", "path": "/x/y", "value": 2}]), "add operation does not apply: doc is missing path: \"/x/y\": missing value"),
-            (json!({"a": 1}), json!([{"op": "add", "path": "", "value": 2}]), "add operation does not apply: doc is missing path: \"\": missing value"),
-            (json!({"a": 1}), json!([{"op": "add", "value": 2}]), "add operation failed to decode path: missing value"),
-            (json!({"a": 1}), json!([{"op": "remove", "path": "/b"}]), "error in remove for path: '/b': Unable to remove nonexistent key: b: missing value"),
-            (json!({"a": [1]}), json!([{"op": "remove", "path": "/a/5"}]), "error in remove for path: '/a/5': Unable to access invalid index: 5: invalid index referenced"),
-            (json!({"a": [1]}), json!([{"op": "add", "path": "/a/x", "value": 1}]), "error in add for path: '/a/x': value was not a proper array index: 'x': strconv.Atoi: parsing \"x\": invalid syntax"),
-            (json!({"a": [1]}), json!([{"op": "add", "path": "/a/3", "value": 1}]), "error in add for path: '/a/3': Unable to access invalid index: 3: invalid index referenced"),
-            (json!({"a": [1]}), json!([{"op": "replace", "path": "/a/1", "value": 1}]), "replace operation does not apply: doc is missing key: /a/1: missing value"),
-            (json!({"a": 1}), json!([{"op": "replace", "value": 1}]), "replace operation failed to decode path: operation missing path field: missing value"),
-            (json!({"a": 1}), json!([{"op": "replace", "path": "", "value": 1}]), "replace operation value must be object or array: %!w(<nil>)"),
-            (json!({"a": 1}), json!([{"op": "move", "from": "/b", "path": "/c"}]), "error in move for path: 'b': Unable to remove nonexistent key: b: missing value"),
-            (json!({"a": {"b": 1}}), json!([{"op": "move", "from": "/a", "path": "/a/b"}]), "move operation does not apply: doc is missing destination path: /a/b: missing value"),
-            (json!({"a": 1}), json!([{"op": "move", "path": "/c"}]), "move operation failed to decode from: operation, missing from field: missing value"),
-            (json!({"a": 1}), json!([{"op": "copy", "from": "/x/y", "path": "/c"}]), "copy operation does not apply: doc is missing from path: /x/y: missing value"),
-            (json!({"a": 1}), json!([{"op": "frobnicate", "path": "/a"}]), "Unexpected kind: frobnicate"),
-            (json!({"a": 1}), json!([{"path": "/a"}]), "Unexpected kind: unknown"),
+            (
+                json!({"a": 1}),
+                json!([{"op": "test", "path": "/a", "value": 2}]),
+                "testing value /a failed: test failed",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "test", "path": "/b", "value": 2}]),
+                "testing value /b failed: test failed",
+            ),
+            (
+                json!({"a": {"x": 1, "y": 2}}),
+                json!([{"op": "test", "path": "/a", "value": {"x": 1}}]),
+                "testing value /a failed: test failed",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "add", "path": "/x/y", "value": 2}]),
+                "add operation does not apply: doc is missing path: \"/x/y\": missing value",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "add", "path": "", "value": 2}]),
+                "add operation does not apply: doc is missing path: \"\": missing value",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "add", "value": 2}]),
+                "add operation failed to decode path: missing value",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "remove", "path": "/b"}]),
+                "error in remove for path: '/b': Unable to remove nonexistent key: b: missing value",
+            ),
+            (
+                json!({"a": [1]}),
+                json!([{"op": "remove", "path": "/a/5"}]),
+                "error in remove for path: '/a/5': Unable to access invalid index: 5: invalid index referenced",
+            ),
+            (
+                json!({"a": [1]}),
+                json!([{"op": "add", "path": "/a/x", "value": 1}]),
+                "error in add for path: '/a/x': value was not a proper array index: 'x': strconv.Atoi: parsing \"x\": invalid syntax",
+            ),
+            (
+                json!({"a": [1]}),
+                json!([{"op": "add", "path": "/a/3", "value": 1}]),
+                "error in add for path: '/a/3': Unable to access invalid index: 3: invalid index referenced",
+            ),
+            (
+                json!({"a": [1]}),
+                json!([{"op": "replace", "path": "/a/1", "value": 1}]),
+                "replace operation does not apply: doc is missing key: /a/1: missing value",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "replace", "value": 1}]),
+                "replace operation failed to decode path: operation missing path field: missing value",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "replace", "path": "", "value": 1}]),
+                "replace operation value must be object or array: %!w(<nil>)",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "move", "from": "/b", "path": "/c"}]),
+                "error in move for path: 'b': Unable to remove nonexistent key: b: missing value",
+            ),
+            (
+                json!({"a": {"b": 1}}),
+                json!([{"op": "move", "from": "/a", "path": "/a/b"}]),
+                "move operation does not apply: doc is missing destination path: /a/b: missing value",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "move", "path": "/c"}]),
+                "move operation failed to decode from: operation, missing from field: missing value",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "copy", "from": "/x/y", "path": "/c"}]),
+                "copy operation does not apply: doc is missing from path: /x/y: missing value",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "frobnicate", "path": "/a"}]),
+                "Unexpected kind: frobnicate",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"path": "/a"}]),
+                "Unexpected kind: unknown",
+            ),
             (json!({"a": 1}), json!([null]), "Unexpected kind: unknown"),
-            (json!({"a": 1}), json!([{"op": "add", "path": 5, "value": 1}]), "add operation failed to decode path: missing value"),
-            (json!({"a": 1}), json!([{"op": "test", "path": 5}]), "test operation failed to decode path: json: cannot unmarshal number into Go value of type string"),
+            (
+                json!({"a": 1}),
+                json!([{"op": "add", "path": 5, "value": 1}]),
+                "add operation failed to decode path: missing value",
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "test", "path": 5}]),
+                "test operation failed to decode path: json: cannot unmarshal number into Go value of type string",
+            ),
         ];
         for (doc, patch, message) in cases {
-            assert_eq!(failure(doc.clone(), patch.clone()), message, "{patch} on {doc}");
+            assert_eq!(
+                failure(doc.clone(), patch.clone()),
+                message,
+                "{patch} on {doc}"
+            );
         }
     }
 
@@ -519,10 +744,16 @@ mod tests {
     #[test]
     fn decoding_errors_are_bad_requests() {
         let not_list = run(json!({}), json!({"op": "add"})).unwrap_err();
-        assert_eq!(not_list.to_string(), "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
+        assert_eq!(
+            not_list.to_string(),
+            "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+        );
         assert_eq!(not_list.code(), 400);
         let not_object = run(json!({}), json!(["add"])).unwrap_err();
-        assert_eq!(not_object.to_string(), "json: cannot unmarshal string into Go value of type jsonpatch.Operation");
+        assert_eq!(
+            not_object.to_string(),
+            "json: cannot unmarshal string into Go value of type jsonpatch.Operation"
+        );
     }
 
     #[test]
@@ -532,7 +763,13 @@ mod tests {
         assert!(run(json!({"a": 1}), at_limit).is_ok());
         let over = Value::Array(vec![op; MAX_OPERATIONS + 1]);
         let error = run(json!({"a": 1}), over).unwrap_err();
-        assert_eq!(error, PatchError::TooManyOperations { max: 10000, got: 10001 });
+        assert_eq!(
+            error,
+            PatchError::TooManyOperations {
+                max: 10000,
+                got: 10001
+            }
+        );
         assert_eq!(error.code(), 413);
     }
 

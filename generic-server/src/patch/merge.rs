@@ -60,10 +60,19 @@ fn merge_value(current: Value, patch: &Value) -> Value {
 /// Drops `null` members and `null` list elements, recursively.
 fn pruned(value: Value) -> Value {
     match value {
-        Value::Object(map) => {
-            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, pruned(v))).collect())
-        }
-        Value::Array(items) => Value::Array(items.into_iter().filter(|v| !v.is_null()).map(pruned).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, pruned(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .filter(|v| !v.is_null())
+                .map(pruned)
+                .collect(),
+        ),
         other => other,
     }
 }
@@ -85,15 +94,39 @@ mod tests {
         // The test cases of RFC 7386, appendix A (documents that are objects).
         let cases: Vec<(Value, Value, Value)> = vec![
             (json!({"a": "b"}), json!({"a": "c"}), json!({"a": "c"})),
-            (json!({"a": "b"}), json!({"b": "c"}), json!({"a": "b", "b": "c"})),
+            (
+                json!({"a": "b"}),
+                json!({"b": "c"}),
+                json!({"a": "b", "b": "c"}),
+            ),
             (json!({"a": "b"}), json!({"a": null}), json!({})),
-            (json!({"a": "b", "b": "c"}), json!({"a": null}), json!({"b": "c"})),
+            (
+                json!({"a": "b", "b": "c"}),
+                json!({"a": null}),
+                json!({"b": "c"}),
+            ),
             (json!({"a": ["b"]}), json!({"a": "c"}), json!({"a": "c"})),
             (json!({"a": "c"}), json!({"a": ["b"]}), json!({"a": ["b"]})),
-            (json!({"a": {"b": "c"}}), json!({"a": {"b": "d", "c": null}}), json!({"a": {"b": "d"}})),
-            (json!({"a": [{"b": "c"}]}), json!({"a": [1]}), json!({"a": [1]})),
-            (json!({"e": null}), json!({"a": 1}), json!({"e": null, "a": 1})),
-            (json!({}), json!({"a": {"bb": {"ccc": null}}}), json!({"a": {"bb": {}}})),
+            (
+                json!({"a": {"b": "c"}}),
+                json!({"a": {"b": "d", "c": null}}),
+                json!({"a": {"b": "d"}}),
+            ),
+            (
+                json!({"a": [{"b": "c"}]}),
+                json!({"a": [1]}),
+                json!({"a": [1]}),
+            ),
+            (
+                json!({"e": null}),
+                json!({"a": 1}),
+                json!({"e": null, "a": 1}),
+            ),
+            (
+                json!({}),
+                json!({"a": {"bb": {"ccc": null}}}),
+                json!({"a": {"bb": {}}}),
+            ),
         ];
         for (doc, patch, expected) in cases {
             assert_eq!(apply(&doc, &patch).unwrap(), expected, "{patch} on {doc}");
@@ -107,7 +140,8 @@ mod tests {
             "metadata": {"name": "cm", "labels": {"a": "1", "b": "2"}},
             "data": {"x": "1", "y": "2"}
         });
-        let patch = json!({"metadata": {"labels": {"b": null, "c": "3"}}, "data": {"y": null, "z": "3"}});
+        let patch =
+            json!({"metadata": {"labels": {"b": null, "c": "3"}}, "data": {"y": null, "z": "3"}});
         let expected = json!({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "cm", "labels": {"a": "1", "c": "3"}},
@@ -120,13 +154,25 @@ mod tests {
     fn nulls_are_pruned_like_the_go_library() {
         let cases: Vec<(Value, Value, Value)> = vec![
             // New values lose their nulls, also inside lists.
-            (json!({}), json!({"a": [1, null, {"x": null, "y": 1}]}), json!({"a": [1, {"y": 1}]})),
+            (
+                json!({}),
+                json!({"a": [1, null, {"x": null, "y": 1}]}),
+                json!({"a": [1, {"y": 1}]}),
+            ),
             // Replacing a scalar prunes.
             (json!({"a": 1}), json!({"a": [null, 2]}), json!({"a": [2]})),
             // Replacing an object copies the value as is.
-            (json!({"a": {"k": 1}}), json!({"a": [null, 2]}), json!({"a": [null, 2]})),
+            (
+                json!({"a": {"k": 1}}),
+                json!({"a": [null, 2]}),
+                json!({"a": [null, 2]}),
+            ),
             // A null member in the document is replaced as if missing.
-            (json!({"a": null}), json!({"a": {"b": null, "c": 1}}), json!({"a": {"c": 1}})),
+            (
+                json!({"a": null}),
+                json!({"a": {"b": null, "c": 1}}),
+                json!({"a": {"c": 1}}),
+            ),
         ];
         for (doc, patch, expected) in cases {
             assert_eq!(apply(&doc, &patch).unwrap(), expected, "{patch} on {doc}");
@@ -136,14 +182,25 @@ mod tests {
     #[test]
     fn invalid_patches() {
         for patch in [json!(null), json!("x"), json!(1), json!(true)] {
-            assert_eq!(apply(&json!({"a": 1}), &patch), Err(PatchError::InvalidMergePatch), "{patch}");
+            assert_eq!(
+                apply(&json!({"a": 1}), &patch),
+                Err(PatchError::InvalidMergePatch),
+                "{patch}"
+            );
         }
-        assert_eq!(apply(&json!({"a": 1}), &json!([1, null])).unwrap(), json!([1]));
+        assert_eq!(
+            apply(&json!({"a": 1}), &json!([1, null])).unwrap(),
+            json!([1])
+        );
     }
 
     #[test]
     fn member_order_is_kept() {
-        let patched = apply(&json!({"a": 1, "b": 2, "c": 3}), &json!({"a": null, "d": 4})).unwrap();
+        let patched = apply(
+            &json!({"a": 1, "b": 2, "c": 3}),
+            &json!({"a": null, "d": 4}),
+        )
+        .unwrap();
         let keys: Vec<&String> = patched.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["b", "c", "d"]);
     }

@@ -55,9 +55,14 @@ impl PatchType {
             Some(index) if index > 0 => &content_type[..index],
             _ => content_type,
         };
-        [PatchType::Json, PatchType::Merge, PatchType::StrategicMerge, PatchType::Apply]
-            .into_iter()
-            .find(|kind| kind.content_type() == media_type)
+        [
+            PatchType::Json,
+            PatchType::Merge,
+            PatchType::StrategicMerge,
+            PatchType::Apply,
+        ]
+        .into_iter()
+        .find(|kind| kind.content_type() == media_type)
     }
 
     /// The media type that selects this patch type.
@@ -174,7 +179,9 @@ pub enum PatchError {
         order: String,
     },
     /// 500: server-side apply reached the plain patcher; it must go to the field manager.
-    #[error("apply patches (application/apply-patch+yaml) are handled by server-side apply, not by apply_patch")]
+    #[error(
+        "apply patches (application/apply-patch+yaml) are handled by server-side apply, not by apply_patch"
+    )]
     ApplyNotHandled,
 }
 
@@ -239,10 +246,13 @@ pub fn apply_patch(
     let patched = match kind {
         PatchType::Json => json::apply(original, &decode_body(patch_bytes)?)?,
         PatchType::Merge => {
-            let patch = serde_json::from_slice(patch_bytes).map_err(|_| PatchError::InvalidMergePatch)?;
+            let patch =
+                serde_json::from_slice(patch_bytes).map_err(|_| PatchError::InvalidMergePatch)?;
             merge::apply(original, &patch)?
         }
-        PatchType::StrategicMerge => strategic::apply(original, &decode_body(patch_bytes)?, schema)?,
+        PatchType::StrategicMerge => {
+            strategic::apply(original, &decode_body(patch_bytes)?, schema)?
+        }
         PatchType::Apply => return Err(PatchError::ApplyNotHandled),
     };
     ensure_object(patched)
@@ -251,7 +261,9 @@ pub fn apply_patch(
 /// Decodes a JSON body, with Go's message for an empty one.
 fn decode_body(bytes: &[u8]) -> Result<Value, PatchError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(PatchError::InvalidJson("unexpected end of JSON input".to_owned()));
+        return Err(PatchError::InvalidJson(
+            "unexpected end of JSON input".to_owned(),
+        ));
     }
     serde_json::from_slice(bytes).map_err(|error| PatchError::InvalidJson(error.to_string()))
 }
@@ -265,7 +277,10 @@ fn ensure_object(patched: Value) -> Result<Value, PatchError> {
         "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
         json_kind(&patched)
     );
-    Err(PatchError::InvalidResult { patched: patched.to_string(), reason })
+    Err(PatchError::InvalidResult {
+        patched: patched.to_string(),
+        reason,
+    })
 }
 
 /// The JSON type word Go's decoder uses in its errors.
@@ -310,8 +325,10 @@ pub(crate) fn go_format(value: &Value) -> String {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.sort_by(|a, b| a.0.cmp(b.0));
-            let entries: Vec<String> =
-                entries.into_iter().map(|(k, v)| format!("{k}:{}", go_format(v))).collect();
+            let entries: Vec<String> = entries
+                .into_iter()
+                .map(|(k, v)| format!("{k}:{}", go_format(v)))
+                .collect();
             format!("map[{}]", entries.join(" "))
         }
     }
@@ -328,7 +345,11 @@ pub(crate) fn go_string(value: &Value) -> String {
 
 /// A float printed as Go's `%v` prints a `float64`.
 fn go_float(float: f64) -> String {
-    let exponent = if float == 0.0 { 0 } else { float.abs().log10().floor() as i32 };
+    let exponent = if float == 0.0 {
+        0
+    } else {
+        float.abs().log10().floor() as i32
+    };
     if (-4..21).contains(&exponent) {
         return float.to_string();
     }
@@ -351,8 +372,14 @@ mod tests {
     fn content_types() {
         let cases: &[(&str, Option<PatchType>)] = &[
             ("application/json-patch+json", Some(PatchType::Json)),
-            ("application/merge-patch+json; charset=utf-8", Some(PatchType::Merge)),
-            ("application/strategic-merge-patch+json", Some(PatchType::StrategicMerge)),
+            (
+                "application/merge-patch+json; charset=utf-8",
+                Some(PatchType::Merge),
+            ),
+            (
+                "application/strategic-merge-patch+json",
+                Some(PatchType::StrategicMerge),
+            ),
             ("application/apply-patch+yaml", Some(PatchType::Apply)),
             ("application/json", None),
             ("application/merge-patch+json ;charset=utf-8", None),
@@ -360,13 +387,20 @@ mod tests {
             ("", None),
         ];
         for (header, expected) in cases {
-            assert_eq!(PatchType::from_content_type(header), *expected, "{header:?}");
+            assert_eq!(
+                PatchType::from_content_type(header),
+                *expected,
+                "{header:?}"
+            );
         }
     }
 
     #[test]
     fn error_codes_and_status_messages() {
-        let too_many = PatchError::TooManyOperations { max: 10000, got: 10001 };
+        let too_many = PatchError::TooManyOperations {
+            max: 10000,
+            got: 10001,
+        };
         assert_eq!(too_many.code(), 413);
         assert_eq!(too_many.reason(), "RequestEntityTooLarge");
         assert_eq!(
@@ -375,34 +409,59 @@ mod tests {
         );
         let failed = PatchError::OperationFailed("testing value /a failed: test failed".to_owned());
         assert_eq!((failed.code(), failed.reason()), (422, "Invalid"));
-        assert_eq!(failed.status_message(), "the server rejected our request due to an error in our request");
+        assert_eq!(
+            failed.status_message(),
+            "the server rejected our request due to an error in our request"
+        );
         assert_eq!(PatchError::InvalidMergePatch.code(), 400);
         assert_eq!(PatchError::BadRetainKeysFormat.reason(), "BadRequest");
         assert_eq!(PatchError::ListOfLists.code(), 422);
         let unknown = PatchError::MergeDirectiveInList;
         assert_eq!((unknown.code(), unknown.reason()), (500, ""));
-        assert_eq!(unknown.status_message(), "merging lists cannot yet be specified in the patch");
+        assert_eq!(
+            unknown.status_message(),
+            "merging lists cannot yet be specified in the patch"
+        );
     }
 
     #[test]
     fn apply_patch_dispatches_and_checks_result() {
         let original = json!({"a": 1, "b": [1, 2]});
-        let json_patch = apply_patch(PatchType::Json, &original, br#"[{"op":"replace","path":"/a","value":2}]"#, None);
+        let json_patch = apply_patch(
+            PatchType::Json,
+            &original,
+            br#"[{"op":"replace","path":"/a","value":2}]"#,
+            None,
+        );
         assert_eq!(json_patch.unwrap(), json!({"a": 2, "b": [1, 2]}));
         let merge = apply_patch(PatchType::Merge, &original, br#"{"b":null}"#, None);
         assert_eq!(merge.unwrap(), json!({"a": 1}));
         let smp = apply_patch(PatchType::StrategicMerge, &original, br#"{"c":3}"#, None);
         assert_eq!(smp.unwrap(), json!({"a": 1, "b": [1, 2], "c": 3}));
-        assert_eq!(apply_patch(PatchType::Apply, &original, b"{}", None), Err(PatchError::ApplyNotHandled));
+        assert_eq!(
+            apply_patch(PatchType::Apply, &original, b"{}", None),
+            Err(PatchError::ApplyNotHandled)
+        );
         let to_list = apply_patch(PatchType::Merge, &original, b"[1,null]", None).unwrap_err();
         assert_eq!(to_list.code(), 422);
-        assert!(to_list.to_string().starts_with(" \"\" is invalid: patch: Invalid value: \"[1]\": couldn't get version/kind"), "{to_list}");
+        assert!(
+            to_list.to_string().starts_with(
+                " \"\" is invalid: patch: Invalid value: \"[1]\": couldn't get version/kind"
+            ),
+            "{to_list}"
+        );
         let empty = apply_patch(PatchType::Json, &original, b"  ", None).unwrap_err();
-        assert_eq!(empty, PatchError::InvalidJson("unexpected end of JSON input".to_owned()));
+        assert_eq!(
+            empty,
+            PatchError::InvalidJson("unexpected end of JSON input".to_owned())
+        );
         let not_json = apply_patch(PatchType::Merge, &original, b"{", None).unwrap_err();
         assert_eq!(not_json, PatchError::InvalidMergePatch);
         let smp_list = apply_patch(PatchType::StrategicMerge, &original, b"[]", None).unwrap_err();
-        assert_eq!(smp_list.to_string(), "json: cannot unmarshal array into Go value of type map[string]interface {}");
+        assert_eq!(
+            smp_list.to_string(),
+            "json: cannot unmarshal array into Go value of type map[string]interface {}"
+        );
         assert_eq!(smp_list.code(), 400);
     }
 

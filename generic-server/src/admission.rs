@@ -1,0 +1,144 @@
+//! Admission: plugins that may mutate, then validate, every write before it
+//! is stored. Plugins run in a fixed order set when the server is built.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::error::{Error, Reason, Result};
+use crate::request::UserInfo;
+use crate::resource::Resource;
+use crate::storage::cacher::{Cacher, ResourceCache};
+
+/// The kind of write being admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// A create (POST, or apply creating).
+    Create,
+    /// An update (PUT or PATCH).
+    Update,
+    /// A delete.
+    Delete,
+}
+
+/// What admission plugins see of a write.
+pub struct Attributes<'a> {
+    /// The operation.
+    pub operation: Operation,
+    /// The resource written.
+    pub resource: &'a Resource,
+    /// The subresource, if any.
+    pub subresource: &'a str,
+    /// The namespace (empty for cluster-scoped objects).
+    pub namespace: &'a str,
+    /// The object's name.
+    pub name: &'a str,
+    /// The stored object, on update and delete.
+    pub old: Option<&'a Value>,
+    /// The user writing.
+    pub user: &'a UserInfo,
+}
+
+/// One admission plugin.
+#[async_trait::async_trait]
+pub trait AdmissionPlugin: Send + Sync + 'static {
+    /// May change the object (mutating admission).
+    async fn admit(&self, _attrs: &Attributes<'_>, _obj: &mut Value) -> Result<()> {
+        Ok(())
+    }
+
+    /// May reject the write (validating admission).
+    async fn validate(&self, _attrs: &Attributes<'_>, _obj: Option<&Value>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The admission chain of a server.
+#[derive(Clone, Default)]
+pub struct Admission {
+    plugins: Vec<Arc<dyn AdmissionPlugin>>,
+}
+
+impl Admission {
+    /// An admission chain running these plugins in order.
+    pub fn new(plugins: Vec<Arc<dyn AdmissionPlugin>>) -> Self {
+        Admission { plugins }
+    }
+
+    /// Runs every plugin's mutating step.
+    pub async fn admit(&self, attrs: &Attributes<'_>, obj: &mut Value) -> Result<()> {
+        for plugin in &self.plugins {
+            plugin.admit(attrs, obj).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs every plugin's validating step.
+    pub async fn validate(&self, attrs: &Attributes<'_>, obj: Option<&Value>) -> Result<()> {
+        for plugin in &self.plugins {
+            plugin.validate(attrs, obj).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Namespaces that may never be deleted.
+const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+
+/// kube's NamespaceLifecycle: no objects in missing or terminating
+/// namespaces, and the system namespaces cannot be deleted.
+pub struct NamespaceLifecycle {
+    cacher: Arc<Cacher>,
+    namespaces: Arc<ResourceCache>,
+}
+
+impl NamespaceLifecycle {
+    /// Watches namespaces through the server's cache.
+    pub async fn new(cacher: Arc<Cacher>, etcd_prefix: &str) -> Result<Self> {
+        let prefix = format!("{etcd_prefix}/namespaces/");
+        let namespaces = cacher
+            .register(&prefix, crate::registry::generic_ingest())
+            .await
+            .map_err(|e| Error::unavailable(e.to_string()))?;
+        Ok(NamespaceLifecycle { cacher, namespaces })
+    }
+
+    async fn lookup(&self, name: &str) -> Result<Option<Value>> {
+        let key = format!("{}{name}", self.namespaces.prefix());
+        if let Some(ns) = self.namespaces.get(&key) {
+            return Ok(Some(ns.value()));
+        }
+        // It may have been created a moment ago: catch up with etcd first.
+        self.cacher.wait_fresh().await.map_err(|e| Error::unavailable(e.to_string()))?;
+        Ok(self.namespaces.get(&key).map(|ns| ns.value()))
+    }
+}
+
+#[async_trait::async_trait]
+impl AdmissionPlugin for NamespaceLifecycle {
+    async fn validate(&self, attrs: &Attributes<'_>, _obj: Option<&Value>) -> Result<()> {
+        let is_namespace = attrs.resource.group.is_empty() && attrs.resource.plural == "namespaces";
+        if is_namespace && attrs.operation == Operation::Delete && IMMORTAL_NAMESPACES.contains(&attrs.name) {
+            return Err(forbidden(attrs, "this namespace may not be deleted"));
+        }
+        if !attrs.resource.namespaced || attrs.operation != Operation::Create || attrs.namespace.is_empty() {
+            return Ok(());
+        }
+        match self.lookup(attrs.namespace).await? {
+            None => Err(Error::NotFound {
+                resource: crate::resource::GroupResource::new("", "namespaces"),
+                name: attrs.namespace.into(),
+            }),
+            Some(ns) if ns.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) => Err(forbidden(
+                attrs,
+                &format!("unable to create new content in namespace {} because it is being terminated", attrs.namespace),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// 403 Forbidden naming the object, as kube's admission errors do.
+fn forbidden(attrs: &Attributes<'_>, why: &str) -> Error {
+    Error::new(Reason::Forbidden, format!("{} {:?} is forbidden: {why}", attrs.resource.group_resource(), attrs.name))
+}

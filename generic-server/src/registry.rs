@@ -1,0 +1,1083 @@
+//! The generic store: one per resource, doing keys, metadata, conflicts,
+//! selectors, pagination and watch for every resource alike. Each resource
+//! only supplies a [`Strategy`](crate::strategy::Strategy); the order in
+//! which its hooks run is fixed here, so no resource can get it wrong.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use crate::admission::{Admission, Attributes, Operation};
+use crate::error::{Error, FieldError, Reason, Result};
+use crate::field_selector::FieldSelector;
+use crate::label_selector::LabelSelector;
+use crate::patch::{self, PatchType};
+use crate::request::{BodyStream, UserInfo};
+use crate::resource::Resource;
+use crate::storage::cacher::{
+    CachedObject, Cacher, Ingest, ResourceCache, WatchEvent, WatchEventType, WatchStart, history_event,
+};
+use crate::storage::{Storage, StorageError, prefix_end};
+use crate::validation;
+
+/// How unknown fields in a write are treated (`fieldValidation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Dropped silently.
+    Ignore,
+    /// Dropped with a warning (the default).
+    #[default]
+    Warn,
+    /// Rejected with 400.
+    Strict,
+}
+
+impl FieldValidation {
+    /// Parses the query parameter.
+    pub fn parse(value: Option<&str>) -> Result<Self> {
+        match value {
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some(other) => Err(Error::bad_request(format!(
+                "fieldValidation parameter unsupported: {other}, must be one of: Ignore, Warn, Strict"
+            ))),
+        }
+    }
+}
+
+/// Options of a write.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// Validate and return the result without storing it.
+    pub dry_run: bool,
+    /// The manager recorded for the change.
+    pub field_manager: Option<String>,
+    /// Unknown field handling.
+    pub field_validation: FieldValidation,
+    /// Force ownership on apply conflicts.
+    pub force: bool,
+    /// Who writes.
+    pub user: UserInfo,
+}
+
+/// Options of a list or watch.
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// `labelSelector`.
+    pub labels: Option<LabelSelector>,
+    /// `fieldSelector`.
+    pub fields: Option<FieldSelector>,
+    /// `limit` (0 = no limit).
+    pub limit: usize,
+    /// `continue`.
+    pub continue_token: Option<String>,
+    /// `resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `resourceVersionMatch`.
+    pub resource_version_match: Option<String>,
+    /// `allowWatchBookmarks`.
+    pub allow_bookmarks: bool,
+    /// `sendInitialEvents`.
+    pub send_initial_events: Option<bool>,
+    /// `timeoutSeconds`.
+    pub timeout: Option<Duration>,
+}
+
+/// Options of a delete.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    /// Only delete if the uid matches.
+    pub uid: Option<String>,
+    /// Only delete if the resourceVersion matches.
+    pub resource_version: Option<String>,
+    /// `Orphan`, `Background` or `Foreground`.
+    pub propagation_policy: Option<String>,
+    /// Validate without deleting.
+    pub dry_run: bool,
+    /// Who deletes.
+    pub user: UserInfo,
+}
+
+/// The result of a write.
+#[derive(Debug)]
+pub struct Written {
+    /// The object as stored (or as it would be, on dry run).
+    pub object: Value,
+    /// Whether the write created the object.
+    pub created: bool,
+    /// Warnings for `Warning` headers.
+    pub warnings: Vec<String>,
+}
+
+/// The result of a delete.
+#[derive(Debug)]
+pub struct Deleted {
+    /// The object's last state.
+    pub object: Value,
+    /// Whether it is gone (false: marked for deletion, waiting on finalizers).
+    pub gone: bool,
+}
+
+/// One page of a list.
+pub struct ListResult {
+    /// The matching objects.
+    pub items: Vec<Arc<CachedObject>>,
+    /// The list's resourceVersion.
+    pub revision: i64,
+    /// The token for the next page, if any.
+    pub continue_token: Option<String>,
+    /// How many matching items remain after this page.
+    pub remaining: Option<i64>,
+}
+
+/// What a watch produces; the handler encodes it for the client.
+pub enum WatchItem<'a> {
+    /// An object event.
+    Event(WatchEventType, &'a CachedObject, Option<&'a WatchEvent>),
+    /// A bookmark at a revision; `initial_end` marks the end of initial events.
+    Bookmark {
+        /// The revision.
+        revision: i64,
+        /// Whether this bookmark ends `sendInitialEvents`.
+        initial_end: bool,
+    },
+    /// A terminal error.
+    Error(&'a Error),
+}
+
+/// Encodes watch items for the client; `None` skips the item.
+pub type WatchEncoder = Arc<dyn Fn(WatchItem<'_>) -> Option<Bytes> + Send + Sync>;
+
+/// The schema used to apply strategic merge patches.
+#[derive(Clone)]
+pub struct PatchSchema {
+    /// The kind's schema reference.
+    pub root: Value,
+    /// `components.schemas` of the OpenAPI document.
+    pub components: Arc<Map<String, Value>>,
+}
+
+/// The generic store of one resource.
+pub struct Store {
+    /// The resource served.
+    pub resource: Resource,
+    storage: Arc<dyn Storage>,
+    cacher: Arc<Cacher>,
+    cache: Arc<ResourceCache>,
+    prefix: String,
+    admission: Admission,
+    patch_schema: Option<PatchSchema>,
+}
+
+/// Ingests any object: parses it, stamps the revision, reads name,
+/// namespace and labels.
+pub fn generic_ingest() -> Ingest {
+    ingest_with(Arc::new(|_: &Value| Vec::new()))
+}
+
+fn ingest_with(fields: Arc<dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync>) -> Ingest {
+    Arc::new(move |key: &str, value: &[u8], revision: i64| {
+        let mut obj: Value = serde_json::from_slice(value).ok()?;
+        set_resource_version(&mut obj, revision);
+        let meta = obj.get("metadata")?;
+        let text = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let labels = meta.get("labels").and_then(Value::as_object).cloned().unwrap_or_default();
+        Some(CachedObject {
+            key: key.to_string(),
+            revision,
+            namespace: text("namespace"),
+            name: text("name"),
+            labels,
+            fields: fields(&obj),
+            bytes: serde_json::to_vec(&obj).ok()?.into(),
+        })
+    })
+}
+
+/// Sets `metadata.resourceVersion`.
+pub fn set_resource_version(obj: &mut Value, revision: i64) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), Value::String(revision.to_string()));
+    }
+}
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    match obj.get_mut("metadata") {
+        Some(Value::Object(m)) => m,
+        _ => unreachable!("metadata was just made an object"),
+    }
+}
+
+/// The current time as kube serializes it (RFC3339, seconds).
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+/// Maps a storage error to an API error about one object.
+fn storage_error(store: &Store, name: &str, err: StorageError) -> Error {
+    match err {
+        StorageError::NotFound(_) => store.not_found(name),
+        StorageError::AlreadyExists(_) => Error::AlreadyExists { resource: store.resource.group_resource(), name: name.into() },
+        StorageError::Conflict { .. } => store.conflict(name),
+        StorageError::Compacted { requested, compacted } => Error::new(
+            Reason::Expired,
+            format!("too old resource version: {requested} ({compacted})"),
+        ),
+        StorageError::FutureRevision(rev) => Error::new(Reason::Timeout, format!("Too large resource version: {rev}")),
+        StorageError::Unavailable(msg) => Error::unavailable(format!("storage is unavailable: {msg}")),
+    }
+}
+
+impl Store {
+    /// Builds the store of a resource and loads its cache.
+    pub async fn new(
+        resource: Resource,
+        cacher: Arc<Cacher>,
+        admission: Admission,
+        etcd_root: &str,
+        patch_schema: Option<PatchSchema>,
+    ) -> Result<Store> {
+        let prefix = resource.key_prefix(etcd_root);
+        let strategy = resource.strategy.clone();
+        let fields = Arc::new(move |obj: &Value| {
+            strategy
+                .selectable_fields()
+                .iter()
+                .filter_map(|f| strategy.field_value(obj, f).map(|v| (f.to_string(), v)))
+                .collect()
+        });
+        let cache = cacher.register(&prefix, ingest_with(fields)).await.map_err(|e| Error::unavailable(e.to_string()))?;
+        Ok(Store { storage: cacher.storage().clone(), resource, cacher, cache, prefix, admission, patch_schema })
+    }
+
+    fn key(&self, namespace: &str, name: &str) -> String {
+        if self.resource.namespaced { format!("{}{namespace}/{name}", self.prefix) } else { format!("{}{name}", self.prefix) }
+    }
+
+    fn list_prefix(&self, namespace: &str) -> String {
+        if self.resource.namespaced && !namespace.is_empty() {
+            format!("{}{namespace}/", self.prefix)
+        } else {
+            self.prefix.clone()
+        }
+    }
+
+    /// 404 for an object of this resource.
+    pub fn not_found(&self, name: &str) -> Error {
+        Error::NotFound { resource: self.resource.group_resource(), name: name.into() }
+    }
+
+    fn conflict(&self, name: &str) -> Error {
+        Error::Conflict {
+            resource: self.resource.group_resource(),
+            name: name.into(),
+            detail: "the object has been modified; please apply your changes to the latest version and try again".into(),
+        }
+    }
+
+    fn invalid(&self, name: &str, causes: Vec<FieldError>) -> Error {
+        Error::invalid(&self.resource.group, &self.resource.kind, name, causes)
+    }
+
+    /// Reads one object. Without a resourceVersion the read is consistent.
+    pub async fn get(&self, namespace: &str, name: &str, resource_version: Option<&str>) -> Result<Arc<CachedObject>> {
+        if resource_version.is_none_or(str::is_empty) {
+            self.fresh().await?;
+        }
+        self.cache.get(&self.key(namespace, name)).ok_or_else(|| self.not_found(name))
+    }
+
+    async fn fresh(&self) -> Result<i64> {
+        self.cacher.wait_fresh().await.map_err(|e| Error::unavailable(e.to_string()))
+    }
+
+    /// Reads the stored object straight from etcd (for writes).
+    async fn read_stored(&self, namespace: &str, name: &str) -> Result<Option<(Value, i64)>> {
+        let key = self.key(namespace, name);
+        let kv = self.storage.get(&key).await.map_err(|e| storage_error(self, name, e))?;
+        match kv {
+            None => Ok(None),
+            Some(kv) => {
+                let mut obj: Value = serde_json::from_slice(&kv.value)
+                    .map_err(|e| Error::internal(format!("stored object {key} is not JSON: {e}")))?;
+                set_resource_version(&mut obj, kv.mod_revision);
+                Ok(Some((obj, kv.mod_revision)))
+            }
+        }
+    }
+
+    fn check_selectors(&self, opts: &ListOptions) -> Result<()> {
+        let Some(fields) = &opts.fields else { return Ok(()) };
+        let allowed = self.resource.strategy.selectable_fields();
+        for field in fields.fields() {
+            if field != "metadata.name" && field != "metadata.namespace" && !allowed.contains(&field) {
+                return Err(Error::bad_request(format!("field label not supported: {field}")));
+            }
+        }
+        Ok(())
+    }
+
+    fn matches(&self, obj: &CachedObject, opts: &ListOptions) -> bool {
+        store_matches(obj, opts)
+    }
+
+    /// Lists objects, from the cache unless an exact or paged read needs etcd.
+    pub async fn list(&self, namespace: &str, opts: &ListOptions) -> Result<ListResult> {
+        self.check_selectors(opts)?;
+        let prefix = self.list_prefix(namespace);
+        if let Some(token) = &opts.continue_token {
+            let (revision, start) = decode_continue(token)?;
+            return self.list_from_storage(&prefix, &format!("{}{start}", self.prefix), revision, opts).await;
+        }
+        let rv = opts.resource_version.as_deref().unwrap_or("");
+        let exact = opts.resource_version_match.as_deref() == Some("Exact");
+        match rv {
+            "" => {
+                if exact {
+                    return Err(Error::bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+                }
+                self.fresh().await?;
+            }
+            "0" => {}
+            _ => {
+                let revision = parse_rv(rv)?;
+                if exact {
+                    return self.list_from_storage(&prefix, &prefix, revision, opts).await;
+                }
+                self.cacher.wait_for(revision).await.map_err(|_| {
+                    Error::new(Reason::Timeout, format!("Too large resource version: {revision}, current: {}", self.cacher.progress()))
+                })?;
+            }
+        }
+        let snapshot = self.cache.snapshot(&prefix, self.cacher.progress());
+        let matching: Vec<Arc<CachedObject>> = snapshot.objects.into_iter().filter(|o| self.matches(o, opts)).collect();
+        Ok(self.paginate(matching, snapshot.revision, opts.limit))
+    }
+
+    fn paginate(&self, mut items: Vec<Arc<CachedObject>>, revision: i64, limit: usize) -> ListResult {
+        if limit == 0 || items.len() <= limit {
+            return ListResult { items, revision, continue_token: None, remaining: None };
+        }
+        let remaining = (items.len() - limit) as i64;
+        items.truncate(limit);
+        let last = items.last().map(|o| o.key.clone()).unwrap_or_default();
+        let token = encode_continue(revision, &format!("{}\0", &last[self.prefix.len()..]));
+        ListResult { items, revision, continue_token: Some(token), remaining: Some(remaining) }
+    }
+
+    async fn list_from_storage(&self, prefix: &str, start: &str, revision: i64, opts: &ListOptions) -> Result<ListResult> {
+        let end = prefix_end(prefix);
+        let mut start = start.to_string();
+        let mut items = Vec::new();
+        loop {
+            let want = if opts.limit == 0 { 0 } else { (opts.limit + 1 - items.len().min(opts.limit)) as i64 };
+            let page = self.storage.range(&start, &end, want.max(0), revision).await.map_err(|e| match e {
+                StorageError::Compacted { .. } => Error::new(
+                    Reason::Expired,
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                ),
+                other => storage_error(self, "", other),
+            })?;
+            for kv in &page.kvs {
+                if let Some(obj) = self.cache.ingest(&kv.key, &kv.value, kv.mod_revision) {
+                    if self.matches(&obj, opts) {
+                        items.push(Arc::new(obj));
+                    }
+                }
+            }
+            let full = opts.limit > 0 && items.len() > opts.limit;
+            match page.kvs.last() {
+                Some(last) if page.more && !full => start = format!("{}\0", last.key),
+                _ => break,
+            }
+        }
+        let mut result = self.paginate(items, revision, opts.limit);
+        if result.continue_token.is_some() {
+            result.remaining = None;
+        }
+        Ok(result)
+    }
+
+    /// Watches objects; the returned stream ends when the client goes away,
+    /// on timeout, or after an error event.
+    pub async fn watch(&self, namespace: &str, opts: ListOptions, encode: WatchEncoder) -> Result<BodyStream> {
+        self.check_selectors(&opts)?;
+        let prefix = self.list_prefix(namespace);
+        let rv = opts.resource_version.clone().unwrap_or_default();
+        let initial = opts.send_initial_events.unwrap_or(rv.is_empty() || rv == "0");
+        let (tx, rx) = mpsc::channel::<Bytes>(256);
+        let (replay, live, history, initial_revision) = if initial {
+            if rv.is_empty() {
+                self.fresh().await?;
+            }
+            let (snapshot, live) = self.cache.snapshot_and_subscribe(&prefix, self.cacher.progress());
+            let replay = snapshot
+                .objects
+                .into_iter()
+                .filter(|o| self.matches(o, &opts))
+                .map(|o| Arc::new(WatchEvent::new(WatchEventType::Added, o, None)))
+                .collect();
+            (replay, Some(live), None, Some(snapshot.revision))
+        } else {
+            let revision = parse_rv(&rv)?;
+            match self.cache.watch_from(self.storage.as_ref(), revision).await {
+                Ok(WatchStart::Cached { replay, live }) => (replay, Some(live), None, None),
+                Ok(WatchStart::History(stream)) => (Vec::new(), None, Some(stream), None),
+                Err(StorageError::Compacted { .. }) => {
+                    return Err(Error::new(Reason::Gone, format!("too old resource version: {revision}")));
+                }
+                Err(e) => return Err(storage_error(self, "", e)),
+            }
+        };
+        let watcher = Watcher {
+            opts,
+            prefix,
+            encode,
+            tx,
+            cache: self.cache.clone(),
+            cacher: self.cacher.clone(),
+            send_initial_end: initial_revision,
+        };
+        tokio::spawn(watcher.run(replay, live, history));
+        Ok(tokio_stream::wrappers::ReceiverStream::new(rx).boxed())
+    }
+
+    /// Creates an object.
+    pub async fn create(&self, namespace: &str, mut obj: Value, opts: &WriteOptions) -> Result<Written> {
+        let mut warnings = Vec::new();
+        obj = self.decode_object(obj, opts, &mut warnings)?;
+        self.set_namespace(&mut obj, namespace)?;
+        let meta = meta_mut(&mut obj);
+        if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|rv| !rv.is_empty()) {
+            return Err(Error::bad_request("resourceVersion should not be set on objects to be created"));
+        }
+        let generate_name = meta.get("generateName").and_then(Value::as_str).unwrap_or_default().to_string();
+        if meta.get("name").and_then(Value::as_str).unwrap_or_default().is_empty() && !generate_name.is_empty() {
+            meta.insert("name".into(), Value::String(format!("{generate_name}{}", random_suffix())));
+        }
+        meta.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+        meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
+        for field in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+            meta.remove(field);
+        }
+        if self.resource.strategy.tracks_generation() {
+            meta.insert("generation".into(), json!(1));
+        } else {
+            meta.remove("generation");
+        }
+        let strategy = &self.resource.strategy;
+        strategy.prepare_for_create(&mut obj);
+        strategy.defaults(&mut obj);
+        let name = meta_str(&obj, "name").to_string();
+        let attrs = self.attributes(Operation::Create, "", namespace, &name, None, &opts.user);
+        self.admission.admit(&attrs, &mut obj).await?;
+        let mut errs = validation::object_meta(&obj, self.resource.namespaced, strategy.name_rule());
+        errs.extend(strategy.validate(&obj));
+        if !errs.is_empty() {
+            return Err(self.invalid(&name, errs));
+        }
+        self.admission.validate(&attrs, Some(&obj)).await?;
+        warnings.extend(strategy.warnings(&obj));
+        if opts.dry_run {
+            return Ok(Written { object: obj, created: true, warnings });
+        }
+        let revision =
+            self.storage.create(&self.key(namespace, &name), encode(&obj)?).await.map_err(|e| storage_error(self, &name, e))?;
+        set_resource_version(&mut obj, revision);
+        Ok(Written { object: obj, created: true, warnings })
+    }
+
+    /// Replaces an object (PUT), or its status (`subresource = "status"`).
+    pub async fn update(&self, namespace: &str, name: &str, subresource: &str, obj: Value, opts: &WriteOptions) -> Result<Written> {
+        let mut warnings = Vec::new();
+        let mut obj = self.decode_object(obj, opts, &mut warnings)?;
+        let body_name = meta_str(&obj, "name");
+        if body_name != name {
+            return Err(Error::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        self.set_namespace(&mut obj, namespace)?;
+        let mut written = self
+            .guaranteed_update(namespace, name, subresource, opts, |_| Ok(obj.clone()))
+            .await;
+        if let Err(Error::NotFound { .. }) = &written {
+            if subresource.is_empty() && self.resource.strategy.allow_create_on_update() {
+                let mut fresh = obj.clone();
+                meta_mut(&mut fresh).remove("resourceVersion");
+                written = self.create(namespace, fresh, opts).await;
+            }
+        }
+        let mut written = written?;
+        warnings.append(&mut written.warnings);
+        written.warnings = warnings;
+        Ok(written)
+    }
+
+    /// Patches an object (or its status).
+    pub async fn patch(
+        &self,
+        namespace: &str,
+        name: &str,
+        subresource: &str,
+        kind: PatchType,
+        body: &[u8],
+        opts: &WriteOptions,
+    ) -> Result<Written> {
+        if kind == PatchType::StrategicMerge && !self.resource.strategic_merge_patch {
+            return Err(crate::codec::unsupported_media_type(&[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/apply-patch+yaml",
+            ]));
+        }
+        let schema = self.patch_schema.clone();
+        self.guaranteed_update(namespace, name, subresource, opts, |current| {
+            let patch_schema = schema.as_ref().map(|s| patch::strategic::Schema::new(&s.root, s.components.as_ref()));
+            let patched = patch::apply_patch(kind, current, body, patch_schema).map_err(|e| {
+                Error::new(crate::error::reason_for_code(e.code()), e.status_message())
+            })?;
+            Ok(patched)
+        })
+        .await
+    }
+
+    /// The update loop: read, compute the new object, check, write with a
+    /// revision comparison, and retry on a lost race unless the caller
+    /// named a resourceVersion.
+    async fn guaranteed_update(
+        &self,
+        namespace: &str,
+        name: &str,
+        subresource: &str,
+        opts: &WriteOptions,
+        compute: impl Fn(&Value) -> Result<Value>,
+    ) -> Result<Written> {
+        let strategy = &self.resource.strategy;
+        for _attempt in 0..16 {
+            let stored = self.read_stored(namespace, name).await?;
+            let Some((old, revision)) = stored else {
+                return Err(self.not_found(name));
+            };
+            let mut warnings = Vec::new();
+            let computed = compute(&old)?;
+            let mut new = self.decode_object(computed, opts, &mut warnings)?;
+            self.set_namespace(&mut new, namespace)?;
+            let requested_rv = meta_str(&new, "resourceVersion").to_string();
+            let precondition = !requested_rv.is_empty();
+            if precondition && requested_rv != revision.to_string() {
+                return Err(self.conflict(name));
+            }
+            let mut new = self.merge_subresource(subresource, new, &old);
+            self.carry_system_metadata(&mut new, &old);
+            if subresource.is_empty() {
+                strategy.prepare_for_update(&mut new, &old);
+            }
+            strategy.defaults(&mut new);
+            let attrs = self.attributes(Operation::Update, subresource, namespace, name, Some(&old), &opts.user);
+            self.admission.admit(&attrs, &mut new).await?;
+            let mut errs = validation::object_meta(&new, self.resource.namespaced, strategy.name_rule());
+            errs.extend(validation::object_meta_update(&new, &old));
+            errs.extend(strategy.validate_update(&new, &old));
+            if !errs.is_empty() {
+                return Err(self.invalid(name, errs));
+            }
+            self.admission.validate(&attrs, Some(&new)).await?;
+            warnings.extend(strategy.warnings(&new));
+            self.bump_generation(&mut new, &old);
+            let key = self.key(namespace, name);
+            if is_being_deleted(&new) && finalizers(&new).is_empty() && strategy.may_remove(&new) {
+                if opts.dry_run {
+                    return Ok(Written { object: new, created: false, warnings });
+                }
+                match self.storage.delete(&key, Some(revision)).await {
+                    Ok(_) => return Ok(Written { object: new, created: false, warnings }),
+                    Err(StorageError::Conflict { .. }) if !precondition => continue,
+                    Err(e) => return Err(storage_error(self, name, e)),
+                }
+            }
+            if without_rv(&new) == without_rv(&old) {
+                return Ok(Written { object: old, created: false, warnings });
+            }
+            if opts.dry_run {
+                return Ok(Written { object: new, created: false, warnings });
+            }
+            match self.storage.update(&key, encode(&new)?, revision).await {
+                Ok(rev) => {
+                    set_resource_version(&mut new, rev);
+                    return Ok(Written { object: new, created: false, warnings });
+                }
+                Err(StorageError::Conflict { .. }) if !precondition => continue,
+                Err(e) => return Err(storage_error(self, name, e)),
+            }
+        }
+        Err(self.conflict(name))
+    }
+
+    /// Deletes an object, or marks it for deletion while finalizers remain.
+    pub async fn delete(&self, namespace: &str, name: &str, opts: &DeleteOptions) -> Result<Deleted> {
+        let key = self.key(namespace, name);
+        for _attempt in 0..16 {
+            let Some((mut obj, revision)) = self.read_stored(namespace, name).await? else {
+                return Err(self.not_found(name));
+            };
+            if let Some(uid) = &opts.uid {
+                let actual = meta_str(&obj, "uid");
+                if uid != actual {
+                    return Err(self.precondition_failed(name, &format!("UID in precondition: {uid}, UID in object meta: {actual}")));
+                }
+            }
+            if let Some(rv) = &opts.resource_version {
+                if rv != &revision.to_string() {
+                    return Err(self.precondition_failed(
+                        name,
+                        &format!("ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {revision}"),
+                    ));
+                }
+            }
+            let attrs = self.attributes(Operation::Delete, "", namespace, name, Some(&obj), &opts.user);
+            self.admission.validate(&attrs, None).await?;
+            let keep = self.resource.strategy.begin_delete(&mut obj)? || !finalizers(&obj).is_empty();
+            if keep {
+                if is_being_deleted(&obj) {
+                    return Ok(Deleted { object: obj, gone: false });
+                }
+                let meta = meta_mut(&mut obj);
+                meta.entry("deletionTimestamp").or_insert_with(|| Value::String(now_rfc3339()));
+                meta.entry("deletionGracePeriodSeconds").or_insert(json!(0));
+                if opts.dry_run {
+                    return Ok(Deleted { object: obj, gone: false });
+                }
+                match self.storage.update(&key, encode(&obj)?, revision).await {
+                    Ok(rev) => {
+                        set_resource_version(&mut obj, rev);
+                        return Ok(Deleted { object: obj, gone: false });
+                    }
+                    Err(StorageError::Conflict { .. }) => continue,
+                    Err(e) => return Err(storage_error(self, name, e)),
+                }
+            }
+            if opts.dry_run {
+                return Ok(Deleted { object: obj, gone: true });
+            }
+            match self.storage.delete(&key, Some(revision)).await {
+                Ok(_) => return Ok(Deleted { object: obj, gone: true }),
+                Err(StorageError::Conflict { .. }) => continue,
+                Err(e) => return Err(storage_error(self, name, e)),
+            }
+        }
+        Err(self.conflict(name))
+    }
+
+    /// Deletes every object matching the list options.
+    pub async fn delete_collection(&self, namespace: &str, list: &ListOptions, opts: &DeleteOptions) -> Result<Vec<Value>> {
+        let mut all = list.clone();
+        all.limit = 0;
+        all.continue_token = None;
+        let matching = self.list(namespace, &all).await?;
+        let mut deleted = Vec::new();
+        for obj in matching.items {
+            match self.delete(&obj.namespace, &obj.name, opts).await {
+                Ok(d) => deleted.push(d.object),
+                Err(Error::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
+
+    fn precondition_failed(&self, name: &str, detail: &str) -> Error {
+        Error::Conflict { resource: self.resource.group_resource(), name: name.into(), detail: format!("Precondition failed: {detail}") }
+    }
+
+    fn attributes<'a>(
+        &'a self,
+        operation: Operation,
+        subresource: &'a str,
+        namespace: &'a str,
+        name: &'a str,
+        old: Option<&'a Value>,
+        user: &'a UserInfo,
+    ) -> Attributes<'a> {
+        Attributes { operation, resource: &self.resource, subresource, namespace, name, old, user }
+    }
+
+    /// Checks apiVersion and kind (defaulting them), then the structure,
+    /// honouring `fieldValidation`.
+    fn decode_object(&self, mut obj: Value, opts: &WriteOptions, warnings: &mut Vec<String>) -> Result<Value> {
+        let Value::Object(map) = &mut obj else {
+            return Err(Error::bad_request(format!(
+                "the object provided is unrecognized (must be of type {})",
+                self.resource.kind
+            )));
+        };
+        let (api_version, kind) = (self.resource.api_version(), self.resource.kind.clone());
+        let got_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+        let got_kind = map.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+        if !got_version.is_empty() && got_version != api_version {
+            return Err(Error::bad_request(format!(
+                "the API version in the data ({got_version}) does not match the expected API version ({api_version})"
+            )));
+        }
+        if !got_kind.is_empty() && got_kind != kind {
+            return Err(Error::bad_request(format!("the kind in the data ({got_kind}) does not match the expected kind ({kind})")));
+        }
+        map.insert("apiVersion".into(), Value::String(api_version.clone()));
+        map.insert("kind".into(), Value::String(kind.clone()));
+        let normalized = self.resource.codec.normalize(obj).map_err(|e| {
+            Error::bad_request(format!("{kind} in version {:?} cannot be handled as a {kind}: {e}", self.resource.version))
+        })?;
+        if !normalized.unknown_fields.is_empty() {
+            match opts.field_validation {
+                FieldValidation::Strict => {
+                    let list = normalized.unknown_fields.iter().map(|f| format!("unknown field {f:?}")).collect::<Vec<_>>();
+                    return Err(Error::bad_request(format!(
+                        "{kind} in version {:?} cannot be handled as a {kind}: strict decoding error: {}",
+                        self.resource.version,
+                        list.join(", ")
+                    )));
+                }
+                FieldValidation::Warn => {
+                    warnings.extend(normalized.unknown_fields.iter().map(|f| format!("unknown field {f:?}")));
+                }
+                FieldValidation::Ignore => {}
+            }
+        }
+        Ok(normalized.object)
+    }
+
+    fn set_namespace(&self, obj: &mut Value, namespace: &str) -> Result<()> {
+        let meta = meta_mut(obj);
+        if !self.resource.namespaced {
+            meta.remove("namespace");
+            return Ok(());
+        }
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(ns) if !ns.is_empty() && ns != namespace => {
+                Err(Error::bad_request("the namespace of the provided object does not match the namespace sent on the request"))
+            }
+            _ => {
+                meta.insert("namespace".into(), Value::String(namespace.into()));
+                Ok(())
+            }
+        }
+    }
+
+    /// What a write through a subresource may change: `status` changes only
+    /// the status; the main resource leaves a status subresource's status alone.
+    fn merge_subresource(&self, subresource: &str, mut new: Value, old: &Value) -> Value {
+        let has_status = self.resource.find_subresource("status").is_some();
+        match subresource {
+            "status" => {
+                let mut merged = old.clone();
+                match new.get_mut("status").map(Value::take) {
+                    Some(status) => merged["status"] = status,
+                    None => {
+                        if let Some(m) = merged.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+                let rv = meta_str(&new, "resourceVersion").to_string();
+                meta_mut(&mut merged).insert("resourceVersion".into(), Value::String(rv));
+                merged
+            }
+            "" if has_status => {
+                match old.get("status") {
+                    Some(status) => new["status"] = status.clone(),
+                    None => {
+                        if let Some(m) = new.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+                new
+            }
+            _ => new,
+        }
+    }
+
+    /// Fields the server owns are copied from the stored object.
+    fn carry_system_metadata(&self, new: &mut Value, old: &Value) {
+        let old_meta = old.get("metadata").cloned().unwrap_or_default();
+        let meta = meta_mut(new);
+        for field in ["creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+            match old_meta.get(field) {
+                Some(v) => meta.insert(field.into(), v.clone()),
+                None => meta.remove(field),
+            };
+        }
+        if meta.get("uid").and_then(Value::as_str).unwrap_or_default().is_empty() {
+            if let Some(uid) = old_meta.get("uid") {
+                meta.insert("uid".into(), uid.clone());
+            }
+        }
+        meta.remove("selfLink");
+    }
+
+    fn bump_generation(&self, new: &mut Value, old: &Value) {
+        if !self.resource.strategy.tracks_generation() {
+            return;
+        }
+        let spec = |v: &Value| {
+            let mut v = v.clone();
+            if let Some(m) = v.as_object_mut() {
+                m.remove("metadata");
+                m.remove("status");
+            }
+            v
+        };
+        let old_generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        let deletion_started = is_being_deleted(new) && !is_being_deleted(old);
+        let generation = if spec(new) != spec(old) || deletion_started { old_generation + 1 } else { old_generation };
+        meta_mut(new).insert("generation".into(), json!(generation));
+    }
+
+    /// A Status for a completed delete, as kube returns when it does not return the object.
+    pub fn deleted_status(&self, obj: &Value) -> crate::error::Status {
+        crate::error::Status::success(crate::error::StatusDetails {
+            name: Some(meta_str(obj, "name").to_string()),
+            group: (!self.resource.group.is_empty()).then(|| self.resource.group.clone()),
+            kind: Some(self.resource.plural.clone()),
+            uid: Some(meta_str(obj, "uid").to_string()).filter(|u| !u.is_empty()),
+            ..Default::default()
+        })
+    }
+
+    /// The current revision of the cache (for bookmarks and empty lists).
+    pub fn progress(&self) -> i64 {
+        self.cacher.progress()
+    }
+}
+
+fn is_being_deleted(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
+}
+
+fn finalizers(obj: &Value) -> Vec<Value> {
+    obj.pointer("/metadata/finalizers").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+fn without_rv(obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+    }
+    v
+}
+
+/// The stored form: JSON without `metadata.resourceVersion`.
+fn encode(obj: &Value) -> Result<Bytes> {
+    serde_json::to_vec(&without_rv(obj)).map(Bytes::from).map_err(Error::internal)
+}
+
+fn parse_rv(rv: &str) -> Result<i64> {
+    rv.parse::<i64>()
+        .ok()
+        .filter(|r| *r >= 0)
+        .ok_or_else(|| Error::bad_request(format!("Invalid value: {rv:?}: resourceVersion must be a non-negative integer")))
+}
+
+/// Five random characters from kube's alphabet (no vowels, no confusables).
+fn random_suffix() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+}
+
+/// Encodes a continue token as kube does: base64 of `{"v","rv","start"}`.
+pub fn encode_continue(revision: i64, start: &str) -> String {
+    let token = json!({"v": "meta.k8s.io/v1", "rv": revision, "start": start});
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
+}
+
+fn decode_continue(token: &str) -> Result<(i64, String)> {
+    let bad = || Error::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token.trim_end_matches('='))
+        .map_err(|_| bad())?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    let revision = value.get("rv").and_then(Value::as_i64).filter(|r| *r > 0).ok_or_else(bad)?;
+    let start = value.get("start").and_then(Value::as_str).ok_or_else(bad)?;
+    if start.contains("..") || start.starts_with('/') {
+        return Err(bad());
+    }
+    Ok((revision, start.to_string()))
+}
+
+/// One running watch: replays, then forwards live events, with bookmarks
+/// and a deadline, until the client goes away.
+struct Watcher {
+    opts: ListOptions,
+    prefix: String,
+    encode: WatchEncoder,
+    tx: mpsc::Sender<Bytes>,
+    cache: Arc<ResourceCache>,
+    cacher: Arc<Cacher>,
+    send_initial_end: Option<i64>,
+}
+
+/// How often bookmarks are sent to watchers that allow them.
+const BOOKMARK_PERIOD: Duration = Duration::from_secs(60);
+
+impl Watcher {
+    async fn send(&self, bytes: Option<Bytes>) -> bool {
+        match bytes {
+            Some(b) => self.tx.send(b).await.is_ok(),
+            None => true,
+        }
+    }
+
+    /// Sends an event if it concerns this watcher; false when the client is gone.
+    async fn forward(&self, event: &WatchEvent) -> bool {
+        let now = self.matches(&event.object);
+        let before = event.prev.as_ref().is_some_and(|p| self.matches(p));
+        let object = &event.object;
+        let item = match (event.kind, before, now) {
+            (WatchEventType::Deleted, false, false) | (_, false, false) => return true,
+            (WatchEventType::Deleted, _, _) => WatchItem::Event(WatchEventType::Deleted, object, Some(event)),
+            (WatchEventType::Added, _, true) => WatchItem::Event(WatchEventType::Added, object, Some(event)),
+            (_, false, true) => WatchItem::Event(WatchEventType::Added, object, None),
+            (_, true, true) => WatchItem::Event(WatchEventType::Modified, object, Some(event)),
+            (_, true, false) => {
+                // Stopped matching: a DELETED with the old content at the new revision.
+                let Some(prev) = &event.prev else { return true };
+                let Some(restamped) = self.cache.ingest(&prev.key, &prev.bytes, event.revision()) else { return true };
+                return self.send((self.encode)(WatchItem::Event(WatchEventType::Deleted, &restamped, None))).await;
+            }
+        };
+        self.send((self.encode)(item)).await
+    }
+
+    fn matches(&self, obj: &CachedObject) -> bool {
+        obj.key.starts_with(&self.prefix) && store_matches(obj, &self.opts)
+    }
+
+    async fn run(
+        self,
+        replay: Vec<Arc<WatchEvent>>,
+        live: Option<tokio::sync::broadcast::Receiver<Arc<WatchEvent>>>,
+        history: Option<crate::storage::EventStream>,
+    ) {
+        let timeout = self.opts.timeout.unwrap_or_else(default_watch_timeout);
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        for event in &replay {
+            if !self.forward(event).await {
+                return;
+            }
+        }
+        if let Some(revision) = self.send_initial_end {
+            if self.opts.allow_bookmarks && self.opts.send_initial_events == Some(true) {
+                let item = WatchItem::Bookmark { revision, initial_end: true };
+                if !self.send((self.encode)(item)).await {
+                    return;
+                }
+            }
+        }
+        let mut bookmarks = tokio::time::interval_at(tokio::time::Instant::now() + BOOKMARK_PERIOD, BOOKMARK_PERIOD);
+        let mut live = live;
+        let mut history = history;
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return,
+                _ = self.tx.closed() => return,
+                _ = bookmarks.tick(), if self.opts.allow_bookmarks => {
+                    let item = WatchItem::Bookmark { revision: self.cacher.progress(), initial_end: false };
+                    if !self.send((self.encode)(item)).await { return; }
+                }
+                event = next_live(&mut live), if live.is_some() => match event {
+                    Some(event) => if !self.forward(&event).await { return },
+                    None => return,
+                },
+                batch = next_history(&mut history), if history.is_some() => match batch {
+                    Some(Ok(events)) => {
+                        for raw in &events {
+                            if let Some(event) = history_event(&self.cache, raw) {
+                                if !self.forward(&event).await { return; }
+                            }
+                        }
+                    }
+                    Some(Err(StorageError::Compacted { requested, compacted })) => {
+                        let err = Error::new(Reason::Gone, format!("too old resource version: {} ({compacted})", requested - 1));
+                        let _ = self.send((self.encode)(WatchItem::Error(&err))).await;
+                        return;
+                    }
+                    _ => return,
+                },
+            }
+        }
+    }
+}
+
+async fn next_live(live: &mut Option<tokio::sync::broadcast::Receiver<Arc<WatchEvent>>>) -> Option<Arc<WatchEvent>> {
+    match live.as_mut()?.recv().await {
+        Ok(event) => Some(event),
+        Err(_) => None,
+    }
+}
+
+async fn next_history(
+    history: &mut Option<crate::storage::EventStream>,
+) -> Option<std::result::Result<Vec<crate::storage::Event>, StorageError>> {
+    history.as_mut()?.next().await
+}
+
+/// kube's default watch timeout: a random time between 30 and 60 minutes.
+fn default_watch_timeout() -> Duration {
+    use rand::Rng;
+    Duration::from_secs(rand::rng().random_range(1800..3600))
+}
+
+fn store_matches(obj: &CachedObject, opts: &ListOptions) -> bool {
+    if let Some(labels) = &opts.labels {
+        if !labels.matches(&obj.labels) {
+            return false;
+        }
+    }
+    if let Some(fields) = &opts.fields {
+        let value = |field: &str| match field {
+            "metadata.name" => Some(obj.name.clone()),
+            "metadata.namespace" => Some(obj.namespace.clone()),
+            other => obj.fields.iter().find(|(f, _)| f == other).map(|(_, v)| v.clone()),
+        };
+        if !fields.matches(value) {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_tokens_round_trip() {
+        let token = encode_continue(42, "default/cm-9\0");
+        assert_eq!(decode_continue(&token).unwrap(), (42, "default/cm-9\0".to_string()));
+        assert!(decode_continue("garbage!").is_err());
+    }
+
+    #[test]
+    fn field_validation_values() {
+        assert_eq!(FieldValidation::parse(Some("Strict")).unwrap(), FieldValidation::Strict);
+        assert_eq!(FieldValidation::parse(None).unwrap(), FieldValidation::Warn);
+        assert_eq!(FieldValidation::parse(Some("x")).unwrap_err().code(), 400);
+    }
+}
