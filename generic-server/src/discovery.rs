@@ -176,16 +176,12 @@ pub struct Rendered {
 }
 
 impl Rendered {
-    fn new(value: &Value, content_type: &'static str) -> Self {
+    /// Renders a document; the ETag is the hash of its bytes.
+    pub fn new(value: &Value, content_type: &'static str) -> Self {
         let body = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
-        let etag = format!("\"{:016X}\"", fnv1a(&body));
+        let etag = format!("\"{}\"", crate::openapi::content_hash(&body));
         Rendered { body, etag, content_type }
     }
-}
-
-/// A 64-bit FNV-1a hash (ETags only; not for security).
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100000001b3))
 }
 
 /// Every discovery form of a set of groups, rendered once.

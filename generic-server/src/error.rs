@@ -73,6 +73,32 @@ impl Reason {
         }
     }
 
+    /// Every reason, for lookups.
+    const ALL: [Reason; 17] = [
+        Reason::BadRequest,
+        Reason::Unauthorized,
+        Reason::Forbidden,
+        Reason::NotFound,
+        Reason::MethodNotAllowed,
+        Reason::NotAcceptable,
+        Reason::AlreadyExists,
+        Reason::Conflict,
+        Reason::Gone,
+        Reason::Expired,
+        Reason::RequestEntityTooLarge,
+        Reason::UnsupportedMediaType,
+        Reason::Invalid,
+        Reason::TooManyRequests,
+        Reason::InternalError,
+        Reason::ServiceUnavailable,
+        Reason::Timeout,
+    ];
+
+    /// The reason a Status names, if known.
+    pub fn parse(reason: &str) -> Option<Reason> {
+        Self::ALL.into_iter().find(|r| r.as_str() == reason)
+    }
+
     /// The reason string of a Status.
     pub fn as_str(self) -> &'static str {
         self.table().0

@@ -8,19 +8,30 @@
 
 pub mod admission;
 pub mod codec;
+pub mod delegation;
 pub mod discovery;
 pub mod error;
 pub mod field_selector;
+pub mod filters;
+pub mod handlers;
+pub mod front_door;
+pub mod openapi;
+pub mod options;
+pub mod informer;
 pub mod label_selector;
+pub mod loopback;
 pub mod patch;
 pub mod registry;
 pub mod request;
 pub mod request_info;
 pub mod resource;
+pub mod server;
 pub mod storage;
 pub mod strategy;
 pub mod table;
+pub mod tls;
 pub mod validation;
+pub mod version;
 
 #[cfg(test)]
 pub mod testing;

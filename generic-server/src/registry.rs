@@ -780,6 +780,9 @@ impl Store {
     /// What a write through a subresource may change: `status` changes only
     /// the status; the main resource leaves a status subresource's status alone.
     fn merge_subresource(&self, subresource: &str, mut new: Value, old: &Value) -> Value {
+        if let Some(merged) = self.resource.strategy.update_subresource(subresource, &new, old) {
+            return merged;
+        }
         let has_status = self.resource.find_subresource("status").is_some();
         match subresource {
             "status" => {
@@ -856,6 +859,15 @@ impl Store {
             uid: Some(meta_str(obj, "uid").to_string()).filter(|u| !u.is_empty()),
             ..Default::default()
         })
+    }
+
+    /// A consistent snapshot of every object, and the events that follow it:
+    /// how controllers in the same process follow a resource.
+    pub async fn subscribe(
+        &self,
+    ) -> Result<(crate::storage::cacher::Snapshot, tokio::sync::broadcast::Receiver<Arc<WatchEvent>>)> {
+        self.fresh().await?;
+        Ok(self.cache.snapshot_and_subscribe(&self.prefix, self.cacher.progress()))
     }
 
     /// The current revision of the cache (for bookmarks and empty lists).

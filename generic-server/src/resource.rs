@@ -9,7 +9,10 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use schemars::JsonSchema;
+
 use crate::codec::{Codec, TypedCodec};
+use crate::openapi::Components;
 use crate::strategy::Strategy;
 
 /// A resource within a group, e.g. `deployments.apps`.
@@ -35,7 +38,7 @@ impl fmt::Display for GroupResource {
 }
 
 /// A kind within a group and version.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GroupVersionKind {
     /// The API group, `""` for core.
     pub group: String,
@@ -46,6 +49,16 @@ pub struct GroupVersionKind {
 }
 
 impl GroupVersionKind {
+    /// A group/version/kind from its parts.
+    pub fn new(group: impl Into<String>, version: impl Into<String>, kind: impl Into<String>) -> Self {
+        GroupVersionKind { group: group.into(), version: version.into(), kind: kind.into() }
+    }
+
+    /// The `{"group", "kind", "version"}` object of `x-kubernetes-group-version-kind`.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::json!({"group": self.group, "kind": self.kind, "version": self.version})
+    }
+
     /// The `apiVersion` string: `v1` or `apps/v1`.
     pub fn api_version(&self) -> String {
         api_version(&self.group, &self.version)
@@ -107,6 +120,12 @@ pub struct Resource {
     pub codec: Arc<dyn Codec>,
     /// Whether strategic merge patches are accepted (built-ins only).
     pub strategic_merge_patch: bool,
+    /// Adds the kind's OpenAPI schema to a collection and names it.
+    pub schema: Option<fn(&mut Components) -> String>,
+}
+
+fn add_schema<K: JsonSchema>(components: &mut Components) -> String {
+    components.add::<K>()
 }
 
 impl fmt::Debug for Resource {
@@ -119,7 +138,7 @@ impl Resource {
     /// A resource whose names and scope come from a k8s-openapi type.
     pub fn builtin<K>(strategy: impl Strategy) -> Self
     where
-        K: k8s_openapi::Resource + k8s_openapi::ListableResource + Serialize + DeserializeOwned + 'static,
+        K: k8s_openapi::Resource + k8s_openapi::ListableResource + JsonSchema + Serialize + DeserializeOwned + 'static,
     {
         let namespaced = std::any::TypeId::of::<K::Scope>() == std::any::TypeId::of::<k8s_openapi::NamespaceResourceScope>();
         Resource {
@@ -137,6 +156,7 @@ impl Resource {
             strategy: Arc::new(strategy),
             codec: Arc::new(TypedCodec::<K>::default()),
             strategic_merge_patch: true,
+            schema: Some(add_schema::<K>),
         }
     }
 

@@ -36,6 +36,12 @@ pub trait Strategy: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// A write through a subresource other than `status` (e.g. a namespace's
+    /// `finalize`): the object to store, or `None` to store the request as is.
+    fn update_subresource(&self, _subresource: &str, _new: &Value, _old: &Value) -> Option<Value> {
+        None
+    }
+
     /// Whether `metadata.generation` tracks changes outside metadata and status.
     fn tracks_generation(&self) -> bool {
         false

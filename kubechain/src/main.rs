@@ -1,1 +1,55 @@
-fn main() {}
+//! kubechain: the launcher. `kubechain up` starts a whole local cluster
+//! (etcd, extension-server, core-server, aggregator) as supervised child
+//! processes; `kubechain certs` writes the certificates for a compose
+//! deployment.
+
+mod pki;
+mod supervisor;
+mod up;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// kubechain's command line.
+#[derive(Parser, Debug)]
+#[command(version, about = "kubechain: the Kubernetes API server chain, in Rust")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Start a local cluster and supervise it in the foreground.
+    Up(up::UpArgs),
+    /// Write the cluster certificates (for docker-compose) into a directory.
+    Certs {
+        /// Where to write them.
+        #[arg(long, default_value = "deploy/pki")]
+        dir: PathBuf,
+        /// Extra host names or IPs the servers' certificates are valid for.
+        #[arg(long, value_delimiter = ',')]
+        hosts: Vec<String>,
+        /// Also write an admin kubeconfig for this server URL.
+        #[arg(long)]
+        kubeconfig_server: Option<String>,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match cli.command {
+        Command::Up(args) => runtime.block_on(up::up(args)),
+        Command::Certs { dir, hosts, kubeconfig_server } => {
+            let pki = pki::Pki::new(&dir);
+            pki.ensure(&hosts)?;
+            if let Some(server) = kubeconfig_server {
+                pki::write_kubeconfig(&pki, &server, &dir.join("kubeconfig"))?;
+            }
+            println!("certificates written to {}", dir.display());
+            Ok(())
+        }
+    }
+}

@@ -32,36 +32,7 @@ const KIND_DESCRIPTION: &str = "Kind is a string value representing the REST res
 /// Upstream description of a list's `metadata` property.
 const LIST_METADATA_DESCRIPTION: &str = "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
 
-/// Group, version and kind of an API type.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GroupVersionKind {
-    /// API group, `""` for the core group.
-    pub group: String,
-    /// API version (`v1`).
-    pub version: String,
-    /// Kind (`ConfigMap`).
-    pub kind: String,
-}
-
-impl GroupVersionKind {
-    /// A group/version/kind from its parts.
-    pub fn new(
-        group: impl Into<String>,
-        version: impl Into<String>,
-        kind: impl Into<String>,
-    ) -> Self {
-        Self {
-            group: group.into(),
-            version: version.into(),
-            kind: kind.into(),
-        }
-    }
-
-    /// The `{"group", "kind", "version"}` object kube writes in `x-kubernetes-group-version-kind`.
-    pub fn to_value(&self) -> Value {
-        json!({"group": self.group, "kind": self.kind, "version": self.version})
-    }
-}
+pub use crate::resource::GroupVersionKind;
 
 /// The schemas of an OpenAPI v3 `components.schemas`, keyed by name (`io.k8s.api.core.v1.ConfigMap`).
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,4 @@
+//! The core server's controllers, each an actor fed by an informer.
+
+pub mod namespace;
+pub mod serviceaccount;

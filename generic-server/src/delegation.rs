@@ -1,0 +1,294 @@
+//! Both ends of the delegation protocol: [`DelegationService`] serves a
+//! [`Handler`] over gRPC (mutual TLS, callers checked by certificate), and
+//! [`GrpcDelegate`] is the [`Handler`] that forwards to the next server.
+//! Responses stream as a head frame and body chunks, so a watch flows
+//! through; dropping a response cancels the call at every hop.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use proto::delegation as pb;
+use proto::delegation::delegation_client::DelegationClient;
+use proto::delegation::delegation_server::{Delegation, DelegationServer};
+use tonic::transport::{Channel, Endpoint};
+
+use crate::discovery::Discovery;
+use crate::error::Error;
+use crate::request::{ApiRequest, ApiResponse, Body, Handler, UserInfo};
+use crate::request_info::RequestInfo;
+use crate::tls::TlsFiles;
+
+/// Largest gRPC message either end accepts.
+const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// Body chunk size on the wire.
+const CHUNK_BYTES: usize = 1024 * 1024;
+
+/// Request headers that travel down the chain; identity headers never do.
+const FORWARDED_HEADERS: &[&str] = &["accept", "content-type", "if-none-match", "user-agent"];
+
+fn to_pb(req: ApiRequest) -> pb::ApiRequest {
+    let headers = req
+        .headers
+        .iter()
+        .filter(|(name, _)| FORWARDED_HEADERS.contains(&name.as_str()))
+        .filter_map(|(name, value)| Some(pb::Header { name: name.to_string(), value: value.to_str().ok()?.to_string() }))
+        .collect();
+    let info = req.info;
+    pb::ApiRequest {
+        method: req.method.to_string(),
+        path: req.path,
+        query: req.query,
+        headers,
+        body: req.body.to_vec(),
+        info: Some(pb::RequestInfo {
+            is_resource_request: info.is_resource_request,
+            verb: info.verb,
+            api_prefix: info.api_prefix,
+            api_group: info.api_group,
+            api_version: info.api_version,
+            namespace: info.namespace,
+            resource: info.resource,
+            subresource: info.subresource,
+            name: info.name,
+        }),
+        user: Some(pb::UserInfo {
+            name: req.user.name,
+            uid: req.user.uid,
+            groups: req.user.groups,
+            extra: req.user.extra.into_iter().map(|(k, values)| (k, pb::ExtraValues { values })).collect(),
+        }),
+        audit_id: req.audit_id,
+    }
+}
+
+fn from_pb(req: pb::ApiRequest) -> Result<ApiRequest, tonic::Status> {
+    let method = Method::from_bytes(req.method.as_bytes()).map_err(|_| tonic::Status::invalid_argument("bad method"))?;
+    let mut headers = HeaderMap::new();
+    for h in req.headers {
+        if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(h.name.as_bytes()), HeaderValue::from_str(&h.value)) {
+            headers.append(name, value);
+        }
+    }
+    let info = match req.info {
+        Some(i) => RequestInfo {
+            is_resource_request: i.is_resource_request,
+            verb: i.verb,
+            api_prefix: i.api_prefix,
+            api_group: i.api_group,
+            api_version: i.api_version,
+            namespace: i.namespace,
+            resource: i.resource,
+            subresource: i.subresource,
+            name: i.name,
+        },
+        None => RequestInfo::parse(&method, &req.path, &req.query),
+    };
+    let user = req
+        .user
+        .map(|u| UserInfo {
+            name: u.name,
+            uid: u.uid,
+            groups: u.groups,
+            extra: u.extra.into_iter().map(|(k, v)| (k, v.values)).collect(),
+        })
+        .unwrap_or_default();
+    Ok(ApiRequest {
+        method,
+        path: req.path,
+        query: req.query,
+        headers,
+        body: Bytes::from(req.body),
+        info,
+        user,
+        audit_id: req.audit_id,
+    })
+}
+
+type FrameStream = Pin<Box<dyn Stream<Item = Result<pb::ApiResponseFrame, tonic::Status>> + Send>>;
+type SnapshotStream = Pin<Box<dyn Stream<Item = Result<pb::DiscoverySnapshot, tonic::Status>> + Send>>;
+
+/// Serves a handler, and its discovery, to the server above it in the chain.
+pub struct DelegationService {
+    handler: Arc<dyn Handler>,
+    discovery: Arc<Discovery>,
+    allowed_callers: Vec<String>,
+}
+
+impl DelegationService {
+    /// Serves `handler` to callers whose certificate CN is in `allowed_callers`.
+    pub fn new(handler: Arc<dyn Handler>, discovery: Arc<Discovery>, allowed_callers: Vec<String>) -> Self {
+        DelegationService { handler, discovery, allowed_callers }
+    }
+
+    /// The tonic service, with message limits set.
+    pub fn into_server(self) -> DelegationServer<Self> {
+        DelegationServer::new(self).max_decoding_message_size(MAX_MESSAGE_BYTES).max_encoding_message_size(MAX_MESSAGE_BYTES)
+    }
+
+    fn check_caller<T>(&self, request: &tonic::Request<T>) -> Result<(), tonic::Status> {
+        let certs = request.peer_certs().ok_or_else(|| tonic::Status::unauthenticated("a client certificate is required"))?;
+        let subject = certs.first().and_then(|c| crate::tls::subject(c.as_ref()));
+        match subject {
+            Some(s) if self.allowed_callers.iter().any(|a| *a == s.common_name) => Ok(()),
+            Some(s) => Err(tonic::Status::permission_denied(format!("{} may not delegate to this server", s.common_name))),
+            None => Err(tonic::Status::unauthenticated("unreadable client certificate")),
+        }
+    }
+}
+
+fn frames(resp: ApiResponse) -> FrameStream {
+    let headers = resp
+        .headers
+        .iter()
+        .filter_map(|(n, v)| Some(pb::Header { name: n.to_string(), value: v.to_str().ok()?.to_string() }))
+        .collect();
+    let streaming = matches!(resp.body, Body::Stream(_));
+    let head = pb::ApiResponseFrame {
+        frame: Some(pb::api_response_frame::Frame::Head(pb::ResponseHead {
+            status: u32::from(resp.status.as_u16()),
+            headers,
+            streaming,
+        })),
+    };
+    let chunk = |b: Bytes| Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(b.to_vec())) });
+    let body: FrameStream = match resp.body {
+        Body::Full(bytes) => {
+            let chunks: Vec<Bytes> = (0..bytes.len()).step_by(CHUNK_BYTES).map(|i| bytes.slice(i..(i + CHUNK_BYTES).min(bytes.len()))).collect();
+            futures::stream::iter(chunks.into_iter().map(chunk)).boxed()
+        }
+        Body::Stream(stream) => stream.map(chunk).boxed(),
+    };
+    futures::stream::once(async { Ok(head) }).chain(body).boxed()
+}
+
+#[tonic::async_trait]
+impl Delegation for DelegationService {
+    type HandleStream = FrameStream;
+    type WatchDiscoveryStream = SnapshotStream;
+
+    async fn handle(&self, request: tonic::Request<pb::ApiRequest>) -> Result<tonic::Response<FrameStream>, tonic::Status> {
+        self.check_caller(&request)?;
+        let req = from_pb(request.into_inner())?;
+        let resp = self.handler.handle(req).await;
+        Ok(tonic::Response::new(frames(resp)))
+    }
+
+    async fn watch_discovery(
+        &self,
+        request: tonic::Request<pb::WatchDiscoveryRequest>,
+    ) -> Result<tonic::Response<SnapshotStream>, tonic::Status> {
+        self.check_caller(&request)?;
+        let updates = tokio_stream::wrappers::WatchStream::new(self.discovery.subscribe());
+        let snapshots = updates.map(|docs| {
+            let groups_json = serde_json::to_vec(&docs.groups).unwrap_or_default();
+            let etag = crate::openapi::content_hash(&groups_json);
+            Ok(pb::DiscoverySnapshot { groups_json, etag })
+        });
+        Ok(tonic::Response::new(snapshots.boxed()))
+    }
+}
+
+/// The next server in the chain, reached over gRPC.
+#[derive(Clone)]
+pub struct GrpcDelegate {
+    name: String,
+    client: DelegationClient<Channel>,
+}
+
+impl GrpcDelegate {
+    /// A lazily connecting link to `endpoint` (`https://127.0.0.1:7443`),
+    /// verifying the server as `server_name` and presenting our certificate.
+    pub fn new(name: &str, endpoint: &str, server_name: &str, tls: &TlsFiles) -> Result<Self, tonic::transport::Error> {
+        let channel = Endpoint::from_shared(endpoint.to_string())?
+            .tls_config(tls.grpc_client(server_name))?
+            .connect_timeout(Duration::from_secs(3))
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_timeout(Duration::from_secs(5))
+            .keep_alive_while_idle(true)
+            .connect_lazy();
+        let client = DelegationClient::new(channel)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        Ok(GrpcDelegate { name: name.into(), client })
+    }
+
+    /// Keeps `discovery`'s delegate groups in step with this server's
+    /// discovery stream, reconnecting as needed; the last known groups stay
+    /// while the link is down.
+    pub fn follow_discovery(&self, discovery: Arc<Discovery>) {
+        let mut client = self.client.clone();
+        let name = self.name.clone();
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(100);
+            loop {
+                match client.watch_discovery(pb::WatchDiscoveryRequest {}).await {
+                    Ok(resp) => {
+                        let mut stream = resp.into_inner();
+                        while let Some(Ok(snapshot)) = stream.next().await {
+                            backoff = Duration::from_millis(100);
+                            match serde_json::from_slice(&snapshot.groups_json) {
+                                Ok(groups) => discovery.set_delegates(groups),
+                                Err(e) => tracing::warn!(delegate = %name, error = %e, "bad discovery snapshot"),
+                            }
+                        }
+                    }
+                    Err(status) => tracing::debug!(delegate = %name, %status, "discovery stream unavailable"),
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+        });
+    }
+
+    /// Whether the delegate answers (a health check).
+    pub async fn ping(&self) -> Result<(), String> {
+        let req = ApiRequest::new(Method::GET, "/readyz", "", HeaderMap::new(), Bytes::new(), UserInfo::default());
+        let resp = self.handle(req).await;
+        if resp.status.is_success() { Ok(()) } else { Err(format!("{} answered {}", self.name, resp.status)) }
+    }
+
+    fn unavailable(&self, why: &str) -> ApiResponse {
+        tracing::warn!(delegate = %self.name, %why, "delegate unavailable");
+        Error::unavailable("the server is currently unable to handle the request").into()
+    }
+}
+
+#[async_trait::async_trait]
+impl Handler for GrpcDelegate {
+    async fn handle(&self, req: ApiRequest) -> ApiResponse {
+        let mut client = self.client.clone();
+        let mut frames = match client.handle(to_pb(req)).await {
+            Ok(resp) => resp.into_inner(),
+            Err(status) => return self.unavailable(&status.to_string()),
+        };
+        let head = match frames.next().await {
+            Some(Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Head(head)) })) => head,
+            Some(Err(status)) => return self.unavailable(&status.to_string()),
+            _ => return self.unavailable("response without a head frame"),
+        };
+        let mut resp = ApiResponse::bytes(StatusCode::from_u16(head.status as u16).unwrap_or(StatusCode::BAD_GATEWAY), "", Bytes::new());
+        resp.headers.clear();
+        for h in head.headers {
+            if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(h.name.as_bytes()), HeaderValue::from_str(&h.value)) {
+                resp.headers.append(name, value);
+            }
+        }
+        let chunks = frames.filter_map(|frame| async move {
+            match frame {
+                Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(bytes)) }) => Some(Bytes::from(bytes)),
+                _ => None,
+            }
+        });
+        if head.streaming {
+            resp.body = Body::Stream(chunks.boxed());
+        } else {
+            let parts: Vec<Bytes> = chunks.collect().await;
+            resp.body = Body::Full(if parts.len() == 1 { parts.into_iter().next().unwrap_or_default() } else { parts.concat().into() });
+        }
+        resp
+    }
+}

@@ -1,0 +1,23 @@
+//! CREATE (POST).
+
+use std::sync::Arc;
+
+use http::StatusCode;
+
+use super::{body, check_verb, namespace, object_response, output, with_warnings, write_options};
+use crate::error::{Error, Result};
+use crate::registry::Store;
+use crate::request::{ApiRequest, ApiResponse};
+
+/// POST a new object.
+pub async fn create(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
+    if !req.info.subresource.is_empty() {
+        return Err(Error::method_not_allowed());
+    }
+    check_verb(store, req)?;
+    let out = output(req)?;
+    let opts = write_options(req)?;
+    let obj = body(req)?;
+    let written = store.create(namespace(store, req), obj, &opts).await?;
+    Ok(with_warnings(object_response(store, StatusCode::CREATED, &written.object, out), &written.warnings))
+}

@@ -1,0 +1,82 @@
+//! DELETE of one object, and DELETECOLLECTION.
+
+use std::sync::Arc;
+
+use http::{StatusCode, header};
+use serde_json::{Value, json};
+
+use super::{check_verb, list_options, namespace, object_response, output};
+use crate::codec::{self, MediaType};
+use crate::error::{Error, Result};
+use crate::registry::{DeleteOptions, Store};
+use crate::request::{ApiRequest, ApiResponse};
+
+/// DELETE one object.
+pub async fn delete(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
+    check_verb(store, req)?;
+    let out = output(req)?;
+    let opts = delete_options(req)?;
+    let deleted = store.delete(namespace(store, req), &req.info.name, &opts).await?;
+    if !deleted.gone {
+        return Ok(object_response(store, StatusCode::ACCEPTED, &deleted.object, out));
+    }
+    if store.resource.strategy.return_deleted_object() {
+        return Ok(object_response(store, StatusCode::OK, &deleted.object, out));
+    }
+    Ok(ApiResponse::json(StatusCode::OK, &store.deleted_status(&deleted.object)))
+}
+
+/// DELETE every object matching the selectors.
+pub async fn delete_collection(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
+    check_verb(store, req)?;
+    let list = list_options(req)?;
+    let opts = delete_options(req)?;
+    let items = store.delete_collection(namespace(store, req), &list, &opts).await?;
+    let body = json!({
+        "kind": store.resource.list_kind,
+        "apiVersion": store.resource.api_version(),
+        "metadata": {"resourceVersion": store.progress().to_string()},
+        "items": items,
+    });
+    Ok(ApiResponse::json(StatusCode::OK, &body))
+}
+
+/// DeleteOptions from the body (JSON or protobuf) and the query.
+fn delete_options(req: &ApiRequest) -> Result<DeleteOptions> {
+    let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        let media = MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
+        codec::decode_body(media, &req.body)?
+    };
+    if !body.is_object() {
+        return Err(Error::bad_request("the body of a delete must be a DeleteOptions object"));
+    }
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+    let mut dry_run = body.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All"));
+    let mut propagation = text(body.get("propagationPolicy"));
+    for (key, value) in req.query_pairs() {
+        match key.as_str() {
+            "dryRun" if value == "All" => dry_run = true,
+            "dryRun" if !value.is_empty() => {
+                return Err(Error::bad_request(format!("Invalid dry run value: dryRun: Unsupported value: {value:?}: supported values: \"All\"")));
+            }
+            "propagationPolicy" if !value.is_empty() => propagation = Some(value),
+            _ => {}
+        }
+    }
+    if let Some(policy) = &propagation {
+        if !["Orphan", "Background", "Foreground"].contains(&policy.as_str()) {
+            return Err(Error::bad_request(format!(
+                "propagationPolicy: Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+            )));
+        }
+    }
+    Ok(DeleteOptions {
+        uid: text(body.pointer("/preconditions/uid")),
+        resource_version: text(body.pointer("/preconditions/resourceVersion")),
+        propagation_policy: propagation,
+        dry_run,
+        user: req.user.clone(),
+    })
+}

@@ -1,0 +1,196 @@
+//! REST handlers: one file per verb. They parse options, negotiate media
+//! types, call the [`Store`](crate::registry::Store) and encode its answer;
+//! every failure is a Status.
+
+mod create;
+mod delete;
+mod get;
+mod patch;
+mod update;
+mod watch;
+
+use std::sync::Arc;
+
+use http::{StatusCode, header};
+use serde_json::Value;
+
+use crate::codec::{self, MediaType};
+use crate::error::{Error, Reason, Result};
+use crate::field_selector::FieldSelector;
+use crate::label_selector::LabelSelector;
+use crate::registry::{FieldValidation, ListOptions, Store, WriteOptions};
+use crate::request::{ApiRequest, ApiResponse};
+use crate::table::{self, IncludeObject};
+
+/// Serves a resource request for a store, by verb.
+pub async fn serve(store: &Arc<Store>, req: ApiRequest) -> ApiResponse {
+    let result = match req.info.verb.as_str() {
+        "get" => get::get(store, &req).await,
+        "list" => get::list(store, &req).await,
+        "watch" => watch::watch(store, &req).await,
+        "create" => create::create(store, &req).await,
+        "update" => update::update(store, &req).await,
+        "patch" => patch::patch(store, &req).await,
+        "delete" => delete::delete(store, &req).await,
+        "deletecollection" => delete::delete_collection(store, &req).await,
+        _ => Err(Error::method_not_allowed()),
+    };
+    result.unwrap_or_else(ApiResponse::from)
+}
+
+/// Checks that a verb (on the resource or its subresource) is supported.
+fn check_verb(store: &Store, req: &ApiRequest) -> Result<()> {
+    let info = &req.info;
+    let supported = if info.subresource.is_empty() {
+        store.resource.supports(&info.verb)
+    } else {
+        store.resource.find_subresource(&info.subresource).is_some_and(|s| s.verbs.iter().any(|v| *v == info.verb))
+    };
+    if supported { Ok(()) } else { Err(Error::method_not_allowed()) }
+}
+
+/// The namespace a request addresses (empty for cluster-scoped resources).
+fn namespace<'a>(store: &Store, req: &'a ApiRequest) -> &'a str {
+    if store.resource.namespaced { &req.info.namespace } else { "" }
+}
+
+/// How the client wants objects back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    /// Plain JSON.
+    Json,
+    /// A meta.k8s.io/v1 Table.
+    Table(IncludeObject),
+}
+
+/// Negotiates the response form from Accept.
+fn output(req: &ApiRequest) -> Result<Output> {
+    let accept = req.header(header::ACCEPT).unwrap_or("");
+    if table::wants_table(accept) {
+        return Ok(Output::Table(IncludeObject::parse(req.param("includeObject").as_deref())));
+    }
+    let acceptable = accept.is_empty()
+        || accept.split(',').map(|p| codec::essence(p.trim())).any(|m| {
+            matches!(m, "application/json" | "*/*" | "application/*" | "application/yaml" | "")
+        });
+    if acceptable {
+        Ok(Output::Json)
+    } else {
+        Err(Error::new(
+            Reason::NotAcceptable,
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        ))
+    }
+}
+
+/// Decodes a request body per its Content-Type.
+fn body(req: &ApiRequest) -> Result<Value> {
+    let media = MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
+    codec::decode_body(media, &req.body)
+}
+
+/// Parses the options of a write.
+fn write_options(req: &ApiRequest) -> Result<WriteOptions> {
+    let pairs = req.query_pairs();
+    let get = |k: &str| pairs.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    let mut dry_run = false;
+    for (_, value) in pairs.iter().filter(|(k, _)| k == "dryRun") {
+        match value.as_str() {
+            "All" => dry_run = true,
+            "" => {}
+            other => {
+                return Err(Error::bad_request(format!("Invalid dry run value: dryRun: Unsupported value: {other:?}: supported values: \"All\"")));
+            }
+        }
+    }
+    let field_manager = get("fieldManager").filter(|m| !m.is_empty()).map(str::to_string);
+    if let Some(manager) = &field_manager {
+        if manager.len() > 128 {
+            return Err(Error::bad_request(format!(
+                "fieldManager: Too long: may not be more than 128 bytes (got {})",
+                manager.len()
+            )));
+        }
+        if manager.chars().any(char::is_control) {
+            return Err(Error::bad_request("fieldManager: Invalid value: must only contain printable characters"));
+        }
+    }
+    Ok(WriteOptions {
+        dry_run,
+        field_manager,
+        field_validation: FieldValidation::parse(get("fieldValidation"))?,
+        force: get("force") == Some("true"),
+        user: req.user.clone(),
+    })
+}
+
+/// Parses the options of a list or watch.
+fn list_options(req: &ApiRequest) -> Result<ListOptions> {
+    let pairs = req.query_pairs();
+    let get = |k: &str| pairs.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).filter(|v| !v.is_empty());
+    let flag = |k: &str| get(k).is_some_and(|v| v == "true" || v == "1");
+    let labels = get("labelSelector")
+        .map(|s| LabelSelector::parse(&s))
+        .transpose()
+        .map_err(|e| Error::bad_request(format!("unable to parse requirement: {e}")))?;
+    let fields = get("fieldSelector")
+        .map(|s| FieldSelector::parse(&s))
+        .transpose()
+        .map_err(|e| Error::bad_request(format!("invalid field selector: {e}")))?;
+    let limit = match get("limit") {
+        Some(l) => l.parse::<i64>().map_err(|_| Error::bad_request(format!("invalid limit {l:?}")))?.max(0) as usize,
+        None => 0,
+    };
+    let resource_version_match = get("resourceVersionMatch");
+    if let Some(m) = &resource_version_match {
+        if m != "NotOlderThan" && m != "Exact" {
+            return Err(Error::bad_request(format!(
+                "resourceVersionMatch: Unsupported value: {m:?}: supported values: \"Exact\", \"NotOlderThan\""
+            )));
+        }
+    }
+    let timeout = match get("timeoutSeconds") {
+        Some(t) => Some(std::time::Duration::from_secs(
+            t.parse::<u64>().map_err(|_| Error::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
+        )),
+        None => None,
+    };
+    let continue_token = get("continue");
+    let resource_version = get("resourceVersion");
+    if continue_token.is_some() && resource_version.as_deref().is_some_and(|rv| rv != "0") && req.info.verb == "list" {
+        return Err(Error::bad_request("specifying resource version is not allowed when using continue"));
+    }
+    Ok(ListOptions {
+        labels,
+        fields,
+        limit,
+        continue_token,
+        resource_version,
+        resource_version_match,
+        allow_bookmarks: flag("allowWatchBookmarks"),
+        send_initial_events: get("sendInitialEvents").map(|v| v == "true"),
+        timeout,
+    })
+}
+
+/// An object response: JSON, or a one-row Table.
+fn object_response(store: &Store, status: StatusCode, obj: &Value, out: Output) -> ApiResponse {
+    match out {
+        Output::Json => ApiResponse::json(status, obj),
+        Output::Table(include) => {
+            let strategy = &store.resource.strategy;
+            let row = table::row(strategy.cells(obj), obj, include);
+            let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
+            let columns = strategy.columns();
+            ApiResponse::json(status, &table::table(Some(&columns), vec![row], rv, ""))
+        }
+    }
+}
+
+/// Adds warnings to a response.
+fn with_warnings(mut resp: ApiResponse, warnings: &[String]) -> ApiResponse {
+    for w in warnings {
+        resp.warn(w);
+    }
+    resp
+}

@@ -1,0 +1,34 @@
+//! PATCH: JSON patch, merge patch, strategic merge patch.
+
+use std::sync::Arc;
+
+use http::{StatusCode, header};
+
+use super::{check_verb, namespace, object_response, output, with_warnings, write_options};
+use crate::codec;
+use crate::error::Result;
+use crate::patch::PatchType;
+use crate::registry::Store;
+use crate::request::{ApiRequest, ApiResponse};
+
+/// PATCH an object (or its subresource).
+pub async fn patch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
+    check_verb(store, req)?;
+    let out = output(req)?;
+    let content_type = req.header(header::CONTENT_TYPE).unwrap_or("");
+    let accepted: &[&str] = if store.resource.strategic_merge_patch {
+        &["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"]
+    } else {
+        &["application/json-patch+json", "application/merge-patch+json"]
+    };
+    let kind = PatchType::from_content_type(content_type)
+        .filter(|k| *k != PatchType::Apply && (*k != PatchType::StrategicMerge || store.resource.strategic_merge_patch))
+        .ok_or_else(|| codec::unsupported_media_type(accepted))?;
+    if req.body.len() > codec::MAX_BODY_BYTES {
+        return Err(codec::too_large());
+    }
+    let opts = write_options(req)?;
+    let written = store.patch(namespace(store, req), &req.info.name, &req.info.subresource, kind, &req.body, &opts).await?;
+    let status = if written.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok(with_warnings(object_response(store, status, &written.object, out), &written.warnings))
+}

@@ -1,0 +1,21 @@
+//! UPDATE (PUT) of an object or its subresource.
+
+use std::sync::Arc;
+
+use http::StatusCode;
+
+use super::{body, check_verb, namespace, object_response, output, with_warnings, write_options};
+use crate::error::Result;
+use crate::registry::Store;
+use crate::request::{ApiRequest, ApiResponse};
+
+/// PUT a replacement object.
+pub async fn update(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
+    check_verb(store, req)?;
+    let out = output(req)?;
+    let opts = write_options(req)?;
+    let obj = body(req)?;
+    let written = store.update(namespace(store, req), &req.info.name, &req.info.subresource, obj, &opts).await?;
+    let status = if written.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok(with_warnings(object_response(store, status, &written.object, out), &written.warnings))
+}

@@ -1,0 +1,64 @@
+//! WATCH: newline-delimited events, as plain objects or one-row Tables.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{Output, check_verb, list_options, namespace, output};
+use crate::error::Result;
+use crate::registry::{Store, WatchEncoder, WatchItem};
+use crate::request::{ApiRequest, ApiResponse};
+use crate::storage::cacher::encode_line;
+use crate::table;
+
+/// WATCH a collection (or one object, with a name field selector).
+pub async fn watch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
+    check_verb(store, req)?;
+    let out = output(req)?;
+    let opts = list_options(req)?;
+    let encoder = encoder(store, out);
+    let stream = store.watch(namespace(store, req), opts, encoder).await?;
+    let content_type = match out {
+        Output::Json => crate::codec::JSON,
+        Output::Table(_) => "application/json;as=Table;v=v1;g=meta.k8s.io",
+    };
+    Ok(ApiResponse::stream(StatusCode::OK, content_type, stream))
+}
+
+fn line(kind: &str, object: &Value) -> Bytes {
+    let mut bytes = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes.into()
+}
+
+/// Encodes watch items for the negotiated output.
+fn encoder(store: &Arc<Store>, out: Output) -> WatchEncoder {
+    let resource = store.resource.clone();
+    Arc::new(move |item: WatchItem<'_>| match item {
+        WatchItem::Event(kind, object, shared) => Some(match (out, shared) {
+            (Output::Json, Some(event)) if event.kind == kind => event.json_line(),
+            (Output::Json, _) => encode_line(kind, &object.bytes),
+            (Output::Table(include), _) => {
+                let obj = object.value();
+                let row = table::row(resource.strategy.cells(&obj), &obj, include);
+                let columns = resource.strategy.columns();
+                let t = table::table(Some(&columns), vec![row], &object.revision.to_string(), "");
+                line(kind.as_str(), &t)
+            }
+        }),
+        WatchItem::Bookmark { revision, initial_end } => {
+            let mut metadata = json!({"resourceVersion": revision.to_string()});
+            if initial_end {
+                metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+            }
+            let object = match out {
+                Output::Json => json!({"kind": resource.kind, "apiVersion": resource.api_version(), "metadata": metadata}),
+                Output::Table(_) => json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": null, "rows": null}),
+            };
+            Some(line("BOOKMARK", &object))
+        }
+        WatchItem::Error(err) => Some(line("ERROR", &serde_json::to_value(err.to_status()).unwrap_or_default())),
+    })
+}

@@ -1,0 +1,69 @@
+//! Command-line options every server shares, and the start-up steps they
+//! drive: connect etcd, start the watch cache, serve gRPC.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::server::HealthCheck;
+use crate::storage::Storage;
+use crate::storage::cacher::Cacher;
+use crate::storage::etcd::EtcdStorage;
+use crate::tls::{TlsError, TlsFiles};
+
+/// Where the cluster's state lives.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EtcdOptions {
+    /// etcd client URLs, comma-separated.
+    #[arg(long, env = "KUBECHAIN_ETCD_SERVERS", value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    pub etcd_servers: Vec<String>,
+    /// The key prefix of every object.
+    #[arg(long, env = "KUBECHAIN_ETCD_PREFIX", default_value = "/registry")]
+    pub etcd_prefix: String,
+}
+
+/// A server's certificate, key and the cluster CA.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TlsOptions {
+    /// PEM certificate this server presents (and uses as a gRPC client).
+    #[arg(long, env = "KUBECHAIN_TLS_CERT_FILE")]
+    pub tls_cert_file: PathBuf,
+    /// PEM private key of the certificate.
+    #[arg(long, env = "KUBECHAIN_TLS_PRIVATE_KEY_FILE")]
+    pub tls_private_key_file: PathBuf,
+    /// PEM cluster CA: verifies clients and the servers we call.
+    #[arg(long, env = "KUBECHAIN_CLIENT_CA_FILE")]
+    pub client_ca_file: PathBuf,
+}
+
+impl TlsOptions {
+    /// Reads the files.
+    pub fn load(&self) -> Result<TlsFiles, TlsError> {
+        TlsFiles::load(&self.tls_cert_file, &self.tls_private_key_file, &self.client_ca_file)
+    }
+}
+
+/// Connects etcd and starts the watch cache; also returns an etcd health check.
+pub async fn start_storage(etcd: &EtcdOptions) -> Result<(Arc<Cacher>, HealthCheck), crate::storage::StorageError> {
+    let storage: Arc<dyn Storage> = Arc::new(EtcdStorage::connect(&etcd.etcd_servers).await?);
+    let cacher = Cacher::start(storage.clone()).await?;
+    let check: HealthCheck = Arc::new(move || {
+        let storage = storage.clone();
+        Box::pin(async move { storage.current_revision().await.map(|_| ()).map_err(|e| e.to_string()) })
+    });
+    Ok((cacher, check))
+}
+
+/// Serves the delegation service over mutual TLS until the process stops.
+pub async fn serve_grpc(
+    addr: SocketAddr,
+    tls: &TlsFiles,
+    service: crate::delegation::DelegationService,
+) -> Result<(), tonic::transport::Error> {
+    tonic::transport::Server::builder()
+        .tls_config(tls.grpc_server())?
+        .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
+        .add_service(service.into_server())
+        .serve(addr)
+        .await
+}

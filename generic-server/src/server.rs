@@ -1,0 +1,269 @@
+//! The API server: routes a request to the store that owns its resource,
+//! answers discovery, OpenAPI, health and version, and hands everything
+//! else to its delegate, the next server in the chain.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use futures::future::BoxFuture;
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Map, Value, json};
+
+use crate::admission::Admission;
+use crate::discovery::{self, Discovery, Rendered};
+use crate::error::{Error, Result};
+use crate::handlers;
+use crate::openapi::{self, Components, ResourceSpec, SubresourceSpec};
+use crate::registry::{PatchSchema, Store};
+use crate::request::{ApiRequest, ApiResponse, Handler};
+use crate::resource::Resource;
+use crate::storage::cacher::Cacher;
+
+/// A named health check.
+pub type HealthCheck = Arc<dyn Fn() -> BoxFuture<'static, std::result::Result<(), String>> + Send + Sync>;
+
+type StoreKey = (String, String, String);
+
+/// One server of the chain.
+pub struct ApiServer {
+    name: String,
+    stores: RwLock<HashMap<StoreKey, Arc<Store>>>,
+    discovery: Arc<Discovery>,
+    openapi: RwLock<HashMap<String, Rendered>>,
+    delegate: Arc<dyn Handler>,
+    checks: Vec<(String, HealthCheck)>,
+}
+
+impl ApiServer {
+    /// A server named `name` (for logs) that hands what it does not serve to `delegate`.
+    pub fn new(name: &str, discovery: Arc<Discovery>, delegate: Arc<dyn Handler>, checks: Vec<(String, HealthCheck)>) -> Self {
+        ApiServer {
+            name: name.into(),
+            stores: RwLock::default(),
+            discovery,
+            openapi: RwLock::default(),
+            delegate,
+            checks,
+        }
+    }
+
+    /// The server's discovery.
+    pub fn discovery(&self) -> &Arc<Discovery> {
+        &self.discovery
+    }
+
+    /// Installs built-in resources: a store each, their discovery and their
+    /// OpenAPI documents (built once, here).
+    pub async fn install(&self, resources: Vec<Resource>, cacher: &Arc<Cacher>, admission: &Admission, etcd_root: &str) -> Result<()> {
+        let mut components = Components::new();
+        let mut schema_names = Vec::new();
+        for r in &resources {
+            schema_names.push(r.schema.map(|add| add(&mut components)));
+        }
+        let shared: Arc<Map<String, Value>> = Arc::new(components.schemas().clone());
+        let mut by_gv: Vec<((String, String), Vec<ResourceSpec>)> = Vec::new();
+        for (r, schema) in resources.iter().zip(&schema_names) {
+            let patch_schema = schema.as_ref().map(|name| PatchSchema {
+                root: json!({ "$ref": format!("{}{name}", openapi::SCHEMA_PREFIX) }),
+                components: shared.clone(),
+            });
+            let store = Store::new(r.clone(), cacher.clone(), admission.clone(), etcd_root, patch_schema).await?;
+            self.stores
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((r.group.clone(), r.version.clone(), r.plural.clone()), Arc::new(store));
+            if let Some(schema) = schema {
+                let spec = resource_spec(r, schema, &mut components);
+                let gv = (r.group.clone(), r.version.clone());
+                match by_gv.iter_mut().find(|(k, _)| *k == gv) {
+                    Some((_, specs)) => specs.push(spec),
+                    None => by_gv.push((gv, vec![spec])),
+                }
+            }
+        }
+        for ((group, version), specs) in by_gv {
+            let doc = openapi::group_version_document(&group, &version, &specs, &components);
+            self.set_openapi(&openapi::group_version_path(&group, &version), &doc);
+        }
+        let mut own = self.discovery.own();
+        own.extend(discovery::groups_from_resources(&resources));
+        self.discovery.set_own(discovery::merge_groups(&[&own]));
+        tracing::info!(server = %self.name, resources = resources.len(), "installed resources");
+        Ok(())
+    }
+
+    /// Publishes (or replaces) the OpenAPI document of a group-version (`api/v1`).
+    pub fn set_openapi(&self, gv_path: &str, document: &Value) {
+        let rendered = Rendered::new(document, crate::codec::JSON);
+        self.openapi.write().unwrap_or_else(|e| e.into_inner()).insert(gv_path.to_string(), rendered);
+    }
+
+    /// Removes the OpenAPI document of a group-version.
+    pub fn remove_openapi(&self, gv_path: &str) {
+        self.openapi.write().unwrap_or_else(|e| e.into_inner()).remove(gv_path);
+    }
+
+    /// The store of a resource, if this server serves it.
+    pub fn store(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Store>> {
+        let key = (group.to_string(), version.to_string(), plural.to_string());
+        self.stores.read().unwrap_or_else(|e| e.into_inner()).get(&key).cloned()
+    }
+
+    /// Adds one store (dynamic resources, such as a CRD's).
+    pub fn add_store(&self, store: Arc<Store>) {
+        let r = &store.resource;
+        let key = (r.group.clone(), r.version.clone(), r.plural.clone());
+        self.stores.write().unwrap_or_else(|e| e.into_inner()).insert(key, store);
+    }
+
+    /// Removes one store.
+    pub fn remove_store(&self, group: &str, version: &str, plural: &str) {
+        let key = (group.to_string(), version.to_string(), plural.to_string());
+        self.stores.write().unwrap_or_else(|e| e.into_inner()).remove(&key);
+    }
+
+    fn serves_group_version(&self, group: &str, version: &str) -> bool {
+        self.stores.read().unwrap_or_else(|e| e.into_inner()).keys().any(|(g, v, _)| g == group && v == version)
+    }
+
+    async fn health(&self, req: &ApiRequest, endpoint: &str, only: Option<&str>) -> ApiResponse {
+        let verbose = req.query_pairs().iter().any(|(k, _)| k == "verbose");
+        let excluded: Vec<String> = req.query_pairs().into_iter().filter(|(k, _)| k == "exclude").map(|(_, v)| v).collect();
+        let mut lines = vec!["[+]ping ok".to_string()];
+        let mut failed = false;
+        if only == Some("ping") {
+            return ApiResponse::bytes(StatusCode::OK, "text/plain; charset=utf-8", "ok");
+        }
+        for (name, check) in &self.checks {
+            if only.is_some_and(|o| o != name) || excluded.contains(name) {
+                continue;
+            }
+            match check().await {
+                Ok(()) => lines.push(format!("[+]{name} ok")),
+                Err(why) => {
+                    failed = true;
+                    tracing::warn!(check = %name, %why, "health check failed");
+                    lines.push(format!("[-]{name} failed: reason withheld"));
+                }
+            }
+        }
+        let status = if failed { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::OK };
+        let body = if verbose || failed {
+            lines.push(format!("{endpoint} check {}", if failed { "failed" } else { "passed" }));
+            lines.join("\n") + "\n"
+        } else {
+            "ok".into()
+        };
+        ApiResponse::bytes(status, "text/plain; charset=utf-8", body)
+    }
+
+    fn discovery_root(&self, req: &ApiRequest, path: &str) -> ApiResponse {
+        let docs = self.discovery.documents();
+        let accept = req.header(header::ACCEPT).unwrap_or("");
+        let rendered = match discovery::aggregated_version(accept) {
+            Some(version) => docs.aggregated(path, version),
+            None => docs.legacy(path),
+        };
+        match rendered {
+            Some(r) => cached(req, r),
+            None => Error::path_not_found().into(),
+        }
+    }
+
+    fn openapi_index(&self, req: &ApiRequest) -> ApiResponse {
+        let docs = self.discovery.documents();
+        let own = self.openapi.read().unwrap_or_else(|e| e.into_inner());
+        let paths = docs.group_versions().into_iter().map(|(g, v)| {
+            let path = openapi::group_version_path(&g, &v);
+            let hash = own.get(&path).map(|r| r.etag.trim_matches('"').to_string()).unwrap_or_default();
+            (path, hash)
+        });
+        cached(req, &Rendered::new(&openapi::index_document(paths), crate::codec::JSON))
+    }
+}
+
+/// Answers a rendered document, or 304 when the client has it.
+fn cached(req: &ApiRequest, rendered: &Rendered) -> ApiResponse {
+    let mut resp = if req.header(header::IF_NONE_MATCH) == Some(rendered.etag.as_str()) {
+        ApiResponse::bytes(StatusCode::NOT_MODIFIED, rendered.content_type, bytes::Bytes::new())
+    } else {
+        ApiResponse::bytes(StatusCode::OK, rendered.content_type, rendered.body.clone())
+    };
+    if let Ok(etag) = HeaderValue::from_str(&rendered.etag) {
+        resp.headers.insert(header::ETAG, etag);
+    }
+    resp.headers.insert(header::VARY, HeaderValue::from_static("Accept"));
+    resp
+}
+
+/// The OpenAPI description of a resource.
+fn resource_spec(r: &Resource, schema: &str, components: &mut Components) -> ResourceSpec {
+    let mut spec = ResourceSpec {
+        group: r.group.clone(),
+        version: r.version.clone(),
+        kind: r.kind.clone(),
+        plural: r.plural.clone(),
+        namespaced: r.namespaced,
+        verbs: r.verbs.clone(),
+        subresources: Vec::new(),
+        schema: schema.to_string(),
+        strategic_merge_patch: r.strategic_merge_patch,
+    };
+    for sub in &r.subresources {
+        let mut s = match sub.name.as_str() {
+            "scale" => SubresourceSpec::scale(components),
+            _ => SubresourceSpec::status(&spec),
+        };
+        s.name = sub.name.clone();
+        s.verbs = sub.verbs.clone();
+        spec.subresources.push(s);
+    }
+    spec
+}
+
+#[async_trait::async_trait]
+impl Handler for ApiServer {
+    async fn handle(&self, req: ApiRequest) -> ApiResponse {
+        let path = if req.path.len() > 1 { req.path.trim_end_matches('/').to_string() } else { req.path.clone() };
+        match path.as_str() {
+            "/healthz" | "/livez" | "/readyz" => return self.health(&req, &path[1..], None).await,
+            "/version" => return ApiResponse::json(StatusCode::OK, &crate::version::info()),
+            "/api" | "/apis" => return self.discovery_root(&req, &path),
+            "/openapi/v3" => return self.openapi_index(&req),
+            _ => {}
+        }
+        for endpoint in ["/healthz/", "/livez/", "/readyz/"] {
+            if let Some(check) = path.strip_prefix(endpoint) {
+                return self.health(&req, &endpoint[1..endpoint.len() - 1], Some(check)).await;
+            }
+        }
+        if let Some(gv_path) = path.strip_prefix("/openapi/v3/") {
+            let doc = self.openapi.read().unwrap_or_else(|e| e.into_inner()).get(gv_path).cloned();
+            if let Some(doc) = doc {
+                return cached(&req, &doc);
+            }
+            return self.delegate.handle(req).await;
+        }
+        let info = req.info.clone();
+        if info.is_resource_request {
+            if let Some(store) = self.store(&info.api_group, &info.api_version, &info.resource) {
+                return handlers::serve(&store, req).await;
+            }
+            if self.serves_group_version(&info.api_group, &info.api_version) {
+                return Error::path_not_found().into();
+            }
+            return self.delegate.handle(req).await;
+        }
+        if info.is_discovery() {
+            if let Some(doc) = self.discovery.documents().legacy(&path) {
+                return cached(&req, doc);
+            }
+        }
+        self.delegate.handle(req).await
+    }
+}
+
+/// Shorthand for a failed result as a response.
+pub fn respond(result: Result<ApiResponse>) -> ApiResponse {
+    result.unwrap_or_else(ApiResponse::from)
+}

@@ -1,0 +1,130 @@
+//! TLS material: the PEM files a server is started with, turned into rustls
+//! and tonic configurations, and the identity in a peer certificate.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+/// TLS errors: unreadable or unusable certificate files.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file held no usable certificate or key.
+    #[error("{0}")]
+    Invalid(String),
+    /// rustls rejected the configuration.
+    #[error("tls configuration: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+/// A certificate, its key and the CA that verifies peers.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// PEM certificate chain.
+    pub cert: Vec<u8>,
+    /// PEM private key.
+    pub key: Vec<u8>,
+    /// PEM CA bundle for verifying peers.
+    pub ca: Vec<u8>,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|source| TlsError::Read { path: path.into(), source })
+}
+
+impl TlsFiles {
+    /// Reads the three PEM files.
+    pub fn load(cert: &Path, key: &Path, ca: &Path) -> Result<Self, TlsError> {
+        Ok(TlsFiles { cert: read(cert)?, key: read(key)?, ca: read(ca)? })
+    }
+
+    fn certs(&self) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+        parse_certs(&self.cert)
+    }
+
+    fn private_key(&self) -> Result<PrivateKeyDer<'static>, TlsError> {
+        rustls_pemfile::private_key(&mut self.key.as_slice())
+            .map_err(|e| TlsError::Invalid(format!("private key: {e}")))?
+            .ok_or_else(|| TlsError::Invalid("no private key found".into()))
+    }
+
+    fn roots(&self) -> Result<rustls::RootCertStore, TlsError> {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in parse_certs(&self.ca)? {
+            roots.add(cert).map_err(|e| TlsError::Invalid(format!("CA certificate: {e}")))?;
+        }
+        Ok(roots)
+    }
+
+    /// A rustls server configuration that asks for (but does not require)
+    /// client certificates signed by the CA: the front door, where
+    /// anonymous requests reach health endpoints.
+    pub fn https_server(&self) -> Result<rustls::ServerConfig, TlsError> {
+        install_crypto_provider();
+        let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(self.roots()?))
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| TlsError::Invalid(format!("client verifier: {e}")))?;
+        let mut config =
+            rustls::ServerConfig::builder().with_client_cert_verifier(verifier).with_single_cert(self.certs()?, self.private_key()?)?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(config)
+    }
+
+    /// The tonic server configuration of a gRPC link: client certificates required.
+    pub fn grpc_server(&self) -> tonic::transport::ServerTlsConfig {
+        tonic::transport::ServerTlsConfig::new()
+            .identity(tonic::transport::Identity::from_pem(&self.cert, &self.key))
+            .client_ca_root(tonic::transport::Certificate::from_pem(&self.ca))
+    }
+
+    /// The tonic client configuration of a gRPC link to `server_name`.
+    pub fn grpc_client(&self, server_name: &str) -> tonic::transport::ClientTlsConfig {
+        tonic::transport::ClientTlsConfig::new()
+            .ca_certificate(tonic::transport::Certificate::from_pem(&self.ca))
+            .identity(tonic::transport::Identity::from_pem(&self.cert, &self.key))
+            .domain_name(server_name)
+    }
+}
+
+/// Parses every certificate in a PEM bundle.
+pub fn parse_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs: Vec<_> = rustls_pemfile::certs(&mut &pem[..])
+        .collect::<Result<_, _>>()
+        .map_err(|e| TlsError::Invalid(format!("certificate: {e}")))?;
+    if certs.is_empty() {
+        return Err(TlsError::Invalid("no certificate found".into()));
+    }
+    Ok(certs)
+}
+
+/// Makes ring the process's rustls crypto provider (idempotent).
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The subject of a certificate: common name and organizations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    /// CN.
+    pub common_name: String,
+    /// O values.
+    pub organizations: Vec<String>,
+}
+
+/// Reads the subject of a DER certificate.
+pub fn subject(der: &[u8]) -> Option<Subject> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    let common_name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+    let organizations = subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect();
+    Some(Subject { common_name, organizations })
+}
