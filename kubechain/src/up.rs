@@ -94,6 +94,8 @@ fn tls_args(pki: &Pki, component: &str) -> Vec<String> {
 /// Runs `kubechain up`.
 pub async fn up(args: UpArgs) -> Result<()> {
     let started = Instant::now();
+    // If whoever started us dies, stop the cluster rather than orphan it.
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
     let dir = std::fs::canonicalize(&args.data_dir)?;
     let logs = dir.join("logs");

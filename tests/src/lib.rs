@@ -1,1 +1,231 @@
-//! e2e harness
+//! The end-to-end harness: a real cluster started the way a user starts
+//! one (`kubechain up`), driven with the real `kubectl`, real `etcdctl` and
+//! the client libraries. Each [`Cluster`] has its own data directory and
+//! ports, and is stopped when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The directory holding the workspace's binaries (next to the test binary).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("deps dir");
+    deps.parent().expect("target profile dir").to_path_buf()
+}
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// A running local cluster.
+pub struct Cluster {
+    /// Its data directory.
+    pub dir: PathBuf,
+    /// The front door's port.
+    pub port: u16,
+    launcher: Option<Child>,
+    /// How long `kubechain up` took to print its ready line.
+    pub startup: Duration,
+}
+
+/// The output of a command, decoded.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code (-1 if killed).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Panics with the output unless the command succeeded; returns stdout.
+    pub fn ok(&self) -> &str {
+        assert_eq!(self.code, 0, "command failed\nstdout: {}\nstderr: {}", self.stdout, self.stderr);
+        &self.stdout
+    }
+
+    /// Panics unless the command failed; returns stderr.
+    pub fn err(&self) -> &str {
+        assert_ne!(self.code, 0, "command unexpectedly succeeded\nstdout: {}", self.stdout);
+        &self.stderr
+    }
+
+    /// Parses stdout as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.ok()).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+    }
+}
+
+impl Cluster {
+    /// Starts a fresh cluster in a new temporary directory.
+    pub fn start() -> Cluster {
+        let dir = std::env::temp_dir().join(format!("kubechain-e2e-{}-{}", std::process::id(), free_port()));
+        Self::start_in(dir, free_port())
+    }
+
+    /// Starts a cluster on a data directory and port.
+    pub fn start_in(dir: PathBuf, port: u16) -> Cluster {
+        let mut cluster = Cluster { dir, port, launcher: None, startup: Duration::ZERO };
+        cluster.launch();
+        cluster
+    }
+
+    /// Runs `kubechain up` and waits for its ready line.
+    fn launch(&mut self) {
+        let started = Instant::now();
+        let mut launcher = Command::new(bin_dir().join("kubechain"))
+            .args(["up", "--data-dir", &self.dir.display().to_string(), "--port", &self.port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("kubechain binary (cargo build --workspace first)");
+        let stdout = launcher.stdout.take().expect("launcher stdout");
+        self.launcher = Some(launcher);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_secs(90)) {
+                Ok(line) if line.starts_with("kubechain ready: export KUBECONFIG=") => break,
+                Ok(_) => continue,
+                Err(_) => panic!("kubechain up did not become ready; logs in {}", self.dir.join("logs").display()),
+            }
+        }
+        self.startup = started.elapsed();
+    }
+
+    /// The admin kubeconfig.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.join("kubeconfig")
+    }
+
+    /// A command with this cluster's kubeconfig and its own kubectl cache.
+    pub fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env("KUBECONFIG", self.kubeconfig()).env("KUBECACHEDIR", self.dir.join("kubectl-cache"));
+        cmd
+    }
+
+    /// Runs the stock `kubectl` (the one on PATH) with arguments.
+    pub fn kubectl(&self, args: &[&str]) -> Run {
+        Run::from(self.command("kubectl").args(args).output().expect("kubectl on PATH"))
+    }
+
+    /// Runs kubectl with a manifest on stdin (`-f -`).
+    pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> Run {
+        use std::io::Write;
+        let mut child = self
+            .command("kubectl")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl on PATH");
+        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("writing manifest");
+        Run::from(child.wait_with_output().expect("kubectl output"))
+    }
+
+    /// Starts kubectl without waiting (for `get -w`).
+    pub fn kubectl_spawn(&self, args: &[&str]) -> Child {
+        self.command("kubectl").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("kubectl on PATH")
+    }
+
+    /// The etcd client URL of this cluster.
+    pub fn etcd_endpoint(&self) -> String {
+        let ports: Value = serde_json::from_slice(&std::fs::read(self.dir.join("ports.json")).expect("ports.json")).expect("ports json");
+        format!("http://127.0.0.1:{}", ports["etcd"])
+    }
+
+    /// Runs `etcdctl` (v3 API) against this cluster's etcd.
+    pub fn etcdctl(&self, args: &[&str]) -> Run {
+        let output = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .arg("--endpoints")
+            .arg(self.etcd_endpoint())
+            .args(args)
+            .output()
+            .expect("etcdctl on PATH");
+        Run::from(output)
+    }
+
+    /// The resident memory (KiB) of each child process, by its log name.
+    pub fn memory_kib(&self) -> Vec<(String, u64)> {
+        let Some(launcher) = &self.launcher else { return Vec::new() };
+        let children = std::fs::read_to_string(format!("/proc/{}/task/{}/children", launcher.id(), launcher.id())).unwrap_or_default();
+        children
+            .split_whitespace()
+            .filter_map(|pid| {
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+                let name = status.lines().find_map(|l| l.strip_prefix("Name:"))?.trim().to_string();
+                let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+                Some((name, rss))
+            })
+            .collect()
+    }
+
+    /// Stops the cluster (SIGTERM to the launcher) and waits.
+    pub fn stop(&mut self) {
+        if let Some(mut launcher) = self.launcher.take() {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(launcher.id() as i32), nix::sys::signal::Signal::SIGTERM);
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while launcher.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = launcher.kill();
+            let _ = launcher.wait();
+        }
+    }
+
+    /// Stops and starts the cluster again on the same data directory.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch();
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Polls `check` until it returns true or the timeout passes.
+pub fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    check()
+}

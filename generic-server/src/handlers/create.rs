@@ -11,7 +11,9 @@ use crate::request::{ApiRequest, ApiResponse};
 
 /// POST a new object.
 pub async fn create(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    if !req.info.subresource.is_empty() {
+    // POST goes to a collection; a subresource that accepts creates (such as
+    // a token request) is declared by its resource.
+    if !req.info.name.is_empty() || !req.info.subresource.is_empty() {
         return Err(Error::method_not_allowed());
     }
     check_verb(store, req)?;

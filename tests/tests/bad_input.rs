@@ -1,0 +1,128 @@
+//! Bad input gets a Status with the right code; nothing stored changes and
+//! the servers keep serving. Requests are sent raw with curl, through the
+//! front door, authenticated by the admin client certificate.
+
+use std::process::Command;
+
+use serde_json::Value;
+use tests::Cluster;
+
+/// Sends a request with curl; returns the status code and parsed body.
+fn request(cluster: &Cluster, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
+    let pki = cluster.dir.join("pki");
+    let body_file = cluster.dir.join(format!("body-{}", std::process::id()));
+    std::fs::write(&body_file, body).expect("writing body");
+    let output = Command::new("curl")
+        .args(["-sS", "-X", method, "-H", &format!("Content-Type: {content_type}")])
+        .arg("--cacert")
+        .arg(pki.join("ca.crt"))
+        .arg("--cert")
+        .arg(pki.join("admin.crt"))
+        .arg("--key")
+        .arg(pki.join("admin.key"))
+        .arg("--data-binary")
+        .arg(format!("@{}", body_file.display()))
+        .args(["-w", "\n%{http_code}"])
+        .arg(format!("https://localhost:{}{path}", cluster.port))
+        .output()
+        .expect("curl on PATH");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').expect("status code line");
+    (code.trim().parse().expect("status code"), serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn assert_status(answer: &(u16, Value), code: u16, reason: &str) {
+    assert_eq!(answer.0, code, "{}", answer.1);
+    assert_eq!(answer.1["kind"], "Status", "{}", answer.1);
+    assert_eq!(answer.1["code"], code);
+    assert_eq!(answer.1["reason"], reason, "{}", answer.1);
+}
+
+#[test]
+fn bad_requests_get_statuses_and_change_nothing() {
+    let cluster = Cluster::start();
+    cluster.kubectl(&["create", "configmap", "precious", "--from-literal=k=v"]).ok();
+    let before = cluster.kubectl(&["get", "cm", "precious", "-o", "json"]).json();
+    let collection = "/api/v1/namespaces/default/configmaps";
+    let item = "/api/v1/namespaces/default/configmaps/precious";
+
+    assert_status(&request(&cluster, "POST", collection, "application/json", b"{\"metadata\": {"), 400, "BadRequest");
+    assert_status(&request(&cluster, "PUT", item, "application/json", b"not json"), 400, "BadRequest");
+    assert_status(&request(&cluster, "POST", collection, "application/yaml", b"metadata: [\n  name"), 400, "BadRequest");
+    assert_status(&request(&cluster, "POST", collection, "text/plain", b"name=x"), 415, "UnsupportedMediaType");
+    assert_status(&request(&cluster, "PATCH", item, "application/x-unknown-patch", b"{}"), 415, "UnsupportedMediaType");
+    assert_status(&request(&cluster, "PATCH", item, "application/merge-patch+json", b"{\"data\": "), 400, "BadRequest");
+
+    let huge = format!(
+        "{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"precious\"}},\"data\":{{\"k\":\"{}\"}}}}",
+        "x".repeat(3 * 1024 * 1024 + 10)
+    );
+    assert_status(&request(&cluster, "PUT", item, "application/json", huge.as_bytes()), 413, "RequestEntityTooLarge");
+
+    let selector = request(&cluster, "GET", &format!("{collection}?labelSelector=a%20in%20(b"), "application/json", b"");
+    assert_status(&selector, 400, "BadRequest");
+    let fields = request(&cluster, "GET", &format!("{collection}?fieldSelector=spec.nothing%3Dx"), "application/json", b"");
+    assert_status(&fields, 400, "BadRequest");
+
+    let invalid = request(
+        &cluster,
+        "POST",
+        collection,
+        "application/json",
+        br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Not_Valid","labels":{"bad key":"v"}},"data":{"bad key!":"v"}}"#,
+    );
+    assert_status(&invalid, 422, "Invalid");
+    let causes = invalid.1["details"]["causes"].as_array().expect("causes");
+    let fields: Vec<&str> = causes.iter().filter_map(|c| c["field"].as_str()).collect();
+    assert_eq!(fields, vec!["metadata.name", "metadata.labels", "data[bad key!]"], "{}", invalid.1);
+    assert!(causes.iter().all(|c| c["reason"] == "FieldValueInvalid"));
+
+    let strict = request(
+        &cluster,
+        "POST",
+        &format!("{collection}?fieldValidation=Strict"),
+        "application/json",
+        br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"strict"},"data":{},"bogus":true}"#,
+    );
+    assert_status(&strict, 400, "BadRequest");
+    assert_eq!(
+        strict.1["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
+    );
+    let wrong_kind = request(&cluster, "POST", collection, "application/json", br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}"#);
+    assert_status(&wrong_kind, 400, "BadRequest");
+    let wrong_type = request(&cluster, "POST", collection, "application/json", br#"{"metadata":{"name":"x"},"data":{"k":1}}"#);
+    assert_status(&wrong_type, 400, "BadRequest");
+    let stale = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"precious","resourceVersion":"1"},"data":{"k":"overwritten"}}"#;
+    assert_status(&request(&cluster, "PUT", item, "application/json", stale), 409, "Conflict");
+    assert_status(&request(&cluster, "DELETE", "/api/v1/namespaces/default/configmaps/absent", "application/json", b""), 404, "NotFound");
+    assert_status(&request(&cluster, "POST", "/api/v1/namespaces/default/configmaps/precious", "application/json", b"{}"), 405, "MethodNotAllowed");
+
+    let after = cluster.kubectl(&["get", "cm", "precious", "-o", "json"]).json();
+    assert_eq!(before, after, "a bad request changed stored data");
+    assert!(cluster.kubectl(&["get", "--raw", "/readyz"]).ok().contains("ok"));
+    for name in ["strict", "x", "Not_Valid"] {
+        assert!(cluster.etcdctl(&["get", &format!("/registry/configmaps/default/{name}")]).ok().is_empty());
+    }
+}
+
+#[test]
+fn anonymous_users_only_reach_health_and_version() {
+    let cluster = Cluster::start();
+    let anonymous = |path: &str| {
+        let output = Command::new("curl")
+            .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}"])
+            .arg("--cacert")
+            .arg(cluster.dir.join("pki/ca.crt"))
+            .arg(format!("https://localhost:{}{path}", cluster.port))
+            .output()
+            .expect("curl on PATH");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    for path in ["/healthz", "/livez", "/readyz", "/version"] {
+        assert_eq!(anonymous(path), "200", "{path}");
+    }
+    for path in ["/api", "/apis", "/api/v1/namespaces", "/openapi/v3"] {
+        assert_eq!(anonymous(path), "401", "{path}");
+    }
+}
