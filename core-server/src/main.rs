@@ -47,14 +47,7 @@ struct Options {
 }
 
 fn main() -> anyhow::Result<()> {
-    let options = Options::parse();
-    tracing_subscriber::fmt().with_env_filter(env_filter()).init();
-    let runtime = || tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
-    actix_rt::System::with_tokio_rt(runtime).block_on(run(options))
-}
-
-fn env_filter() -> tracing_subscriber::EnvFilter {
-    tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())
+    options::run(run(Options::parse()))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {

@@ -292,3 +292,82 @@ impl Handler for GrpcDelegate {
         resp
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    /// Streams one chunk, then nothing; records when it is dropped.
+    struct Endless(Arc<AtomicBool>);
+
+    struct DropFlag(Arc<AtomicBool>);
+
+    impl Drop for DropFlag {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Handler for Endless {
+        async fn handle(&self, req: ApiRequest) -> ApiResponse {
+            let flag = DropFlag(self.0.clone());
+            let first = futures::stream::once(async move { Bytes::from(format!("user={}\n", req.user.name)) });
+            let forever = futures::stream::pending::<Bytes>().map(move |b| {
+                let _keep = &flag;
+                b
+            });
+            ApiResponse::stream(StatusCode::OK, "application/json", first.chain(forever).boxed())
+        }
+    }
+
+    async fn serve(handler: Arc<dyn Handler>, tls: &TlsFiles, callers: &[&str]) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let service = DelegationService::new(handler, Arc::new(Discovery::default()), callers.iter().map(|c| c.to_string()).collect());
+        let server = tonic::transport::Server::builder().tls_config(tls.grpc_server()).unwrap().add_service(service.into_server());
+        tokio::spawn(server.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)));
+        format!("https://127.0.0.1:{}", addr.port())
+    }
+
+    fn request() -> ApiRequest {
+        let user = UserInfo { name: "alice".into(), ..Default::default() };
+        ApiRequest::new(Method::GET, "/api/v1/configmaps", "watch=true", HeaderMap::new(), Bytes::new(), user)
+    }
+
+    #[tokio::test]
+    async fn a_dropped_response_cancels_the_stream_on_the_server() {
+        crate::tls::install_crypto_provider();
+        let files = crate::testing::tls_files(&["kubechain-core-server", "kubechain-aggregator"]);
+        let dropped = Arc::new(AtomicBool::new(false));
+        let endpoint = serve(Arc::new(Endless(dropped.clone())), &files[0], &["kubechain-aggregator"]).await;
+        let delegate = GrpcDelegate::new("core-server", &endpoint, "core-server", &files[1]).unwrap();
+        let resp = delegate.handle(request()).await;
+        assert_eq!(resp.status, StatusCode::OK);
+        let Body::Stream(mut body) = resp.body else { panic!("expected a streamed body") };
+        assert_eq!(body.next().await.unwrap(), Bytes::from("user=alice\n"));
+        assert!(!dropped.load(Ordering::SeqCst));
+        drop(body);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+        while !dropped.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(dropped.load(Ordering::SeqCst), "the server kept streaming after the client went away");
+    }
+
+    #[tokio::test]
+    async fn callers_are_checked_and_unreachable_delegates_are_503() {
+        crate::tls::install_crypto_provider();
+        let files = crate::testing::tls_files(&["kubechain-core-server", "kubechain-intruder"]);
+        let endpoint = serve(Arc::new(Endless(Arc::default())), &files[0], &["kubechain-aggregator"]).await;
+        let intruder = GrpcDelegate::new("core-server", &endpoint, "core-server", &files[1]).unwrap();
+        assert_eq!(intruder.handle(request()).await.status, StatusCode::SERVICE_UNAVAILABLE);
+        let nowhere = GrpcDelegate::new("core-server", "https://127.0.0.1:1", "core-server", &files[1]).unwrap();
+        let resp = nowhere.handle(request()).await;
+        assert_eq!(resp.status, StatusCode::SERVICE_UNAVAILABLE);
+        let status: serde_json::Value = serde_json::from_slice(&resp.into_bytes().await).unwrap();
+        assert_eq!(status["reason"], "ServiceUnavailable");
+    }
+}

@@ -43,6 +43,17 @@ impl TlsOptions {
     }
 }
 
+/// Runs a server's main future on an actix system (actors on the main
+/// thread, tasks on a multi-threaded tokio runtime), with logging to stderr
+/// filtered by `RUST_LOG` (default `info`).
+pub fn run<E>(main: impl std::future::Future<Output = Result<(), E>>) -> Result<(), E> {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(std::io::stderr().is_terminal()).with_writer(std::io::stderr).init();
+    let runtime = || tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    actix_rt::System::with_tokio_rt(runtime).block_on(main)
+}
+
 /// Connects etcd and starts the watch cache; also returns an etcd health check.
 pub async fn start_storage(etcd: &EtcdOptions) -> Result<(Arc<Cacher>, HealthCheck), crate::storage::StorageError> {
     let storage: Arc<dyn Storage> = Arc::new(EtcdStorage::connect(&etcd.etcd_servers).await?);

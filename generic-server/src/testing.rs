@@ -53,3 +53,26 @@ impl Drop for TestEtcd {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Certificates for testing the gRPC links: one CA, and a certificate per
+/// identity (valid as server and client, for `localhost` and `core-server`).
+pub fn tls_files(common_names: &[&str]) -> Vec<crate::tls::TlsFiles> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().expect("ca key");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("ca params");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "test-ca");
+    let ca_pem = ca.self_signed(&ca_key).expect("ca cert").pem();
+    let issuer = Issuer::new(ca, ca_key);
+    common_names
+        .iter()
+        .map(|cn| {
+            let key = KeyPair::generate().expect("key");
+            let mut params = CertificateParams::new(vec!["localhost".to_string(), "core-server".to_string()]).expect("params");
+            params.distinguished_name.push(DnType::CommonName, *cn);
+            params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+            let cert = params.signed_by(&key, &issuer).expect("cert");
+            crate::tls::TlsFiles { cert: cert.pem().into_bytes(), key: key.serialize_pem().into_bytes(), ca: ca_pem.clone().into_bytes() }
+        })
+        .collect()
+}

@@ -174,19 +174,48 @@ impl Cluster {
         Run::from(output)
     }
 
-    /// The resident memory (KiB) of each child process, by its log name.
+    /// The launcher's process id.
+    pub fn launcher_pid(&self) -> Option<u32> {
+        self.launcher.as_ref().map(Child::id)
+    }
+
+    /// The launcher's children: (program name, pid).
+    pub fn children(&self) -> Vec<(String, u32)> {
+        let Some(pid) = self.launcher_pid() else { return Vec::new() };
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default();
+        tasks
+            .iter()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .flat_map(|c| c.split_whitespace().filter_map(|p| p.parse::<u32>().ok()).collect::<Vec<_>>())
+            .filter_map(|child| {
+                let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).ok()?;
+                let argv0 = cmdline.split(|b| *b == 0).next()?;
+                let name = Path::new(std::str::from_utf8(argv0).ok()?).file_name()?.to_str()?.to_string();
+                Some((name, child))
+            })
+            .collect()
+    }
+
+    /// The pid of a child process by program name (`core-server`, `etcd`).
+    pub fn child_pid(&self, name: &str) -> Option<u32> {
+        self.children().into_iter().find(|(n, _)| n == name).map(|(_, pid)| pid)
+    }
+
+    /// The resident memory (KiB) of each child process, by program name.
     pub fn memory_kib(&self) -> Vec<(String, u64)> {
-        let Some(launcher) = &self.launcher else { return Vec::new() };
-        let children = std::fs::read_to_string(format!("/proc/{}/task/{}/children", launcher.id(), launcher.id())).unwrap_or_default();
-        children
-            .split_whitespace()
-            .filter_map(|pid| {
+        self.children()
+            .into_iter()
+            .filter_map(|(name, pid)| {
                 let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-                let name = status.lines().find_map(|l| l.strip_prefix("Name:"))?.trim().to_string();
                 let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
                 Some((name, rss))
             })
             .collect()
+    }
+
+    /// Sends a signal to a process.
+    pub fn signal(pid: u32, signal: nix::sys::signal::Signal) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal);
     }
 
     /// Stops the cluster (SIGTERM to the launcher) and waits.

@@ -14,7 +14,7 @@
 //! - [`unknown_fields`] walks an object against a schema and returns the paths
 //!   kube-apiserver reports as `strict decoding error: unknown field "<path>"`.
 //!
-//! ```ignore
+//! ```
 //! use generic_server::openapi::*;
 //! let mut components = Components::new();
 //! let spec = ResourceSpec::builtin::<k8s_openapi::api::core::v1::ConfigMap>(&mut components);
