@@ -25,16 +25,6 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
-/// Maximum length of a label value and of the name part of a label key.
-const NAME_MAX_LENGTH: usize = 63;
-/// Maximum length of the DNS subdomain prefix of a label key.
-const PREFIX_MAX_LENGTH: usize = 253;
-/// kube's wording for a label key name part that fails its pattern.
-const NAME_PATTERN_ERROR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-/// kube's wording for a label value that fails its pattern.
-const VALUE_PATTERN_ERROR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
-/// kube's wording for a key prefix that is not a DNS subdomain.
-const SUBDOMAIN_PATTERN_ERROR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 /// The binary operators, in the order kube lists them in its errors.
 const BINARY_OPERATORS: &str = "in, notin, =, ==, !=, gt, lt";
 
@@ -410,7 +400,7 @@ fn requirement_errors(key: &str, operator: Operator, values: &[String]) -> Vec<S
         }
     }
     for (index, value) in values.iter().enumerate() {
-        let problems = label_value_problems(value);
+        let problems = crate::validation::label_value(value);
         if !problems.is_empty() {
             let field = format!("values[{index}][{key}]");
             errors.push(invalid(&field, &go_quote(value), &problems.join("; ")));
@@ -421,7 +411,7 @@ fn requirement_errors(key: &str, operator: Operator, values: &[String]) -> Vec<S
 
 /// kube's `validateLabelKey`: a field error when `key` is not a qualified name.
 fn key_error(field: &str, key: &str) -> Option<String> {
-    let problems = label_key_problems(key);
+    let problems = crate::validation::qualified_name(key);
     (!problems.is_empty()).then(|| invalid(field, &go_quote(key), &problems.join("; ")))
 }
 
@@ -452,88 +442,6 @@ fn go_string_slice(values: &[String]) -> String {
     }
     let quoted: Vec<String> = values.iter().map(|value| go_quote(value)).collect();
     format!("[]string{{{}}}", quoted.join(", "))
-}
-
-/// Problems with a label key (kube's `IsQualifiedName`), empty when valid.
-pub fn label_key_problems(key: &str) -> Vec<String> {
-    let mut problems = Vec::new();
-    let parts: Vec<&str> = key.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            problems.extend(prefix_problems(prefix));
-            *name
-        }
-        _ => {
-            return vec![format!(
-                "a qualified name {NAME_PATTERN_ERROR} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            )];
-        }
-    };
-    if name.is_empty() {
-        problems.push("name part must be non-empty".to_owned());
-    } else if name.len() > NAME_MAX_LENGTH {
-        problems.push(format!(
-            "name part must be no more than {NAME_MAX_LENGTH} characters"
-        ));
-    }
-    if !is_qualified_name_part(name) {
-        problems.push(format!("name part {NAME_PATTERN_ERROR}"));
-    }
-    problems
-}
-
-/// Problems with the prefix of a label key.
-fn prefix_problems(prefix: &str) -> Vec<String> {
-    if prefix.is_empty() {
-        return vec!["prefix part must be non-empty".to_owned()];
-    }
-    let mut problems = Vec::new();
-    if prefix.len() > PREFIX_MAX_LENGTH {
-        problems.push(format!(
-            "prefix part must be no more than {PREFIX_MAX_LENGTH} characters"
-        ));
-    }
-    if !is_dns_subdomain(prefix) {
-        problems.push(format!("prefix part {SUBDOMAIN_PATTERN_ERROR}"));
-    }
-    problems
-}
-
-/// Problems with a label value (kube's `IsValidLabelValue`), empty when valid.
-pub fn label_value_problems(value: &str) -> Vec<String> {
-    let mut problems = Vec::new();
-    if value.len() > NAME_MAX_LENGTH {
-        problems.push(format!("must be no more than {NAME_MAX_LENGTH} characters"));
-    }
-    if !value.is_empty() && !is_qualified_name_part(value) {
-        problems.push(VALUE_PATTERN_ERROR.to_owned());
-    }
-    problems
-}
-
-/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
-fn is_qualified_name_part(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
-        return false;
-    };
-    first.is_ascii_alphanumeric()
-        && last.is_ascii_alphanumeric()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
-/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`.
-fn is_dns_subdomain(value: &str) -> bool {
-    value.split('.').all(|label| {
-        let bytes = label.as_bytes();
-        let edge = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-        bytes.first().is_some_and(edge)
-            && bytes.last().is_some_and(edge)
-            && bytes.iter().all(|b| edge(b) || *b == b'-')
-    })
 }
 
 /// A token of the selector language.

@@ -7,7 +7,6 @@ use crate::error::FieldError;
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 
@@ -108,41 +107,41 @@ fn is_qualified_name_part(s: &str) -> bool {
         && s.ends_with(ok)
 }
 
-/// Problems with a qualified name (label and annotation keys): `[prefix/]name`.
+const QUALIFIED_NAME_ERROR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// Problems with a qualified name (label and annotation keys, kube's
+/// `IsQualifiedName`): `[prefix/]name`, the prefix a DNS subdomain.
 pub fn qualified_name(key: &str) -> Vec<String> {
-    let (prefix, name) = match key.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
+    let parts: Vec<&str> = key.split('/').collect();
     let mut errs = Vec::new();
-    if key.matches('/').count() > 1 {
-        return vec![format!(
-            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        )];
-    }
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            errs.push("prefix part must be non-empty".into());
-        } else {
-            errs.extend(dns1123_subdomain(prefix).into_iter().map(|m| format!("prefix part {m}")));
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".into());
+            } else {
+                errs.extend(dns1123_subdomain(prefix).into_iter().map(|m| format!("prefix part {m}")));
+            }
+            *name
         }
-    }
+        _ => {
+            return vec![format!(
+                "a qualified name {QUALIFIED_NAME_ERROR} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            )];
+        }
+    };
     if name.is_empty() {
         errs.push("name part must be non-empty".into());
-    } else {
-        if name.len() > 63 {
-            errs.push("name part must be no more than 63 characters".into());
-        }
-        if !is_qualified_name_part(name) {
-            errs.push(format!(
-                "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}')"
-            ));
-        }
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".into());
+    }
+    if !is_qualified_name_part(name) {
+        errs.push(format!("name part {QUALIFIED_NAME_ERROR}"));
     }
     errs
 }
 
-/// Problems with a label value.
+/// Problems with a label value (kube's `IsValidLabelValue`).
 pub fn label_value(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > 63 {
