@@ -37,6 +37,8 @@ pub struct Attributes<'a> {
     pub old: Option<&'a Value>,
     /// The user writing.
     pub user: &'a UserInfo,
+    /// Whether the write is a dry run (nothing may be persisted).
+    pub dry_run: bool,
 }
 
 /// One admission plugin.

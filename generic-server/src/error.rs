@@ -280,7 +280,7 @@ pub enum Error {
         detail: String,
     },
     /// The object failed validation.
-    #[error("{kind} {name:?} is invalid: {}", render_causes(.causes))]
+    #[error("{}{} {name:?} is invalid: {}", .kind, qualify(.group), render_causes(.causes))]
     Invalid {
         /// The group of the kind.
         group: String,
@@ -301,6 +301,11 @@ pub enum Error {
         /// Seconds a client should wait before retrying (429, 503).
         retry_after: Option<u32>,
     },
+}
+
+/// `.group` for a named group, nothing for core: kube's qualified kind.
+fn qualify(group: &str) -> String {
+    if group.is_empty() { String::new() } else { format!(".{group}") }
 }
 
 fn render_causes(causes: &[FieldError]) -> String {

@@ -18,7 +18,7 @@ use crate::field_selector::FieldSelector;
 use crate::label_selector::LabelSelector;
 use crate::patch::{self, PatchType};
 use crate::request::{BodyStream, UserInfo};
-use crate::resource::Resource;
+use crate::resource::{Resource, ScaleSelector, ScaleSpec};
 use crate::storage::cacher::{
     CachedObject, Cacher, Ingest, ResourceCache, WatchEvent, WatchEventType, WatchStart, history_event,
 };
@@ -198,6 +198,23 @@ fn ingest_with(fields: Arc<dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync
             bytes: serde_json::to_vec(&obj).ok()?.into(),
         })
     })
+}
+
+/// Sets the value at a JSON pointer, creating objects on the way.
+pub fn set_pointer(obj: &mut Value, pointer: &str, value: Value) {
+    let mut cur = obj;
+    let parts: Vec<&str> = pointer.trim_start_matches('/').split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = json!({});
+        }
+        let map = cur.as_object_mut().expect("just made an object");
+        if i == parts.len() - 1 {
+            map.insert(part.to_string(), value);
+            return;
+        }
+        cur = map.entry(part.to_string()).or_insert_with(|| json!({}));
+    }
 }
 
 /// Sets `metadata.resourceVersion`.
@@ -483,7 +500,7 @@ impl Store {
         strategy.prepare_for_create(&mut obj);
         strategy.defaults(&mut obj);
         let name = meta_str(&obj, "name").to_string();
-        let attrs = self.attributes(Operation::Create, "", namespace, &name, None, &opts.user);
+        let attrs = self.attributes(Operation::Create, "", namespace, &name, None, &opts.user, opts.dry_run);
         self.admission.admit(&attrs, &mut obj).await?;
         let mut errs = validation::object_meta(&obj, self.resource.namespaced, strategy.name_rule());
         errs.extend(strategy.validate(&obj));
@@ -503,6 +520,9 @@ impl Store {
 
     /// Replaces an object (PUT), or its status (`subresource = "status"`).
     pub async fn update(&self, namespace: &str, name: &str, subresource: &str, obj: Value, opts: &WriteOptions) -> Result<Written> {
+        if subresource == "scale" {
+            return self.update_scale(namespace, name, obj, opts).await;
+        }
         let mut warnings = Vec::new();
         let mut obj = self.decode_object(obj, opts, &mut warnings)?;
         let body_name = meta_str(&obj, "name");
@@ -528,6 +548,102 @@ impl Store {
         Ok(written)
     }
 
+    fn scale_spec(&self) -> Result<&ScaleSpec> {
+        self.resource.scale.as_ref().ok_or_else(Error::path_not_found)
+    }
+
+    /// The autoscaling/v1 Scale of an object.
+    pub fn to_scale(&self, obj: &Value) -> Result<Value> {
+        let spec = self.scale_spec()?;
+        let replicas = |pointer: &str| obj.pointer(pointer).and_then(Value::as_i64).unwrap_or(0);
+        let selector = match &spec.selector {
+            ScaleSelector::LabelSelector(pointer) => match obj.pointer(pointer) {
+                Some(sel) => LabelSelector::from_label_selector_object(sel).map(|s| s.to_string()).unwrap_or_default(),
+                None => String::new(),
+            },
+            ScaleSelector::Map(pointer) => obj
+                .pointer(pointer)
+                .and_then(Value::as_object)
+                .map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect::<Vec<_>>().join(","))
+                .unwrap_or_default(),
+            ScaleSelector::String(pointer) => obj.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string(),
+            ScaleSelector::None => String::new(),
+        };
+        let meta = obj.get("metadata").cloned().unwrap_or_default();
+        let mut metadata = Map::new();
+        for field in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+            if let Some(v) = meta.get(field) {
+                metadata.insert(field.into(), v.clone());
+            }
+        }
+        let mut status = json!({"replicas": replicas(&spec.status_replicas)});
+        if !selector.is_empty() {
+            status["selector"] = json!(selector);
+        }
+        Ok(json!({
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": metadata,
+            "spec": {"replicas": replicas(&spec.spec_replicas)},
+            "status": status,
+        }))
+    }
+
+    /// Sets the parent's replicas from a Scale, checking the Scale.
+    fn from_scale(&self, current: &Value, scale: &Value) -> Result<Value> {
+        let spec = self.scale_spec()?;
+        let name = meta_str(current, "name");
+        let rv = meta_str(scale, "resourceVersion");
+        if !rv.is_empty() && rv != meta_str(current, "resourceVersion") {
+            return Err(self.conflict(name));
+        }
+        let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
+        if replicas < 0 {
+            let cause = FieldError::invalid("spec.replicas", replicas, "must be greater than or equal to 0");
+            return Err(Error::invalid("autoscaling", "Scale", name, vec![cause]));
+        }
+        let mut parent = current.clone();
+        set_pointer(&mut parent, &spec.spec_replicas, json!(replicas));
+        Ok(parent)
+    }
+
+    fn decode_scale(&self, scale: Value) -> Result<Value> {
+        use crate::codec::Codec;
+        let got = (scale.get("apiVersion").and_then(Value::as_str), scale.get("kind").and_then(Value::as_str));
+        if !matches!(got, (None | Some("autoscaling/v1"), None | Some("Scale"))) {
+            return Err(Error::bad_request("the body of a scale request must be an autoscaling/v1 Scale"));
+        }
+        crate::codec::TypedCodec::<k8s_openapi::api::autoscaling::v1::Scale>::default()
+            .normalize(scale)
+            .map(|n| n.object)
+            .map_err(|e| Error::bad_request(format!("Scale in version \"v1\" cannot be handled as a Scale: {e}")))
+    }
+
+    /// Replaces an object's replicas through its Scale.
+    async fn update_scale(&self, namespace: &str, name: &str, scale: Value, opts: &WriteOptions) -> Result<Written> {
+        let scale = self.decode_scale(scale)?;
+        let mut written = self.guaranteed_update(namespace, name, "scale", opts, |current| self.from_scale(current, &scale)).await?;
+        written.object = self.to_scale(&written.object)?;
+        Ok(written)
+    }
+
+    /// Patches an object's Scale.
+    async fn patch_scale(&self, namespace: &str, name: &str, kind: PatchType, body: &[u8], opts: &WriteOptions) -> Result<Written> {
+        let schema = self.patch_schema.clone();
+        let mut written = self
+            .guaranteed_update(namespace, name, "scale", opts, |current| {
+                let scale = self.to_scale(current)?;
+                let scale_schema = json!({"$ref": format!("{}io.k8s.api.autoscaling.v1.Scale", crate::openapi::SCHEMA_PREFIX)});
+                let lookup = schema.as_ref().map(|s| patch::strategic::Schema::new(&scale_schema, s.components.as_ref()));
+                let patched = patch::apply_patch(kind, &scale, body, lookup)
+                    .map_err(|e| Error::new(crate::error::reason_for_code(e.code()), e.status_message()))?;
+                self.from_scale(current, &self.decode_scale(patched)?)
+            })
+            .await?;
+        written.object = self.to_scale(&written.object)?;
+        Ok(written)
+    }
+
     /// Patches an object (or its status).
     pub async fn patch(
         &self,
@@ -538,6 +654,9 @@ impl Store {
         body: &[u8],
         opts: &WriteOptions,
     ) -> Result<Written> {
+        if subresource == "scale" {
+            return self.patch_scale(namespace, name, kind, body, opts).await;
+        }
         if kind == PatchType::StrategicMerge && !self.resource.strategic_merge_patch {
             return Err(crate::codec::unsupported_media_type(&[
                 "application/json-patch+json",
@@ -588,7 +707,7 @@ impl Store {
                 strategy.prepare_for_update(&mut new, &old);
             }
             strategy.defaults(&mut new);
-            let attrs = self.attributes(Operation::Update, subresource, namespace, name, Some(&old), &opts.user);
+            let attrs = self.attributes(Operation::Update, subresource, namespace, name, Some(&old), &opts.user, opts.dry_run);
             self.admission.admit(&attrs, &mut new).await?;
             let mut errs = validation::object_meta(&new, self.resource.namespaced, strategy.name_rule());
             errs.extend(validation::object_meta_update(&new, &old));
@@ -649,7 +768,7 @@ impl Store {
                     ));
                 }
             }
-            let attrs = self.attributes(Operation::Delete, "", namespace, name, Some(&obj), &opts.user);
+            let attrs = self.attributes(Operation::Delete, "", namespace, name, Some(&obj), &opts.user, opts.dry_run);
             self.admission.validate(&attrs, None).await?;
             let keep = self.resource.strategy.begin_delete(&mut obj)? || !finalizers(&obj).is_empty();
             if keep {
@@ -712,8 +831,9 @@ impl Store {
         name: &'a str,
         old: Option<&'a Value>,
         user: &'a UserInfo,
+        dry_run: bool,
     ) -> Attributes<'a> {
-        Attributes { operation, resource: &self.resource, subresource, namespace, name, old, user }
+        Attributes { operation, resource: &self.resource, subresource, namespace, name, old, user, dry_run }
     }
 
     /// Checks apiVersion and kind (defaulting them), then the structure,

@@ -122,6 +122,43 @@ pub struct Resource {
     pub strategic_merge_patch: bool,
     /// Adds the kind's OpenAPI schema to a collection and names it.
     pub schema: Option<fn(&mut Components) -> String>,
+    /// Where the `scale` subresource reads and writes, if there is one.
+    pub scale: Option<ScaleSpec>,
+}
+
+/// Where a resource keeps what its `scale` subresource shows (JSON pointers).
+#[derive(Debug, Clone)]
+pub struct ScaleSpec {
+    /// The desired replicas, e.g. `/spec/replicas`.
+    pub spec_replicas: String,
+    /// The observed replicas, e.g. `/status/replicas`.
+    pub status_replicas: String,
+    /// Where the label selector is.
+    pub selector: ScaleSelector,
+}
+
+/// How the scale subresource finds the selector it reports.
+#[derive(Debug, Clone)]
+pub enum ScaleSelector {
+    /// A `metav1.LabelSelector` object at this pointer (built-ins: `/spec/selector`).
+    LabelSelector(String),
+    /// A selector string at this pointer (custom resources' `labelSelectorPath`).
+    String(String),
+    /// A `map[string]string` selector (ReplicationController's `/spec/selector`).
+    Map(String),
+    /// No selector.
+    None,
+}
+
+impl ScaleSpec {
+    /// The usual built-in layout: `spec.replicas`, `status.replicas`, `spec.selector`.
+    pub fn standard() -> Self {
+        ScaleSpec {
+            spec_replicas: "/spec/replicas".into(),
+            status_replicas: "/status/replicas".into(),
+            selector: ScaleSelector::LabelSelector("/spec/selector".into()),
+        }
+    }
 }
 
 fn add_schema<K: JsonSchema>(components: &mut Components) -> String {
@@ -157,7 +194,25 @@ impl Resource {
             codec: Arc::new(TypedCodec::<K>::default()),
             strategic_merge_patch: true,
             schema: Some(add_schema::<K>),
+            scale: None,
         }
+    }
+
+    /// Adds a `status` subresource: the main resource then ignores status
+    /// changes, and `/status` changes only the status.
+    pub fn status(self) -> Self {
+        self.subresource("status", &["get", "patch", "update"])
+    }
+
+    /// Adds a `scale` subresource answering `autoscaling/v1` Scale.
+    pub fn scale(mut self, scale: ScaleSpec) -> Self {
+        self.subresources.push(Subresource {
+            name: "scale".into(),
+            kind: Some(GroupVersionKind::new("autoscaling", "v1", "Scale")),
+            verbs: ["get", "patch", "update"].iter().map(|v| v.to_string()).collect(),
+        });
+        self.scale = Some(scale);
+        self
     }
 
     /// Adds kubectl short names.

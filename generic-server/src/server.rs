@@ -56,29 +56,24 @@ impl ApiServer {
     /// OpenAPI documents (built once, here).
     pub async fn install(&self, resources: Vec<Resource>, cacher: &Arc<Cacher>, admission: &Admission, etcd_root: &str) -> Result<()> {
         let mut components = Components::new();
-        let mut schema_names = Vec::new();
-        for r in &resources {
-            schema_names.push(r.schema.map(|add| add(&mut components)));
-        }
+        let schemas: Vec<Option<String>> = resources.iter().map(|r| r.schema.map(|add| add(&mut components))).collect();
+        let specs: Vec<Option<ResourceSpec>> =
+            resources.iter().zip(&schemas).map(|(r, s)| s.as_ref().map(|s| resource_spec(r, s, &mut components))).collect();
         let shared: Arc<Map<String, Value>> = Arc::new(components.schemas().clone());
-        let mut by_gv: Vec<((String, String), Vec<ResourceSpec>)> = Vec::new();
-        for (r, schema) in resources.iter().zip(&schema_names) {
+        for (r, schema) in resources.iter().zip(&schemas) {
             let patch_schema = schema.as_ref().map(|name| PatchSchema {
                 root: json!({ "$ref": format!("{}{name}", openapi::SCHEMA_PREFIX) }),
                 components: shared.clone(),
             });
             let store = Store::new(r.clone(), cacher.clone(), admission.clone(), etcd_root, patch_schema).await?;
-            self.stores
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert((r.group.clone(), r.version.clone(), r.plural.clone()), Arc::new(store));
-            if let Some(schema) = schema {
-                let spec = resource_spec(r, schema, &mut components);
-                let gv = (r.group.clone(), r.version.clone());
-                match by_gv.iter_mut().find(|(k, _)| *k == gv) {
-                    Some((_, specs)) => specs.push(spec),
-                    None => by_gv.push((gv, vec![spec])),
-                }
+            self.add_store(Arc::new(store));
+        }
+        let mut by_gv: Vec<((String, String), Vec<ResourceSpec>)> = Vec::new();
+        for spec in specs.into_iter().flatten() {
+            let gv = (spec.group.clone(), spec.version.clone());
+            match by_gv.iter_mut().find(|(k, _)| *k == gv) {
+                Some((_, list)) => list.push(spec),
+                None => by_gv.push((gv, vec![spec])),
             }
         }
         for ((group, version), specs) in by_gv {

@@ -18,6 +18,9 @@ pub async fn get(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
     let out = output(req)?;
     let rv = req.param("resourceVersion");
     let obj = store.get(namespace(store, req), &req.info.name, rv.as_deref()).await?;
+    if req.info.subresource == "scale" {
+        return Ok(ApiResponse::json(StatusCode::OK, &store.to_scale(&obj.value())?));
+    }
     match out {
         Output::Json => Ok(ApiResponse::bytes(StatusCode::OK, crate::codec::JSON, obj.bytes.clone())),
         Output::Table(_) => Ok(object_response(store, StatusCode::OK, &obj.value(), out)),

@@ -30,5 +30,8 @@ pub async fn patch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> 
     let opts = write_options(req)?;
     let written = store.patch(namespace(store, req), &req.info.name, &req.info.subresource, kind, &req.body, &opts).await?;
     let status = if written.created { StatusCode::CREATED } else { StatusCode::OK };
+    if req.info.subresource == "scale" {
+        return Ok(with_warnings(ApiResponse::json(status, &written.object), &written.warnings));
+    }
     Ok(with_warnings(object_response(store, status, &written.object, out), &written.warnings))
 }
