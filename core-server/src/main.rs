@@ -15,6 +15,7 @@ use clap::Parser;
 use generic_server::admission::{Admission, NamespaceLifecycle};
 use generic_server::delegation::{DelegationService, GrpcDelegate};
 use generic_server::discovery::Discovery;
+use generic_server::garbage_collector::GarbageCollector;
 use generic_server::informer::{self, Change};
 use generic_server::loopback::Loopback;
 use generic_server::options::{self, EtcdOptions, TlsOptions};
@@ -85,6 +86,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
 /// Starts the namespace and service account controllers on namespace events.
 fn start_controllers(server: &Arc<ApiServer>, client: Loopback, discovery: Arc<Discovery>) {
     let Some(namespaces) = server.store("", "v1", "namespaces") else { return };
+    GarbageCollector::start(server.stores(), client.clone(), discovery.clone());
     let finalizer = controllers::namespace::NamespaceController::new(client.clone(), discovery).start();
     let accounts = controllers::serviceaccount::ServiceAccountController::new(client).start();
     informer::follow(namespaces, Duration::from_secs(30), move |change| {

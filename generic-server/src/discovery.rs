@@ -256,6 +256,18 @@ impl Documents {
             .collect()
     }
 
+    /// The plural and scope of a kind in a group/version: `(plural, namespaced)`.
+    pub fn find_kind(&self, group: &str, version: &str, kind: &str) -> Option<(String, bool)> {
+        let group = self.groups.iter().find(|g| group_name(g) == group)?;
+        let version = versions(group).iter().find(|v| v["version"] == version)?;
+        let resource = version
+            .get("resources")
+            .and_then(Value::as_array)?
+            .iter()
+            .find(|r| r.pointer("/responseKind/kind").and_then(Value::as_str) == Some(kind))?;
+        Some((resource["resource"].as_str()?.to_string(), resource["scope"] == "Namespaced"))
+    }
+
     /// Whether a group (any version) is served.
     pub fn serves_group(&self, group: &str) -> bool {
         self.groups.iter().any(|g| group_name(g) == group)

@@ -15,6 +15,7 @@ pub mod field_selector;
 pub mod filters;
 pub mod handlers;
 pub mod front_door;
+pub mod garbage_collector;
 pub mod openapi;
 pub mod options;
 pub mod informer;

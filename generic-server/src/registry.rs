@@ -770,11 +770,26 @@ impl Store {
             }
             let attrs = self.attributes(Operation::Delete, "", namespace, name, Some(&obj), &opts.user, opts.dry_run);
             self.admission.validate(&attrs, None).await?;
-            let keep = self.resource.strategy.begin_delete(&mut obj)? || !finalizers(&obj).is_empty();
-            if keep {
-                if is_being_deleted(&obj) {
-                    return Ok(Deleted { object: obj, gone: false });
+            let mut keep = self.resource.strategy.begin_delete(&mut obj)? || !finalizers(&obj).is_empty();
+            if is_being_deleted(&obj) {
+                return Ok(Deleted { object: obj, gone: false });
+            }
+            // Orphan and Foreground deletion wait for the garbage collector.
+            let finalizer = match opts.propagation_policy.as_deref() {
+                Some("Orphan") => Some("orphan"),
+                Some("Foreground") => Some("foregroundDeletion"),
+                _ => None,
+            };
+            if let Some(finalizer) = finalizer {
+                let list = meta_mut(&mut obj).entry("finalizers").or_insert_with(|| json!([]));
+                if let Some(list) = list.as_array_mut() {
+                    if !list.iter().any(|f| f == finalizer) {
+                        list.push(json!(finalizer));
+                    }
                 }
+                keep = true;
+            }
+            if keep {
                 let meta = meta_mut(&mut obj);
                 meta.entry("deletionTimestamp").or_insert_with(|| Value::String(now_rfc3339()));
                 meta.entry("deletionGracePeriodSeconds").or_insert(json!(0));

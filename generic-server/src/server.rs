@@ -104,6 +104,11 @@ impl ApiServer {
         self.stores.read().unwrap_or_else(|e| e.into_inner()).get(&key).cloned()
     }
 
+    /// Every store this server serves.
+    pub fn stores(&self) -> Vec<Arc<Store>> {
+        self.stores.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect()
+    }
+
     /// Adds one store (dynamic resources, such as a CRD's).
     pub fn add_store(&self, store: Arc<Store>) {
         let r = &store.resource;

@@ -107,6 +107,29 @@ fn bad_requests_get_statuses_and_change_nothing() {
 }
 
 #[test]
+fn field_validation_warn_answers_with_a_warning_header() {
+    let cluster = Cluster::start();
+    let pki = cluster.dir.join("pki");
+    let output = Command::new("curl")
+        .args(["-sS", "-i", "-X", "POST", "-H", "Content-Type: application/json"])
+        .arg("--cacert")
+        .arg(pki.join("ca.crt"))
+        .arg("--cert")
+        .arg(pki.join("admin.crt"))
+        .arg("--key")
+        .arg(pki.join("admin.key"))
+        .args(["--data-binary", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"warned"},"extra":1}"#])
+        .arg(format!("https://localhost:{}/api/v1/namespaces/default/configmaps?fieldValidation=Warn", cluster.port))
+        .output()
+        .expect("curl on PATH");
+    let text = String::from_utf8_lossy(&output.stdout).to_lowercase();
+    assert!(text.lines().next().is_some_and(|status| status.contains(" 201")), "{text}");
+    assert!(text.contains("warning: 299 - \"unknown field \\\"extra\\\"\""), "{text}");
+    let stored = cluster.kubectl(&["get", "cm", "warned", "-o", "json"]).json();
+    assert!(stored.get("extra").is_none());
+}
+
+#[test]
 fn anonymous_users_only_reach_health_and_version() {
     let cluster = Cluster::start();
     let anonymous = |path: &str| {

@@ -197,3 +197,37 @@ fn discovery_openapi_and_health() {
     let unknown = cluster.kubectl(&["get", "--raw", "/apis/nothing.example.com/v1/widgets"]);
     assert!(unknown.err().contains("NotFound"), "{}", unknown.stderr);
 }
+
+#[test]
+fn every_write_verb_on_namespaces_and_secrets() {
+    let cluster = Cluster::start();
+    let manifests = [
+        ("namespace", "verbs", "apiVersion: v1\nkind: Namespace\nmetadata: {name: verbs, labels: {step: one}}\n", "step: one", "step: two"),
+        (
+            "secret",
+            "token",
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: token, labels: {step: one}}\nstringData: {user: admin}\n",
+            "step: one",
+            "step: two",
+        ),
+    ];
+    for (kind, name, manifest, from, to) in manifests {
+        assert!(cluster.kubectl_stdin(&["apply", "-f", "-"], manifest).ok().contains("created"));
+        let changed = manifest.replace(from, to);
+        assert!(cluster.kubectl_stdin(&["apply", "-f", "-"], &changed).ok().contains("configured"), "{kind}");
+        cluster.kubectl(&["label", kind, name, "labelled=yes"]).ok();
+        cluster.kubectl(&["annotate", kind, name, "annotated=yes"]).ok();
+        cluster.kubectl(&["patch", kind, name, "--type=merge", "-p", r#"{"metadata":{"labels":{"merge":"yes"}}}"#]).ok();
+        cluster.kubectl(&["patch", kind, name, "--type=json", "-p", r#"[{"op":"add","path":"/metadata/labels/json","value":"yes"}]"#]).ok();
+        cluster.kubectl(&["patch", kind, name, "-p", r#"{"metadata":{"labels":{"strategic":"yes"}}}"#]).ok();
+        let obj = cluster.kubectl(&["get", kind, name, "-o", "json"]).json();
+        let labels = &obj["metadata"]["labels"];
+        for key in ["labelled", "merge", "json", "strategic"] {
+            assert_eq!(labels[key], "yes", "{kind} label {key}: {labels}");
+        }
+        assert_eq!(labels["step"], "two");
+        assert_eq!(obj["metadata"]["annotations"]["annotated"], "yes");
+        assert!(cluster.kubectl(&["delete", kind, name]).ok().contains("deleted"));
+        assert!(cluster.kubectl(&["get", kind, name]).err().contains("NotFound"));
+    }
+}

@@ -55,6 +55,9 @@ fn delete_options(req: &ApiRequest) -> Result<DeleteOptions> {
     let text = |v: Option<&Value>| v.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
     let mut dry_run = body.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All"));
     let mut propagation = text(body.get("propagationPolicy"));
+    if propagation.is_none() && body.get("orphanDependents") == Some(&Value::Bool(true)) {
+        propagation = Some("Orphan".into());
+    }
     for (key, value) in req.query_pairs() {
         match key.as_str() {
             "dryRun" if value == "All" => dry_run = true,

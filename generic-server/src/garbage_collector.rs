@@ -1,0 +1,334 @@
+//! The garbage collector: follows every object of a server, and acts on
+//! ownerReferences as kube's garbage collector does.
+//!
+//! - Background: once none of an object's owners exists, the object is deleted.
+//! - Orphan: an owner deleted with the `orphan` finalizer loses its
+//!   references from its dependents, then the finalizer.
+//! - Foreground: an owner deleted with the `foregroundDeletion` finalizer
+//!   first has its dependents deleted, then loses the finalizer.
+//!
+//! It acts through the server's own API ([`Loopback`]), so owners served by
+//! other servers of the chain are looked up the same way.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use serde_json::{Value, json};
+
+use crate::discovery::Discovery;
+use crate::error::{Reason, Result};
+use crate::informer::{self, Change};
+use crate::loopback::Loopback;
+use crate::registry::Store;
+use crate::resource::group_version_path;
+
+/// How long a dependent whose owner is not (yet) known waits before the
+/// owner is looked up: informers of other resources may still be loading.
+const OWNER_GRACE: Duration = Duration::from_secs(2);
+
+/// One owner reference.
+#[derive(Debug, Clone, PartialEq)]
+struct Owner {
+    uid: String,
+    api_version: String,
+    kind: String,
+    name: String,
+}
+
+/// What the collector knows of one object.
+#[derive(Debug, Clone)]
+struct Node {
+    api_version: String,
+    kind: String,
+    namespace: String,
+    name: String,
+    owners: Vec<Owner>,
+    finalizers: Vec<String>,
+    deleting: bool,
+}
+
+impl Node {
+    fn from(obj: &Value) -> Option<(String, Node)> {
+        let meta = obj.get("metadata")?;
+        let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let uid = text(meta, "uid");
+        if uid.is_empty() {
+            return None;
+        }
+        let owners = meta
+            .get("ownerReferences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|o| Owner { uid: text(o, "uid"), api_version: text(o, "apiVersion"), kind: text(o, "kind"), name: text(o, "name") })
+            .collect();
+        let finalizers = meta
+            .get("finalizers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str().map(str::to_string))
+            .collect();
+        let node = Node {
+            api_version: text(obj, "apiVersion"),
+            kind: text(obj, "kind"),
+            namespace: text(meta, "namespace"),
+            name: text(meta, "name"),
+            owners,
+            finalizers,
+            deleting: meta.get("deletionTimestamp").is_some_and(|t| !t.is_null()),
+        };
+        Some((uid, node))
+    }
+}
+
+/// The garbage collector actor.
+pub struct GarbageCollector {
+    client: Loopback,
+    discovery: Arc<Discovery>,
+    nodes: HashMap<String, Node>,
+    dependents: HashMap<String, HashSet<String>>,
+}
+
+impl GarbageCollector {
+    /// Starts collecting for the given stores, acting through `client`.
+    pub fn start(stores: Vec<Arc<Store>>, client: Loopback, discovery: Arc<Discovery>) -> Addr<Self> {
+        let addr = GarbageCollector { client, discovery, nodes: HashMap::new(), dependents: HashMap::new() }.start();
+        for store in stores {
+            let addr = addr.clone();
+            informer::follow(store, Duration::from_secs(300), move |change| {
+                addr.do_send(Observe(change));
+                true
+            });
+        }
+        addr
+    }
+
+    fn unlink(&mut self, uid: &str) {
+        if let Some(old) = self.nodes.remove(uid) {
+            for owner in &old.owners {
+                if let Some(set) = self.dependents.get_mut(&owner.uid) {
+                    set.remove(uid);
+                    if set.is_empty() {
+                        self.dependents.remove(&owner.uid);
+                    }
+                }
+            }
+        }
+    }
+
+    fn path(&self, api_version: &str, kind: &str, namespace: &str, name: &str) -> Option<String> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let (plural, namespaced) = self.discovery.documents().find_kind(group, version, kind)?;
+        let base = group_version_path(group, version);
+        Some(if namespaced { format!("{base}/namespaces/{namespace}/{plural}/{name}") } else { format!("{base}/{plural}/{name}") })
+    }
+
+    fn node_path(&self, node: &Node) -> Option<String> {
+        self.path(&node.api_version, &node.kind, &node.namespace, &node.name)
+    }
+
+    /// Deletes `uid` if none of its owners exists any more (checked live for
+    /// owners this collector does not follow).
+    fn check_owners(&self, uid: &str, ctx: &mut Context<Self>) {
+        let Some(node) = self.nodes.get(uid).cloned() else { return };
+        if node.owners.is_empty() || node.deleting {
+            return;
+        }
+        let known: Vec<bool> = node.owners.iter().map(|o| self.nodes.contains_key(&o.uid)).collect();
+        if known.iter().any(|k| *k) {
+            return;
+        }
+        let Some(path) = self.node_path(&node) else { return };
+        let owner_paths: Vec<(Owner, Option<String>)> =
+            node.owners.iter().map(|o| (o.clone(), self.path(&o.api_version, &o.kind, &node.namespace, &o.name))).collect();
+        let client = self.client.clone();
+        let uid = uid.to_string();
+        ctx.spawn(
+            async move {
+                for (owner, owner_path) in owner_paths {
+                    // An owner we cannot resolve is assumed to exist.
+                    let Some(owner_path) = owner_path else { return };
+                    match client.get(&owner_path).await {
+                        Ok(found) if found.pointer("/metadata/uid").and_then(Value::as_str) == Some(&owner.uid) => return,
+                        Ok(_) => {}
+                        Err(e) if e.reason() == Reason::NotFound => {}
+                        Err(_) => return,
+                    }
+                }
+                tracing::info!(%path, %uid, "garbage collecting an object whose owners are gone");
+                let options = json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background", "preconditions": {"uid": uid}});
+                if let Err(e) = client.call(http::Method::DELETE, &path, "", Some(&options)).await {
+                    if !matches!(e.reason(), Reason::NotFound | Reason::Conflict) {
+                        tracing::warn!(%path, error = %e, "garbage collection failed");
+                    }
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
+    /// Orphan or foreground processing of an owner being deleted.
+    fn finalize_owner(&self, uid: &str, ctx: &mut Context<Self>) {
+        let Some(node) = self.nodes.get(uid).cloned() else { return };
+        if !node.deleting {
+            return;
+        }
+        let orphan = node.finalizers.iter().any(|f| f == "orphan");
+        let foreground = node.finalizers.iter().any(|f| f == "foregroundDeletion");
+        if !orphan && !foreground {
+            return;
+        }
+        let dependents: Vec<(String, Node)> = self
+            .dependents
+            .get(uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|d| self.nodes.get(d).map(|n| (d.clone(), n.clone())))
+            .collect();
+        let dependent_paths: Vec<String> = dependents.iter().filter_map(|(_, n)| self.node_path(n)).collect();
+        let Some(owner_path) = self.node_path(&node) else { return };
+        let client = self.client.clone();
+        let owner_uid = uid.to_string();
+        ctx.spawn(
+            async move {
+                let result = if orphan {
+                    orphan_dependents(&client, &dependent_paths, &owner_uid).await
+                } else {
+                    delete_dependents(&client, &dependent_paths).await
+                };
+                if let Err(e) = result {
+                    tracing::warn!(owner = %owner_path, error = %e, "garbage collector: dependents not done yet");
+                    return;
+                }
+                if foreground && !dependent_paths.is_empty() {
+                    // Wait for the dependents' deletion events.
+                    return;
+                }
+                let finalizer = if orphan { "orphan" } else { "foregroundDeletion" };
+                if let Err(e) = remove_finalizer(&client, &owner_path, finalizer).await {
+                    tracing::warn!(owner = %owner_path, error = %e, "garbage collector: removing {finalizer} failed");
+                }
+            }
+            .into_actor(self),
+        );
+    }
+}
+
+impl Actor for GarbageCollector {
+    type Context = Context<Self>;
+
+
+}
+
+/// An object changed (from an informer).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Observe(pub Change);
+
+/// Look at an object's owners again.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Recheck(String);
+
+impl Handler<Observe> for GarbageCollector {
+    type Result = ();
+
+    fn handle(&mut self, Observe(change): Observe, ctx: &mut Context<Self>) {
+        match change {
+            Change::Present(obj) => {
+                let Some((uid, node)) = Node::from(&obj) else { return };
+                self.unlink(&uid);
+                for owner in &node.owners {
+                    self.dependents.entry(owner.uid.clone()).or_default().insert(uid.clone());
+                }
+                let has_owners = !node.owners.is_empty();
+                self.nodes.insert(uid.clone(), node);
+                self.finalize_owner(&uid, ctx);
+                if has_owners {
+                    ctx.notify_later(Recheck(uid), OWNER_GRACE);
+                }
+            }
+            Change::Deleted(obj) => {
+                let Some((uid, node)) = Node::from(&obj) else { return };
+                self.unlink(&uid);
+                for dependent in self.dependents.get(&uid).cloned().unwrap_or_default() {
+                    self.check_owners(&dependent, ctx);
+                }
+                // A foreground owner waits for its dependents: look again.
+                for owner in &node.owners {
+                    self.finalize_owner(&owner.uid, ctx);
+                }
+            }
+        }
+    }
+}
+
+impl Handler<Recheck> for GarbageCollector {
+    type Result = ();
+
+    fn handle(&mut self, Recheck(uid): Recheck, ctx: &mut Context<Self>) {
+        self.check_owners(&uid, ctx);
+    }
+}
+
+/// Removes the owner's reference from each dependent.
+async fn orphan_dependents(client: &Loopback, paths: &[String], owner_uid: &str) -> Result<()> {
+    for path in paths {
+        update_with_retry(client, path, |obj| {
+            let Some(refs) = obj.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else { return false };
+            let before = refs.len();
+            refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid));
+            before != refs.len()
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+/// Deletes each dependent (background).
+async fn delete_dependents(client: &Loopback, paths: &[String]) -> Result<()> {
+    for path in paths {
+        match client.call(http::Method::DELETE, path, "propagationPolicy=Background", None).await {
+            Ok(_) => {}
+            Err(e) if e.reason() == Reason::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Removes one finalizer from an object.
+async fn remove_finalizer(client: &Loopback, path: &str, finalizer: &str) -> Result<()> {
+    update_with_retry(client, path, |obj| {
+        let Some(list) = obj.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else { return false };
+        let before = list.len();
+        list.retain(|f| f != finalizer);
+        before != list.len()
+    })
+    .await
+}
+
+/// Reads, changes and writes an object, retrying lost races; a missing
+/// object or a change that changes nothing is done.
+async fn update_with_retry(client: &Loopback, path: &str, change: impl Fn(&mut Value) -> bool) -> Result<()> {
+    for _ in 0..10 {
+        let mut obj = match client.get(path).await {
+            Ok(obj) => obj,
+            Err(e) if e.reason() == Reason::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if !change(&mut obj) {
+            return Ok(());
+        }
+        match client.update(path, &obj).await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.reason() == Reason::Conflict => continue,
+            Err(e) if e.reason() == Reason::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(crate::error::Error::new(Reason::Conflict, format!("{path} kept changing")))
+}
