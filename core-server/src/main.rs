@@ -2,6 +2,7 @@
 //! that follow), served over gRPC to the aggregator. What it does not serve
 //! it hands to the extension server.
 
+mod allocation;
 mod controllers;
 mod resources;
 
@@ -14,6 +15,7 @@ use anyhow::Context as _;
 use clap::Parser;
 use generic_server::admission::{Admission, NamespaceLifecycle};
 use generic_server::delegation::{DelegationService, GrpcDelegate};
+use allocation::{AllocationRepair, Ranges, ServiceAllocator};
 use generic_server::discovery::Discovery;
 use generic_server::garbage_collector::GarbageCollector;
 use generic_server::informer::{self, Change};
@@ -38,6 +40,18 @@ struct Options {
     /// The name the extension server's certificate is verified against.
     #[arg(long, env = "KUBECHAIN_EXTENSION_SERVER_NAME", default_value = "extension-server")]
     extension_server_name: String,
+    /// The range service cluster IPs are allocated from.
+    #[arg(long, env = "KUBECHAIN_SERVICE_CLUSTER_IP_RANGE", default_value = "10.96.0.0/12")]
+    service_cluster_ip_range: String,
+    /// The range node ports are allocated from (`low-high`).
+    #[arg(long, env = "KUBECHAIN_SERVICE_NODE_PORT_RANGE", default_value = "30000-32767")]
+    service_node_port_range: String,
+    /// The address clients reach the API at (the `kubernetes` service's endpoint).
+    #[arg(long, env = "KUBECHAIN_ADVERTISE_ADDRESS", default_value = "127.0.0.1")]
+    advertise_address: String,
+    /// The port clients reach the API at.
+    #[arg(long, env = "KUBECHAIN_ADVERTISE_PORT", default_value_t = 6443)]
+    advertise_port: u16,
     /// Certificate CNs allowed to call this server.
     #[arg(long, env = "KUBECHAIN_ALLOWED_CALLERS", value_delimiter = ',', default_value = "kubechain-aggregator")]
     allowed_callers: Vec<String>,
@@ -64,7 +78,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let server = Arc::new(ApiServer::new("core-server", discovery.clone(), Arc::new(delegate), checks));
 
     let lifecycle = NamespaceLifecycle::new(cacher.clone(), &prefix).await.context("namespace lifecycle")?;
-    let admission = Admission::new(vec![Arc::new(lifecycle)]);
+    let ranges = service_ranges(&options)?;
+    let allocator = ServiceAllocator::new(cacher.storage().clone(), ranges.clone());
+    let admission = Admission::new(vec![Arc::new(lifecycle), Arc::new(allocator)]);
     server.install(resources::all(), &cacher, &admission, &prefix).await.context("installing resources")?;
 
     let client = Loopback::new(server.clone(), "system:kube-controller-manager");
@@ -76,11 +92,61 @@ async fn run(options: Options) -> anyhow::Result<()> {
             }
         }
     }
+    bootstrap_kubernetes_service(&client, &ranges, &options).await?;
+    if let Some(services) = server.store("", "v1", "services") {
+        AllocationRepair::start(cacher.storage().clone(), services);
+    }
     start_controllers(&server, client, discovery.clone());
 
     tracing::info!(listen = %options.listen, "core-server serving");
     let service = DelegationService::new(server, discovery, options.allowed_callers);
     options::serve_grpc(options.listen, &tls, service).await.context("serving gRPC")
+}
+
+fn service_ranges(options: &Options) -> anyhow::Result<Ranges> {
+    let (low, high) = options
+        .service_node_port_range
+        .split_once('-')
+        .and_then(|(l, h)| Some((l.trim().parse::<u16>().ok()?, h.trim().parse::<u16>().ok()?)))
+        .context("--service-node-port-range must be low-high")?;
+    Ranges::new(&options.service_cluster_ip_range, low..=high).map_err(anyhow::Error::msg)
+}
+
+/// The `kubernetes` service in `default`, pointing at the front door.
+async fn bootstrap_kubernetes_service(client: &Loopback, ranges: &Ranges, options: &Options) -> anyhow::Result<()> {
+    use generic_server::error::Reason;
+    let ip = ranges.first().to_string();
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {"type": "ClusterIP", "clusterIP": ip, "clusterIPs": [ip],
+                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": options.advertise_port}]},
+    });
+    let endpoints = json!({
+        "apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": options.advertise_address}],
+                     "ports": [{"name": "https", "port": options.advertise_port, "protocol": "TCP"}]}],
+    });
+    let slice = json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "kubernetes", "labels": {"kubernetes.io/service-name": "kubernetes"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [options.advertise_address], "conditions": {"ready": true}}],
+        "ports": [{"name": "https", "port": options.advertise_port, "protocol": "TCP"}],
+    });
+    for (path, object) in [
+        ("/api/v1/namespaces/default/services", service),
+        ("/api/v1/namespaces/default/endpoints", endpoints),
+        ("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", slice),
+    ] {
+        match client.create(path, &object).await {
+            Ok(_) => {}
+            Err(e) if matches!(e.reason(), Reason::AlreadyExists | Reason::NotFound) => {}
+            Err(e) => return Err(e).context(format!("creating {path}/kubernetes")),
+        }
+    }
+    Ok(())
 }
 
 /// Starts the namespace and service account controllers on namespace events.

@@ -142,6 +142,7 @@ pub async fn up(args: UpArgs) -> Result<()> {
         "--extension-endpoint".into(),
         format!("https://127.0.0.1:{}", ports.extension),
     ];
+    core.extend(["--advertise-port".to_string(), args.port.to_string()]);
     core.extend(etcd_flag.clone());
     core.extend(tls_args(&pki, "core-server"));
     children.spawn(spec("core-server", sibling("core-server")?, core))?;
