@@ -5,6 +5,7 @@
 mod allocation;
 mod controllers;
 mod resources;
+mod reviews;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -81,7 +82,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let ranges = service_ranges(&options)?;
     let allocator = ServiceAllocator::new(cacher.storage().clone(), ranges.clone());
     let admission = Admission::new(vec![Arc::new(lifecycle), Arc::new(allocator)]);
-    server.install(resources::all(), &cacher, &admission, &prefix).await.context("installing resources")?;
+    let mut all = resources::all();
+    all.extend(reviews::resources());
+    server.install(all, &cacher, &admission, &prefix).await.context("installing resources")?;
+    reviews::install(&server);
 
     let client = Loopback::new(server.clone(), "system:kube-controller-manager");
     for name in SYSTEM_NAMESPACES {

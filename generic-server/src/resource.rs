@@ -175,14 +175,14 @@ impl Resource {
     /// A resource whose names and scope come from a k8s-openapi type.
     pub fn builtin<K>(strategy: impl Strategy) -> Self
     where
-        K: k8s_openapi::Resource + k8s_openapi::ListableResource + JsonSchema + Serialize + DeserializeOwned + 'static,
+        K: k8s_openapi::Resource + JsonSchema + Serialize + DeserializeOwned + 'static,
     {
         let namespaced = std::any::TypeId::of::<K::Scope>() == std::any::TypeId::of::<k8s_openapi::NamespaceResourceScope>();
         Resource {
             group: K::GROUP.into(),
             version: K::VERSION.into(),
             kind: K::KIND.into(),
-            list_kind: K::LIST_KIND.into(),
+            list_kind: format!("{}List", K::KIND),
             plural: K::URL_PATH_SEGMENT.into(),
             singular: K::KIND.to_lowercase(),
             short_names: Vec::new(),
@@ -230,6 +230,13 @@ impl Resource {
     /// Replaces the verbs.
     pub fn verbs(mut self, verbs: &[&str]) -> Self {
         self.verbs = verbs.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// Adds a subresource that accepts and returns another kind (e.g. a
+    /// service account's `token`, a TokenRequest).
+    pub fn subresource_of_kind(mut self, name: &str, kind: GroupVersionKind, verbs: &[&str]) -> Self {
+        self.subresources.push(Subresource { name: name.into(), kind: Some(kind), verbs: verbs.iter().map(|v| v.to_string()).collect() });
         self
     }
 

@@ -24,6 +24,17 @@ pub type HealthCheck = Arc<dyn Fn() -> BoxFuture<'static, std::result::Result<()
 
 type StoreKey = (String, String, String);
 
+/// A create-only endpoint whose objects are not stored: reviews and token
+/// requests. The server decodes the body; the endpoint answers it.
+#[async_trait::async_trait]
+pub trait CreateOnly: Send + Sync + 'static {
+    /// Answers a create with the object completed (usually its status).
+    async fn create(&self, req: &ApiRequest, obj: Value) -> Result<Value>;
+}
+
+/// Where a create-only endpoint lives: group, version, resource, subresource.
+type EndpointKey = (String, String, String, String);
+
 /// One server of the chain.
 pub struct ApiServer {
     name: String,
@@ -32,6 +43,7 @@ pub struct ApiServer {
     openapi: RwLock<HashMap<String, Rendered>>,
     delegate: Arc<dyn Handler>,
     checks: Vec<(String, HealthCheck)>,
+    create_only: RwLock<HashMap<EndpointKey, (crate::resource::GroupVersionKind, Arc<dyn CreateOnly>)>>,
 }
 
 impl ApiServer {
@@ -44,6 +56,7 @@ impl ApiServer {
             openapi: RwLock::default(),
             delegate,
             checks,
+            create_only: RwLock::default(),
         }
     }
 
@@ -60,7 +73,8 @@ impl ApiServer {
         let specs: Vec<Option<ResourceSpec>> =
             resources.iter().zip(&schemas).map(|(r, s)| s.as_ref().map(|s| resource_spec(r, s, &mut components))).collect();
         let shared: Arc<Map<String, Value>> = Arc::new(components.schemas().clone());
-        for (r, schema) in resources.iter().zip(&schemas) {
+        // Create-only kinds (reviews) are answered by endpoints, not stored.
+        for (r, schema) in resources.iter().zip(&schemas).filter(|(r, _)| r.supports("get")) {
             let patch_schema = schema.as_ref().map(|name| PatchSchema {
                 root: json!({ "$ref": format!("{}{name}", openapi::SCHEMA_PREFIX) }),
                 components: shared.clone(),
@@ -102,6 +116,34 @@ impl ApiServer {
     pub fn store(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Store>> {
         let key = (group.to_string(), version.to_string(), plural.to_string());
         self.stores.read().unwrap_or_else(|e| e.into_inner()).get(&key).cloned()
+    }
+
+    /// Serves a create-only endpoint for `kind` at a resource (and
+    /// subresource) of a group/version; discovery comes from the resource
+    /// declarations installed with [`ApiServer::install`].
+    pub fn add_create_only(&self, resource: &Resource, subresource: &str, kind: crate::resource::GroupVersionKind, endpoint: Arc<dyn CreateOnly>) {
+        let key = (resource.group.clone(), resource.version.clone(), resource.plural.clone(), subresource.to_string());
+        self.create_only.write().unwrap_or_else(|e| e.into_inner()).insert(key, (kind, endpoint));
+    }
+
+    async fn serve_create_only(&self, kind: crate::resource::GroupVersionKind, endpoint: Arc<dyn CreateOnly>, req: ApiRequest) -> ApiResponse {
+        let result = async {
+            if req.info.verb != "create" {
+                return Err(Error::method_not_allowed());
+            }
+            let media = crate::codec::MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
+            let mut obj = crate::codec::decode_body(media, &req.body)?;
+            let Some(map) = obj.as_object_mut() else { return Err(Error::bad_request("the body must be an object")) };
+            let expected = kind.api_version();
+            if map.get("apiVersion").and_then(Value::as_str).is_some_and(|v| v != expected) || map.get("kind").and_then(Value::as_str).is_some_and(|k| k != kind.kind) {
+                return Err(Error::bad_request(format!("the body must be a {} of {expected}", kind.kind)));
+            }
+            map.insert("apiVersion".into(), json!(expected));
+            map.insert("kind".into(), json!(kind.kind));
+            let answer = endpoint.create(&req, obj).await?;
+            Ok(ApiResponse::json(StatusCode::CREATED, &answer))
+        };
+        result.await.unwrap_or_else(ApiResponse::from)
     }
 
     /// Every store this server serves.
@@ -246,6 +288,11 @@ impl Handler for ApiServer {
         }
         let info = req.info.clone();
         if info.is_resource_request {
+            let key = (info.api_group.clone(), info.api_version.clone(), info.resource.clone(), info.subresource.clone());
+            let endpoint = self.create_only.read().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+            if let Some((kind, endpoint)) = endpoint {
+                return self.serve_create_only(kind, endpoint, req).await;
+            }
             if let Some(store) = self.store(&info.api_group, &info.api_version, &info.resource) {
                 return handlers::serve(&store, req).await;
             }
