@@ -31,6 +31,12 @@ struct Options {
     /// A static token file (`token,user,uid,"group1,group2"` per line).
     #[arg(long, env = "KUBECHAIN_TOKEN_AUTH_FILE")]
     token_auth_file: Option<std::path::PathBuf>,
+    /// Public key (PEM) that verifies service account tokens.
+    #[arg(long, env = "KUBECHAIN_SERVICE_ACCOUNT_KEY_FILE")]
+    service_account_key_file: Option<std::path::PathBuf>,
+    /// The issuer (and audience) service account tokens must name.
+    #[arg(long, env = "KUBECHAIN_SERVICE_ACCOUNT_ISSUER", default_value = "https://kubernetes.default.svc.cluster.local")]
+    service_account_issuer: String,
     /// HTTP worker threads.
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
@@ -59,10 +65,14 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let checks: Vec<(String, HealthCheck)> = vec![("etcd".into(), etcd_check), ("core-server".into(), core_check)];
     let server = Arc::new(ApiServer::new("aggregator", discovery, Arc::new(core), checks));
 
-    let authenticator = match &options.token_auth_file {
+    let mut authenticator = match &options.token_auth_file {
         Some(path) => Authenticator::with_token_file(path).with_context(|| format!("reading {}", path.display()))?,
         None => Authenticator::default(),
     };
+    if let Some(path) = &options.service_account_key_file {
+        let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        authenticator = authenticator.with_service_accounts(generic_server::jwt::Verifier::new(&pem, &options.service_account_issuer)?);
+    }
     let door = Arc::new(FrontDoor::new(authenticator, Box::new(MastersOnly), server));
     tracing::info!(listen = %options.listen, "aggregator serving");
     front_door::serve_https(options.listen, tls.https_server()?, door, options.workers).await.context("serving HTTPS")

@@ -6,6 +6,7 @@ mod allocation;
 mod controllers;
 mod resources;
 mod reviews;
+mod tokens;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -53,6 +54,12 @@ struct Options {
     /// The port clients reach the API at.
     #[arg(long, env = "KUBECHAIN_ADVERTISE_PORT", default_value_t = 6443)]
     advertise_port: u16,
+    /// EC P-256 private key (PKCS#8 PEM) that signs service account tokens.
+    #[arg(long, env = "KUBECHAIN_SERVICE_ACCOUNT_SIGNING_KEY_FILE")]
+    service_account_signing_key_file: Option<std::path::PathBuf>,
+    /// The issuer (and default audience) of service account tokens.
+    #[arg(long, env = "KUBECHAIN_SERVICE_ACCOUNT_ISSUER", default_value = "https://kubernetes.default.svc.cluster.local")]
+    service_account_issuer: String,
     /// Certificate CNs allowed to call this server.
     #[arg(long, env = "KUBECHAIN_ALLOWED_CALLERS", value_delimiter = ',', default_value = "kubechain-aggregator")]
     allowed_callers: Vec<String>,
@@ -86,6 +93,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     all.extend(reviews::resources());
     server.install(all, &cacher, &admission, &prefix).await.context("installing resources")?;
     reviews::install(&server);
+    install_token_requests(&server, &options)?;
 
     let client = Loopback::new(server.clone(), "system:kube-controller-manager");
     for name in SYSTEM_NAMESPACES {
@@ -105,6 +113,18 @@ async fn run(options: Options) -> anyhow::Result<()> {
     tracing::info!(listen = %options.listen, "core-server serving");
     let service = DelegationService::new(server, discovery, options.allowed_callers);
     options::serve_grpc(options.listen, &tls, service).await.context("serving gRPC")
+}
+
+/// Serves `serviceaccounts/<name>/token` when a signing key is configured.
+fn install_token_requests(server: &ApiServer, options: &Options) -> anyhow::Result<()> {
+    let Some(path) = &options.service_account_signing_key_file else { return Ok(()) };
+    let Some(accounts) = server.store("", "v1", "serviceaccounts") else { return Ok(()) };
+    let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let signer = generic_server::jwt::Signer::new(&pem, &options.service_account_issuer)?;
+    let kind = generic_server::resource::GroupVersionKind::new("authentication.k8s.io", "v1", "TokenRequest");
+    let resource = accounts.resource.clone();
+    server.add_create_only(&resource, "token", kind, Arc::new(tokens::TokenRequests::new(signer, accounts, &options.service_account_issuer)));
+    Ok(())
 }
 
 fn service_ranges(options: &Options) -> anyhow::Result<Ranges> {

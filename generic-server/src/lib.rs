@@ -19,6 +19,7 @@ pub mod garbage_collector;
 pub mod openapi;
 pub mod options;
 pub mod informer;
+pub mod jwt;
 pub mod label_selector;
 pub mod loopback;
 pub mod patch;

@@ -71,6 +71,12 @@ impl Pki {
             self.issue(&issuer, name, cn, &[], &hosts, true)?;
         }
         self.issue(&issuer, "admin", "kubernetes-admin", &["system:masters"], &[], false)?;
+        let (sa_key, sa_pub) = (self.dir.join("sa.key"), self.dir.join("sa.pub"));
+        if !sa_key.exists() || !sa_pub.exists() {
+            let key = KeyPair::generate()?;
+            write_key(&sa_key, &key.serialize_pem())?;
+            write(&sa_pub, &key.public_key_pem())?;
+        }
         Ok(())
     }
 

@@ -143,6 +143,7 @@ pub async fn up(args: UpArgs) -> Result<()> {
         format!("https://127.0.0.1:{}", ports.extension),
     ];
     core.extend(["--advertise-port".to_string(), args.port.to_string()]);
+    core.extend(["--service-account-signing-key-file".to_string(), dir.join("pki/sa.key").display().to_string()]);
     core.extend(etcd_flag.clone());
     core.extend(tls_args(&pki, "core-server"));
     children.spawn(spec("core-server", sibling("core-server")?, core))?;
@@ -153,6 +154,7 @@ pub async fn up(args: UpArgs) -> Result<()> {
         "--core-endpoint".into(),
         format!("https://127.0.0.1:{}", ports.core),
     ];
+    aggregator.extend(["--service-account-key-file".to_string(), dir.join("pki/sa.pub").display().to_string()]);
     aggregator.extend(etcd_flag);
     aggregator.extend(tls_args(&pki, "aggregator"));
     children.spawn(spec("aggregator", sibling("aggregator")?, aggregator))?;

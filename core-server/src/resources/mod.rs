@@ -8,7 +8,7 @@ mod serviceaccount;
 
 pub use namespace::FINALIZER as NAMESPACE_FINALIZER;
 
-use generic_server::resource::Resource;
+use generic_server::resource::{GroupVersionKind, Resource};
 use k8s_openapi::api::core::v1;
 
 /// Every resource of the core server, in discovery order.
@@ -22,7 +22,9 @@ pub fn all() -> Vec<Resource> {
             .subresource("finalize", &["update"])
             .subresource("status", &["get", "patch", "update"]),
         Resource::builtin::<v1::Secret>(secret::SecretStrategy),
-        Resource::builtin::<v1::ServiceAccount>(serviceaccount::ServiceAccountStrategy).short_names(&["sa"]),
+        Resource::builtin::<v1::ServiceAccount>(serviceaccount::ServiceAccountStrategy)
+            .short_names(&["sa"])
+            .subresource_of_kind("token", GroupVersionKind::new("authentication.k8s.io", "v1", "TokenRequest"), &["create"]),
     ]
 }
 

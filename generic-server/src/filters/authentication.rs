@@ -18,12 +18,19 @@ const ANONYMOUS_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
 #[derive(Default)]
 pub struct Authenticator {
     tokens: HashMap<String, UserInfo>,
+    service_accounts: Option<crate::jwt::Verifier>,
 }
 
 impl Authenticator {
     /// An authenticator accepting client certificates and the given tokens.
     pub fn new(tokens: HashMap<String, UserInfo>) -> Self {
-        Authenticator { tokens }
+        Authenticator { tokens, service_accounts: None }
+    }
+
+    /// Also accepts service account tokens signed by the matching key.
+    pub fn with_service_accounts(mut self, verifier: crate::jwt::Verifier) -> Self {
+        self.service_accounts = Some(verifier);
+        self
     }
 
     /// Loads a kube-style static token file: `token,user,uid,"group1,group2"` per line.
@@ -42,7 +49,7 @@ impl Authenticator {
                 Some((token, UserInfo { name, uid, groups, ..Default::default() }))
             })
             .collect();
-        Ok(Authenticator { tokens })
+        Ok(Authenticator { tokens, service_accounts: None })
     }
 
     /// Authenticates a request given the peer's certificate chain (DER).
@@ -54,7 +61,14 @@ impl Authenticator {
         }
         if let Some(auth) = headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
             let token = auth.strip_prefix("Bearer ").map(str::trim).unwrap_or_default();
-            return self.tokens.get(token).cloned().ok_or_else(unauthorized);
+            if let Some(user) = self.tokens.get(token) {
+                return Ok(user.clone());
+            }
+            let now = time::OffsetDateTime::now_utc().unix_timestamp();
+            return match &self.service_accounts {
+                Some(verifier) => verifier.verify(token, now).map_err(|_| unauthorized()),
+                None => Err(unauthorized()),
+            };
         }
         if ANONYMOUS_PATHS.iter().any(|p| path == *p || path.starts_with(&format!("{p}/"))) {
             return Ok(UserInfo::anonymous());

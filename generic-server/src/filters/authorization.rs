@@ -12,17 +12,35 @@ pub trait Authorizer: Send + Sync + 'static {
 
 /// Paths everyone, anonymous included, may read.
 const PUBLIC_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
+/// Paths every authenticated user may read (kube's `system:discovery`).
+const DISCOVERY_PATHS: &[&str] = &["/api", "/apis", "/openapi"];
+/// Reviews every authenticated user may create (kube's `system:basic-user`).
+const SELF_REVIEWS: &[&str] = &["selfsubjectreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews"];
 
-/// Allows `system:masters` everything, and everyone the public paths.
+/// The policy until RBAC is enforced: `system:masters` may do everything;
+/// authenticated users may read discovery and review themselves; everyone
+/// may read health and version.
 pub struct MastersOnly;
+
+fn under(path: &str, prefixes: &[&str]) -> bool {
+    prefixes.iter().any(|p| path == *p || path.starts_with(&format!("{p}/")))
+}
 
 impl Authorizer for MastersOnly {
     fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
         if user.in_group("system:masters") {
             return Ok(());
         }
-        if !info.is_resource_request && PUBLIC_PATHS.iter().any(|p| path == *p || path.starts_with(&format!("{p}/"))) {
+        if !info.is_resource_request && under(path, PUBLIC_PATHS) {
             return Ok(());
+        }
+        if user.in_group("system:authenticated") {
+            if !info.is_resource_request && under(path, DISCOVERY_PATHS) {
+                return Ok(());
+            }
+            if info.verb == "create" && SELF_REVIEWS.contains(&info.resource.as_str()) {
+                return Ok(());
+            }
         }
         Err(forbidden(user, info, path))
     }

@@ -1,0 +1,68 @@
+//! TokenRequest: `POST serviceaccounts/<name>/token` signs a short-lived
+//! token for an existing service account (`kubectl create token`).
+
+use std::sync::Arc;
+
+use generic_server::error::{Error, FieldError, Result};
+use generic_server::jwt::Signer;
+use generic_server::registry::Store;
+use generic_server::request::ApiRequest;
+use generic_server::server::CreateOnly;
+use serde_json::{Value, json};
+
+/// Shortest token lifetime a client may ask for (kube: 10 minutes).
+const MIN_SECONDS: i64 = 600;
+/// Lifetime when none is asked for.
+const DEFAULT_SECONDS: i64 = 3600;
+
+/// Answers token requests for the service accounts in `accounts`.
+pub struct TokenRequests {
+    signer: Signer,
+    accounts: Arc<Store>,
+    audience: String,
+}
+
+impl TokenRequests {
+    /// Signs with `signer`; tokens are for `audience` unless the request names others.
+    pub fn new(signer: Signer, accounts: Arc<Store>, audience: &str) -> Self {
+        TokenRequests { signer, accounts, audience: audience.into() }
+    }
+}
+
+#[async_trait::async_trait]
+impl CreateOnly for TokenRequests {
+    async fn create(&self, req: &ApiRequest, mut obj: Value) -> Result<Value> {
+        let (namespace, name) = (&req.info.namespace, &req.info.name);
+        let account = self.accounts.get(namespace, name, None).await?.value();
+        let seconds = obj.pointer("/spec/expirationSeconds").and_then(Value::as_i64).unwrap_or(DEFAULT_SECONDS);
+        if seconds < MIN_SECONDS {
+            let cause = FieldError::invalid("spec.expirationSeconds", seconds, "may not specify a duration less than 10 minutes");
+            return Err(Error::invalid("authentication.k8s.io", "TokenRequest", name, vec![cause]));
+        }
+        let mut audiences: Vec<String> = obj
+            .pointer("/spec/audiences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str().map(str::to_string))
+            .collect();
+        if audiences.is_empty() {
+            audiences.push(self.audience.clone());
+        }
+        let uid = account.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+        let now = time::OffsetDateTime::now_utc();
+        let token = self
+            .signer
+            .token(namespace, name, uid, &audiences, now.unix_timestamp(), seconds)
+            .map_err(Error::internal)?;
+        let expires = (now + time::Duration::seconds(seconds)).replace_nanosecond(0).unwrap_or(now);
+        let expires = expires.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+        obj["metadata"]["name"] = json!(name);
+        obj["metadata"]["namespace"] = json!(namespace);
+        obj["metadata"]["creationTimestamp"] = Value::Null;
+        obj["spec"]["audiences"] = json!(audiences);
+        obj["spec"]["expirationSeconds"] = json!(seconds);
+        obj["status"] = json!({"token": token, "expirationTimestamp": expires});
+        Ok(obj)
+    }
+}
