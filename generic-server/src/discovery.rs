@@ -115,7 +115,8 @@ pub fn groups_from_resources<'a>(resources: impl IntoIterator<Item = &'a Resourc
     }
     groups
         .into_iter()
-        .map(|(name, versions)| {
+        .map(|(name, mut versions)| {
+            versions.sort_by(|a, b| compare_versions(&a.0, &b.0));
             json!({
                 "metadata": {"name": name, "creationTimestamp": null},
                 "versions": versions.into_iter().map(|(version, resources)| json!({
@@ -124,6 +125,32 @@ pub fn groups_from_resources<'a>(resources: impl IntoIterator<Item = &'a Resourc
             })
         })
         .collect()
+}
+
+/// Orders versions as kube does: GA before beta before alpha, higher
+/// numbers first, and versions that look like none of these last, by name.
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    fn key(v: &str) -> (u8, i64, i64, String) {
+        let parse = |rest: &str| -> Option<(u8, i64, i64)> {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            let major: i64 = digits.parse().ok()?;
+            let tail = &rest[digits.len()..];
+            if tail.is_empty() {
+                return Some((0, major, 0));
+            }
+            for (class, word) in [(1u8, "beta"), (2u8, "alpha")] {
+                if let Some(minor) = tail.strip_prefix(word) {
+                    return Some((class, major, minor.parse().ok()?));
+                }
+            }
+            None
+        };
+        match v.strip_prefix('v').and_then(parse) {
+            Some((class, major, minor)) => (class, -major, -minor, String::new()),
+            None => (3, 0, 0, v.to_string()),
+        }
+    }
+    key(a).cmp(&key(b))
 }
 
 /// Merges group lists: earlier lists win for a group/version both serve;
@@ -412,6 +439,13 @@ mod tests {
         assert_eq!(list["resources"][1]["name"], "deployments/status");
         let core: Value = serde_json::from_slice(&docs.legacy("/api").unwrap().body).unwrap();
         assert_eq!(core["versions"][0], "v1");
+    }
+
+    #[test]
+    fn versions_are_ordered_like_kube() {
+        let mut versions = vec!["v1beta1", "foo", "v1", "v2alpha1", "v2", "v1alpha2", "v10beta3"];
+        versions.sort_by(|a, b| compare_versions(a, b));
+        assert_eq!(versions, vec!["v2", "v1", "v10beta3", "v1beta1", "v2alpha1", "v1alpha2", "foo"]);
     }
 
     #[test]

@@ -291,6 +291,16 @@ pub enum Error {
         /// One entry per failing field.
         causes: Vec<FieldError>,
     },
+    /// A failure with a reason, a message and per-field causes (apply conflicts).
+    #[error("{message}")]
+    WithCauses {
+        /// The Status reason.
+        reason: Reason,
+        /// The Status message.
+        message: String,
+        /// The causes in the Status details.
+        causes: Vec<StatusCause>,
+    },
     /// A failure with a fixed reason and a free message.
     #[error("{message}")]
     Other {
@@ -361,7 +371,7 @@ impl Error {
             Error::AlreadyExists { .. } => Reason::AlreadyExists,
             Error::Conflict { .. } => Reason::Conflict,
             Error::Invalid { .. } => Reason::Invalid,
-            Error::Other { reason, .. } => *reason,
+            Error::WithCauses { reason, .. } | Error::Other { reason, .. } => *reason,
         }
     }
 
@@ -391,6 +401,7 @@ impl Error {
                     .collect(),
                 ..Default::default()
             }),
+            Error::WithCauses { causes, .. } => Some(StatusDetails { causes: causes.clone(), ..Default::default() }),
             Error::Other { retry_after: Some(secs), .. } => {
                 Some(StatusDetails { retry_after_seconds: Some(*secs), ..Default::default() })
             }

@@ -7,6 +7,7 @@
 //! gRPC delegation protocol.
 
 pub mod admission;
+pub mod apply;
 pub mod codec;
 pub mod delegation;
 pub mod discovery;

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use crate::admission::{Admission, Attributes, Operation};
+use crate::apply;
 use crate::error::{Error, FieldError, Reason, Result};
 use crate::field_selector::FieldSelector;
 use crate::label_selector::LabelSelector;
@@ -56,8 +57,10 @@ impl FieldValidation {
 pub struct WriteOptions {
     /// Validate and return the result without storing it.
     pub dry_run: bool,
-    /// The manager recorded for the change.
+    /// The manager the client named (`fieldManager`).
     pub field_manager: Option<String>,
+    /// The manager recorded when the client named none (from its user agent).
+    pub default_manager: Option<String>,
     /// Unknown field handling.
     pub field_validation: FieldValidation,
     /// Force ownership on apply conflicts.
@@ -474,7 +477,12 @@ impl Store {
     }
 
     /// Creates an object.
-    pub async fn create(&self, namespace: &str, mut obj: Value, opts: &WriteOptions) -> Result<Written> {
+    pub async fn create(&self, namespace: &str, obj: Value, opts: &WriteOptions) -> Result<Written> {
+        self.create_inner(namespace, obj, opts, false).await
+    }
+
+    /// Creates an object; `tracked` when an apply already set its managedFields.
+    async fn create_inner(&self, namespace: &str, mut obj: Value, opts: &WriteOptions, tracked: bool) -> Result<Written> {
         let mut warnings = Vec::new();
         obj = self.decode_object(obj, opts, &mut warnings)?;
         self.set_namespace(&mut obj, namespace)?;
@@ -509,6 +517,9 @@ impl Store {
         }
         self.admission.validate(&attrs, Some(&obj)).await?;
         warnings.extend(strategy.warnings(&obj));
+        if !tracked {
+            self.track(None, &mut obj, "", opts);
+        }
         if opts.dry_run {
             return Ok(Written { object: obj, created: true, warnings });
         }
@@ -533,7 +544,7 @@ impl Store {
         }
         self.set_namespace(&mut obj, namespace)?;
         let mut written = self
-            .guaranteed_update(namespace, name, subresource, opts, |_| Ok(obj.clone()))
+            .guaranteed_update(namespace, name, subresource, opts, false, |_| Ok(obj.clone()))
             .await;
         if let Err(Error::NotFound { .. }) = &written {
             if subresource.is_empty() && self.resource.strategy.allow_create_on_update() {
@@ -546,6 +557,74 @@ impl Store {
         warnings.append(&mut written.warnings);
         written.warnings = warnings;
         Ok(written)
+    }
+
+    /// The schema server-side apply merges with, and the top-level fields a
+    /// write through `subresource` may not touch.
+    fn apply_schema<'a>(&'a self, subresource: &str, root: &'a Option<Value>) -> apply::Schema<'a> {
+        let schema = match (&self.patch_schema, root) {
+            (Some(s), Some(root)) => apply::Schema::new(root, s.components.as_ref()),
+            _ => apply::Schema::deduced(),
+        };
+        let schema = if self.resource.strategic_merge_patch { schema } else { schema.unstructured() };
+        let has_status = self.resource.find_subresource("status").is_some();
+        match subresource {
+            "status" => schema.reset_fields(&["spec"]),
+            "" if has_status => schema.reset_fields(&["status"]),
+            _ => schema,
+        }
+    }
+
+    /// Records a write's field ownership in `metadata.managedFields`.
+    fn track(&self, old: Option<&Value>, new: &mut Value, subresource: &str, opts: &WriteOptions) {
+        let Some(manager) = opts.field_manager.as_ref().or(opts.default_manager.as_ref()) else { return };
+        let root = self.patch_schema.as_ref().map(|s| s.root.clone());
+        let schema = self.apply_schema(subresource, &root);
+        let _ = apply::update(old, new, manager, &self.resource.api_version(), subresource, &now_rfc3339(), schema);
+    }
+
+    /// Server-side apply: creates the object if absent, otherwise merges the
+    /// applied configuration, with conflicts between field managers.
+    async fn apply(&self, namespace: &str, name: &str, subresource: &str, body: &[u8], opts: &WriteOptions) -> Result<Written> {
+        let Some(manager) = opts.field_manager.clone().filter(|m| !m.is_empty()) else {
+            let cause = FieldError::required("fieldManager", "is required for apply patch");
+            return Err(Error::invalid("meta.k8s.io", "PatchOptions", "", vec![cause]));
+        };
+        let mut config = crate::codec::decode_yaml(body)?;
+        if !config.is_object() {
+            return Err(Error::bad_request("the applied configuration must be an object"));
+        }
+        let (api_version, kind) = (self.resource.api_version(), self.resource.kind.clone());
+        for (field, want) in [("apiVersion", &api_version), ("kind", &kind)] {
+            match config.get(field).and_then(Value::as_str) {
+                Some(got) if got == want => {}
+                Some(got) => return Err(Error::bad_request(format!("the {field} in the data ({got}) does not match the expected {field} ({want})"))),
+                None => return Err(Error::bad_request(format!("{field} must be set"))),
+            }
+        }
+        let body_name = meta_str(&config, "name").to_string();
+        if body_name != name {
+            return Err(Error::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({name})")));
+        }
+        if self.resource.namespaced {
+            meta_mut(&mut config).insert("namespace".into(), json!(namespace));
+        }
+        let root = self.patch_schema.as_ref().map(|s| s.root.clone());
+        let run = |live: Option<&Value>| {
+            let schema = self.apply_schema(subresource, &root);
+            apply::apply(live, &config, &manager, &api_version, subresource, opts.force, &now_rfc3339(), schema).map_err(apply_error)
+        };
+        if self.read_stored(namespace, name).await?.is_none() {
+            if !subresource.is_empty() {
+                return Err(self.not_found(name));
+            }
+            let created = run(None)?;
+            match self.create_inner(namespace, created, opts, true).await {
+                Err(Error::AlreadyExists { .. }) => {}
+                other => return other,
+            }
+        }
+        self.guaranteed_update(namespace, name, subresource, opts, true, |current| run(Some(current))).await
     }
 
     fn scale_spec(&self) -> Result<&ScaleSpec> {
@@ -622,7 +701,7 @@ impl Store {
     /// Replaces an object's replicas through its Scale.
     async fn update_scale(&self, namespace: &str, name: &str, scale: Value, opts: &WriteOptions) -> Result<Written> {
         let scale = self.decode_scale(scale)?;
-        let mut written = self.guaranteed_update(namespace, name, "scale", opts, |current| self.from_scale(current, &scale)).await?;
+        let mut written = self.guaranteed_update(namespace, name, "scale", opts, false, |current| self.from_scale(current, &scale)).await?;
         written.object = self.to_scale(&written.object)?;
         Ok(written)
     }
@@ -631,7 +710,7 @@ impl Store {
     async fn patch_scale(&self, namespace: &str, name: &str, kind: PatchType, body: &[u8], opts: &WriteOptions) -> Result<Written> {
         let schema = self.patch_schema.clone();
         let mut written = self
-            .guaranteed_update(namespace, name, "scale", opts, |current| {
+            .guaranteed_update(namespace, name, "scale", opts, false, |current| {
                 let scale = self.to_scale(current)?;
                 let scale_schema = json!({"$ref": format!("{}io.k8s.api.autoscaling.v1.Scale", crate::openapi::SCHEMA_PREFIX)});
                 let lookup = schema.as_ref().map(|s| patch::strategic::Schema::new(&scale_schema, s.components.as_ref()));
@@ -664,8 +743,11 @@ impl Store {
                 "application/apply-patch+yaml",
             ]));
         }
+        if kind == PatchType::Apply {
+            return self.apply(namespace, name, subresource, body, opts).await;
+        }
         let schema = self.patch_schema.clone();
-        self.guaranteed_update(namespace, name, subresource, opts, |current| {
+        self.guaranteed_update(namespace, name, subresource, opts, false, |current| {
             let patch_schema = schema.as_ref().map(|s| patch::strategic::Schema::new(&s.root, s.components.as_ref()));
             let patched = patch::apply_patch(kind, current, body, patch_schema).map_err(|e| {
                 Error::new(crate::error::reason_for_code(e.code()), e.status_message())
@@ -684,6 +766,7 @@ impl Store {
         name: &str,
         subresource: &str,
         opts: &WriteOptions,
+        tracked: bool,
         compute: impl Fn(&Value) -> Result<Value>,
     ) -> Result<Written> {
         let strategy = &self.resource.strategy;
@@ -729,7 +812,10 @@ impl Store {
                     Err(e) => return Err(storage_error(self, name, e)),
                 }
             }
-            if without_rv(&new) == without_rv(&old) {
+            if !tracked {
+                self.track(Some(&old), &mut new, subresource, opts);
+            }
+            if unchanged(&new, &old) {
                 return Ok(Written { object: old, created: false, warnings });
             }
             if opts.dry_run {
@@ -1017,6 +1103,32 @@ fn is_being_deleted(obj: &Value) -> bool {
 
 fn finalizers(obj: &Value) -> Vec<Value> {
     obj.pointer("/metadata/finalizers").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+/// Whether an update changes nothing but server-kept bookkeeping.
+fn unchanged(new: &Value, old: &Value) -> bool {
+    let strip = |obj: &Value| {
+        let mut v = without_rv(obj);
+        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        v
+    };
+    strip(new) == strip(old)
+}
+
+/// An apply failure as a Status.
+fn apply_error(err: apply::ApplyError) -> Error {
+    let causes = err
+        .causes()
+        .into_iter()
+        .map(|c| crate::error::StatusCause {
+            reason: c["reason"].as_str().map(str::to_string),
+            message: c["message"].as_str().map(str::to_string),
+            field: c["field"].as_str().map(str::to_string),
+        })
+        .collect();
+    Error::WithCauses { reason: crate::error::reason_for_code(err.code()), message: err.message(), causes }
 }
 
 fn without_rv(obj: &Value) -> Value {

@@ -43,6 +43,7 @@ pub struct ApiServer {
     openapi: RwLock<HashMap<String, Rendered>>,
     delegate: Arc<dyn Handler>,
     checks: Vec<(String, HealthCheck)>,
+    declared: RwLock<Vec<Resource>>,
     create_only: RwLock<HashMap<EndpointKey, (crate::resource::GroupVersionKind, Arc<dyn CreateOnly>)>>,
 }
 
@@ -56,6 +57,7 @@ impl ApiServer {
             openapi: RwLock::default(),
             delegate,
             checks,
+            declared: RwLock::default(),
             create_only: RwLock::default(),
         }
     }
@@ -94,11 +96,39 @@ impl ApiServer {
             let doc = openapi::group_version_document(&group, &version, &specs, &components);
             self.set_openapi(&openapi::group_version_path(&group, &version), &doc);
         }
-        let mut own = self.discovery.own();
-        own.extend(discovery::groups_from_resources(&resources));
-        self.discovery.set_own(discovery::merge_groups(&[&own]));
         tracing::info!(server = %self.name, resources = resources.len(), "installed resources");
+        self.declared.write().unwrap_or_else(|e| e.into_inner()).extend(resources);
+        self.refresh_discovery();
         Ok(())
+    }
+
+    /// Serves a resource added at run time (a custom resource version):
+    /// its store, and its place in discovery.
+    pub fn add_dynamic(&self, store: Arc<Store>) {
+        let resource = store.resource.clone();
+        self.add_store(store);
+        {
+            let mut declared = self.declared.write().unwrap_or_else(|e| e.into_inner());
+            declared.retain(|r| !(r.group == resource.group && r.version == resource.version && r.plural == resource.plural));
+            declared.push(resource);
+        }
+        self.refresh_discovery();
+    }
+
+    /// Stops serving a run-time resource.
+    pub fn remove_dynamic(&self, group: &str, version: &str, plural: &str) {
+        self.remove_store(group, version, plural);
+        self.declared
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|r| !(r.group == group && r.version == version && r.plural == plural));
+        self.refresh_discovery();
+    }
+
+    /// Rebuilds this server's own discovery from what it declares.
+    fn refresh_discovery(&self) {
+        let declared = self.declared.read().unwrap_or_else(|e| e.into_inner());
+        self.discovery.set_own(discovery::merge_groups(&[&discovery::groups_from_resources(declared.iter())]));
     }
 
     /// Publishes (or replaces) the OpenAPI document of a group-version (`api/v1`).

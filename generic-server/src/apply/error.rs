@@ -53,7 +53,10 @@ impl Conflict {
     pub fn manager_description(&self) -> String {
         let mut text = go_quote(&self.manager);
         if !self.subresource.is_empty() {
-            text.push_str(&format!(" with subresource {}", go_quote(&self.subresource)));
+            text.push_str(&format!(
+                " with subresource {}",
+                go_quote(&self.subresource)
+            ));
         }
         if self.operation == Operation::Update {
             text.push_str(&format!(" using {}", self.api_version));

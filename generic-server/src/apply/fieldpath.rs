@@ -58,7 +58,8 @@ impl PathElement {
 
     /// Parses a `FieldsV1` key; `Ok(None)` for a prefix kube does not know (kube skips those).
     pub fn from_fields_v1_key(key: &str) -> Result<Option<PathElement>, ApplyError> {
-        let invalid = |reason: String| ApplyError::Invalid(format!("parsing key as path element: {reason}"));
+        let invalid =
+            |reason: String| ApplyError::Invalid(format!("parsing key as path element: {reason}"));
         let bytes = key.as_bytes();
         if bytes.len() < 2 {
             return Err(invalid("key must be 2 characters long".to_owned()));
@@ -72,7 +73,10 @@ impl PathElement {
             b'v' => PathElement::Value(
                 serde_json::from_str(body).map_err(|error| invalid(error.to_string()))?,
             ),
-            b'i' => PathElement::Index(body.parse().map_err(|_| invalid(format!("invalid index {body:?}")))?),
+            b'i' => PathElement::Index(
+                body.parse()
+                    .map_err(|_| invalid(format!("invalid index {body:?}")))?,
+            ),
             b'k' => {
                 let Value::Object(object) =
                     serde_json::from_str(body).map_err(|error| invalid(error.to_string()))?
@@ -200,7 +204,10 @@ impl Set {
         match path {
             [] => false,
             [last] => self.members.contains(last),
-            [first, rest @ ..] => self.children.get(first).is_some_and(|child| child.has(rest)),
+            [first, rest @ ..] => self
+                .children
+                .get(first)
+                .is_some_and(|child| child.has(rest)),
         }
     }
 
@@ -364,7 +371,9 @@ fn read_fields_v1(object: &Map<String, Value>) -> Result<(Option<Set>, bool), Ap
 /// Orders key field lists as kube does: field by field (name, then value), shorter first.
 fn compare_fields(a: &[(String, Value)], b: &[(String, Value)]) -> Ordering {
     for ((a_name, a_value), (b_name, b_value)) in a.iter().zip(b) {
-        let order = a_name.cmp(b_name).then_with(|| compare_values(a_value, b_value));
+        let order = a_name
+            .cmp(b_name)
+            .then_with(|| compare_values(a_value, b_value));
         if order != Ordering::Equal {
             return order;
         }
@@ -495,7 +504,9 @@ pub(crate) fn go_quote(text: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
@@ -536,7 +547,9 @@ fn go_json_string(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
@@ -606,7 +619,10 @@ mod tests {
         let value = json!({"f:spec": {"k:{\"protocol\":\"TCP\",\"containerPort\":80}": {}}});
         let set = Set::from_fields_v1(&value).unwrap();
         let encoded = serde_json::to_string(&set.to_fields_v1()).unwrap();
-        assert_eq!(encoded, r#"{"f:spec":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{}}}"#);
+        assert_eq!(
+            encoded,
+            r#"{"f:spec":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{}}}"#
+        );
         let element = PathElement::Value(json!("a<b"));
         assert_eq!(element.to_fields_v1_key(), r#"v:"a\u003cb""#);
     }
@@ -614,8 +630,17 @@ mod tests {
     #[test]
     fn members_and_children_encode_with_dot() {
         let mut set = Set::new();
-        set.insert(&[field("spec"), field("containers"), key("name", json!("web"))]);
-        set.insert(&[field("spec"), field("containers"), key("name", json!("web")), field("image")]);
+        set.insert(&[
+            field("spec"),
+            field("containers"),
+            key("name", json!("web")),
+        ]);
+        set.insert(&[
+            field("spec"),
+            field("containers"),
+            key("name", json!("web")),
+            field("image"),
+        ]);
         set.insert(&[field("metadata"), field("labels"), field("app")]);
         assert_eq!(
             set.to_fields_v1(),
@@ -624,7 +649,11 @@ mod tests {
                 "f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:image": {}}}}
             })
         );
-        assert!(set.has(&[field("spec"), field("containers"), key("name", json!("web"))]));
+        assert!(set.has(&[
+            field("spec"),
+            field("containers"),
+            key("name", json!("web"))
+        ]));
         assert!(!set.has(&[field("spec"), field("containers")]));
     }
 
@@ -665,8 +694,14 @@ mod tests {
             ]),
             field("name"),
         ];
-        assert_eq!(path_string(&path), r#".spec.ports[containerPort=80,protocol="TCP"].name"#);
-        assert_eq!(PathElement::Value(json!("a\"b")).to_string(), r#"[="a\"b"]"#);
+        assert_eq!(
+            path_string(&path),
+            r#".spec.ports[containerPort=80,protocol="TCP"].name"#
+        );
+        assert_eq!(
+            PathElement::Value(json!("a\"b")).to_string(),
+            r#"[="a\"b"]"#
+        );
         assert_eq!(PathElement::Index(3).to_string(), "[3]");
     }
 

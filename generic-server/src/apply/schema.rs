@@ -247,9 +247,9 @@ impl ListType<'_> {
         match &self.kind {
             ListKind::Atomic => Err("invalid indexing of non-associative list".to_owned()),
             ListKind::Set => match item {
-                Value::Object(_) => Err(
-                    "associative list without keys has an element that's a map type".to_owned(),
-                ),
+                Value::Object(_) => {
+                    Err("associative list without keys has an element that's a map type".to_owned())
+                }
                 Value::Array(_) => {
                     Err("not supported: associative list with lists as elements".to_owned())
                 }
@@ -526,7 +526,9 @@ fn zero_struct(node: TypeNode<'_>, value: Option<&Value>, markers: bool) -> Valu
             && if markers {
                 property.get("default") == Some(&Value::Object(Map::new()))
             } else {
-                child_value.and_then(Value::as_object).is_some_and(|o| !o.is_empty())
+                child_value
+                    .and_then(Value::as_object)
+                    .is_some_and(|o| !o.is_empty())
             };
         if non_pointer {
             out.insert(name.clone(), zero_struct(child, child_value, markers));
@@ -557,7 +559,9 @@ mod tests {
                 "containers": {"type": "array", "items": {"allOf": [{"$ref": "#/components/schemas/Container"}]},
                                "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
                 "ports": {"type": "array", "items": {"$ref": "#/components/schemas/io.k8s.api.core.v1.ContainerPort"},
-                          "x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": "containerPort"},
+                          "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["containerPort", "protocol"]},
+                "volumes": {"type": "array", "items": {"type": "object"},
+                            "x-kubernetes-patch-strategy": "merge,retainKeys", "x-kubernetes-patch-merge-key": "name"},
                 "selector": {"allOf": [{"$ref": "#/components/schemas/Selector"}], "x-kubernetes-map-type": "atomic"},
                 "size": {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.api.resource.Quantity"},
                 "security": {"type": "object", "properties": {"user": {"type": "integer"}}}
@@ -593,11 +597,18 @@ mod tests {
         };
         let port = ports.item_element(&json!({"containerPort": 80})).unwrap();
         assert_eq!(port.to_string(), r#"[containerPort=80,protocol="TCP"]"#);
+        let Shape::List(volumes) = field(spec, "volumes").shape(None) else {
+            panic!()
+        };
+        assert!(matches!(volumes.kind, ListKind::Map(ref keys) if keys == &["name"]));
         let Shape::Map(selector) = field(spec, "selector").shape(None) else {
             panic!()
         };
         assert!(selector.atomic);
-        assert!(matches!(field(spec, "size").shape(None), Shape::Scalar(ScalarKind::Untyped)));
+        assert!(matches!(
+            field(spec, "size").shape(None),
+            Shape::Scalar(ScalarKind::Untyped)
+        ));
         let meta = field(schema.root(), "metadata");
         let Shape::List(finalizers) = field(meta, "finalizers").shape(None) else {
             panic!()

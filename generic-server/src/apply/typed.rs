@@ -12,7 +12,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use super::fieldpath::{PathElement, Set, path_string};
-use super::schema::{ListKind, ListType, MapType, ScalarKind, Shape, TypeNode};
+use super::schema::{ListType, MapType, ScalarKind, Shape, TypeNode};
 use crate::patch::{go_format, go_type};
 
 /// Validation errors, printed as structured-merge-diff prints them.
@@ -152,12 +152,16 @@ impl Validator {
             Shape::Map(map) => match value {
                 Value::Object(object) => self.map(object, &map),
                 Value::Null => {}
-                other => self.trail.error(format_args!("expected map, got &{{{}}}", go_format(other))),
+                other => self
+                    .trail
+                    .error(format_args!("expected map, got &{{{}}}", go_format(other))),
             },
             Shape::List(list) => match value {
                 Value::Array(items) => self.list(items, &list),
                 Value::Null => {}
-                other => self.trail.error(format_args!("expected list, got &{{{}}}", go_format(other))),
+                other => self
+                    .trail
+                    .error(format_args!("expected list, got &{{{}}}", go_format(other))),
             },
         }
     }
@@ -182,9 +186,10 @@ impl Validator {
                 "expected string, got &value.valueUnstructured{{Value:{}}}",
                 go_format(value)
             )),
-            _ => self
-                .trail
-                .error(format_args!("expected boolean, got &{{{}}}", go_format(value))),
+            _ => self.trail.error(format_args!(
+                "expected boolean, got &{{{}}}",
+                go_format(value)
+            )),
         }
     }
 
@@ -382,7 +387,9 @@ impl CompareWalker {
     fn children(&mut self, old: Option<&Value>, new: Option<&Value>, shape: &Shape<'_>) {
         match shape {
             Shape::Map(map) if !map.atomic => self.map_items(as_map(old), as_map(new), map),
-            Shape::List(list) if !list.is_atomic() => self.list_items(as_list(old), as_list(new), list),
+            Shape::List(list) if !list.is_atomic() => {
+                self.list_items(as_list(old), as_list(new), list)
+            }
             _ => {}
         }
     }
@@ -394,10 +401,11 @@ impl CompareWalker {
         new: Option<&Map<String, Value>>,
         map: &MapType<'_>,
     ) {
-        let keys = old
-            .into_iter()
-            .flat_map(Map::keys)
-            .chain(new.into_iter().flat_map(Map::keys).filter(|key| old.is_none_or(|old| !old.contains_key(*key))));
+        let keys = old.into_iter().flat_map(Map::keys).chain(
+            new.into_iter()
+                .flat_map(Map::keys)
+                .filter(|key| old.is_none_or(|old| !old.contains_key(*key))),
+        );
         for key in keys {
             self.trail.path.push(PathElement::Field(key.clone()));
             self.node(
@@ -442,7 +450,10 @@ impl CompareWalker {
                 ),
                 (2.., 2..) => {
                     let same = old_items.len() == new_items.len()
-                        && old_items.iter().zip(new_items).all(|(a, b)| values_equal(a, b));
+                        && old_items
+                            .iter()
+                            .zip(new_items)
+                            .all(|(a, b)| values_equal(a, b));
                     if !same {
                         self.comparison.modified.insert(&self.trail.path);
                     }
@@ -482,6 +493,10 @@ fn merge_node(
     trail: &mut Trail,
 ) -> Option<Value> {
     let keep_config = || config.or(live).cloned();
+    if live.is_none() || config.is_none() {
+        // Merging with nothing keeps the value as it is (both inputs were validated).
+        return keep_config();
+    }
     let live_shape = node.shape(live);
     let shape = node.shape(config.or(live));
     if live.is_some() && config.is_some() && !live_shape.same_kind(&shape) {
@@ -562,7 +577,11 @@ fn merge_list(
     let mut next_shared = shared.next();
     let mut merged_config: BTreeSet<&PathElement> = BTreeSet::new();
     let mut out = Vec::new();
-    let merge_item = |element: &PathElement, live: Option<&Value>, config: Option<&Value>, out: &mut Vec<Value>, trail: &mut Trail| {
+    let merge_item = |element: &PathElement,
+                      live: Option<&Value>,
+                      config: Option<&Value>,
+                      out: &mut Vec<Value>,
+                      trail: &mut Trail| {
         trail.path.push(element.clone());
         if let Some(item) = merge_node(live, config, list.element, trail) {
             out.push(item);
@@ -576,7 +595,13 @@ fn merge_list(
             if element == config_order[r] {
                 merged_config.insert(element);
                 let live_item = live_by.get(element).copied().flatten();
-                merge_item(element, live_item, config_by.get(element).copied(), &mut out, trail);
+                merge_item(
+                    element,
+                    live_item,
+                    config_by.get(element).copied(),
+                    &mut out,
+                    trail,
+                );
                 l += 1;
                 r += 1;
                 next_shared = shared.next();
@@ -603,7 +628,13 @@ fn merge_list(
             let element = config_order[r];
             merged_config.insert(element);
             let live_item = live_by.get(element).copied().flatten();
-            merge_item(element, live_item, config_by.get(element).copied(), &mut out, trail);
+            merge_item(
+                element,
+                live_item,
+                config_by.get(element).copied(),
+                &mut out,
+                trail,
+            );
             r += 1;
             if next_shared.is_some_and(|next| next == element) {
                 next_shared = shared.next();
@@ -694,7 +725,10 @@ pub(crate) fn ensure_named_fields_are_members(set: &Set, node: TypeNode<'_>) -> 
             (PathElement::Key(_), Shape::List(list)) => list.element,
             _ => node.untyped(),
         };
-        out.insert_child(element.clone(), ensure_named_fields_are_members(below, child));
+        out.insert_child(
+            element.clone(),
+            ensure_named_fields_are_members(below, child),
+        );
     }
     out
 }
@@ -845,12 +879,18 @@ mod tests {
     fn removal_drops_members_and_emptied_parents() {
         let removed = with_root(|node| {
             let mut set = Set::new();
-            set.insert(&[PathElement::Field("labels".into()), PathElement::Field("a".into())]);
+            set.insert(&[
+                PathElement::Field("labels".into()),
+                PathElement::Field("a".into()),
+            ]);
             set.insert(&[
                 PathElement::Field("items".into()),
                 PathElement::Key(vec![("name".into(), json!("a"))]),
             ]);
-            set.insert(&[PathElement::Field("tags".into()), PathElement::Value(json!("x"))]);
+            set.insert(&[
+                PathElement::Field("tags".into()),
+                PathElement::Value(json!("x")),
+            ]);
             remove_items(
                 &json!({"labels": {"a": "1"}, "tags": ["x", "y"], "name": "n",
                         "items": [{"name": "a"}, {"name": "b"}]}),
@@ -858,15 +898,24 @@ mod tests {
                 node,
             )
         });
-        assert_eq!(removed, json!({"tags": ["y"], "name": "n", "items": [{"name": "b"}]}));
+        assert_eq!(
+            removed,
+            json!({"tags": ["y"], "name": "n", "items": [{"name": "b"}]})
+        );
     }
 
     #[test]
     fn named_fields_become_members() {
         let set = with_root(|node| {
             let mut set = Set::new();
-            set.insert(&[PathElement::Field("nested".into()), PathElement::Field("a".into())]);
-            set.insert(&[PathElement::Field("labels".into()), PathElement::Field("a".into())]);
+            set.insert(&[
+                PathElement::Field("nested".into()),
+                PathElement::Field("a".into()),
+            ]);
+            set.insert(&[
+                PathElement::Field("labels".into()),
+                PathElement::Field("a".into()),
+            ]);
             ensure_named_fields_are_members(&set, node)
         });
         assert_eq!(
@@ -877,7 +926,10 @@ mod tests {
 
     #[test]
     fn numbers_compare_by_value() {
-        assert!(values_equal(&json!({"a": [1, 2.0]}), &json!({"a": [1.0, 2]})));
+        assert!(values_equal(
+            &json!({"a": [1, 2.0]}),
+            &json!({"a": [1.0, 2]})
+        ));
         assert!(!values_equal(&json!(1), &json!("1")));
     }
 }

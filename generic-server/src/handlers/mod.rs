@@ -103,7 +103,10 @@ fn write_options(req: &ApiRequest) -> Result<WriteOptions> {
             }
         }
     }
+    // Without a fieldManager, kube names the manager after the user agent.
+    let user_agent = req.header(header::USER_AGENT).and_then(|ua| ua.split('/').next()).filter(|ua| !ua.is_empty());
     let field_manager = get("fieldManager").filter(|m| !m.is_empty()).map(str::to_string);
+    let default_manager = user_agent.map(str::to_string);
     if let Some(manager) = &field_manager {
         if manager.len() > 128 {
             return Err(Error::bad_request(format!(
@@ -118,6 +121,7 @@ fn write_options(req: &ApiRequest) -> Result<WriteOptions> {
     Ok(WriteOptions {
         dry_run,
         field_manager,
+        default_manager,
         field_validation: FieldValidation::parse(get("fieldValidation"))?,
         force: get("force") == Some("true"),
         user: req.user.clone(),

@@ -17,12 +17,17 @@ pub async fn patch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> 
     let out = output(req)?;
     let content_type = req.header(header::CONTENT_TYPE).unwrap_or("");
     let accepted: &[&str] = if store.resource.strategic_merge_patch {
-        &["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"]
+        &[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+            "application/apply-patch+yaml",
+        ]
     } else {
-        &["application/json-patch+json", "application/merge-patch+json"]
+        &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]
     };
     let kind = PatchType::from_content_type(content_type)
-        .filter(|k| *k != PatchType::Apply && (*k != PatchType::StrategicMerge || store.resource.strategic_merge_patch))
+        .filter(|k| *k != PatchType::StrategicMerge || store.resource.strategic_merge_patch)
         .ok_or_else(|| codec::unsupported_media_type(accepted))?;
     if req.body.len() > codec::MAX_BODY_BYTES {
         return Err(codec::too_large());
