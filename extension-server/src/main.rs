@@ -1,11 +1,22 @@
-//! extension-server: the end of the server chain. It will serve
+//! extension-server: the end of the server chain. It serves
 //! CustomResourceDefinitions and their custom resources; every path it does
 //! not serve gets a 404 Status.
+
+mod controllers;
+mod crd;
+mod custom_resource;
+mod schema;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use std::time::Duration;
+
+use actix::Actor;
 use anyhow::Context as _;
+use generic_server::admission::{Admission, NamespaceLifecycle};
+use generic_server::informer;
+use generic_server::loopback::Loopback;
 use clap::Parser;
 use generic_server::delegation::DelegationService;
 use generic_server::discovery::Discovery;
@@ -40,10 +51,22 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(options: Options) -> anyhow::Result<()> {
     let tls = options.tls.load().context("loading TLS files")?;
-    let (_cacher, etcd_check) = options::start_storage(&options.etcd).await.context("connecting to etcd")?;
+    let (cacher, etcd_check) = options::start_storage(&options.etcd).await.context("connecting to etcd")?;
+    let prefix = options.etcd.etcd_prefix.trim_end_matches('/').to_string();
     let discovery = Arc::new(Discovery::default());
     let checks: Vec<(String, HealthCheck)> = vec![("etcd".into(), etcd_check)];
     let server = Arc::new(ApiServer::new("extension-server", discovery.clone(), Arc::new(NotFoundHandler), checks));
+    let lifecycle = NamespaceLifecycle::new(cacher.clone(), &prefix).await.context("namespace lifecycle")?;
+    let admission = Admission::new(vec![Arc::new(lifecycle)]);
+    server.install(vec![crd::resource()], &cacher, &admission, &prefix).await.context("installing CRDs")?;
+    let crds = server.store("apiextensions.k8s.io", "v1", "customresourcedefinitions").context("the CRD store")?;
+    let client = Loopback::new(server.clone(), "system:apiextensions-controller");
+    let context = controllers::crd::Context { server: server.clone(), cacher, admission, etcd_root: prefix, client };
+    let controller = controllers::crd::CrdController::new(context).start();
+    informer::follow(crds, Duration::from_secs(60), move |change| {
+        controller.do_send(controllers::crd::Sync(change));
+        true
+    });
     tracing::info!(listen = %options.listen, "extension-server serving");
     let service = DelegationService::new(server, discovery, options.allowed_callers);
     options::serve_grpc(options.listen, &tls, service).await.context("serving gRPC")

@@ -20,6 +20,7 @@ pub mod garbage_collector;
 pub mod openapi;
 pub mod options;
 pub mod informer;
+pub mod jsonpath;
 pub mod jwt;
 pub mod label_selector;
 pub mod loopback;

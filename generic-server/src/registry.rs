@@ -176,6 +176,17 @@ pub struct Store {
     prefix: String,
     admission: Admission,
     patch_schema: Option<PatchSchema>,
+    converter: Option<Arc<dyn Converter>>,
+}
+
+/// Converts objects between the versions of a resource whose versions share
+/// one storage (custom resources).
+#[async_trait::async_trait]
+pub trait Converter: Send + Sync + 'static {
+    /// The apiVersion objects are stored in.
+    fn storage_version(&self) -> String;
+    /// Converts objects to `api_version`.
+    async fn convert(&self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>>;
 }
 
 /// Ingests any object: parses it, stamps the revision, reads name,
@@ -274,14 +285,40 @@ impl Store {
         let prefix = resource.key_prefix(etcd_root);
         let strategy = resource.strategy.clone();
         let fields = Arc::new(move |obj: &Value| {
-            strategy
-                .selectable_fields()
-                .iter()
-                .filter_map(|f| strategy.field_value(obj, f).map(|v| (f.to_string(), v)))
-                .collect()
+            strategy.declared_fields().into_iter().filter_map(|f| strategy.field_value(obj, &f).map(|v| (f, v))).collect()
         });
         let cache = cacher.register(&prefix, ingest_with(fields)).await.map_err(|e| Error::unavailable(e.to_string()))?;
-        Ok(Store { storage: cacher.storage().clone(), resource, cacher, cache, prefix, admission, patch_schema })
+        Ok(Store { storage: cacher.storage().clone(), resource, cacher, cache, prefix, admission, patch_schema, converter: None })
+    }
+
+    /// Serves a version other than the stored one through a converter.
+    pub fn with_converter(mut self, converter: Arc<dyn Converter>) -> Self {
+        if converter.storage_version() != self.resource.api_version() {
+            self.converter = Some(converter);
+        }
+        self
+    }
+
+    /// An object as stored, in this store's version.
+    async fn served(&self, obj: Value) -> Result<Value> {
+        match &self.converter {
+            None => Ok(obj),
+            Some(c) => one(c.convert(vec![obj], &self.resource.api_version()).await?),
+        }
+    }
+
+    /// An object of this store's version, as it is stored.
+    async fn stored(&self, obj: &Value) -> Result<Bytes> {
+        match &self.converter {
+            None => encode(obj),
+            Some(c) => encode(&one(c.convert(vec![obj.clone()], &c.storage_version()).await?)?),
+        }
+    }
+
+    /// Cached objects in this store's version.
+    async fn present(&self, objects: Vec<Arc<CachedObject>>) -> Result<Vec<Arc<CachedObject>>> {
+        let Some(converter) = &self.converter else { return Ok(objects) };
+        present_with(converter.as_ref(), &self.cache, objects, &self.resource.api_version()).await
     }
 
     fn key(&self, namespace: &str, name: &str) -> String {
@@ -318,7 +355,8 @@ impl Store {
         if resource_version.is_none_or(str::is_empty) {
             self.fresh().await?;
         }
-        self.cache.get(&self.key(namespace, name)).ok_or_else(|| self.not_found(name))
+        let obj = self.cache.get(&self.key(namespace, name)).ok_or_else(|| self.not_found(name))?;
+        one(self.present(vec![obj]).await?)
     }
 
     async fn fresh(&self) -> Result<i64> {
@@ -335,16 +373,16 @@ impl Store {
                 let mut obj: Value = serde_json::from_slice(&kv.value)
                     .map_err(|e| Error::internal(format!("stored object {key} is not JSON: {e}")))?;
                 set_resource_version(&mut obj, kv.mod_revision);
-                Ok(Some((obj, kv.mod_revision)))
+                Ok(Some((self.served(obj).await?, kv.mod_revision)))
             }
         }
     }
 
     fn check_selectors(&self, opts: &ListOptions) -> Result<()> {
         let Some(fields) = &opts.fields else { return Ok(()) };
-        let allowed = self.resource.strategy.selectable_fields();
+        let allowed = self.resource.strategy.declared_fields();
         for field in fields.fields() {
-            if field != "metadata.name" && field != "metadata.namespace" && !allowed.contains(&field) {
+            if field != "metadata.name" && field != "metadata.namespace" && !allowed.iter().any(|a| a == field) {
                 return Err(Error::bad_request(format!("field label not supported: {field}")));
             }
         }
@@ -385,7 +423,9 @@ impl Store {
         }
         let snapshot = self.cache.snapshot(&prefix, self.cacher.progress());
         let matching: Vec<Arc<CachedObject>> = snapshot.objects.into_iter().filter(|o| self.matches(o, opts)).collect();
-        Ok(self.paginate(matching, snapshot.revision, opts.limit))
+        let mut page = self.paginate(matching, snapshot.revision, opts.limit);
+        page.items = self.present(page.items).await?;
+        Ok(page)
     }
 
     fn paginate(&self, mut items: Vec<Arc<CachedObject>>, revision: i64, limit: usize) -> ListResult {
@@ -429,6 +469,7 @@ impl Store {
         if result.continue_token.is_some() {
             result.remaining = None;
         }
+        result.items = self.present(result.items).await?;
         Ok(result)
     }
 
@@ -471,6 +512,7 @@ impl Store {
             cache: self.cache.clone(),
             cacher: self.cacher.clone(),
             send_initial_end: initial_revision,
+            converter: self.converter.clone().map(|c| (c, self.resource.api_version())),
         };
         tokio::spawn(watcher.run(replay, live, history));
         Ok(tokio_stream::wrappers::ReceiverStream::new(rx).boxed())
@@ -523,8 +565,8 @@ impl Store {
         if opts.dry_run {
             return Ok(Written { object: obj, created: true, warnings });
         }
-        let revision =
-            self.storage.create(&self.key(namespace, &name), encode(&obj)?).await.map_err(|e| storage_error(self, &name, e))?;
+        let bytes = self.stored(&obj).await?;
+        let revision = self.storage.create(&self.key(namespace, &name), bytes).await.map_err(|e| storage_error(self, &name, e))?;
         set_resource_version(&mut obj, revision);
         Ok(Written { object: obj, created: true, warnings })
     }
@@ -821,7 +863,7 @@ impl Store {
             if opts.dry_run {
                 return Ok(Written { object: new, created: false, warnings });
             }
-            match self.storage.update(&key, encode(&new)?, revision).await {
+            match self.storage.update(&key, self.stored(&new).await?, revision).await {
                 Ok(rev) => {
                     set_resource_version(&mut new, rev);
                     return Ok(Written { object: new, created: false, warnings });
@@ -882,7 +924,7 @@ impl Store {
                 if opts.dry_run {
                     return Ok(Deleted { object: obj, gone: false });
                 }
-                match self.storage.update(&key, encode(&obj)?, revision).await {
+                match self.storage.update(&key, self.stored(&obj).await?, revision).await {
                     Ok(rev) => {
                         set_resource_version(&mut obj, rev);
                         return Ok(Deleted { object: obj, gone: false });
@@ -1105,6 +1147,30 @@ fn finalizers(obj: &Value) -> Vec<Value> {
     obj.pointer("/metadata/finalizers").and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
+/// The only element of a one-element vector.
+fn one<T>(items: Vec<T>) -> Result<T> {
+    items.into_iter().next().ok_or_else(|| Error::internal("conversion returned no object"))
+}
+
+/// Converts cached objects to `api_version`, re-ingesting them.
+async fn present_with(
+    converter: &dyn Converter,
+    cache: &ResourceCache,
+    objects: Vec<Arc<CachedObject>>,
+    api_version: &str,
+) -> Result<Vec<Arc<CachedObject>>> {
+    let values = objects.iter().map(|o| o.value()).collect();
+    let converted = converter.convert(values, api_version).await?;
+    objects
+        .iter()
+        .zip(converted)
+        .map(|(old, new)| {
+            let bytes = serde_json::to_vec(&new).map_err(Error::internal)?;
+            cache.ingest(&old.key, &bytes, old.revision).map(Arc::new).ok_or_else(|| Error::internal("converted object is invalid"))
+        })
+        .collect()
+}
+
 /// Whether an update changes nothing but server-kept bookkeeping.
 fn unchanged(new: &Value, old: &Value) -> bool {
     let strip = |obj: &Value| {
@@ -1189,6 +1255,7 @@ struct Watcher {
     cache: Arc<ResourceCache>,
     cacher: Arc<Cacher>,
     send_initial_end: Option<i64>,
+    converter: Option<(Arc<dyn Converter>, String)>,
 }
 
 /// How often bookmarks are sent to watchers that allow them.
@@ -1204,6 +1271,17 @@ impl Watcher {
 
     /// Sends an event if it concerns this watcher; false when the client is gone.
     async fn forward(&self, event: &WatchEvent) -> bool {
+        let Some((converter, version)) = &self.converter else { return self.forward_served(event).await };
+        let mut objects = vec![event.object.clone()];
+        objects.extend(event.prev.clone());
+        let Ok(mut converted) = present_with(converter.as_ref(), &self.cache, objects, version).await else { return true };
+        let object = converted.remove(0);
+        let prev = converted.pop();
+        self.forward_served(&WatchEvent::new(event.kind, object, prev)).await
+    }
+
+    /// Sends an event already in the watcher's version.
+    async fn forward_served(&self, event: &WatchEvent) -> bool {
         let now = self.matches(&event.object);
         let before = event.prev.as_ref().is_some_and(|p| self.matches(p));
         let object = &event.object;

@@ -1,0 +1,359 @@
+//! The CRD controller: accepts a CRD's names (or reports the conflict),
+//! establishes it, serves its versions (stores, discovery, OpenAPI), and on
+//! deletion removes every custom resource before letting the CRD go.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use generic_server::admission::Admission;
+use generic_server::error::Reason;
+use generic_server::informer::Change;
+use generic_server::loopback::Loopback;
+use generic_server::openapi::{self, Components, ResourceSpec, SubresourceSpec};
+use generic_server::registry::{DeleteOptions, ListOptions, PatchSchema, Store};
+use generic_server::request::UserInfo;
+use generic_server::resource::GroupVersionKind;
+use generic_server::server::ApiServer;
+use generic_server::storage::cacher::Cacher;
+use serde_json::{Map, Value, json};
+
+use crate::crd::{self, CLEANUP_FINALIZER, set_condition};
+use crate::custom_resource::{self, NoneConverter};
+
+const CRD_PATH: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+/// What the controller needs to serve custom resources.
+pub struct Context {
+    /// The server that serves them.
+    pub server: Arc<ApiServer>,
+    /// Its watch cache.
+    pub cacher: Arc<Cacher>,
+    /// Its admission chain.
+    pub admission: Admission,
+    /// The etcd key prefix.
+    pub etcd_root: String,
+    /// A client of the server's own API.
+    pub client: Loopback,
+}
+
+/// The CRD controller actor.
+pub struct CrdController {
+    ctx: Arc<Context>,
+    crds: HashMap<String, Value>,
+    /// CRD name → (generation served, group, plural, versions).
+    served: HashMap<String, (i64, String, String, Vec<String>)>,
+    cleaning: HashSet<String>,
+}
+
+impl CrdController {
+    /// A controller serving through `ctx`.
+    pub fn new(ctx: Context) -> Self {
+        CrdController { ctx: Arc::new(ctx), crds: HashMap::new(), served: HashMap::new(), cleaning: HashSet::new() }
+    }
+
+    /// The status a CRD should have: names accepted (or the conflict), established.
+    fn desired_status(&self, crd: &Value) -> Value {
+        let mut desired = crd.clone();
+        let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let group = crd.pointer("/spec/group").cloned().unwrap_or_default();
+        let names = crd.pointer("/spec/names").cloned().unwrap_or_default();
+        let conflict = self
+            .crds
+            .iter()
+            .filter(|(other, c)| other.as_str() != name && c.pointer("/spec/group") == Some(&group))
+            .find_map(|(_, other)| name_conflict(&names, other.pointer("/status/acceptedNames")?));
+        match conflict {
+            Some((reason, message)) => {
+                set_condition(&mut desired, "NamesAccepted", "False", reason, &message);
+                if !crd::is_true(crd, "Established") {
+                    set_condition(&mut desired, "Established", "False", "NotAccepted", "not all names are accepted");
+                }
+            }
+            None => {
+                desired["status"]["acceptedNames"] = names;
+                set_condition(&mut desired, "NamesAccepted", "True", "NoConflicts", "no conflicts found");
+                set_condition(&mut desired, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted");
+            }
+        }
+        desired
+    }
+
+    fn write_status(&self, desired: Value, ctx: &mut actix::Context<Self>) {
+        let client = self.ctx.client.clone();
+        ctx.spawn(
+            async move {
+                let name = desired.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+                if let Err(e) = client.update(&format!("{CRD_PATH}/{name}/status"), &desired).await {
+                    if e.reason() != Reason::Conflict && e.reason() != Reason::NotFound {
+                        tracing::warn!(crd = %name, error = %e, "updating CRD status failed");
+                    }
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
+    fn serve(&mut self, crd: &Value, ctx: &mut actix::Context<Self>) {
+        let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let generation = crd.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+        if self.served.get(&name).is_some_and(|(g, ..)| *g == generation) {
+            return;
+        }
+        let (context, crd) = (self.ctx.clone(), crd.clone());
+        ctx.spawn(
+            async move { build_stores(&context, &crd).await }.into_actor(self).map(move |built, this, _| match built {
+                Ok(stores) => this.install(name, generation, stores),
+                Err(e) => tracing::warn!(crd = %name, error = %e, "serving CRD failed"),
+            }),
+        );
+    }
+
+    fn install(&mut self, name: String, generation: i64, stores: Vec<Arc<Store>>) {
+        let server = &self.ctx.server;
+        let versions: Vec<String> = stores.iter().map(|s| s.resource.version.clone()).collect();
+        if let Some((_, group, plural, old)) = self.served.get(&name) {
+            for version in old.iter().filter(|v| !versions.contains(v)) {
+                server.remove_dynamic(group, version, plural);
+            }
+        }
+        let (group, plural) = stores.first().map(|s| (s.resource.group.clone(), s.resource.plural.clone())).unwrap_or_default();
+        for store in stores {
+            server.add_dynamic(store);
+        }
+        tracing::info!(crd = %name, ?versions, "serving custom resources");
+        self.served.insert(name, (generation, group.clone(), plural, versions));
+        self.publish_openapi(&group);
+    }
+
+    fn unserve(&mut self, name: &str) {
+        let Some((_, group, plural, versions)) = self.served.remove(name) else { return };
+        for version in &versions {
+            self.ctx.server.remove_dynamic(&group, version, &plural);
+        }
+        self.ctx.cacher.unregister(&format!("{}/{group}/{plural}/", self.ctx.etcd_root));
+        tracing::info!(crd = %name, "stopped serving custom resources");
+        self.publish_openapi(&group);
+    }
+
+    /// Rebuilds the OpenAPI documents of every version of a group.
+    fn publish_openapi(&self, group: &str) {
+        let mut by_version: HashMap<String, Vec<Arc<Store>>> = HashMap::new();
+        for (_, g, plural, versions) in self.served.values() {
+            if g != group {
+                continue;
+            }
+            for version in versions {
+                if let Some(store) = self.ctx.server.store(g, version, plural) {
+                    by_version.entry(version.clone()).or_default().push(store);
+                }
+            }
+        }
+        for (version, stores) in &by_version {
+            let path = openapi::group_version_path(group, version);
+            let crds: Vec<&Value> = stores.iter().filter_map(|s| self.crd_of(s)).collect();
+            self.ctx.server.set_openapi(&path, &openapi_document(group, version, &stores.iter().zip(crds).collect::<Vec<_>>()));
+        }
+        // Versions no CRD serves any more lose their document.
+        let served: HashSet<&String> = by_version.keys().collect();
+        for crd in self.crds.values().filter(|c| c.pointer("/spec/group").and_then(Value::as_str) == Some(group)) {
+            for v in crd::versions(crd) {
+                let version = v["name"].as_str().unwrap_or_default().to_string();
+                if !served.contains(&version) {
+                    self.ctx.server.remove_openapi(&openapi::group_version_path(group, &version));
+                }
+            }
+        }
+    }
+
+    fn crd_of(&self, store: &Store) -> Option<&Value> {
+        self.crds.values().find(|c| {
+            c.pointer("/spec/group").and_then(Value::as_str) == Some(&store.resource.group)
+                && c.pointer("/spec/names/plural").and_then(Value::as_str) == Some(&store.resource.plural)
+        })
+    }
+
+    fn cleanup(&mut self, crd: &Value, ctx: &mut actix::Context<Self>) {
+        let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        if !self.cleaning.insert(name.clone()) {
+            return;
+        }
+        let context = self.ctx.clone();
+        let crd = crd.clone();
+        let store = self.served.get(&name).and_then(|(_, group, plural, _)| {
+            crd::storage_version(&crd).and_then(|v| context.server.store(group, v, plural))
+        });
+        ctx.spawn(async move { delete_instances(&context, &crd, store).await }.into_actor(self).map(
+            move |done, this, ctx| {
+                this.cleaning.remove(&name);
+                if done {
+                    this.unserve(&name);
+                    let client = this.ctx.client.clone();
+                    let name = name.clone();
+                    ctx.spawn(async move { remove_finalizer(&client, &name).await }.into_actor(this));
+                } else if let Some(crd) = this.crds.get(&name).cloned() {
+                    ctx.run_later(Duration::from_secs(1), move |this, ctx| this.cleanup(&crd, ctx));
+                }
+            },
+        ));
+    }
+}
+
+/// Which accepted name of another CRD the requested names collide with.
+fn name_conflict(names: &Value, accepted: &Value) -> Option<(&'static str, String)> {
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    for (field, reason) in [("plural", "PluralConflict"), ("singular", "SingularConflict"), ("kind", "KindConflict"), ("listKind", "ListKindConflict")] {
+        let wanted = text(names, field);
+        if !wanted.is_empty() && wanted == text(accepted, field) {
+            return Some((reason, format!("{wanted:?} is already in use")));
+        }
+    }
+    let taken: Vec<&Value> = accepted.get("shortNames").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
+    for short in names.get("shortNames").and_then(Value::as_array).into_iter().flatten() {
+        if taken.contains(&short) {
+            return Some(("ShortNamesConflict", format!("{:?} is already in use", short.as_str().unwrap_or_default())));
+        }
+    }
+    None
+}
+
+/// A store for every served version of a CRD.
+async fn build_stores(ctx: &Context, crd: &Value) -> generic_server::Result<Vec<Arc<Store>>> {
+    let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default().to_string();
+    let storage = crd::storage_version(crd).unwrap_or_default().to_string();
+    let mut stores = Vec::new();
+    for version in crd::versions(crd).iter().filter(|v| v["served"] == true) {
+        let resource = custom_resource::resource(crd, version);
+        let schema = PatchSchema {
+            root: version.pointer("/schema/openAPIV3Schema").cloned().unwrap_or(json!({})),
+            components: Arc::new(Map::new()),
+        };
+        let converter = Arc::new(NoneConverter { group: group.clone(), storage: storage.clone() });
+        let store = Store::new(resource, ctx.cacher.clone(), ctx.admission.clone(), &ctx.etcd_root, Some(schema)).await?;
+        stores.push(Arc::new(store.with_converter(converter)));
+    }
+    Ok(stores)
+}
+
+/// The OpenAPI document of one group-version of custom resources.
+fn openapi_document(group: &str, version: &str, kinds: &[(&Arc<Store>, &Value)]) -> Value {
+    let mut components = Components::new();
+    let meta = components.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>();
+    let reversed: Vec<&str> = group.split('.').rev().collect();
+    let mut specs = Vec::new();
+    for (store, crd) in kinds {
+        let r = &store.resource;
+        let served = crd::versions(crd).iter().find(|v| v["name"] == version).cloned().unwrap_or_default();
+        let mut schema = served.pointer("/schema/openAPIV3Schema").cloned().unwrap_or(json!({"type": "object"}));
+        if !schema["properties"].is_object() {
+            schema["properties"] = json!({});
+        }
+        schema["properties"]["apiVersion"] = json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."});
+        schema["properties"]["kind"] = json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."});
+        schema["properties"]["metadata"] = json!({"allOf": [{"$ref": format!("{}{meta}", openapi::SCHEMA_PREFIX)}], "description": "Standard object's metadata."});
+        schema["x-kubernetes-group-version-kind"] = json!([GroupVersionKind::new(group, version, &r.kind).to_value()]);
+        let name = format!("{}.{version}.{}", reversed.join("."), r.kind);
+        components.insert(name.clone(), schema);
+        components.add_list(&name, &GroupVersionKind::new(group, version, &r.list_kind));
+        let mut spec = ResourceSpec {
+            group: group.into(),
+            version: version.into(),
+            kind: r.kind.clone(),
+            plural: r.plural.clone(),
+            namespaced: r.namespaced,
+            verbs: r.verbs.clone(),
+            subresources: Vec::new(),
+            schema: name,
+            strategic_merge_patch: false,
+        };
+        if r.find_subresource("status").is_some() {
+            spec.subresources.push(SubresourceSpec::status(&spec));
+        }
+        if r.scale.is_some() {
+            spec.subresources.push(SubresourceSpec::scale(&mut components));
+        }
+        specs.push(spec);
+    }
+    openapi::group_version_document(group, version, &specs, &components)
+}
+
+/// Deletes every custom resource of a CRD; true once none is left.
+async fn delete_instances(ctx: &Context, crd: &Value, store: Option<Arc<Store>>) -> bool {
+    let mut terminating = crd.clone();
+    set_condition(&mut terminating, "Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress");
+    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    if !crd::is_true(crd, "Terminating") || crd::condition(crd, "Terminating").is_some_and(|c| c["reason"] != "InstanceDeletionInProgress") {
+        let _ = ctx.client.update(&format!("{CRD_PATH}/{name}/status"), &terminating).await;
+    }
+    let Some(store) = store else { return true };
+    let user = UserInfo { name: "system:apiextensions-controller".into(), groups: vec!["system:masters".into()], ..Default::default() };
+    let options = DeleteOptions { user, ..Default::default() };
+    for _ in 0..60 {
+        let Ok(list) = store.list("", &ListOptions::default()).await else { return false };
+        if list.items.is_empty() {
+            return true;
+        }
+        for obj in &list.items {
+            if let Err(e) = store.delete(&obj.namespace, &obj.name, &options).await {
+                if e.reason() != Reason::NotFound {
+                    tracing::warn!(crd = %name, object = %obj.name, error = %e, "deleting a custom resource failed");
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    false
+}
+
+/// Removes the cleanup finalizer so the CRD goes away.
+async fn remove_finalizer(client: &Loopback, name: &str) {
+    let path = format!("{CRD_PATH}/{name}");
+    for _ in 0..10 {
+        let Ok(mut crd) = client.get(&path).await else { return };
+        let Some(list) = crd.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else { return };
+        list.retain(|f| f != CLEANUP_FINALIZER);
+        match client.update(&path, &crd).await {
+            Err(e) if e.reason() == Reason::Conflict => continue,
+            _ => return,
+        }
+    }
+}
+
+impl Actor for CrdController {
+    type Context = actix::Context<Self>;
+}
+
+/// A CRD changed (from the informer).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Sync(pub Change);
+
+impl Handler<Sync> for CrdController {
+    type Result = ();
+
+    fn handle(&mut self, Sync(change): Sync, ctx: &mut actix::Context<Self>) {
+        match change {
+            Change::Present(crd) => {
+                let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+                self.crds.insert(name, crd.clone());
+                if crd.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+                    self.cleanup(&crd, ctx);
+                    return;
+                }
+                let desired = self.desired_status(&crd);
+                if desired["status"] != crd["status"] {
+                    self.write_status(desired.clone(), ctx);
+                }
+                if crd::is_true(&desired, "NamesAccepted") {
+                    self.serve(&crd, ctx);
+                }
+            }
+            Change::Deleted(crd) => {
+                let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+                self.crds.remove(&name);
+                self.unserve(&name);
+            }
+        }
+    }
+}

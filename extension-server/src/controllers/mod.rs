@@ -1,0 +1,3 @@
+//! The extension server's controllers, each an actor fed by an informer.
+
+pub mod crd;

@@ -1,0 +1,173 @@
+//! CustomResourceDefinitions as a resource: defaults, what a write may
+//! change, validation, and the cleanup finalizer every CRD carries.
+
+use generic_server::error::{FieldError, Result};
+use generic_server::resource::Resource;
+use generic_server::strategy::Strategy;
+use generic_server::table::{self, Column};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::{Value, json};
+
+/// The finalizer that keeps a CRD until its custom resources are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// The `customresourcedefinitions` resource.
+pub fn resource() -> Resource {
+    Resource::builtin::<CustomResourceDefinition>(CrdStrategy).short_names(&["crd", "crds"]).categories(&["api-extensions"]).status()
+}
+
+/// The rules of `apiextensions.k8s.io/v1` CustomResourceDefinition.
+pub struct CrdStrategy;
+
+/// The storage version of a CRD.
+pub fn storage_version(crd: &Value) -> Option<&str> {
+    versions(crd).iter().find(|v| v["storage"] == true).and_then(|v| v["name"].as_str())
+}
+
+/// The versions of a CRD.
+pub fn versions(crd: &Value) -> &[Value] {
+    crd.pointer("/spec/versions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+}
+
+/// A condition of a CRD's status, if present.
+pub fn condition<'a>(crd: &'a Value, kind: &str) -> Option<&'a Value> {
+    crd.pointer("/status/conditions").and_then(Value::as_array)?.iter().find(|c| c["type"] == kind)
+}
+
+/// Whether a condition is True.
+pub fn is_true(crd: &Value, kind: &str) -> bool {
+    condition(crd, kind).is_some_and(|c| c["status"] == "True")
+}
+
+impl Strategy for CrdStrategy {
+    fn defaults(&self, crd: &mut Value) {
+        let kind = crd.pointer("/spec/names/kind").and_then(Value::as_str).unwrap_or_default().to_string();
+        let names = &mut crd["spec"]["names"];
+        if names.get("singular").and_then(Value::as_str).is_none_or(str::is_empty) {
+            names["singular"] = json!(kind.to_lowercase());
+        }
+        if names.get("listKind").and_then(Value::as_str).is_none_or(str::is_empty) {
+            names["listKind"] = json!(format!("{kind}List"));
+        }
+        if !crd["spec"]["conversion"].is_object() {
+            crd["spec"]["conversion"] = json!({"strategy": "None"});
+        }
+    }
+
+    fn prepare_for_create(&self, crd: &mut Value) {
+        let stored: Vec<Value> = storage_version(crd).map(|v| json!(v)).into_iter().collect();
+        crd["status"] = json!({"conditions": [], "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": stored});
+        let finalizers = crd["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
+        if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
+            let mut finalizers = finalizers;
+            finalizers.push(json!(CLEANUP_FINALIZER));
+            crd["metadata"]["finalizers"] = json!(finalizers);
+        }
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        // A new storage version is remembered in storedVersions.
+        let mut stored = old.pointer("/status/storedVersions").and_then(Value::as_array).cloned().unwrap_or_default();
+        if let Some(v) = storage_version(new) {
+            if !stored.iter().any(|s| s == v) {
+                stored.push(json!(v));
+            }
+        }
+        new["status"]["storedVersions"] = json!(stored);
+    }
+
+    fn validate(&self, crd: &Value) -> Vec<FieldError> {
+        basic_validation(crd)
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+
+    fn begin_delete(&self, crd: &mut Value) -> Result<bool> {
+        if crd.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+            return Ok(true);
+        }
+        set_condition(crd, "Terminating", "True", "InstanceDeletionPending", "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon");
+        Ok(true)
+    }
+
+    fn columns(&self) -> Vec<Column> {
+        vec![table::name_column(), Column::new("Created At", "date", "The time the CRD was created")]
+    }
+
+    fn cells(&self, crd: &Value) -> Vec<Value> {
+        vec![table::name_cell(crd), crd.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null)]
+    }
+}
+
+/// The checks every CRD must pass: its name, group and versions.
+fn basic_validation(crd: &Value) -> Vec<FieldError> {
+    let text = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let mut errs = Vec::new();
+    let (name, plural, group) = (text("/metadata/name"), text("/spec/names/plural"), text("/spec/group"));
+    if name != format!("{plural}.{group}") {
+        errs.push(FieldError::invalid("metadata.name", name, format!("must be spec.names.plural+\".\"+spec.group")));
+    }
+    if !group.contains('.') {
+        errs.push(FieldError::invalid("spec.group", group, "should be a domain with at least one dot"));
+    }
+    if text("/spec/names/kind").is_empty() {
+        errs.push(FieldError::required("spec.names.kind", ""));
+    }
+    let versions = versions(crd);
+    if versions.is_empty() {
+        errs.push(FieldError::invalid("spec.versions", json!([]), "must have exactly one version marked as storage version"));
+    } else if versions.iter().filter(|v| v["storage"] == true).count() != 1 {
+        errs.push(FieldError::invalid("spec.versions", json!(versions), "must have exactly one version marked as storage version"));
+    }
+    if !matches!(text("/spec/scope"), "Namespaced" | "Cluster") {
+        errs.push(FieldError::not_supported("spec.scope", text("/spec/scope"), &["Cluster", "Namespaced"]));
+    }
+    errs
+}
+
+/// Sets (or replaces) a status condition, keeping its transition time when
+/// the status does not change.
+pub fn set_condition(crd: &mut Value, kind: &str, status: &str, reason: &str, message: &str) {
+    let now = generic_server::registry::now_rfc3339();
+    let previous = condition(crd, kind).cloned();
+    let since = match &previous {
+        Some(p) if p["status"] == status => p["lastTransitionTime"].clone(),
+        _ => json!(now),
+    };
+    let entry = json!({"type": kind, "status": status, "lastTransitionTime": since, "reason": reason, "message": message});
+    if !crd["status"]["conditions"].is_array() {
+        crd["status"]["conditions"] = json!([]);
+    }
+    if let Some(conditions) = crd["status"]["conditions"].as_array_mut() {
+        match conditions.iter_mut().find(|c| c["type"] == kind) {
+            Some(existing) => *existing = entry,
+            None => conditions.push(entry),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_adds_finalizer_status_and_defaults() {
+        let mut crd = json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true}]}});
+        CrdStrategy.prepare_for_create(&mut crd);
+        CrdStrategy.defaults(&mut crd);
+        assert_eq!(crd["metadata"]["finalizers"], json!([CLEANUP_FINALIZER]));
+        assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+        assert_eq!(crd["spec"]["names"]["singular"], "widget");
+        assert_eq!(crd["spec"]["names"]["listKind"], "WidgetList");
+        assert!(CrdStrategy.begin_delete(&mut crd).unwrap());
+        assert!(is_true(&crd, "Terminating"));
+    }
+}
