@@ -22,9 +22,9 @@ struct Options {
     /// Address of the HTTPS front door.
     #[arg(long, env = "KUBECHAIN_LISTEN", default_value = "0.0.0.0:6443")]
     listen: SocketAddr,
-    /// The core server's gRPC endpoint.
-    #[arg(long, env = "KUBECHAIN_CORE_ENDPOINT", default_value = "https://127.0.0.1:7443")]
-    core_endpoint: String,
+    /// The core server's gRPC endpoints, used until replicas register in etcd.
+    #[arg(long, env = "KUBECHAIN_CORE_ENDPOINT", value_delimiter = ',', default_value = "https://127.0.0.1:7443")]
+    core_endpoint: Vec<String>,
     /// The name the core server's certificate is verified against.
     #[arg(long, env = "KUBECHAIN_CORE_SERVER_NAME", default_value = "core-server")]
     core_server_name: String,
@@ -52,10 +52,12 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(options: Options) -> anyhow::Result<()> {
     let tls = options.tls.load().context("loading TLS files")?;
-    let (_cacher, etcd_check) = options::start_storage(&options.etcd).await.context("connecting to etcd")?;
+    let backend = options::start_storage(&options.etcd).await.context("connecting to etcd")?;
+    let etcd_check = backend.etcd_check.clone();
     let core = GrpcDelegate::new("core-server", &options.core_endpoint, &options.core_server_name, &tls)
         .context("core server endpoint")?;
     let discovery = Arc::new(Discovery::default());
+    core.follow_endpoints(generic_server::endpoints::watch_endpoints(backend.etcd.clone(), "core-server"));
     core.follow_discovery(discovery.clone());
     let ping = core.clone();
     let core_check: HealthCheck = Arc::new(move || {

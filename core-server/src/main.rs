@@ -36,9 +36,9 @@ struct Options {
     /// Address of the gRPC delegation endpoint.
     #[arg(long, env = "KUBECHAIN_LISTEN", default_value = "127.0.0.1:7443")]
     listen: SocketAddr,
-    /// The extension server's gRPC endpoint.
-    #[arg(long, env = "KUBECHAIN_EXTENSION_ENDPOINT", default_value = "https://127.0.0.1:7444")]
-    extension_endpoint: String,
+    /// The extension server's gRPC endpoints, used until replicas register in etcd.
+    #[arg(long, env = "KUBECHAIN_EXTENSION_ENDPOINT", value_delimiter = ',', default_value = "https://127.0.0.1:7444")]
+    extension_endpoint: Vec<String>,
     /// The name the extension server's certificate is verified against.
     #[arg(long, env = "KUBECHAIN_EXTENSION_SERVER_NAME", default_value = "extension-server")]
     extension_server_name: String,
@@ -75,12 +75,14 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(options: Options) -> anyhow::Result<()> {
     let tls = options.tls.load().context("loading TLS files")?;
-    let (cacher, etcd_check) = options::start_storage(&options.etcd).await.context("connecting to etcd")?;
+    let backend = options::start_storage(&options.etcd).await.context("connecting to etcd")?;
+    let (cacher, etcd_check) = (backend.cacher.clone(), backend.etcd_check.clone());
     let prefix = options.etcd.etcd_prefix.trim_end_matches('/').to_string();
 
     let delegate = GrpcDelegate::new("extension-server", &options.extension_endpoint, &options.extension_server_name, &tls)
         .context("extension server endpoint")?;
     let discovery = Arc::new(Discovery::default());
+    delegate.follow_endpoints(generic_server::endpoints::watch_endpoints(backend.etcd.clone(), "extension-server"));
     delegate.follow_discovery(discovery.clone());
     let checks: Vec<(String, HealthCheck)> = vec![("etcd".into(), etcd_check)];
     let server = Arc::new(ApiServer::new("core-server", discovery.clone(), Arc::new(delegate), checks));
@@ -104,7 +106,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
             }
         }
     }
-    bootstrap_kubernetes_service(&client, &ranges, &options).await?;
+    bootstrap_kubernetes_service(&server, &client, &ranges, &options).await?;
     if let Some(services) = server.store("", "v1", "services") {
         AllocationRepair::start(cacher.storage().clone(), services);
     }
@@ -112,7 +114,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
 
     tracing::info!(listen = %options.listen, "core-server serving");
     let service = DelegationService::new(server, discovery, options.allowed_callers);
-    options::serve_grpc(options.listen, &tls, service).await.context("serving gRPC")
+    options::serve_grpc(options.listen, &tls, service, backend.etcd, "core-server").await.context("serving gRPC")
 }
 
 /// Serves `serviceaccounts/<name>/token` when a signing key is configured.
@@ -137,7 +139,7 @@ fn service_ranges(options: &Options) -> anyhow::Result<Ranges> {
 }
 
 /// The `kubernetes` service in `default`, pointing at the front door.
-async fn bootstrap_kubernetes_service(client: &Loopback, ranges: &Ranges, options: &Options) -> anyhow::Result<()> {
+async fn bootstrap_kubernetes_service(server: &ApiServer, client: &Loopback, ranges: &Ranges, options: &Options) -> anyhow::Result<()> {
     use generic_server::error::Reason;
     let ip = ranges.first().to_string();
     let service = json!({
@@ -159,12 +161,16 @@ async fn bootstrap_kubernetes_service(client: &Loopback, ranges: &Ranges, option
         "endpoints": [{"addresses": [options.advertise_address], "conditions": {"ready": true}}],
         "ports": [{"name": "https", "port": options.advertise_port, "protocol": "TCP"}],
     });
-    for (path, object) in [
-        ("/api/v1/namespaces/default/services", service),
-        ("/api/v1/namespaces/default/endpoints", endpoints),
-        ("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", slice),
+    for ((group, version, plural), object) in [
+        (("", "v1", "services"), service),
+        (("", "v1", "endpoints"), endpoints),
+        (("discovery.k8s.io", "v1", "endpointslices"), slice),
     ] {
-        match client.create(path, &object).await {
+        if server.store(group, version, plural).is_none() {
+            continue;
+        }
+        let path = format!("{}/namespaces/default/{plural}", generic_server::resource::group_version_path(group, version));
+        match client.create(&path, &object).await {
             Ok(_) => {}
             Err(e) if matches!(e.reason(), Reason::AlreadyExists | Reason::NotFound) => {}
             Err(e) => return Err(e).context(format!("creating {path}/kubernetes")),

@@ -51,7 +51,8 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(options: Options) -> anyhow::Result<()> {
     let tls = options.tls.load().context("loading TLS files")?;
-    let (cacher, etcd_check) = options::start_storage(&options.etcd).await.context("connecting to etcd")?;
+    let backend = options::start_storage(&options.etcd).await.context("connecting to etcd")?;
+    let (cacher, etcd_check) = (backend.cacher.clone(), backend.etcd_check.clone());
     let prefix = options.etcd.etcd_prefix.trim_end_matches('/').to_string();
     let discovery = Arc::new(Discovery::default());
     let checks: Vec<(String, HealthCheck)> = vec![("etcd".into(), etcd_check)];
@@ -69,5 +70,5 @@ async fn run(options: Options) -> anyhow::Result<()> {
     });
     tracing::info!(listen = %options.listen, "extension-server serving");
     let service = DelegationService::new(server, discovery, options.allowed_callers);
-    options::serve_grpc(options.listen, &tls, service).await.context("serving gRPC")
+    options::serve_grpc(options.listen, &tls, service, backend.etcd, "extension-server").await.context("serving gRPC")
 }

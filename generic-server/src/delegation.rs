@@ -5,8 +5,9 @@
 //! through; dropping a response cancels the call at every hop.
 
 use std::pin::Pin;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -192,51 +193,140 @@ impl Delegation for DelegationService {
     }
 }
 
-/// The next server in the chain, reached over gRPC.
+/// One replica of the next server.
+#[derive(Clone)]
+struct Replica {
+    address: String,
+    client: DelegationClient<Channel>,
+    failed_at: Option<Instant>,
+}
+
+/// How long a replica that failed is skipped.
+const EJECTION: Duration = Duration::from_secs(5);
+
+/// The next server in the chain, reached over gRPC: any number of replicas,
+/// balanced round robin; a request that never reached a replica is retried
+/// on the next one.
 #[derive(Clone)]
 pub struct GrpcDelegate {
     name: String,
-    client: DelegationClient<Channel>,
+    server_name: String,
+    tls: TlsFiles,
+    replicas: Arc<RwLock<Vec<Replica>>>,
+    next: Arc<AtomicUsize>,
 }
 
 impl GrpcDelegate {
-    /// A lazily connecting link to `endpoint` (`https://127.0.0.1:7443`),
-    /// verifying the server as `server_name` and presenting our certificate.
-    pub fn new(name: &str, endpoint: &str, server_name: &str, tls: &TlsFiles) -> Result<Self, tonic::transport::Error> {
-        let channel = Endpoint::from_shared(endpoint.to_string())?
-            .tls_config(tls.grpc_client(server_name))?
-            .connect_timeout(Duration::from_secs(3))
-            .http2_keep_alive_interval(Duration::from_secs(10))
-            .keep_alive_timeout(Duration::from_secs(5))
+    /// A link to the replicas at `endpoints` (`https://127.0.0.1:7443`),
+    /// verifying each as `server_name` and presenting our certificate.
+    pub fn new(name: &str, endpoints: &[String], server_name: &str, tls: &TlsFiles) -> Result<Self, tonic::transport::Error> {
+        let delegate = GrpcDelegate {
+            name: name.into(),
+            server_name: server_name.into(),
+            tls: tls.clone(),
+            replicas: Arc::default(),
+            next: Arc::default(),
+        };
+        delegate.set_endpoints(endpoints)?;
+        Ok(delegate)
+    }
+
+    fn connect(&self, address: &str) -> Result<Replica, tonic::transport::Error> {
+        let channel = Endpoint::from_shared(address.to_string())?
+            .tls_config(self.tls.grpc_client(&self.server_name))?
+            .connect_timeout(Duration::from_secs(2))
+            .http2_keep_alive_interval(Duration::from_secs(5))
+            .keep_alive_timeout(Duration::from_secs(3))
             .keep_alive_while_idle(true)
             .connect_lazy();
         let client = DelegationClient::new(channel)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        Ok(GrpcDelegate { name: name.into(), client })
+        Ok(Replica { address: address.into(), client, failed_at: None })
     }
 
-    /// Keeps `discovery`'s delegate groups in step with this server's
-    /// discovery stream, reconnecting as needed; the last known groups stay
-    /// while the link is down.
+    /// Replaces the replica set, keeping the connections of replicas that stay.
+    pub fn set_endpoints(&self, endpoints: &[String]) -> Result<(), tonic::transport::Error> {
+        let current = self.replicas.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut next = Vec::new();
+        for address in endpoints {
+            match current.iter().find(|r| r.address == *address) {
+                Some(existing) => next.push(existing.clone()),
+                None => next.push(self.connect(address)?),
+            }
+        }
+        *self.replicas.write().unwrap_or_else(|e| e.into_inner()) = next;
+        Ok(())
+    }
+
+    /// Follows the replicas registered in etcd; while none is registered the
+    /// static endpoints stay in use.
+    pub fn follow_endpoints(&self, mut registered: tokio::sync::watch::Receiver<Vec<crate::endpoints::Endpoint>>) {
+        let this = self.clone();
+        let fallback: Vec<String> = self.replicas.read().unwrap_or_else(|e| e.into_inner()).iter().map(|r| r.address.clone()).collect();
+        tokio::spawn(async move {
+            loop {
+                let set: Vec<String> = registered.borrow_and_update().iter().map(|e| e.address.clone()).collect();
+                let chosen = if set.is_empty() { &fallback } else { &set };
+                if let Err(e) = this.set_endpoints(chosen) {
+                    tracing::warn!(delegate = %this.name, error = %e, "bad endpoint");
+                }
+                tracing::debug!(delegate = %this.name, replicas = ?chosen, "replica set");
+                if registered.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// The addresses currently in use.
+    pub fn addresses(&self) -> Vec<String> {
+        self.replicas.read().unwrap_or_else(|e| e.into_inner()).iter().map(|r| r.address.clone()).collect()
+    }
+
+    /// The next replica to try: round robin over those not tried yet,
+    /// preferring ones that have not failed recently.
+    fn pick(&self, tried: &[String]) -> Option<Replica> {
+        let replicas = self.replicas.read().unwrap_or_else(|e| e.into_inner());
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let order = (0..replicas.len()).map(|i| &replicas[(start + i) % replicas.len()]);
+        let fresh = |r: &&&Replica| r.failed_at.is_none_or(|t| t.elapsed() > EJECTION);
+        let untried: Vec<&Replica> = order.filter(|r| !tried.contains(&r.address)).collect();
+        untried.iter().find(fresh).or(untried.first()).map(|r| (*r).clone())
+    }
+
+    fn mark_failed(&self, address: &str) {
+        let mut replicas = self.replicas.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = replicas.iter_mut().find(|r| r.address == address) {
+            r.failed_at = Some(Instant::now());
+        }
+    }
+
+    /// Keeps `discovery`'s delegate groups in step with the delegate's
+    /// discovery stream (from any replica), reconnecting as needed; the last
+    /// known groups stay while no replica answers.
     pub fn follow_discovery(&self, discovery: Arc<Discovery>) {
-        let mut client = self.client.clone();
-        let name = self.name.clone();
+        let this = self.clone();
         tokio::spawn(async move {
             let mut backoff = Duration::from_millis(100);
             loop {
-                match client.watch_discovery(pb::WatchDiscoveryRequest {}).await {
-                    Ok(resp) => {
-                        let mut stream = resp.into_inner();
-                        while let Some(Ok(snapshot)) = stream.next().await {
-                            backoff = Duration::from_millis(100);
-                            match serde_json::from_slice(&snapshot.groups_json) {
-                                Ok(groups) => discovery.set_delegates(groups),
-                                Err(e) => tracing::warn!(delegate = %name, error = %e, "bad discovery snapshot"),
+                if let Some(mut replica) = this.pick(&[]) {
+                    match replica.client.watch_discovery(pb::WatchDiscoveryRequest {}).await {
+                        Ok(resp) => {
+                            let mut stream = resp.into_inner();
+                            while let Some(Ok(snapshot)) = stream.next().await {
+                                backoff = Duration::from_millis(100);
+                                match serde_json::from_slice(&snapshot.groups_json) {
+                                    Ok(groups) => discovery.set_delegates(groups),
+                                    Err(e) => tracing::warn!(delegate = %this.name, error = %e, "bad discovery snapshot"),
+                                }
                             }
                         }
+                        Err(status) => {
+                            tracing::debug!(delegate = %this.name, %status, "discovery stream unavailable");
+                            this.mark_failed(&replica.address);
+                        }
                     }
-                    Err(status) => tracing::debug!(delegate = %name, %status, "discovery stream unavailable"),
                 }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(2));
@@ -255,20 +345,14 @@ impl GrpcDelegate {
         tracing::warn!(delegate = %self.name, %why, "delegate unavailable");
         Error::unavailable("the server is currently unable to handle the request").into()
     }
-}
 
-#[async_trait::async_trait]
-impl Handler for GrpcDelegate {
-    async fn handle(&self, req: ApiRequest) -> ApiResponse {
-        let mut client = self.client.clone();
-        let mut frames = match client.handle(to_pb(req)).await {
-            Ok(resp) => resp.into_inner(),
-            Err(status) => return self.unavailable(&status.to_string()),
-        };
+    /// Sends a request to one replica; `Err` when it never got there.
+    async fn send(&self, replica: &mut Replica, req: pb::ApiRequest) -> Result<ApiResponse, String> {
+        let mut frames = replica.client.handle(req).await.map_err(|s| s.to_string())?.into_inner();
         let head = match frames.next().await {
             Some(Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Head(head)) })) => head,
-            Some(Err(status)) => return self.unavailable(&status.to_string()),
-            _ => return self.unavailable("response without a head frame"),
+            Some(Err(status)) => return Err(status.to_string()),
+            _ => return Err("response without a head frame".into()),
         };
         let mut resp = ApiResponse::bytes(StatusCode::from_u16(head.status as u16).unwrap_or(StatusCode::BAD_GATEWAY), "", Bytes::new());
         resp.headers.clear();
@@ -289,7 +373,28 @@ impl Handler for GrpcDelegate {
             let parts: Vec<Bytes> = chunks.collect().await;
             resp.body = Body::Full(if parts.len() == 1 { parts.into_iter().next().unwrap_or_default() } else { parts.concat().into() });
         }
-        resp
+        Ok(resp)
+    }
+}
+
+#[async_trait::async_trait]
+impl Handler for GrpcDelegate {
+    async fn handle(&self, req: ApiRequest) -> ApiResponse {
+        let request = to_pb(req);
+        let mut tried = Vec::new();
+        let mut last_error = String::from("no replica");
+        while let Some(mut replica) = self.pick(&tried) {
+            match self.send(&mut replica, request.clone()).await {
+                Ok(resp) => return resp,
+                Err(why) => {
+                    tracing::debug!(delegate = %self.name, replica = %replica.address, %why, "request failed before a response; trying another replica");
+                    self.mark_failed(&replica.address);
+                    tried.push(replica.address);
+                    last_error = why;
+                }
+            }
+        }
+        self.unavailable(&last_error)
     }
 }
 
@@ -343,7 +448,7 @@ mod tests {
         let files = crate::testing::tls_files(&["kubechain-core-server", "kubechain-aggregator"]);
         let dropped = Arc::new(AtomicBool::new(false));
         let endpoint = serve(Arc::new(Endless(dropped.clone())), &files[0], &["kubechain-aggregator"]).await;
-        let delegate = GrpcDelegate::new("core-server", &endpoint, "core-server", &files[1]).unwrap();
+        let delegate = GrpcDelegate::new("core-server", &[endpoint], "core-server", &files[1]).unwrap();
         let resp = delegate.handle(request()).await;
         assert_eq!(resp.status, StatusCode::OK);
         let Body::Stream(mut body) = resp.body else { panic!("expected a streamed body") };
@@ -362,9 +467,9 @@ mod tests {
         crate::tls::install_crypto_provider();
         let files = crate::testing::tls_files(&["kubechain-core-server", "kubechain-intruder"]);
         let endpoint = serve(Arc::new(Endless(Arc::default())), &files[0], &["kubechain-aggregator"]).await;
-        let intruder = GrpcDelegate::new("core-server", &endpoint, "core-server", &files[1]).unwrap();
+        let intruder = GrpcDelegate::new("core-server", &[endpoint], "core-server", &files[1]).unwrap();
         assert_eq!(intruder.handle(request()).await.status, StatusCode::SERVICE_UNAVAILABLE);
-        let nowhere = GrpcDelegate::new("core-server", "https://127.0.0.1:1", "core-server", &files[1]).unwrap();
+        let nowhere = GrpcDelegate::new("core-server", &["https://127.0.0.1:1".to_string()], "core-server", &files[1]).unwrap();
         let resp = nowhere.handle(request()).await;
         assert_eq!(resp.status, StatusCode::SERVICE_UNAVAILABLE);
         let status: serde_json::Value = serde_json::from_slice(&resp.into_bytes().await).unwrap();

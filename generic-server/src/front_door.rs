@@ -69,6 +69,7 @@ pub async fn serve_https(addr: SocketAddr, tls: rustls::ServerConfig, door: Arc<
             }
         })
         .workers(workers)
+        .shutdown_timeout(1)
         .keep_alive(std::time::Duration::from_secs(75))
         .client_request_timeout(std::time::Duration::from_secs(60))
         .bind_rustls_0_23(addr, tls)?

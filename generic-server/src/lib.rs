@@ -11,6 +11,7 @@ pub mod apply;
 pub mod codec;
 pub mod delegation;
 pub mod discovery;
+pub mod endpoints;
 pub mod error;
 pub mod field_selector;
 pub mod filters;

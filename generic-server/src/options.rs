@@ -54,27 +54,79 @@ pub fn run<E>(main: impl std::future::Future<Output = Result<(), E>>) -> Result<
     actix_rt::System::with_tokio_rt(runtime).block_on(main)
 }
 
-/// Connects etcd and starts the watch cache; also returns an etcd health check.
-pub async fn start_storage(etcd: &EtcdOptions) -> Result<(Arc<Cacher>, HealthCheck), crate::storage::StorageError> {
-    let storage: Arc<dyn Storage> = Arc::new(EtcdStorage::connect(&etcd.etcd_servers).await?);
+/// What every server gets from etcd: the watch cache, a health check, and
+/// the client for leases and registrations.
+pub struct Backend {
+    /// The watch cache.
+    pub cacher: Arc<Cacher>,
+    /// A health check reading etcd's revision.
+    pub etcd_check: HealthCheck,
+    /// The etcd client.
+    pub etcd: etcd_client::Client,
+}
+
+/// Connects etcd and starts the watch cache.
+pub async fn start_storage(etcd: &EtcdOptions) -> Result<Backend, crate::storage::StorageError> {
+    let etcd_storage = EtcdStorage::connect(&etcd.etcd_servers).await?;
+    let client = etcd_storage.client();
+    let storage: Arc<dyn Storage> = Arc::new(etcd_storage);
     let cacher = Cacher::start(storage.clone()).await?;
-    let check: HealthCheck = Arc::new(move || {
+    let etcd_check: HealthCheck = Arc::new(move || {
         let storage = storage.clone();
         Box::pin(async move { storage.current_revision().await.map(|_| ()).map_err(|e| e.to_string()) })
     });
-    Ok((cacher, check))
+    Ok(Backend { cacher, etcd_check, etcd: client })
 }
 
-/// Serves the delegation service over mutual TLS until the process stops.
+/// Resolves on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+/// Serves the delegation service over mutual TLS, registered in etcd as a
+/// replica of `component`, until SIGTERM or SIGINT; then unregisters.
 pub async fn serve_grpc(
     addr: SocketAddr,
     tls: &TlsFiles,
     service: crate::delegation::DelegationService,
-) -> Result<(), tonic::transport::Error> {
-    tonic::transport::Server::builder()
+    etcd: etcd_client::Client,
+    component: &str,
+) -> Result<(), ServeError> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| ServeError::Listen(addr, e))?;
+    let advertised = crate::endpoints::advertised(listener.local_addr().unwrap_or(addr));
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let server = tonic::transport::Server::builder()
         .tls_config(tls.grpc_server())?
         .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
         .add_service(service.into_server())
-        .serve(addr)
-        .await
+        .serve_with_incoming_shutdown(incoming, shutdown_signal());
+    let registration = crate::endpoints::Registration::start(etcd, component, &advertised).await;
+    if let Err(e) = &registration {
+        tracing::warn!(error = %e, "cannot register in etcd; callers must use static endpoints");
+    }
+    let result = server.await;
+    if let Ok(registration) = registration {
+        registration.revoke().await;
+    }
+    Ok(result?)
+}
+
+/// Why a server could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address could not be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Listen(SocketAddr, std::io::Error),
+    /// The gRPC server failed.
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
 }

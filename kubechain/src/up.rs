@@ -19,9 +19,18 @@ pub struct UpArgs {
     /// Where certificates, etcd data, logs and the kubeconfig live.
     #[arg(long, default_value = "./.kubechain")]
     data_dir: PathBuf,
-    /// The front door's port.
+    /// The front door's port (extra aggregators take the next ports).
     #[arg(long, default_value_t = 6443)]
     port: u16,
+    /// How many core servers to run.
+    #[arg(long, default_value_t = 1)]
+    core_replicas: usize,
+    /// How many extension servers to run.
+    #[arg(long, default_value_t = 1)]
+    extension_replicas: usize,
+    /// How many aggregators to run.
+    #[arg(long, default_value_t = 1)]
+    aggregator_replicas: usize,
 }
 
 /// The loopback ports of everything behind the front door, kept across
@@ -29,8 +38,8 @@ pub struct UpArgs {
 struct Ports {
     etcd: u16,
     etcd_peer: u16,
-    core: u16,
-    extension: u16,
+    core: Vec<u16>,
+    extension: Vec<u16>,
 }
 
 fn free_port() -> Result<u16> {
@@ -42,7 +51,7 @@ fn is_free(port: u16) -> bool {
 }
 
 impl Ports {
-    fn load_or_pick(path: &Path) -> Result<Ports> {
+    fn load_or_pick(path: &Path, cores: usize, extensions: usize) -> Result<Ports> {
         let saved: Value = std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
         let mut taken = Vec::new();
         let mut pick = |name: &str| -> Result<u16> {
@@ -58,11 +67,26 @@ impl Ports {
             taken.push(port);
             Ok(port)
         };
-        let ports = Ports { etcd: pick("etcd")?, etcd_peer: pick("etcd_peer")?, core: pick("core")?, extension: pick("extension")? };
-        let text = json!({"etcd": ports.etcd, "etcd_peer": ports.etcd_peer, "core": ports.core, "extension": ports.extension});
+        let etcd = pick("etcd")?;
+        let etcd_peer = pick("etcd_peer")?;
+        let core = (0..cores).map(|i| pick(&format!("core-{i}"))).collect::<Result<Vec<_>>>()?;
+        let extension = (0..extensions).map(|i| pick(&format!("extension-{i}"))).collect::<Result<Vec<_>>>()?;
+        let ports = Ports { etcd, etcd_peer, core, extension };
+        let mut text = json!({"etcd": ports.etcd, "etcd_peer": ports.etcd_peer});
+        for (i, p) in ports.core.iter().enumerate() {
+            text[format!("core-{i}")] = json!(p);
+        }
+        for (i, p) in ports.extension.iter().enumerate() {
+            text[format!("extension-{i}")] = json!(p);
+        }
         std::fs::write(path, text.to_string())?;
         Ok(ports)
     }
+}
+
+/// The supervisor's name of a replica: `core-server`, then `core-server-2`, ...
+fn replica_name(component: &str, index: usize) -> String {
+    if index == 0 { component.to_string() } else { format!("{component}-{}", index + 1) }
 }
 
 /// A sibling binary of this executable (cargo puts them side by side).
@@ -102,10 +126,11 @@ pub async fn up(args: UpArgs) -> Result<()> {
     std::fs::create_dir_all(&logs)?;
     let pki = Pki::new(&dir.join("pki"));
     pki.ensure(&[]).context("creating certificates")?;
-    if !is_free(args.port) {
-        bail!("port {} is in use (another cluster?); choose one with --port", args.port);
+    let front_ports: Vec<u16> = (0..args.aggregator_replicas.max(1)).map(|i| args.port + i as u16).collect();
+    if let Some(busy) = front_ports.iter().find(|p| !is_free(**p)) {
+        bail!("port {busy} is in use (another cluster?); choose one with --port");
     }
-    let ports = Ports::load_or_pick(&dir.join("ports.json"))?;
+    let ports = Ports::load_or_pick(&dir.join("ports.json"), args.core_replicas.max(1), args.extension_replicas.max(1))?;
     let etcd_url = format!("http://127.0.0.1:{}", ports.etcd);
     let peer_url = format!("http://127.0.0.1:{}", ports.etcd_peer);
 
@@ -131,45 +156,44 @@ pub async fn up(args: UpArgs) -> Result<()> {
         .context("waiting for etcd")?;
 
     let etcd_flag = vec!["--etcd-servers".to_string(), etcd_url.clone()];
-    let mut extension = vec!["--listen".into(), format!("127.0.0.1:{}", ports.extension)];
-    extension.extend(etcd_flag.clone());
-    extension.extend(tls_args(&pki, "extension-server"));
-    children.spawn(spec("extension-server", sibling("extension-server")?, extension))?;
-
-    let mut core = vec![
-        "--listen".into(),
-        format!("127.0.0.1:{}", ports.core),
-        "--extension-endpoint".into(),
-        format!("https://127.0.0.1:{}", ports.extension),
-    ];
-    core.extend(["--advertise-port".to_string(), args.port.to_string()]);
-    core.extend(["--service-account-signing-key-file".to_string(), dir.join("pki/sa.key").display().to_string()]);
-    core.extend(etcd_flag.clone());
-    core.extend(tls_args(&pki, "core-server"));
-    children.spawn(spec("core-server", sibling("core-server")?, core))?;
-
-    let mut aggregator = vec![
-        "--listen".into(),
-        format!("0.0.0.0:{}", args.port),
-        "--core-endpoint".into(),
-        format!("https://127.0.0.1:{}", ports.core),
-    ];
-    aggregator.extend(["--service-account-key-file".to_string(), dir.join("pki/sa.pub").display().to_string()]);
-    aggregator.extend(etcd_flag);
-    aggregator.extend(tls_args(&pki, "aggregator"));
-    children.spawn(spec("aggregator", sibling("aggregator")?, aggregator))?;
+    let urls = |ports: &[u16]| ports.iter().map(|p| format!("https://127.0.0.1:{p}")).collect::<Vec<_>>().join(",");
+    for (i, port) in ports.extension.iter().enumerate() {
+        let mut extension = vec!["--listen".into(), format!("127.0.0.1:{port}")];
+        extension.extend(etcd_flag.clone());
+        extension.extend(tls_args(&pki, "extension-server"));
+        children.spawn(spec(&replica_name("extension-server", i), sibling("extension-server")?, extension))?;
+    }
+    for (i, port) in ports.core.iter().enumerate() {
+        let mut core = vec!["--listen".into(), format!("127.0.0.1:{port}"), "--extension-endpoint".into(), urls(&ports.extension)];
+        core.extend(["--advertise-port".to_string(), args.port.to_string()]);
+        core.extend(["--service-account-signing-key-file".to_string(), dir.join("pki/sa.key").display().to_string()]);
+        core.extend(etcd_flag.clone());
+        core.extend(tls_args(&pki, "core-server"));
+        children.spawn(spec(&replica_name("core-server", i), sibling("core-server")?, core))?;
+    }
+    for (i, port) in front_ports.iter().enumerate() {
+        let mut aggregator = vec!["--listen".into(), format!("0.0.0.0:{port}"), "--core-endpoint".into(), urls(&ports.core)];
+        aggregator.extend(["--service-account-key-file".to_string(), dir.join("pki/sa.pub").display().to_string()]);
+        aggregator.extend(etcd_flag.clone());
+        aggregator.extend(tls_args(&pki, "aggregator"));
+        children.spawn(spec(&replica_name("aggregator", i), sibling("aggregator")?, aggregator))?;
+    }
 
     let ca = std::fs::read(pki.ca())?;
-    let port = args.port;
-    wait_until(&mut children, Duration::from_secs(60), || {
-        let ca = ca.clone();
-        async move { readyz(port, &ca).await.unwrap_or(false) }
-    })
-    .await
-    .with_context(|| format!("waiting for the cluster to be ready (logs in {})", logs.display()))?;
-
+    for port in &front_ports {
+        let port = *port;
+        wait_until(&mut children, Duration::from_secs(60), || {
+            let ca = ca.clone();
+            async move { readyz(port, &ca).await.unwrap_or(false) }
+        })
+        .await
+        .with_context(|| format!("waiting for the cluster to be ready (logs in {})", logs.display()))?;
+    }
     let kubeconfig = dir.join("kubeconfig");
-    pki::write_kubeconfig(&pki, &format!("https://127.0.0.1:{}", args.port), &kubeconfig)?;
+    for (i, port) in front_ports.iter().enumerate() {
+        let path = if i == 0 { kubeconfig.clone() } else { dir.join(format!("kubeconfig-{}", i + 1)) };
+        pki::write_kubeconfig(&pki, &format!("https://127.0.0.1:{port}"), &path)?;
+    }
     eprintln!("kubechain: ready in {:.1}s; logs in {}", started.elapsed().as_secs_f64(), logs.display());
     println!("kubechain ready: export KUBECONFIG={}", kubeconfig.display());
 
