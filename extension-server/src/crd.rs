@@ -41,43 +41,33 @@ pub fn is_true(crd: &Value, kind: &str) -> bool {
 
 impl Strategy for CrdStrategy {
     fn defaults(&self, crd: &mut Value) {
-        let kind = crd.pointer("/spec/names/kind").and_then(Value::as_str).unwrap_or_default().to_string();
-        let names = &mut crd["spec"]["names"];
-        if names.get("singular").and_then(Value::as_str).is_none_or(str::is_empty) {
-            names["singular"] = json!(kind.to_lowercase());
-        }
-        if names.get("listKind").and_then(Value::as_str).is_none_or(str::is_empty) {
-            names["listKind"] = json!(format!("{kind}List"));
-        }
-        if !crd["spec"]["conversion"].is_object() {
-            crd["spec"]["conversion"] = json!({"strategy": "None"});
-        }
+        crate::schema::default_crd(crd);
     }
 
     fn prepare_for_create(&self, crd: &mut Value) {
-        let stored: Vec<Value> = storage_version(crd).map(|v| json!(v)).into_iter().collect();
-        crd["status"] = json!({"conditions": [], "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": stored});
-        let finalizers = crd["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
+        crate::schema::prepare_for_create(crd);
+        let mut finalizers = crd["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
         if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
-            let mut finalizers = finalizers;
             finalizers.push(json!(CLEANUP_FINALIZER));
             crd["metadata"]["finalizers"] = json!(finalizers);
         }
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        // A new storage version is remembered in storedVersions.
-        let mut stored = old.pointer("/status/storedVersions").and_then(Value::as_array).cloned().unwrap_or_default();
-        if let Some(v) = storage_version(new) {
-            if !stored.iter().any(|s| s == v) {
-                stored.push(json!(v));
-            }
-        }
-        new["status"]["storedVersions"] = json!(stored);
+        crate::schema::prepare_for_update(new, old);
     }
 
     fn validate(&self, crd: &Value) -> Vec<FieldError> {
-        basic_validation(crd)
+        crate::schema::validate_crd(crd, None)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        // With the spec unchanged (a status write), only the status is checked.
+        if new.get("spec") == old.get("spec") {
+            crate::schema::validate_crd_status_update(new, old)
+        } else {
+            crate::schema::validate_crd(new, Some(old))
+        }
     }
 
     fn tracks_generation(&self) -> bool {
@@ -103,32 +93,6 @@ impl Strategy for CrdStrategy {
     fn cells(&self, crd: &Value) -> Vec<Value> {
         vec![table::name_cell(crd), crd.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null)]
     }
-}
-
-/// The checks every CRD must pass: its name, group and versions.
-fn basic_validation(crd: &Value) -> Vec<FieldError> {
-    let text = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or_default();
-    let mut errs = Vec::new();
-    let (name, plural, group) = (text("/metadata/name"), text("/spec/names/plural"), text("/spec/group"));
-    if name != format!("{plural}.{group}") {
-        errs.push(FieldError::invalid("metadata.name", name, format!("must be spec.names.plural+\".\"+spec.group")));
-    }
-    if !group.contains('.') {
-        errs.push(FieldError::invalid("spec.group", group, "should be a domain with at least one dot"));
-    }
-    if text("/spec/names/kind").is_empty() {
-        errs.push(FieldError::required("spec.names.kind", ""));
-    }
-    let versions = versions(crd);
-    if versions.is_empty() {
-        errs.push(FieldError::invalid("spec.versions", json!([]), "must have exactly one version marked as storage version"));
-    } else if versions.iter().filter(|v| v["storage"] == true).count() != 1 {
-        errs.push(FieldError::invalid("spec.versions", json!(versions), "must have exactly one version marked as storage version"));
-    }
-    if !matches!(text("/spec/scope"), "Namespaced" | "Cluster") {
-        errs.push(FieldError::not_supported("spec.scope", text("/spec/scope"), &["Cluster", "Namespaced"]));
-    }
-    errs
 }
 
 /// Sets (or replaces) a status condition, keeping its transition time when
@@ -161,8 +125,8 @@ mod tests {
         let mut crd = json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com",
             "names": {"plural": "widgets", "kind": "Widget"},
             "versions": [{"name": "v1", "served": true, "storage": true}]}});
-        CrdStrategy.prepare_for_create(&mut crd);
         CrdStrategy.defaults(&mut crd);
+        CrdStrategy.prepare_for_create(&mut crd);
         assert_eq!(crd["metadata"]["finalizers"], json!([CLEANUP_FINALIZER]));
         assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
         assert_eq!(crd["spec"]["names"]["singular"], "widget");

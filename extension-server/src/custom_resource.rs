@@ -13,6 +13,8 @@ use generic_server::strategy::{Strategy, string_at};
 use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
+use crate::schema::Structural;
+
 /// One served version of a CRD, as everything serving it needs it.
 #[derive(Clone)]
 pub struct Version {
@@ -22,8 +24,8 @@ pub struct Version {
     pub version: String,
     /// The kind.
     pub kind: String,
-    /// The version's `openAPIV3Schema`.
-    pub schema: Value,
+    /// The version's `openAPIV3Schema`, as a structural schema.
+    pub structural: Arc<Structural>,
     /// Printer columns: header, type, JSONPath, priority, description.
     pub columns: Vec<(String, String, JsonPath, i32, String)>,
     /// Selectable field paths (`spec.color`).
@@ -53,11 +55,18 @@ impl Version {
             .flatten()
             .filter_map(|f| f["jsonPath"].as_str().map(|p| p.trim_start_matches('.').to_string()))
             .collect();
+        let schema = version
+            .pointer("/schema/openAPIV3Schema")
+            .cloned()
+            .unwrap_or(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+        let structural = Structural::new(&schema)
+            .or_else(|_| Structural::new(&json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})))
+            .unwrap_or_default();
         Version {
             group: text(crd, "/spec/group"),
             version: text(version, "/name"),
             kind: text(crd, "/spec/names/kind"),
-            schema: version.pointer("/schema/openAPIV3Schema").cloned().unwrap_or(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})),
+            structural: Arc::new(structural),
             columns,
             selectable,
             status: version.pointer("/subresources/status").is_some(),
@@ -124,7 +133,7 @@ pub struct SchemaCodec {
 
 impl Codec for SchemaCodec {
     fn normalize(&self, mut obj: Value) -> std::result::Result<Normalized, String> {
-        let unknown_fields = crate::schema::prune(&mut obj, &self.version.schema);
+        let unknown_fields = crate::schema::prune(&mut obj, &self.version.structural, true);
         Ok(Normalized { object: obj, unknown_fields })
     }
 }
@@ -136,7 +145,7 @@ pub struct CustomResourceStrategy {
 
 impl Strategy for CustomResourceStrategy {
     fn defaults(&self, obj: &mut Value) {
-        crate::schema::apply_defaults(obj, &self.version.schema);
+        crate::schema::apply_defaults(obj, &self.version.structural);
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
@@ -148,11 +157,7 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        crate::schema::validate(obj, &self.version.schema, None)
-    }
-
-    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        crate::schema::validate(new, &self.version.schema, Some(old))
+        crate::schema::validate(obj, &self.version.structural)
     }
 
     fn tracks_generation(&self) -> bool {

@@ -24,6 +24,7 @@ use generic_server::options::{self, EtcdOptions, TlsOptions};
 use generic_server::request::NotFoundHandler;
 use generic_server::server::{ApiServer, HealthCheck};
 
+
 /// The extension server's options.
 #[derive(Parser, Debug)]
 #[command(version, about = "kubechain extension-server: custom resources, the end of the chain")]

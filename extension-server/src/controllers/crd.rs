@@ -239,20 +239,14 @@ async fn build_stores(ctx: &Context, crd: &Value) -> generic_server::Result<Vec<
 /// The OpenAPI document of one group-version of custom resources.
 fn openapi_document(group: &str, version: &str, kinds: &[(&Arc<Store>, &Value)]) -> Value {
     let mut components = Components::new();
-    let meta = components.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>();
+    components.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>();
     let reversed: Vec<&str> = group.split('.').rev().collect();
     let mut specs = Vec::new();
     for (store, crd) in kinds {
         let r = &store.resource;
         let served = crd::versions(crd).iter().find(|v| v["name"] == version).cloned().unwrap_or_default();
-        let mut schema = served.pointer("/schema/openAPIV3Schema").cloned().unwrap_or(json!({"type": "object"}));
-        if !schema["properties"].is_object() {
-            schema["properties"] = json!({});
-        }
-        schema["properties"]["apiVersion"] = json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."});
-        schema["properties"]["kind"] = json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."});
-        schema["properties"]["metadata"] = json!({"allOf": [{"$ref": format!("{}{meta}", openapi::SCHEMA_PREFIX)}], "description": "Standard object's metadata."});
-        schema["x-kubernetes-group-version-kind"] = json!([GroupVersionKind::new(group, version, &r.kind).to_value()]);
+        let structural = custom_resource::Version::of(crd, &served).structural;
+        let schema = crate::schema::to_openapi_resource(Some(&structural), group, version, &r.kind);
         let name = format!("{}.{version}.{}", reversed.join("."), r.kind);
         components.insert(name.clone(), schema);
         components.add_list(&name, &GroupVersionKind::new(group, version, &r.list_kind));
