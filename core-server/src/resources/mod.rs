@@ -1,30 +1,138 @@
-//! The built-in resources this server serves: one small strategy each.
+//! The built-in resources this server serves: one small strategy each,
+//! with the pieces several share (`pod_template`, `workload`, `fields`,
+//! `quantity`) beside them.
 
+mod admissionregistration;
+mod certificatesigningrequest;
 mod configmap;
+mod controllerrevision;
+mod cronjob;
+mod daemonset;
+mod deployment;
+mod endpoints;
+mod endpointslice;
 mod event;
+mod events_v1;
+mod fields;
+mod horizontalpodautoscaler;
+mod ingress;
+mod ingressclass;
+mod job;
+mod lease;
+mod limitrange;
 mod namespace;
+mod networkpolicy;
+mod node;
+mod persistentvolume;
+mod persistentvolumeclaim;
+mod pod;
+mod pod_template;
+mod poddisruptionbudget;
+mod podtemplate;
+mod priorityclass;
+mod quantity;
+mod rbac;
+mod replicaset;
+mod replicationcontroller;
+mod resourcequota;
 mod secret;
+mod service;
 mod serviceaccount;
+mod statefulset;
+mod storageclass;
+mod workload;
 
 pub use namespace::FINALIZER as NAMESPACE_FINALIZER;
 
-use generic_server::resource::{GroupVersionKind, Resource};
-use k8s_openapi::api::core::v1;
+use generic_server::resource::{GroupVersionKind, Resource, ScaleSelector, ScaleSpec};
+use k8s_openapi::api::{
+    admissionregistration::v1 as admission_v1, apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch,
+    certificates::v1 as certificates, coordination::v1 as coordination, core::v1, discovery::v1 as discovery, events::v1 as events,
+    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac_v1, scheduling::v1 as scheduling, storage::v1 as storage,
+};
 
-/// Every resource of the core server, in discovery order.
+/// The verbs of resources that cannot be deleted as a collection (namespaces).
+const NO_DELETECOLLECTION: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+
+/// Every resource of the core server, in discovery order (core v1
+/// alphabetically, then each group's resources alphabetically).
 pub fn all() -> Vec<Resource> {
+    let mut resources = core_v1();
+    resources.extend(named_groups());
+    resources
+}
+
+fn core_v1() -> Vec<Resource> {
     vec![
         Resource::builtin::<v1::ConfigMap>(configmap::ConfigMapStrategy).short_names(&["cm"]),
+        Resource::builtin::<v1::Endpoints>(endpoints::EndpointsStrategy).short_names(&["ep"]),
         Resource::builtin::<v1::Event>(event::EventStrategy).short_names(&["ev"]),
+        Resource::builtin::<v1::LimitRange>(limitrange::LimitRangeStrategy).short_names(&["limits"]),
         Resource::builtin::<v1::Namespace>(namespace::NamespaceStrategy)
             .short_names(&["ns"])
-            .verbs(&["create", "delete", "get", "list", "patch", "update", "watch"])
+            .verbs(NO_DELETECOLLECTION)
             .subresource("finalize", &["update"])
             .subresource("status", &["get", "patch", "update"]),
+        Resource::builtin::<v1::Node>(node::NodeStrategy).short_names(&["no"]).status(),
+        Resource::builtin::<v1::PersistentVolumeClaim>(persistentvolumeclaim::PersistentVolumeClaimStrategy).short_names(&["pvc"]).status(),
+        Resource::builtin::<v1::PersistentVolume>(persistentvolume::PersistentVolumeStrategy).short_names(&["pv"]).status(),
+        Resource::builtin::<v1::Pod>(pod::PodStrategy).short_names(&["po"]).categories(&["all"]).status(),
+        Resource::builtin::<v1::PodTemplate>(podtemplate::PodTemplateStrategy),
+        Resource::builtin::<v1::ReplicationController>(replicationcontroller::ReplicationControllerStrategy)
+            .short_names(&["rc"])
+            .categories(&["all"])
+            .status()
+            .scale(ScaleSpec { selector: ScaleSelector::Map("/spec/selector".into()), ..ScaleSpec::standard() }),
+        Resource::builtin::<v1::ResourceQuota>(resourcequota::ResourceQuotaStrategy).short_names(&["quota"]).status(),
         Resource::builtin::<v1::Secret>(secret::SecretStrategy),
         Resource::builtin::<v1::ServiceAccount>(serviceaccount::ServiceAccountStrategy)
             .short_names(&["sa"])
             .subresource_of_kind("token", GroupVersionKind::new("authentication.k8s.io", "v1", "TokenRequest"), &["create"]),
+        Resource::builtin::<v1::Service>(service::ServiceStrategy).short_names(&["svc"]).categories(&["all"]).status(),
+    ]
+}
+
+fn named_groups() -> Vec<Resource> {
+    let workload = |r: Resource, short: &str| r.short_names(&[short]).categories(&["all"]).status();
+    vec![
+        Resource::builtin::<apps::ControllerRevision>(controllerrevision::ControllerRevisionStrategy),
+        workload(Resource::builtin::<apps::DaemonSet>(daemonset::DaemonSetStrategy), "ds"),
+        workload(Resource::builtin::<apps::Deployment>(deployment::DeploymentStrategy), "deploy").scale(ScaleSpec::standard()),
+        workload(Resource::builtin::<apps::ReplicaSet>(replicaset::ReplicaSetStrategy), "rs").scale(ScaleSpec::standard()),
+        workload(Resource::builtin::<apps::StatefulSet>(statefulset::StatefulSetStrategy), "sts").scale(ScaleSpec::standard()),
+        Resource::builtin::<events::Event>(events_v1::EventsV1Strategy).short_names(&["ev"]),
+        workload(
+            Resource::builtin::<autoscaling::HorizontalPodAutoscaler>(horizontalpodautoscaler::HorizontalPodAutoscalerStrategy),
+            "hpa",
+        ),
+        workload(Resource::builtin::<batch::CronJob>(cronjob::CronJobStrategy), "cj"),
+        Resource::builtin::<batch::Job>(job::JobStrategy).categories(&["all"]).status(),
+        Resource::builtin::<certificates::CertificateSigningRequest>(certificatesigningrequest::CertificateSigningRequestStrategy)
+            .short_names(&["csr"])
+            .subresource("approval", &["get", "patch", "update"])
+            .status(),
+        Resource::builtin::<networking::IngressClass>(ingressclass::IngressClassStrategy),
+        Resource::builtin::<networking::Ingress>(ingress::IngressStrategy).short_names(&["ing"]).status(),
+        Resource::builtin::<networking::NetworkPolicy>(networkpolicy::NetworkPolicyStrategy).short_names(&["netpol"]),
+        Resource::builtin::<policy::PodDisruptionBudget>(poddisruptionbudget::PodDisruptionBudgetStrategy).short_names(&["pdb"]).status(),
+        Resource::builtin::<rbac_v1::ClusterRoleBinding>(rbac::RoleBindingStrategy { namespaced: false }),
+        Resource::builtin::<rbac_v1::ClusterRole>(rbac::RoleStrategy { namespaced: false }),
+        Resource::builtin::<rbac_v1::RoleBinding>(rbac::RoleBindingStrategy { namespaced: true }),
+        Resource::builtin::<rbac_v1::Role>(rbac::RoleStrategy { namespaced: true }),
+        Resource::builtin::<storage::StorageClass>(storageclass::StorageClassStrategy).short_names(&["sc"]),
+        Resource::builtin::<admission_v1::MutatingWebhookConfiguration>(admissionregistration::WebhookConfigurationStrategy {
+            mutating: true,
+        }),
+        Resource::builtin::<admission_v1::ValidatingAdmissionPolicy>(admissionregistration::ValidatingAdmissionPolicyStrategy).status(),
+        Resource::builtin::<admission_v1::ValidatingAdmissionPolicyBinding>(
+            admissionregistration::ValidatingAdmissionPolicyBindingStrategy,
+        ),
+        Resource::builtin::<admission_v1::ValidatingWebhookConfiguration>(admissionregistration::WebhookConfigurationStrategy {
+            mutating: false,
+        }),
+        Resource::builtin::<scheduling::PriorityClass>(priorityclass::PriorityClassStrategy).short_names(&["pc"]),
+        Resource::builtin::<coordination::Lease>(lease::LeaseStrategy),
+        Resource::builtin::<discovery::EndpointSlice>(endpointslice::EndpointSliceStrategy),
     ]
 }
 
@@ -37,7 +145,11 @@ pub(crate) mod data {
     pub const MAX_BYTES: usize = 1024 * 1024;
 
     fn valid_key(key: &str) -> bool {
-        !key.is_empty() && key.len() <= 253 && key != "." && key != ".." && key.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+        !key.is_empty()
+            && key.len() <= 253
+            && key != "."
+            && key != ".."
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
     }
 
     /// Problems with the keys of the given maps, and keys present in two of them.
@@ -92,5 +204,91 @@ pub(crate) mod data {
             }
         }
         errs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// group, plural, kind, namespaced, short names, categories, subresources.
+    type Expected =
+        (&'static str, &'static str, &'static str, bool, &'static [&'static str], &'static [&'static str], &'static [&'static str]);
+
+    const EXPECTED: &[Expected] = &[
+        ("", "configmaps", "ConfigMap", true, &["cm"], &[], &[]),
+        ("", "endpoints", "Endpoints", true, &["ep"], &[], &[]),
+        ("", "events", "Event", true, &["ev"], &[], &[]),
+        ("", "limitranges", "LimitRange", true, &["limits"], &[], &[]),
+        ("", "namespaces", "Namespace", false, &["ns"], &[], &["finalize", "status"]),
+        ("", "nodes", "Node", false, &["no"], &[], &["status"]),
+        ("", "persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"], &[], &["status"]),
+        ("", "persistentvolumes", "PersistentVolume", false, &["pv"], &[], &["status"]),
+        ("", "pods", "Pod", true, &["po"], &["all"], &["status"]),
+        ("", "podtemplates", "PodTemplate", true, &[], &[], &[]),
+        ("", "replicationcontrollers", "ReplicationController", true, &["rc"], &["all"], &["status", "scale"]),
+        ("", "resourcequotas", "ResourceQuota", true, &["quota"], &[], &["status"]),
+        ("", "secrets", "Secret", true, &[], &[], &[]),
+        ("", "serviceaccounts", "ServiceAccount", true, &["sa"], &[], &[]),
+        ("", "services", "Service", true, &["svc"], &["all"], &["status"]),
+        ("apps", "controllerrevisions", "ControllerRevision", true, &[], &[], &[]),
+        ("apps", "daemonsets", "DaemonSet", true, &["ds"], &["all"], &["status"]),
+        ("apps", "deployments", "Deployment", true, &["deploy"], &["all"], &["status", "scale"]),
+        ("apps", "replicasets", "ReplicaSet", true, &["rs"], &["all"], &["status", "scale"]),
+        ("apps", "statefulsets", "StatefulSet", true, &["sts"], &["all"], &["status", "scale"]),
+        ("events.k8s.io", "events", "Event", true, &["ev"], &[], &[]),
+        ("autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", true, &["hpa"], &["all"], &["status"]),
+        ("batch", "cronjobs", "CronJob", true, &["cj"], &["all"], &["status"]),
+        ("batch", "jobs", "Job", true, &[], &["all"], &["status"]),
+        ("certificates.k8s.io", "certificatesigningrequests", "CertificateSigningRequest", false, &["csr"], &[], &["approval", "status"]),
+        ("networking.k8s.io", "ingressclasses", "IngressClass", false, &[], &[], &[]),
+        ("networking.k8s.io", "ingresses", "Ingress", true, &["ing"], &[], &["status"]),
+        ("networking.k8s.io", "networkpolicies", "NetworkPolicy", true, &["netpol"], &[], &[]),
+        ("policy", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], &[], &["status"]),
+        ("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", false, &[], &[], &[]),
+        ("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", false, &[], &[], &[]),
+        ("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", true, &[], &[], &[]),
+        ("rbac.authorization.k8s.io", "roles", "Role", true, &[], &[], &[]),
+        ("storage.k8s.io", "storageclasses", "StorageClass", false, &["sc"], &[], &[]),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false, &[], &[], &[]),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false, &[], &[], &["status"]),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false, &[], &[], &[]),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false, &[], &[], &[]),
+        ("scheduling.k8s.io", "priorityclasses", "PriorityClass", false, &["pc"], &[], &[]),
+        ("coordination.k8s.io", "leases", "Lease", true, &[], &[], &[]),
+        ("discovery.k8s.io", "endpointslices", "EndpointSlice", true, &[], &[], &[]),
+    ];
+
+    #[test]
+    fn every_resource_is_declared_as_kube_has_it() {
+        let resources = all();
+        let got: Vec<(String, String)> = resources.iter().map(|r| (r.group.clone(), r.plural.clone())).collect();
+        let want: Vec<(String, String)> = EXPECTED.iter().map(|e| (e.0.to_string(), e.1.to_string())).collect();
+        assert_eq!(got, want);
+        for (r, (group, plural, kind, namespaced, short, categories, subresources)) in resources.iter().zip(EXPECTED) {
+            let what = format!("{group}/{plural}");
+            assert_eq!(r.kind, *kind, "{what}");
+            assert_eq!(r.namespaced, *namespaced, "{what}");
+            assert_eq!(r.short_names, *short, "{what}");
+            assert_eq!(r.categories, *categories, "{what}");
+            let subs: Vec<&str> = r.subresources.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(subs, *subresources, "{what}");
+            let verbs: &[&str] = if *plural == "namespaces" { NO_DELETECOLLECTION } else { generic_server::resource::ALL_VERBS };
+            assert_eq!(r.verbs, verbs, "{what}");
+            assert_eq!(r.scale.is_some(), subresources.contains(&"scale"), "{what}");
+            let columns = r.strategy.columns();
+            assert_eq!(
+                r.strategy.cells(&serde_json::json!({"metadata": {"name": "x"}})).len(),
+                columns.len(),
+                "{what}: one cell per column"
+            );
+        }
+    }
+
+    #[test]
+    fn rbac_names_are_path_segments() {
+        for r in all().iter().filter(|r| r.group == "rbac.authorization.k8s.io") {
+            assert_eq!(r.strategy.name_rule(), generic_server::validation::NameRule::PathSegment, "{}", r.plural);
+        }
     }
 }
