@@ -64,7 +64,13 @@ async fn run(options: Options) -> anyhow::Result<()> {
         let core = ping.clone();
         Box::pin(async move { core.ping().await })
     });
-    let checks: Vec<(String, HealthCheck)> = vec![("etcd".into(), etcd_check), ("core-server".into(), core_check)];
+    let known = discovery.clone();
+    let discovery_check: HealthCheck = Arc::new(move || {
+        let ready = !known.documents().groups.is_empty();
+        Box::pin(async move { if ready { Ok(()) } else { Err("no discovery from the core server yet".into()) } })
+    });
+    let checks: Vec<(String, HealthCheck)> =
+        vec![("etcd".into(), etcd_check), ("core-server".into(), core_check), ("discovery".into(), discovery_check)];
     let server = Arc::new(ApiServer::new("aggregator", discovery, Arc::new(core), checks));
 
     let mut authenticator = match &options.token_auth_file {

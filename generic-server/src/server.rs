@@ -231,6 +231,11 @@ impl ApiServer {
 
     fn discovery_root(&self, req: &ApiRequest, path: &str) -> ApiResponse {
         let docs = self.discovery.documents();
+        if docs.groups.is_empty() {
+            // Nothing known yet (the delegates' discovery has not arrived):
+            // retryable, not "does not exist".
+            return Error::unavailable("the server is currently unable to handle the request").into();
+        }
         let accept = req.header(header::ACCEPT).unwrap_or("");
         let rendered = match discovery::aggregated_version(accept) {
             Some(version) => docs.aggregated(path, version),

@@ -229,7 +229,7 @@ mod tests {
         ("", "replicationcontrollers", "ReplicationController", true, &["rc"], &["all"], &["status", "scale"]),
         ("", "resourcequotas", "ResourceQuota", true, &["quota"], &[], &["status"]),
         ("", "secrets", "Secret", true, &[], &[], &[]),
-        ("", "serviceaccounts", "ServiceAccount", true, &["sa"], &[], &[]),
+        ("", "serviceaccounts", "ServiceAccount", true, &["sa"], &[], &["token"]),
         ("", "services", "Service", true, &["svc"], &["all"], &["status"]),
         ("apps", "controllerrevisions", "ControllerRevision", true, &[], &[], &[]),
         ("apps", "daemonsets", "DaemonSet", true, &["ds"], &["all"], &["status"]),
