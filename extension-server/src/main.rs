@@ -2,6 +2,8 @@
 //! CustomResourceDefinitions and their custom resources; every path it does
 //! not serve gets a 404 Status.
 
+mod cel;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
