@@ -139,6 +139,59 @@ mod tests {
     }
 
     #[test]
+    fn accepts_common_rules() {
+        let spec = json!({"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 63},
+            "i": {"type": "integer"}, "f": {"type": "number"}, "b": {"type": "boolean"},
+            "created": {"type": "string", "format": "date-time"},
+            "expired": {"type": "string", "format": "date-time"},
+            "ttl": {"type": "string", "format": "duration"},
+            "q": {"type": "string", "maxLength": 20},
+            "u": {"type": "string", "maxLength": 200},
+            "ios": {"x-kubernetes-int-or-string": true},
+            "set1": {"type": "array", "x-kubernetes-list-type": "set", "maxItems": 10, "items": {"type": "string", "maxLength": 10}},
+            "set2": {"type": "array", "x-kubernetes-list-type": "set", "maxItems": 10, "items": {"type": "string", "maxLength": 10}},
+            "nums": {"type": "array", "maxItems": 10, "items": {"type": "integer"}},
+            "labels": {"type": "object", "maxProperties": 10, "additionalProperties": {"type": "string", "maxLength": 10}},
+            "conditions": {"type": "array", "maxItems": 10, "items": {"type": "object", "properties": {
+                "type": {"type": "string", "maxLength": 10}, "status": {"type": "string", "maxLength": 10}}}}
+        }});
+        let rules = [
+            "self.name == 'singleton' || self.name.matches('^[a-z]+$')",
+            "!has(self.expired) || self.created + self.ttl < self.expired",
+            "self.set1.all(e, !(e in self.set2))",
+            "self.labels.all(k, !(k in self.set1)) && self.labels.exists(k, self.labels[k].startsWith('a')) || true",
+            "self.set1.exists_one(x, x == 'a') || size(self.set1) == 0",
+            "self.nums.filter(n, n > 1).size() <= 3 && self.nums.map(n, n * 2).all(n, n < 100)",
+            "self.nums.sum() < 100 && (self.nums.size() == 0 || self.nums.min() >= 0) && self.nums.isSorted()",
+            "self.nums.indexOf(2) < 5 && [1, 2, 3].lastIndexOf(2) == 1",
+            "quantity(self.q).isGreaterThan(quantity('1Gi')) || !isQuantity(self.q)",
+            "isURL(self.u) && url(self.u).getScheme() == 'https'",
+            "self.?name.orValue('') != 'x'",
+            "type(self.ios) == string ? self.ios.endsWith('%') : self.ios > 0",
+            "int(self.i) > 1 && double(self.i) / 2.0 > 1.0 && self.i % 2 == 0 && -self.i < 0 && self.f >= 0.5",
+            "self.name.lowerAscii() == self.name && self.name.upperAscii().size() > 0 && self.name.contains('a')",
+            "'k' in self.labels && self.conditions.exists(c, c.type == 'Ready' && c.status == 'True')",
+            "self.created > timestamp('2020-01-01T00:00:00Z') && duration('1h') < self.ttl",
+            "self.nums[0] == 1 && self.b == true",
+            "cel.bind(n, self.name, n.size() > 1 && n.size() < 60)",
+            "self.name.split('-').size() < 5 && self.name.replace('-', '').size() > 0 && self.name.substring(1) != ''",
+        ];
+        let validations: Vec<Value> = rules.iter().map(|r| json!({"rule": r})).collect();
+        let mut spec = spec;
+        spec["x-kubernetes-validations"] = json!(validations);
+        let compiled = compiled(root(spec));
+        let object = json!({"spec": {
+            "name": "abc", "i": 4, "f": 1.0, "b": true,
+            "created": "2024-01-01T00:00:00Z", "expired": "2024-01-02T00:00:00Z", "ttl": "2h",
+            "q": "2Gi", "u": "https://example.com", "ios": "50%",
+            "set1": ["a", "b"], "set2": ["c"], "nums": [1, 2, 3],
+            "labels": {"k": "abc"}, "conditions": [{"type": "Ready", "status": "True"}]
+        }});
+        assert_eq!(check(&compiled, object, None), Vec::<String>::new());
+    }
+
+    #[test]
     fn docs_replicas_rule() {
         let rules = compiled(replicas_schema());
         assert!(check(&rules, json!({"spec": {"minReplicas": 1, "replicas": 2, "maxReplicas": 3}}), None).is_empty());
