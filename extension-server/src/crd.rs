@@ -58,7 +58,9 @@ impl Strategy for CrdStrategy {
     }
 
     fn validate(&self, crd: &Value) -> Vec<FieldError> {
-        crate::schema::validate_crd(crd, None)
+        let mut errs = crate::schema::validate_crd(crd, None);
+        errs.extend(validation_rules(crd));
+        errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
@@ -66,7 +68,9 @@ impl Strategy for CrdStrategy {
         if new.get("spec") == old.get("spec") {
             crate::schema::validate_crd_status_update(new, old)
         } else {
-            crate::schema::validate_crd(new, Some(old))
+            let mut errs = crate::schema::validate_crd(new, Some(old));
+            errs.extend(validation_rules(new));
+            errs
         }
     }
 
@@ -93,6 +97,20 @@ impl Strategy for CrdStrategy {
     fn cells(&self, crd: &Value) -> Vec<Value> {
         vec![table::name_cell(crd), crd.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null)]
     }
+}
+
+/// Compiles every version's CEL rules, reporting what does not compile or
+/// costs too much.
+fn validation_rules(crd: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (i, version) in versions(crd).iter().enumerate() {
+        if let Some(schema) = version.pointer("/schema/openAPIV3Schema") {
+            if let Err(e) = crate::cel::compile(schema, &format!("spec.versions[{i}].schema.openAPIV3Schema")) {
+                errs.extend(e);
+            }
+        }
+    }
+    errs
 }
 
 /// Sets (or replaces) a status condition, keeping its transition time when

@@ -24,6 +24,8 @@ pub struct Version {
     pub version: String,
     /// The kind.
     pub kind: String,
+    /// The version's CEL validation rules.
+    pub rules: Arc<crate::cel::CompiledRules>,
     /// The version's `openAPIV3Schema`, as a structural schema.
     pub structural: Arc<Structural>,
     /// Printer columns: header, type, JSONPath, priority, description.
@@ -62,7 +64,9 @@ impl Version {
         let structural = Structural::new(&schema)
             .or_else(|_| Structural::new(&json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})))
             .unwrap_or_default();
+        let rules = crate::cel::compile(&schema, "").unwrap_or_default();
         Version {
+            rules: Arc::new(rules),
             group: text(crd, "/spec/group"),
             version: text(version, "/name"),
             kind: text(crd, "/spec/names/kind"),
@@ -157,7 +161,15 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        crate::schema::validate(obj, &self.version.structural)
+        let mut errs = crate::schema::validate(obj, &self.version.structural);
+        errs.extend(crate::cel::validate(&self.version.rules, obj, None));
+        errs
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = crate::schema::validate(new, &self.version.structural);
+        errs.extend(crate::cel::validate(&self.version.rules, new, Some(old)));
+        errs
     }
 
     fn tracks_generation(&self) -> bool {

@@ -2,6 +2,7 @@
 //! CustomResourceDefinitions and their custom resources; every path it does
 //! not serve gets a 404 Status.
 
+mod cel;
 mod controllers;
 mod crd;
 mod custom_resource;
