@@ -1,19 +1,33 @@
 //! aggregator: the front door. It terminates TLS, authenticates and
-//! authorizes every request, answers discovery from its own cache, and
+//! authorizes every request, serves APIServices, proxies the groups of
+//! aggregated servers to them, answers discovery from its own cache, and
 //! delegates the rest down the chain over gRPC.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+mod apiservice;
+mod autoregister;
+mod available;
+mod backend;
+mod proxy;
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Actor;
 use anyhow::Context as _;
 use clap::Parser;
+use generic_server::admission::Admission;
 use generic_server::delegation::GrpcDelegate;
 use generic_server::discovery::Discovery;
 use generic_server::filters::authentication::Authenticator;
 use generic_server::filters::authorization::MastersOnly;
 use generic_server::front_door::{self, FrontDoor};
+use generic_server::informer;
+use generic_server::loopback::Loopback;
 use generic_server::options::{self, EtcdOptions, TlsOptions};
 use generic_server::server::{ApiServer, HealthCheck};
+use serde_json::json;
 
 /// The aggregator's options.
 #[derive(Parser, Debug)]
@@ -30,13 +44,25 @@ struct Options {
     core_server_name: String,
     /// A static token file (`token,user,uid,"group1,group2"` per line).
     #[arg(long, env = "KUBECHAIN_TOKEN_AUTH_FILE")]
-    token_auth_file: Option<std::path::PathBuf>,
+    token_auth_file: Option<PathBuf>,
     /// Public key (PEM) that verifies service account tokens.
     #[arg(long, env = "KUBECHAIN_SERVICE_ACCOUNT_KEY_FILE")]
-    service_account_key_file: Option<std::path::PathBuf>,
+    service_account_key_file: Option<PathBuf>,
     /// The issuer (and audience) service account tokens must name.
     #[arg(long, env = "KUBECHAIN_SERVICE_ACCOUNT_ISSUER", default_value = "https://kubernetes.default.svc.cluster.local")]
     service_account_issuer: String,
+    /// The front-proxy client certificate presented to aggregated servers.
+    #[arg(long, env = "KUBECHAIN_PROXY_CLIENT_CERT_FILE")]
+    proxy_client_cert_file: Option<PathBuf>,
+    /// Its key.
+    #[arg(long, env = "KUBECHAIN_PROXY_CLIENT_KEY_FILE")]
+    proxy_client_key_file: Option<PathBuf>,
+    /// The front-proxy CA, published for aggregated servers to verify us.
+    #[arg(long, env = "KUBECHAIN_REQUESTHEADER_CLIENT_CA_FILE")]
+    requestheader_client_ca_file: Option<PathBuf>,
+    /// The front-proxy client certificate CNs aggregated servers should accept.
+    #[arg(long, env = "KUBECHAIN_REQUESTHEADER_ALLOWED_NAMES", value_delimiter = ',', default_value = "front-proxy-client")]
+    requestheader_allowed_names: Vec<String>,
     /// HTTP worker threads.
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
@@ -53,12 +79,56 @@ fn main() -> anyhow::Result<()> {
 async fn run(options: Options) -> anyhow::Result<()> {
     let tls = options.tls.load().context("loading TLS files")?;
     let backend = options::start_storage(&options.etcd).await.context("connecting to etcd")?;
-    let etcd_check = backend.etcd_check.clone();
+    let prefix = options.etcd.etcd_prefix.trim_end_matches('/').to_string();
     let core = GrpcDelegate::new("core-server", &options.core_endpoint, &options.core_server_name, &tls)
         .context("core server endpoint")?;
     let discovery = Arc::new(Discovery::default());
     core.follow_endpoints(generic_server::endpoints::watch_endpoints(backend.etcd.clone(), "core-server"));
     core.follow_discovery(discovery.clone());
+    let checks = health_checks(&core, &discovery, backend.etcd_check.clone());
+    let server = Arc::new(ApiServer::new("aggregator", discovery.clone(), Arc::new(core), checks));
+    server
+        .install(vec![apiservice::resource()], &backend.cacher, &Admission::default(), &prefix)
+        .await
+        .context("installing APIServices")?;
+
+    let client = Loopback::new(server.clone(), "system:kube-aggregator");
+    let identity = front_proxy_identity(&options)?;
+    let clients = Arc::new(backend::Clients::new(identity));
+    let routes = proxy::Routes::default();
+    let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
+    let leader = generic_server::leader::elect(
+        backend.etcd.clone(),
+        "/kubechain/leases/aggregator-controllers",
+        &format!("{host}-{}", std::process::id()),
+    );
+    let controller =
+        available::AvailableConditionController::new(client.clone(), clients.clone(), discovery.clone(), routes.clone(), leader.clone())
+            .start();
+    let apiservices = server.store("apiregistration.k8s.io", "v1", "apiservices").context("the APIService store")?;
+    informer::follow(apiservices, Duration::from_secs(300), move |change| {
+        controller.do_send(available::Sync(change));
+        true
+    });
+    autoregister::start(client.clone(), discovery.clone(), leader);
+    tokio::spawn(publish_authentication_config(client, options_authentication(&options)?));
+
+    let mut authenticator = match &options.token_auth_file {
+        Some(path) => Authenticator::with_token_file(path).with_context(|| format!("reading {}", path.display()))?,
+        None => Authenticator::default(),
+    };
+    if let Some(path) = &options.service_account_key_file {
+        let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        authenticator = authenticator.with_service_accounts(generic_server::jwt::Verifier::new(&pem, &options.service_account_issuer)?);
+    }
+    let handler = Arc::new(proxy::Aggregator::new(server, routes, clients));
+    let door = Arc::new(FrontDoor::new(authenticator, Box::new(MastersOnly), handler));
+    tracing::info!(listen = %options.listen, "aggregator serving");
+    front_door::serve_https(options.listen, tls.https_server()?, door, options.workers).await.context("serving HTTPS")
+}
+
+/// Readiness: etcd, the core server, and discovery received from it.
+fn health_checks(core: &GrpcDelegate, discovery: &Arc<Discovery>, etcd: HealthCheck) -> Vec<(String, HealthCheck)> {
     let ping = core.clone();
     let core_check: HealthCheck = Arc::new(move || {
         let core = ping.clone();
@@ -69,19 +139,56 @@ async fn run(options: Options) -> anyhow::Result<()> {
         let ready = !known.documents().groups.is_empty();
         Box::pin(async move { if ready { Ok(()) } else { Err("no discovery from the core server yet".into()) } })
     });
-    let checks: Vec<(String, HealthCheck)> =
-        vec![("etcd".into(), etcd_check), ("core-server".into(), core_check), ("discovery".into(), discovery_check)];
-    let server = Arc::new(ApiServer::new("aggregator", discovery, Arc::new(core), checks));
+    vec![("etcd".into(), etcd), ("core-server".into(), core_check), ("discovery".into(), discovery_check)]
+}
 
-    let mut authenticator = match &options.token_auth_file {
-        Some(path) => Authenticator::with_token_file(path).with_context(|| format!("reading {}", path.display()))?,
-        None => Authenticator::default(),
+/// The front-proxy client certificate (or, without one, our serving
+/// certificate, which aggregated servers will not accept as a front proxy).
+fn front_proxy_identity(options: &Options) -> anyhow::Result<backend::Identity> {
+    let (cert, key) = match (&options.proxy_client_cert_file, &options.proxy_client_key_file) {
+        (Some(c), Some(k)) => (c, k),
+        _ => (&options.tls.tls_cert_file, &options.tls.tls_private_key_file),
     };
-    if let Some(path) = &options.service_account_key_file {
-        let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        authenticator = authenticator.with_service_accounts(generic_server::jwt::Verifier::new(&pem, &options.service_account_issuer)?);
+    Ok(backend::Identity {
+        cert: std::fs::read(cert).with_context(|| format!("reading {}", cert.display()))?,
+        key: std::fs::read(key).with_context(|| format!("reading {}", key.display()))?,
+    })
+}
+
+/// The `kube-system/extension-apiserver-authentication` data.
+fn options_authentication(options: &Options) -> anyhow::Result<serde_json::Value> {
+    let read = |p: &PathBuf| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
+    let mut data = json!({"client-ca-file": read(&options.tls.client_ca_file)?});
+    if let Some(ca) = &options.requestheader_client_ca_file {
+        data["requestheader-client-ca-file"] = json!(read(ca)?);
+        data["requestheader-allowed-names"] = json!(serde_json::to_string(&options.requestheader_allowed_names)?);
+        data["requestheader-username-headers"] = json!("[\"X-Remote-User\"]");
+        data["requestheader-uid-headers"] = json!("[\"X-Remote-Uid\"]");
+        data["requestheader-group-headers"] = json!("[\"X-Remote-Group\"]");
+        data["requestheader-extra-headers-prefix"] = json!("[\"X-Remote-Extra-\"]");
     }
-    let door = Arc::new(FrontDoor::new(authenticator, Box::new(MastersOnly), server));
-    tracing::info!(listen = %options.listen, "aggregator serving");
-    front_door::serve_https(options.listen, tls.https_server()?, door, options.workers).await.context("serving HTTPS")
+    Ok(data)
+}
+
+/// Publishes how aggregated servers can verify the aggregator, as
+/// kube-apiserver does, retrying until the core server takes it.
+async fn publish_authentication_config(client: Loopback, data: serde_json::Value) {
+    let path = "/api/v1/namespaces/kube-system/configmaps";
+    let name = "extension-apiserver-authentication";
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "kube-system"}, "data": data});
+    for _ in 0..60 {
+        let done = match client.get(&format!("{path}/{name}")).await {
+            Ok(current) if current["data"] == object["data"] => true,
+            Ok(mut current) => {
+                current["data"] = object["data"].clone();
+                client.update(&format!("{path}/{name}"), &current).await.is_ok()
+            }
+            Err(_) => client.create(path, &object).await.is_ok(),
+        };
+        if done {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    tracing::warn!("could not publish {name}");
 }

@@ -156,6 +156,11 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
 /// Merges group lists: earlier lists win for a group/version both serve;
 /// the result is ordered core first, then by priority, then by name.
 pub fn merge_groups(lists: &[&[Value]]) -> Vec<Value> {
+    merge_groups_with(lists, &group_priority)
+}
+
+/// [`merge_groups`] with group priorities given (the aggregator's APIServices').
+pub fn merge_groups_with(lists: &[&[Value]], priority: &dyn Fn(&str) -> i64) -> Vec<Value> {
     let mut merged: Vec<Value> = Vec::new();
     for list in lists {
         for group in *list {
@@ -178,7 +183,7 @@ pub fn merge_groups(lists: &[&[Value]]) -> Vec<Value> {
     }
     merged.sort_by(|a, b| {
         let (na, nb) = (group_name(a), group_name(b));
-        (na != "").cmp(&(nb != "")).then(group_priority(nb).cmp(&group_priority(na))).then(na.cmp(nb))
+        (na != "").cmp(&(nb != "")).then(priority(nb).cmp(&priority(na))).then(na.cmp(nb))
     });
     merged
 }
@@ -353,6 +358,8 @@ fn resource_list(group: &str, version: &Value) -> Value {
 pub struct Discovery {
     own: RwLock<Vec<Value>>,
     delegates: RwLock<Vec<Value>>,
+    remote: RwLock<Vec<Value>>,
+    priorities: RwLock<HashMap<String, i64>>,
     current: watch::Sender<Arc<Documents>>,
 }
 
@@ -361,6 +368,8 @@ impl Default for Discovery {
         Discovery {
             own: RwLock::default(),
             delegates: RwLock::default(),
+            remote: RwLock::default(),
+            priorities: RwLock::default(),
             current: watch::channel(Arc::new(Documents::default())).0,
         }
     }
@@ -389,6 +398,25 @@ impl Discovery {
         self.rebuild();
     }
 
+    /// Replaces the groups of remote aggregated servers (the aggregator's).
+    pub fn set_remote(&self, groups: Vec<Value>) {
+        *self.remote.write().unwrap_or_else(|e| e.into_inner()) = groups;
+        self.rebuild();
+    }
+
+    /// Replaces the group priorities that order discovery (from APIServices).
+    pub fn set_priorities(&self, priorities: HashMap<String, i64>) {
+        *self.priorities.write().unwrap_or_else(|e| e.into_inner()) = priorities;
+        self.rebuild();
+    }
+
+    /// The groups this server and its delegates serve (not remote ones).
+    pub fn local(&self) -> Vec<Value> {
+        let own = self.own.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let delegates = self.delegates.read().unwrap_or_else(|e| e.into_inner()).clone();
+        merge_groups(&[&own, &delegates])
+    }
+
     /// This server's own groups.
     pub fn own(&self) -> Vec<Value> {
         self.own.read().unwrap_or_else(|e| e.into_inner()).clone()
@@ -397,7 +425,10 @@ impl Discovery {
     fn rebuild(&self) {
         let own = self.own.read().unwrap_or_else(|e| e.into_inner()).clone();
         let delegates = self.delegates.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let docs = Documents::new(merge_groups(&[&own, &delegates]));
+        let remote = self.remote.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let priorities = self.priorities.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let priority = |group: &str| priorities.get(group).copied().unwrap_or_else(|| group_priority(group));
+        let docs = Documents::new(merge_groups_with(&[&own, &delegates, &remote], &priority));
         self.current.send_if_modified(|current| {
             if current.groups == docs.groups {
                 return false;

@@ -24,6 +24,7 @@ pub mod informer;
 pub mod jsonpath;
 pub mod jwt;
 pub mod label_selector;
+pub mod leader;
 pub mod loopback;
 pub mod patch;
 pub mod registry;

@@ -71,6 +71,7 @@ impl Pki {
             self.issue(&issuer, name, cn, &[], &hosts, true)?;
         }
         self.issue(&issuer, "admin", "kubernetes-admin", &["system:masters"], &[], false)?;
+        self.ensure_front_proxy()?;
         let (sa_key, sa_pub) = (self.dir.join("sa.key"), self.dir.join("sa.pub"));
         if !sa_key.exists() || !sa_pub.exists() {
             let key = KeyPair::generate()?;
@@ -78,6 +79,24 @@ impl Pki {
             write(&sa_pub, &key.public_key_pem())?;
         }
         Ok(())
+    }
+
+    /// The front-proxy CA and the aggregator's front-proxy client
+    /// certificate (CN `front-proxy-client`), as kube-apiserver has them.
+    fn ensure_front_proxy(&self) -> Result<()> {
+        let (ca_cert, ca_key) = (self.dir.join("front-proxy-ca.crt"), self.dir.join("front-proxy-ca.key"));
+        if !ca_cert.exists() || !ca_key.exists() {
+            let key = KeyPair::generate()?;
+            let mut params = CertificateParams::new(Vec::<String>::new())?;
+            params.distinguished_name.push(DnType::CommonName, "kubechain-front-proxy-ca");
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+            params.not_after = rcgen::date_time_ymd(2036, 1, 1);
+            write(&ca_cert, &params.self_signed(&key)?.pem())?;
+            write_key(&ca_key, &key.serialize_pem())?;
+        }
+        let issuer = Issuer::from_ca_cert_pem(&std::fs::read_to_string(&ca_cert)?, KeyPair::from_pem(&std::fs::read_to_string(&ca_key)?)?)?;
+        self.issue(&issuer, "front-proxy-client", "front-proxy-client", &[], &[], false)
     }
 
     fn issue(

@@ -174,6 +174,13 @@ pub async fn up(args: UpArgs) -> Result<()> {
     for (i, port) in front_ports.iter().enumerate() {
         let mut aggregator = vec!["--listen".into(), format!("0.0.0.0:{port}"), "--core-endpoint".into(), urls(&ports.core)];
         aggregator.extend(["--service-account-key-file".to_string(), dir.join("pki/sa.pub").display().to_string()]);
+        for (flag, file) in [
+            ("--proxy-client-cert-file", "front-proxy-client.crt"),
+            ("--proxy-client-key-file", "front-proxy-client.key"),
+            ("--requestheader-client-ca-file", "front-proxy-ca.crt"),
+        ] {
+            aggregator.extend([flag.to_string(), dir.join("pki").join(file).display().to_string()]);
+        }
         aggregator.extend(etcd_flag.clone());
         aggregator.extend(tls_args(&pki, "aggregator"));
         children.spawn(spec(&replica_name("aggregator", i), sibling("aggregator")?, aggregator))?;

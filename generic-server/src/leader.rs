@@ -1,0 +1,65 @@
+//! Leader election on an etcd lease: of all replicas running a controller
+//! that writes (availability, autoregistration), one at a time holds the
+//! key and writes; the others wait to take over.
+
+use std::time::Duration;
+
+use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp};
+use tokio::sync::watch;
+
+/// Seconds a leader's lease outlives its last renewal.
+const LEASE_SECONDS: i64 = 6;
+
+/// Campaigns for `key` as `identity` for as long as the process lives; the
+/// receiver says whether this replica currently leads.
+pub fn elect(client: Client, key: &str, identity: &str) -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    let (key, identity) = (key.to_string(), identity.to_string());
+    tokio::spawn(async move {
+        let mut client = client;
+        loop {
+            match campaign(&mut client, &key, &identity).await {
+                Ok(Some((mut keeper, mut responses))) => {
+                    tracing::info!(%key, %identity, "became leader");
+                    tx.send_replace(true);
+                    loop {
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                        let renewed = keeper.keep_alive().await.is_ok()
+                            && matches!(futures::StreamExt::next(&mut responses).await, Some(Ok(r)) if r.ttl() > 0);
+                        if !renewed {
+                            break;
+                        }
+                    }
+                    tracing::warn!(%key, %identity, "lost leadership");
+                    tx.send_replace(false);
+                }
+                Ok(None) => {
+                    tx.send_replace(false);
+                }
+                Err(e) => {
+                    tracing::debug!(%key, error = %e, "leader election attempt failed");
+                    tx.send_replace(false);
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    });
+    rx
+}
+
+/// One attempt: the key is ours (with the lease kept alive) or someone else's.
+async fn campaign(
+    client: &mut Client,
+    key: &str,
+    identity: &str,
+) -> Result<Option<(etcd_client::LeaseKeeper, etcd_client::LeaseKeepAliveStream)>, etcd_client::Error> {
+    let lease = client.lease_grant(LEASE_SECONDS, None).await?.id();
+    let txn = Txn::new()
+        .when([Compare::create_revision(key, CompareOp::Equal, 0)])
+        .and_then([TxnOp::put(key, identity, Some(PutOptions::new().with_lease(lease)))]);
+    if !client.txn(txn).await?.succeeded() {
+        let _ = client.lease_revoke(lease).await;
+        return Ok(None);
+    }
+    Ok(Some(client.lease_keep_alive(lease).await?))
+}

@@ -1,0 +1,194 @@
+//! The aggregation layer: APIServices, a third-party aggregated server
+//! behind the aggregator's proxy (identity headers, front-proxy certificate,
+//! streaming), its availability, and what happens when it dies.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use serde_json::Value;
+use tests::{Cluster, eventually, workspace};
+
+/// The test server's certificate, signed by its own CA, for `wardle-server.wardle.svc`.
+fn server_certificates(dir: &std::path::Path) -> String {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "wardle-ca");
+    let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let params = CertificateParams::new(vec!["wardle-server.wardle.svc".to_string()]).unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.join("wardle.crt"), cert.pem()).unwrap();
+    std::fs::write(dir.join("wardle.key"), key.serialize_pem()).unwrap();
+    base64::engine::general_purpose::STANDARD.encode(ca_pem)
+}
+
+fn start_server(cluster: &Cluster, port: u16) -> Child {
+    let mut child = Command::new("python3")
+        .arg(workspace().join("tests/python/aggregated_server.py"))
+        .arg(port.to_string())
+        .arg(cluster.dir.join("wardle.crt"))
+        .arg(cluster.dir.join("wardle.key"))
+        .arg(cluster.dir.join("pki/front-proxy-ca.crt"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    child
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn available(cluster: &Cluster) -> Option<String> {
+    let out = cluster.kubectl(&["get", "apiservice", "v1.wardle.example.com", "-o", "jsonpath={.status.conditions[0].status}"]);
+    (out.code == 0).then(|| out.stdout.trim().to_string())
+}
+
+#[test]
+fn a_third_party_aggregated_server_behind_the_proxy() {
+    let cluster = Cluster::start();
+    let ca_bundle = server_certificates(&cluster.dir);
+    let port = free_port();
+    let mut server = start_server(&cluster, port);
+    let plumbing = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: wardle}}\n---\n\
+         apiVersion: v1\nkind: Service\nmetadata: {{name: wardle-server, namespace: wardle}}\n\
+         spec: {{ports: [{{name: https, port: 443, targetPort: {port}}}]}}\n---\n\
+         apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
+         metadata: {{name: wardle-server-1, namespace: wardle, labels: {{kubernetes.io/service-name: wardle-server}}}}\n\
+         addressType: IPv4\nendpoints: [{{addresses: [127.0.0.1], conditions: {{ready: true}}}}]\n\
+         ports: [{{name: https, port: {port}, protocol: TCP}}]\n"
+    );
+    cluster.kubectl_stdin(&["apply", "-f", "-"], &plumbing).ok();
+    let apiservice = format!(
+        "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: v1.wardle.example.com}}\n\
+         spec: {{group: wardle.example.com, version: v1, groupPriorityMinimum: 1000, versionPriority: 15,\n\
+         caBundle: {ca_bundle}, service: {{namespace: wardle, name: wardle-server, port: 443}}}}\n"
+    );
+    let created = Instant::now();
+    cluster.kubectl_stdin(&["apply", "-f", "-"], &apiservice).ok();
+    assert!(eventually(Duration::from_secs(20), || available(&cluster).as_deref() == Some("True")));
+    let to_available = created.elapsed();
+    assert!(eventually(Duration::from_secs(10), || {
+        cluster.kubectl(&["api-resources", "--api-group=wardle.example.com", "-o", "name"]).stdout.contains("flunders")
+    }));
+    let to_discovery = created.elapsed();
+    eprintln!("APIService created → Available in {to_available:?}, → in discovery in {to_discovery:?}");
+    let listing = cluster.kubectl(&["get", "apiservices"]);
+    assert!(listing.ok().lines().any(|l| l.split_whitespace().collect::<Vec<_>>()[..3] == ["v1.wardle.example.com", "wardle/wardle-server", "True"]));
+
+    // Identity: set by the aggregator, spoofed headers stripped, front-proxy certificate presented.
+    let echo = cluster.kubectl(&["get", "flunders", "-n", "team", "-o", "json"]).json();
+    let seen = &echo["items"][0]["spec"];
+    assert_eq!(seen["user"], serde_json::json!(["kubernetes-admin"]));
+    assert!(seen["groups"].as_array().unwrap().iter().any(|g| g == "system:masters"), "{seen}");
+    assert_eq!(seen["clientCN"], "front-proxy-client");
+    assert!(seen["authorization"].is_null());
+    let pki = cluster.dir.join("pki");
+    let spoofed = Command::new("curl")
+        .args(["-sS", "-H", "X-Remote-User: mallory", "-H", "X-Remote-Group: system:masters", "-H", "Authorization: Bearer nope"])
+        .arg("--cacert").arg(pki.join("ca.crt"))
+        .arg("--cert").arg(pki.join("admin.crt"))
+        .arg("--key").arg(pki.join("admin.key"))
+        .arg(format!("https://localhost:{}/apis/wardle.example.com/v1/namespaces/team/flunders/echo", cluster.port))
+        .output()
+        .unwrap();
+    let spoofed: Value = serde_json::from_slice(&spoofed.stdout).unwrap();
+    assert_eq!(spoofed["spec"]["user"], serde_json::json!(["kubernetes-admin"]), "{spoofed}");
+    assert!(spoofed["spec"]["authorization"].is_null());
+
+    // A slow watch arrives event by event, not all at the end.
+    let mut watch = cluster
+        .command("kubectl")
+        .args(["get", "--raw", "/apis/wardle.example.com/v1/namespaces/team/flunders?watch=true"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut arrivals = Vec::new();
+    for _ in 0..3 {
+        let line = lines.next().unwrap().unwrap();
+        arrivals.push(Instant::now());
+        let event: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(event["type"], "ADDED");
+    }
+    let _ = watch.wait();
+    assert!(arrivals[2] - arrivals[0] > Duration::from_millis(1500), "events were buffered: {arrivals:?}");
+
+    // The server dies: unavailable, its paths 503, everything else unaffected.
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(eventually(Duration::from_secs(20), || available(&cluster).as_deref() == Some("False")));
+    let reason = cluster.kubectl(&["get", "apiservice", "v1.wardle.example.com", "-o", "jsonpath={.status.conditions[0].reason}"]);
+    assert_eq!(reason.ok().trim(), "FailedDiscoveryCheck");
+    let down = cluster.kubectl(&["get", "--raw", "/apis/wardle.example.com/v1/namespaces/team/flunders"]);
+    assert!(down.err().contains("ServiceUnavailable"), "{}", down.stderr);
+    assert!(cluster.kubectl(&["get", "namespaces"]).ok().contains("wardle"));
+    let resources = cluster.kubectl(&["api-resources"]);
+    assert!(resources.ok().contains("configmaps"));
+    cluster.kubectl(&["create", "namespace", "doomed"]).ok();
+    cluster.kubectl(&["create", "configmap", "x", "-n", "doomed"]).ok();
+    cluster.kubectl(&["delete", "namespace", "doomed", "--timeout=30s"]).ok();
+
+    // It comes back: available and serving again within seconds.
+    let mut server = start_server(&cluster, port);
+    let restarted = Instant::now();
+    assert!(eventually(Duration::from_secs(20), || available(&cluster).as_deref() == Some("True")));
+    assert!(eventually(Duration::from_secs(10), || cluster.kubectl(&["get", "flunders", "-n", "team", "-o", "name"]).code == 0));
+    eprintln!("aggregated server restarted → Available again in {:?}", restarted.elapsed());
+    server.kill().unwrap();
+    let mut rest = String::new();
+    let _ = server.stdout.take().map(|mut s| s.read_to_string(&mut rest));
+}
+
+#[test]
+fn apiservice_validation_and_local_registration() {
+    let cluster = Cluster::start();
+    let bad = "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: v1.wrong.example.com}\n\
+               spec: {group: example.com, version: v1, groupPriorityMinimum: 0, versionPriority: 5000, insecureSkipTLSVerify: true,\n\
+               caBundle: QUJD, service: {namespace: default, name: x}}\n";
+    let err = cluster.kubectl_stdin(&["apply", "-f", "-"], bad);
+    let message = err.err();
+    for expected in [
+        "metadata.name: Invalid value: \"v1.wrong.example.com\": must be `spec.version+\".\"+spec.group`: \"v1.example.com\"",
+        "spec.groupPriorityMinimum: Invalid value: 0: must be positive and less than 20000",
+        "spec.versionPriority: Invalid value: 5000: must be positive and less than 1000",
+        "spec.insecureSkipTLSVerify: Invalid value: true: may not be true if caBundle is present",
+    ] {
+        assert!(message.contains(expected), "missing {expected:?} in {message}");
+    }
+    // Every built-in group/version has a local APIService, Available.
+    let list = cluster.kubectl(&["get", "apiservices", "-o", "json"]).json();
+    let names: Vec<&str> = list["items"].as_array().unwrap().iter().filter_map(|s| s["metadata"]["name"].as_str()).collect();
+    for name in ["v1.", "v1.apps", "v1.apiregistration.k8s.io", "v1.rbac.authorization.k8s.io", "v1.apiextensions.k8s.io"] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    assert!(eventually(Duration::from_secs(10), || {
+        let list = cluster.kubectl(&["get", "apiservices", "-o", "json"]).json();
+        list["items"].as_array().unwrap().iter().all(|s| s["status"]["conditions"][0]["status"] == "True")
+    }));
+    // A CRD's version is registered, and unregistered when the CRD goes.
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gizmos.example.com}\n\
+               spec: {group: example.com, scope: Namespaced, names: {plural: gizmos, kind: Gizmo},\n\
+               versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]}\n";
+    cluster.kubectl_stdin(&["apply", "-f", "-"], crd).ok();
+    assert!(eventually(Duration::from_secs(10), || cluster.kubectl(&["get", "apiservice", "v1.example.com"]).code == 0));
+    let registered = cluster.kubectl(&["get", "apiservice", "v1.example.com", "-o", "json"]).json();
+    assert_eq!(registered["spec"]["groupPriorityMinimum"], 1000);
+    assert_eq!(registered["spec"]["versionPriority"], 100);
+    cluster.kubectl(&["delete", "crd", "gizmos.example.com"]).ok();
+    assert!(eventually(Duration::from_secs(10), || cluster.kubectl(&["get", "apiservice", "v1.example.com"]).code != 0));
+    // The published front-proxy configuration.
+    let auth = cluster.kubectl(&["get", "cm", "-n", "kube-system", "extension-apiserver-authentication", "-o", "json"]).json();
+    assert!(auth["data"]["requestheader-client-ca-file"].as_str().unwrap().contains("BEGIN CERTIFICATE"));
+    assert_eq!(auth["data"]["requestheader-allowed-names"], "[\"front-proxy-client\"]");
+}
