@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::apiservice::{self, is_local};
-use crate::backend::{self, Clients, ServiceRef, Unavailable};
+use generic_server::service_client::{self as backend, Clients, ServiceRef, Unavailable};
 use crate::proxy::{Route, Routes};
 
 /// How often every APIService is checked even without events.
@@ -177,7 +177,9 @@ async fn probe(
     let path = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
     let mut failure = String::from("no endpoint answered");
     for endpoint in &endpoints {
-        let http = match clients.client(svc, &service, *endpoint) {
+        let ca = svc.pointer("/spec/caBundle").and_then(Value::as_str).unwrap_or_default();
+        let insecure = svc.pointer("/spec/insecureSkipTLSVerify") == Some(&Value::Bool(true));
+        let http = match clients.client(ca, insecure, &service, *endpoint) {
             Ok(c) => c,
             Err(e) => return Err((endpoints.clone(), Unavailable { reason: "FailedDiscoveryCheck", message: e })),
         };

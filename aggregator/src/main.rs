@@ -6,7 +6,6 @@
 mod apiservice;
 mod autoregister;
 mod available;
-mod backend;
 mod proxy;
 
 use std::net::SocketAddr;
@@ -27,6 +26,7 @@ use generic_server::informer;
 use generic_server::loopback::Loopback;
 use generic_server::options::{self, EtcdOptions, TlsOptions};
 use generic_server::server::{ApiServer, HealthCheck};
+use generic_server::service_client as backend;
 use serde_json::json;
 
 /// The aggregator's options.
@@ -94,7 +94,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
 
     let client = Loopback::new(server.clone(), "system:kube-aggregator");
     let identity = front_proxy_identity(&options)?;
-    let clients = Arc::new(backend::Clients::new(identity));
+    let clients = Arc::new(backend::Clients::new(Some(identity)));
     let routes = proxy::Routes::default();
     let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
     let leader = generic_server::leader::elect(
@@ -134,12 +134,7 @@ fn health_checks(core: &GrpcDelegate, discovery: &Arc<Discovery>, etcd: HealthCh
         let core = ping.clone();
         Box::pin(async move { core.ping().await })
     });
-    let known = discovery.clone();
-    let discovery_check: HealthCheck = Arc::new(move || {
-        let ready = !known.documents().groups.is_empty();
-        Box::pin(async move { if ready { Ok(()) } else { Err("no discovery from the core server yet".into()) } })
-    });
-    vec![("etcd".into(), etcd), ("core-server".into(), core_check), ("discovery".into(), discovery_check)]
+    vec![("etcd".into(), etcd), ("core-server".into(), core_check), ("discovery".into(), discovery.readiness())]
 }
 
 /// The front-proxy client certificate (or, without one, our serving

@@ -14,7 +14,7 @@ use generic_server::request::{ApiRequest, ApiResponse, Body, Handler, UserInfo};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::Value;
 
-use crate::backend::{Clients, ServiceRef};
+use generic_server::service_client::{Clients, ServiceRef};
 
 /// Where a remote group/version is served.
 #[derive(Clone, Debug)]
@@ -67,7 +67,9 @@ impl Aggregator {
         let query = if req.query.is_empty() { String::new() } else { format!("?{}", req.query) };
         let mut last_error = String::new();
         for endpoint in &route.endpoints {
-            let client = match self.clients.client(&route.apiservice, &route.service, *endpoint) {
+            let ca = route.apiservice.pointer("/spec/caBundle").and_then(Value::as_str).unwrap_or_default();
+            let insecure = route.apiservice.pointer("/spec/insecureSkipTLSVerify") == Some(&Value::Bool(true));
+            let client = match self.clients.client(ca, insecure, &route.service, *endpoint) {
                 Ok(c) => c,
                 Err(e) => return Error::internal(format!("backend TLS configuration: {e}")).into(),
             };

@@ -84,7 +84,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let discovery = Arc::new(Discovery::default());
     delegate.follow_endpoints(generic_server::endpoints::watch_endpoints(backend.etcd.clone(), "extension-server"));
     delegate.follow_discovery(discovery.clone());
-    let checks: Vec<(String, HealthCheck)> = vec![("etcd".into(), etcd_check)];
+    let checks: Vec<(String, HealthCheck)> = vec![("etcd".into(), etcd_check), ("discovery".into(), discovery.readiness())];
     let server = Arc::new(ApiServer::new("core-server", discovery.clone(), Arc::new(delegate), checks));
 
     let lifecycle = NamespaceLifecycle::new(cacher.clone(), &prefix).await.context("namespace lifecycle")?;

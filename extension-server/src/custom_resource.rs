@@ -5,10 +5,9 @@
 use std::sync::Arc;
 
 use generic_server::codec::{Codec, Normalized};
-use generic_server::error::{FieldError, Result};
+use generic_server::error::FieldError;
 use generic_server::jsonpath::JsonPath;
-use generic_server::registry::Converter;
-use generic_server::resource::{GroupVersionKind, Resource, ScaleSelector, ScaleSpec, Subresource, api_version};
+use generic_server::resource::{GroupVersionKind, Resource, ScaleSelector, ScaleSpec, Subresource};
 use generic_server::strategy::{Strategy, string_at};
 use generic_server::table::{self, Column};
 use serde_json::{Value, json};
@@ -223,27 +222,5 @@ impl Strategy for CustomResourceStrategy {
 
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         string_at(obj, field)
-    }
-}
-
-/// Conversion with strategy `None`: only `apiVersion` changes.
-pub struct NoneConverter {
-    /// The group.
-    pub group: String,
-    /// The storage version.
-    pub storage: String,
-}
-
-#[async_trait::async_trait]
-impl Converter for NoneConverter {
-    fn storage_version(&self) -> String {
-        api_version(&self.group, &self.storage)
-    }
-
-    async fn convert(&self, mut objects: Vec<Value>, to: &str) -> Result<Vec<Value>> {
-        for obj in &mut objects {
-            obj["apiVersion"] = json!(to);
-        }
-        Ok(objects)
     }
 }

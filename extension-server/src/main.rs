@@ -4,6 +4,7 @@
 
 mod cel;
 mod controllers;
+mod conversion;
 mod crd;
 mod custom_resource;
 mod schema;
@@ -64,7 +65,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     server.install(vec![crd::resource()], &cacher, &admission, &prefix).await.context("installing CRDs")?;
     let crds = server.store("apiextensions.k8s.io", "v1", "customresourcedefinitions").context("the CRD store")?;
     let client = Loopback::new(server.clone(), "system:apiextensions-controller");
-    let context = controllers::crd::Context { server: server.clone(), cacher, admission, etcd_root: prefix, client };
+    let reader = Arc::new(generic_server::service_client::StorageReader::new(cacher.storage().clone(), &prefix));
+    let webhooks = Arc::new(generic_server::service_client::Clients::new(None));
+    let context = controllers::crd::Context { server: server.clone(), cacher, admission, etcd_root: prefix, client, reader, webhooks };
     let controller = controllers::crd::CrdController::new(context).start();
     informer::follow(crds, Duration::from_secs(60), move |change| {
         controller.do_send(controllers::crd::Sync(change));

@@ -360,6 +360,7 @@ pub struct Discovery {
     delegates: RwLock<Vec<Value>>,
     remote: RwLock<Vec<Value>>,
     priorities: RwLock<HashMap<String, i64>>,
+    delegates_known: std::sync::atomic::AtomicBool,
     current: watch::Sender<Arc<Documents>>,
 }
 
@@ -370,6 +371,7 @@ impl Default for Discovery {
             delegates: RwLock::default(),
             remote: RwLock::default(),
             priorities: RwLock::default(),
+            delegates_known: std::sync::atomic::AtomicBool::new(false),
             current: watch::channel(Arc::new(Documents::default())).0,
         }
     }
@@ -395,7 +397,22 @@ impl Discovery {
     /// Replaces the delegates' groups (from their discovery stream).
     pub fn set_delegates(&self, groups: Vec<Value>) {
         *self.delegates.write().unwrap_or_else(|e| e.into_inner()) = groups;
+        self.delegates_known.store(true, std::sync::atomic::Ordering::SeqCst);
         self.rebuild();
+    }
+
+    /// Whether the delegates' discovery has arrived at least once.
+    pub fn delegates_known(&self) -> bool {
+        self.delegates_known.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A readiness check: ready once the delegates' discovery has arrived.
+    pub fn readiness(self: &Arc<Self>) -> crate::server::HealthCheck {
+        let discovery = self.clone();
+        Arc::new(move || {
+            let known = discovery.delegates_known();
+            Box::pin(async move { if known { Ok(()) } else { Err("no discovery from the delegates yet".into()) } })
+        })
     }
 
     /// Replaces the groups of remote aggregated servers (the aggregator's).

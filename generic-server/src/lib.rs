@@ -32,6 +32,7 @@ pub mod request;
 pub mod request_info;
 pub mod resource;
 pub mod server;
+pub mod service_client;
 pub mod storage;
 pub mod strategy;
 pub mod table;

@@ -12,15 +12,17 @@ use generic_server::error::Reason;
 use generic_server::informer::Change;
 use generic_server::loopback::Loopback;
 use generic_server::openapi::{self, Components, ResourceSpec, SubresourceSpec};
-use generic_server::registry::{DeleteOptions, ListOptions, PatchSchema, Store};
+use generic_server::registry::{Converter, DeleteOptions, ListOptions, PatchSchema, Store};
+use generic_server::service_client::{Clients, ObjectReader};
 use generic_server::request::UserInfo;
 use generic_server::resource::GroupVersionKind;
 use generic_server::server::ApiServer;
 use generic_server::storage::cacher::Cacher;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::crd::{self, CLEANUP_FINALIZER, set_condition};
-use crate::custom_resource::{self, NoneConverter};
+use crate::conversion::{NoneConverter, WebhookConverter};
+use crate::custom_resource;
 
 const CRD_PATH: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 
@@ -36,6 +38,10 @@ pub struct Context {
     pub etcd_root: String,
     /// A client of the server's own API.
     pub client: Loopback,
+    /// Reads Services and EndpointSlices (for conversion webhooks).
+    pub reader: Arc<dyn ObjectReader>,
+    /// HTTPS clients to conversion webhooks.
+    pub webhooks: Arc<Clients>,
 }
 
 /// The CRD controller actor.
@@ -225,15 +231,30 @@ async fn build_stores(ctx: &Context, crd: &Value) -> generic_server::Result<Vec<
     let mut stores = Vec::new();
     for version in crd::versions(crd).iter().filter(|v| v["served"] == true) {
         let resource = custom_resource::resource(crd, version);
-        let schema = PatchSchema {
-            root: version.pointer("/schema/openAPIV3Schema").cloned().unwrap_or(json!({})),
-            components: Arc::new(Map::new()),
+        // Server-side apply sees the published schema: apiVersion, kind and
+        // ObjectMeta added to the version's own.
+        let served = custom_resource::Version::of(crd, version);
+        let root = crate::schema::to_openapi_resource(Some(&served.structural), &group, &served.version, &served.kind);
+        let schema = PatchSchema { root, components: object_meta_components() };
+        let converter: Arc<dyn Converter> = match crd.pointer("/spec/conversion/strategy").and_then(Value::as_str) {
+            Some("Webhook") => Arc::new(WebhookConverter::new(crd, ctx.reader.clone(), ctx.webhooks.clone())),
+            _ => Arc::new(NoneConverter { group: group.clone(), storage: storage.clone() }),
         };
-        let converter = Arc::new(NoneConverter { group: group.clone(), storage: storage.clone() });
         let store = Store::new(resource, ctx.cacher.clone(), ctx.admission.clone(), &ctx.etcd_root, Some(schema)).await?;
         stores.push(Arc::new(store.with_converter(converter)));
     }
     Ok(stores)
+}
+
+/// The components a custom resource's schema refers to (ObjectMeta and
+/// what it references), built once.
+fn object_meta_components() -> Arc<Map<String, Value>> {
+    static COMPONENTS: std::sync::LazyLock<Arc<Map<String, Value>>> = std::sync::LazyLock::new(|| {
+        let mut components = Components::new();
+        components.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>();
+        Arc::new(components.schemas().clone())
+    });
+    COMPONENTS.clone()
 }
 
 /// The OpenAPI document of one group-version of custom resources.

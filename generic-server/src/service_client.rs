@@ -1,16 +1,98 @@
-//! Reaching an aggregated server: its Service resolved to ready endpoints
-//! through EndpointSlices (there is no cluster network), and HTTPS clients
-//! that verify it as `<service>.<namespace>.svc` by its caBundle and present
-//! the front-proxy client certificate.
+//! Reaching a server behind a Service (an aggregated API server, a
+//! conversion webhook): the Service resolved to ready endpoints through its
+//! EndpointSlices (there is no cluster network), and HTTPS clients that
+//! verify the server as `<service>.<namespace>.svc` by a caBundle and may
+//! present a client certificate.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use generic_server::error::Reason;
-use generic_server::loopback::Loopback;
 use serde_json::Value;
+
+use crate::error::{Reason, Result as ApiResult};
+
+/// Reads Services and EndpointSlices: through a server's own API, or
+/// straight from storage.
+#[async_trait::async_trait]
+pub trait ObjectReader: Send + Sync {
+    /// One object by API path.
+    async fn get(&self, path: &str) -> ApiResult<Value>;
+    /// A collection by API path, filtered by a label selector.
+    async fn list(&self, path: &str, label_selector: &str) -> ApiResult<Vec<Value>>;
+}
+
+#[async_trait::async_trait]
+impl ObjectReader for crate::loopback::Loopback {
+    async fn get(&self, path: &str) -> ApiResult<Value> {
+        crate::loopback::Loopback::get(self, path).await
+    }
+
+    async fn list(&self, path: &str, label_selector: &str) -> ApiResult<Vec<Value>> {
+        let query: String = form_urlencoded::Serializer::new(String::new()).append_pair("labelSelector", label_selector).finish();
+        let list = self.call(http::Method::GET, path, &query, None).await?;
+        Ok(list["items"].as_array().cloned().unwrap_or_default())
+    }
+}
+
+/// Reads objects straight from storage by their API paths, for servers
+/// that do not serve them (the extension server reading Services).
+pub struct StorageReader {
+    storage: std::sync::Arc<dyn crate::storage::Storage>,
+    root: String,
+}
+
+impl StorageReader {
+    /// A reader of `storage` with keys under `root` (`/registry`).
+    pub fn new(storage: std::sync::Arc<dyn crate::storage::Storage>, root: &str) -> Self {
+        StorageReader { storage, root: root.trim_end_matches('/').to_string() }
+    }
+
+    /// The key (or key prefix) of an API path, in the chain's key layout.
+    fn key(&self, path: &str) -> String {
+        let info = crate::request_info::RequestInfo::parse(&http::Method::GET, path, "");
+        let base = if info.api_group.is_empty() {
+            format!("{}/{}/", self.root, info.resource)
+        } else {
+            format!("{}/{}/{}/", self.root, info.api_group, info.resource)
+        };
+        match (info.namespace.is_empty(), info.name.is_empty()) {
+            (false, false) => format!("{base}{}/{}", info.namespace, info.name),
+            (false, true) => format!("{base}{}/", info.namespace),
+            (true, false) => format!("{base}{}", info.name),
+            (true, true) => base,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectReader for StorageReader {
+    async fn get(&self, path: &str) -> ApiResult<Value> {
+        let key = self.key(path);
+        let unavailable = |e: crate::storage::StorageError| crate::error::Error::unavailable(e.to_string());
+        match self.storage.get(&key).await.map_err(unavailable)? {
+            Some(kv) => serde_json::from_slice(&kv.value).map_err(crate::error::Error::internal),
+            None => Err(crate::error::Error::new(Reason::NotFound, format!("{path} not found"))),
+        }
+    }
+
+    async fn list(&self, path: &str, label_selector: &str) -> ApiResult<Vec<Value>> {
+        let prefix = self.key(path);
+        let selector = crate::label_selector::LabelSelector::parse(label_selector).map_err(|e| crate::error::Error::bad_request(e.to_string()))?;
+        let page = self
+            .storage
+            .range(&prefix, &crate::storage::prefix_end(&prefix), 0, 0)
+            .await
+            .map_err(|e| crate::error::Error::unavailable(e.to_string()))?;
+        Ok(page
+            .kvs
+            .iter()
+            .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
+            .filter(|obj| selector.matches(obj.pointer("/metadata/labels").and_then(Value::as_object)))
+            .collect())
+    }
+}
 
 /// Why an APIService's backend cannot be used, as a condition reason.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,7 +109,7 @@ impl Unavailable {
     }
 }
 
-/// The service an APIService points at.
+/// A Service and port to reach.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ServiceRef {
     /// Namespace.
@@ -57,7 +139,7 @@ impl ServiceRef {
 
 /// Resolves a Service to the ready addresses of its endpoints, as
 /// kube-aggregator does with endpoint routing.
-pub async fn resolve(client: &Loopback, service: &ServiceRef) -> Result<Vec<SocketAddr>, Unavailable> {
+pub async fn resolve(client: &dyn ObjectReader, service: &ServiceRef) -> Result<Vec<SocketAddr>, Unavailable> {
     let path = format!("/api/v1/namespaces/{}/services/{}", service.namespace, service.name);
     let svc = match client.get(&path).await {
         Ok(svc) => svc,
@@ -78,10 +160,9 @@ pub async fn resolve(client: &Loopback, service: &ServiceRef) -> Result<Vec<Sock
     };
     let port_name = port["name"].as_str().unwrap_or_default().to_string();
     let target = port["targetPort"].as_i64();
-    let query = format!("labelSelector=kubernetes.io%2Fservice-name%3D{}", service.name);
+    let selector = format!("kubernetes.io/service-name={}", service.name);
     let slices_path = format!("/apis/discovery.k8s.io/v1/namespaces/{}/endpointslices", service.namespace);
-    let slices = client.call(http::Method::GET, &slices_path, &query, None).await.ok();
-    let items = slices.as_ref().and_then(|s| s["items"].as_array()).cloned().unwrap_or_default();
+    let items = client.list(&slices_path, &selector).await.unwrap_or_default();
     if items.is_empty() {
         return Err(Unavailable::new(
             "EndpointsNotFound",
@@ -120,7 +201,7 @@ pub async fn resolve(client: &Loopback, service: &ServiceRef) -> Result<Vec<Sock
     Ok(addresses)
 }
 
-/// How the aggregator authenticates to backends and verifies them.
+/// A client certificate to present.
 #[derive(Clone)]
 pub struct Identity {
     /// The front-proxy client certificate (PEM).
@@ -129,32 +210,37 @@ pub struct Identity {
     pub key: Vec<u8>,
 }
 
-/// HTTPS clients to backends, one per (TLS settings, endpoint), reused so
-/// connections pool (HTTP/2 where the backend offers it).
+/// HTTPS clients to servers behind Services, one per (TLS settings,
+/// endpoint), reused so connections pool (HTTP/2 where the server offers it).
 pub struct Clients {
-    identity: Identity,
+    identity: Option<Identity>,
     pool: Mutex<HashMap<(String, SocketAddr), reqwest::Client>>,
 }
 
 impl Clients {
-    /// A pool presenting `identity`.
-    pub fn new(identity: Identity) -> Self {
+    /// A pool presenting `identity`, if any.
+    pub fn new(identity: Option<Identity>) -> Self {
         Clients { identity, pool: Mutex::default() }
     }
 
-    /// The client for an APIService's backend at `endpoint`.
-    pub fn client(&self, apiservice: &Value, service: &ServiceRef, endpoint: SocketAddr) -> Result<reqwest::Client, String> {
-        let ca = apiservice.pointer("/spec/caBundle").and_then(Value::as_str).unwrap_or_default().to_string();
-        let insecure = apiservice.pointer("/spec/insecureSkipTLSVerify") == Some(&Value::Bool(true));
-        let key = (format!("{insecure}|{ca}|{}", service.server_name()), endpoint);
+    /// The client for `service` at `endpoint`, verifying it by the base64
+    /// `ca_bundle` (or not at all when `insecure`).
+    pub fn client(&self, ca_bundle: &str, insecure: bool, service: &ServiceRef, endpoint: SocketAddr) -> Result<reqwest::Client, String> {
+        self.client_for(ca_bundle, insecure, &service.server_name(), endpoint)
+    }
+
+    /// The client for a server verified as `server_name` at `endpoint`.
+    pub fn client_for(&self, ca_bundle: &str, insecure: bool, server_name: &str, endpoint: SocketAddr) -> Result<reqwest::Client, String> {
+        let ca = ca_bundle;
+        let key = (format!("{insecure}|{ca}|{server_name}"), endpoint);
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(client) = pool.get(&key) {
             return Ok(client.clone());
         }
-        let tls = self.tls(&ca, insecure)?;
+        let tls = self.tls(ca, insecure)?;
         let client = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
-            .resolve(&service.server_name(), endpoint)
+            .resolve(server_name, endpoint)
             .connect_timeout(Duration::from_secs(3))
             .pool_idle_timeout(Duration::from_secs(90))
             .build()
@@ -165,23 +251,28 @@ impl Clients {
 
     fn tls(&self, ca_bundle_b64: &str, insecure: bool) -> Result<rustls::ClientConfig, String> {
         use base64::Engine;
-        generic_server::tls::install_crypto_provider();
+        crate::tls::install_crypto_provider();
         let builder = rustls::ClientConfig::builder();
         let builder = if insecure {
             builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAny::default()))
         } else {
             let mut roots = rustls::RootCertStore::empty();
             let pem = base64::engine::general_purpose::STANDARD.decode(ca_bundle_b64).map_err(|e| format!("caBundle: {e}"))?;
-            for cert in generic_server::tls::parse_certs(&pem).map_err(|e| format!("caBundle: {e}"))? {
+            for cert in crate::tls::parse_certs(&pem).map_err(|e| format!("caBundle: {e}"))? {
                 roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
             }
             builder.with_root_certificates(roots)
         };
-        let certs = generic_server::tls::parse_certs(&self.identity.cert).map_err(|e| e.to_string())?;
-        let key = rustls_pemfile::private_key(&mut self.identity.key.as_slice())
-            .map_err(|e| e.to_string())?
-            .ok_or("no front-proxy client key")?;
-        let mut config = builder.with_client_auth_cert(certs, key).map_err(|e| e.to_string())?;
+        let mut config = match &self.identity {
+            Some(identity) => {
+                let certs = crate::tls::parse_certs(&identity.cert).map_err(|e| e.to_string())?;
+                let key = rustls_pemfile::private_key(&mut identity.key.as_slice())
+                    .map_err(|e| e.to_string())?
+                    .ok_or("no client key")?;
+                builder.with_client_auth_cert(certs, key).map_err(|e| e.to_string())?
+            }
+            None => builder.with_no_client_auth(),
+        };
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(config)
     }
