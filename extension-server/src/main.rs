@@ -17,6 +17,7 @@ use std::time::Duration;
 use actix::Actor;
 use anyhow::Context as _;
 use generic_server::admission::{Admission, NamespaceLifecycle};
+use generic_server::garbage_collector::GarbageCollector;
 use generic_server::informer;
 use generic_server::loopback::Loopback;
 use clap::Parser;
@@ -67,7 +68,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let client = Loopback::new(server.clone(), "system:apiextensions-controller");
     let reader = Arc::new(generic_server::service_client::StorageReader::new(cacher.storage().clone(), &prefix));
     let webhooks = Arc::new(generic_server::service_client::Clients::new(None));
-    let context = controllers::crd::Context { server: server.clone(), cacher, admission, etcd_root: prefix, client, reader, webhooks };
+    let collector = GarbageCollector::start(Vec::new(), client.clone(), discovery.clone());
+    let context =
+        controllers::crd::Context { server: server.clone(), cacher, admission, etcd_root: prefix, client, reader, webhooks, collector };
     let controller = controllers::crd::CrdController::new(context).start();
     informer::follow(crds, Duration::from_secs(60), move |change| {
         controller.do_send(controllers::crd::Sync(change));

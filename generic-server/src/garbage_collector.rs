@@ -97,11 +97,7 @@ impl GarbageCollector {
     pub fn start(stores: Vec<Arc<Store>>, client: Loopback, discovery: Arc<Discovery>) -> Addr<Self> {
         let addr = GarbageCollector { client, discovery, nodes: HashMap::new(), dependents: HashMap::new() }.start();
         for store in stores {
-            let addr = addr.clone();
-            informer::follow(store, Duration::from_secs(300), move |change| {
-                addr.do_send(Observe(change));
-                true
-            });
+            follow(&addr, store);
         }
         addr
     }
@@ -215,6 +211,15 @@ impl GarbageCollector {
             .into_actor(self),
         );
     }
+}
+
+/// Makes a collector follow one more store (a resource added at run time).
+pub fn follow(addr: &Addr<GarbageCollector>, store: Arc<Store>) {
+    let addr = addr.clone();
+    informer::follow(store, Duration::from_secs(300), move |change| {
+        addr.do_send(Observe(change));
+        true
+    });
 }
 
 impl Actor for GarbageCollector {

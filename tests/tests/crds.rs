@@ -267,3 +267,12 @@ fn versions_convert_with_none_and_with_a_webhook() {
     assert!(listed["items"].as_array().unwrap().iter().all(|t| t["apiVersion"] == "example.com/v2" && t["spec"].get("data").is_some()));
     webhook.kill().unwrap();
 }
+
+#[test]
+fn python_client_drives_custom_resources() {
+    let cluster = Cluster::start();
+    let output = cluster.command("python3").arg(workspace().join("tests/python/crd_test.py")).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("python crd: all checks passed"));
+}
