@@ -11,7 +11,7 @@ use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 
 use crate::codec;
-use crate::filters::authentication::{Authenticator, strip_identity_headers};
+use crate::filters::authentication::{Authenticate, strip_identity_headers};
 use crate::filters::authorization::Authorizer;
 use crate::request::{ApiRequest, ApiResponse, Body, Handler};
 
@@ -21,15 +21,15 @@ struct PeerCerts(Vec<Vec<u8>>);
 
 /// The pipeline every front-door request goes through.
 pub struct FrontDoor {
-    authenticator: Authenticator,
+    authenticator: Box<dyn Authenticate>,
     authorizer: Box<dyn Authorizer>,
     handler: Arc<dyn Handler>,
 }
 
 impl FrontDoor {
     /// A front door authenticating and authorizing before `handler`.
-    pub fn new(authenticator: Authenticator, authorizer: Box<dyn Authorizer>, handler: Arc<dyn Handler>) -> Self {
-        FrontDoor { authenticator, authorizer, handler }
+    pub fn new(authenticator: impl Authenticate, authorizer: Box<dyn Authorizer>, handler: Arc<dyn Handler>) -> Self {
+        FrontDoor { authenticator: Box::new(authenticator), authorizer, handler }
     }
 
     /// Runs the pipeline for one request.

@@ -1,6 +1,7 @@
-//! The API server: routes a request to the store that owns its resource,
-//! answers discovery, OpenAPI, health and version, and hands everything
-//! else to its delegate, the next server in the chain.
+//! The API server: routes a request to the store that owns its resource
+//! (or to a create-only or read-only endpoint), answers discovery, OpenAPI,
+//! health and version, and hands everything else to its delegate, the next
+//! server in the chain.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -12,12 +13,13 @@ use serde_json::{Map, Value, json};
 use crate::admission::Admission;
 use crate::discovery::{self, Discovery, Rendered};
 use crate::error::{Error, Result};
-use crate::handlers;
+use crate::handlers::{self, Output};
 use crate::openapi::{self, Components, ResourceSpec, SubresourceSpec};
 use crate::registry::{PatchSchema, Store};
 use crate::request::{ApiRequest, ApiResponse, Handler};
 use crate::resource::Resource;
 use crate::storage::cacher::Cacher;
+use crate::table;
 
 /// A named health check.
 pub type HealthCheck = Arc<dyn Fn() -> BoxFuture<'static, std::result::Result<(), String>> + Send + Sync>;
@@ -35,6 +37,26 @@ pub trait CreateOnly: Send + Sync + 'static {
 /// Where a create-only endpoint lives: group, version, resource, subresource.
 type EndpointKey = (String, String, String, String);
 
+/// A read-only resource whose objects are computed when asked for, never
+/// stored: an aggregated server's metrics. The endpoint only produces
+/// objects; the server answers `get` and `list` (label and field
+/// selectors, JSON or Table) and fills in `kind` and `apiVersion`.
+#[async_trait::async_trait]
+pub trait ReadOnly: Send + Sync + 'static {
+    /// The objects in `namespace`: `""` for every namespace, or for a
+    /// cluster-scoped resource.
+    async fn list(&self, req: &ApiRequest, namespace: &str) -> Result<Vec<Value>>;
+
+    /// One object, `None` if there is none; by default found in [`ReadOnly::list`].
+    async fn get(&self, req: &ApiRequest, namespace: &str, name: &str) -> Result<Option<Value>> {
+        let items = self.list(req, namespace).await?;
+        Ok(items.into_iter().find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)))
+    }
+}
+
+/// A read-only resource and the endpoint computing its objects.
+type ReadOnlyEntry = (Resource, Arc<dyn ReadOnly>);
+
 /// One server of the chain.
 pub struct ApiServer {
     name: String,
@@ -45,6 +67,7 @@ pub struct ApiServer {
     checks: Vec<(String, HealthCheck)>,
     declared: RwLock<Vec<Resource>>,
     create_only: RwLock<HashMap<EndpointKey, (crate::resource::GroupVersionKind, Arc<dyn CreateOnly>)>>,
+    read_only: RwLock<HashMap<StoreKey, ReadOnlyEntry>>,
 }
 
 impl ApiServer {
@@ -59,6 +82,7 @@ impl ApiServer {
             checks,
             declared: RwLock::default(),
             create_only: RwLock::default(),
+            read_only: RwLock::default(),
         }
     }
 
@@ -70,10 +94,7 @@ impl ApiServer {
     /// Installs built-in resources: a store each, their discovery and their
     /// OpenAPI documents (built once, here).
     pub async fn install(&self, resources: Vec<Resource>, cacher: &Arc<Cacher>, admission: &Admission, etcd_root: &str) -> Result<()> {
-        let mut components = Components::new();
-        let schemas: Vec<Option<String>> = resources.iter().map(|r| r.schema.map(|add| add(&mut components))).collect();
-        let specs: Vec<Option<ResourceSpec>> =
-            resources.iter().zip(&schemas).map(|(r, s)| s.as_ref().map(|s| resource_spec(r, s, &mut components))).collect();
+        let (components, schemas) = self.publish_openapi(&resources);
         let shared: Arc<Map<String, Value>> = Arc::new(components.schemas().clone());
         // Create-only kinds (reviews) are answered by endpoints, not stored.
         for (r, schema) in resources.iter().zip(&schemas).filter(|(r, _)| r.supports("get")) {
@@ -84,6 +105,35 @@ impl ApiServer {
             let store = Store::new(r.clone(), cacher.clone(), admission.clone(), etcd_root, patch_schema).await?;
             self.add_store(Arc::new(store));
         }
+        tracing::info!(server = %self.name, resources = resources.len(), "installed resources");
+        self.declare(resources);
+        Ok(())
+    }
+
+    /// Serves read-only resources computed on request (an aggregated
+    /// server's metrics): their discovery, OpenAPI documents, `get` and `list`.
+    pub fn install_read_only(&self, resources: Vec<(Resource, Arc<dyn ReadOnly>)>) {
+        let (resources, endpoints): (Vec<Resource>, Vec<_>) = resources.into_iter().unzip();
+        self.publish_openapi(&resources);
+        let mut read_only = self.read_only.write().unwrap_or_else(|e| e.into_inner());
+        for (r, endpoint) in resources.iter().zip(endpoints) {
+            read_only.insert((r.group.clone(), r.version.clone(), r.plural.clone()), (r.clone(), endpoint));
+        }
+        drop(read_only);
+        tracing::info!(server = %self.name, resources = resources.len(), "installed read-only resources");
+        self.declare(resources);
+    }
+
+    /// Publishes the OpenAPI document of each group-version of `resources`;
+    /// returns the schemas and the name of each resource's schema.
+    fn publish_openapi(&self, resources: &[Resource]) -> (Components, Vec<Option<String>>) {
+        let mut components = Components::new();
+        let schemas: Vec<Option<String>> = resources
+            .iter()
+            .map(|r| r.schema.map(|add| add(&mut components)).inspect(|name| complete_kind_schema(&mut components, name, r)))
+            .collect();
+        let specs: Vec<Option<ResourceSpec>> =
+            resources.iter().zip(&schemas).map(|(r, s)| s.as_ref().map(|s| resource_spec(r, s, &mut components))).collect();
         let mut by_gv: Vec<((String, String), Vec<ResourceSpec>)> = Vec::new();
         for spec in specs.into_iter().flatten() {
             let gv = (spec.group.clone(), spec.version.clone());
@@ -96,10 +146,13 @@ impl ApiServer {
             let doc = openapi::group_version_document(&group, &version, &specs, &components);
             self.set_openapi(&openapi::group_version_path(&group, &version), &doc);
         }
-        tracing::info!(server = %self.name, resources = resources.len(), "installed resources");
+        (components, schemas)
+    }
+
+    /// Adds resources to what this server declares in discovery.
+    fn declare(&self, resources: Vec<Resource>) {
         self.declared.write().unwrap_or_else(|e| e.into_inner()).extend(resources);
         self.refresh_discovery();
-        Ok(())
     }
 
     /// Serves a resource added at run time (a custom resource version):
@@ -195,7 +248,9 @@ impl ApiServer {
     }
 
     fn serves_group_version(&self, group: &str, version: &str) -> bool {
-        self.stores.read().unwrap_or_else(|e| e.into_inner()).keys().any(|(g, v, _)| g == group && v == version)
+        let is_gv = |(g, v, _): &StoreKey| g == group && v == version;
+        self.stores.read().unwrap_or_else(|e| e.into_inner()).keys().any(is_gv)
+            || self.read_only.read().unwrap_or_else(|e| e.into_inner()).keys().any(is_gv)
     }
 
     async fn health(&self, req: &ApiRequest, endpoint: &str, only: Option<&str>) -> ApiResponse {
@@ -256,6 +311,70 @@ impl ApiServer {
             (path, hash)
         });
         cached(req, &Rendered::new(&openapi::index_document(paths), crate::codec::JSON))
+    }
+}
+
+/// Answers `get` and `list` on a read-only resource.
+async fn serve_read_only(r: &Resource, endpoint: Arc<dyn ReadOnly>, req: &ApiRequest) -> Result<ApiResponse> {
+    let info = &req.info;
+    if !info.subresource.is_empty() || (!r.namespaced && !info.namespace.is_empty()) {
+        return Err(Error::path_not_found());
+    }
+    if !r.supports(&info.verb) {
+        return Err(Error::method_not_allowed());
+    }
+    let out = handlers::output(req)?;
+    let namespace = if r.namespaced { info.namespace.as_str() } else { "" };
+    let typed = |obj: Value| {
+        let mut typed = Map::from_iter([("kind".to_string(), json!(r.kind)), ("apiVersion".to_string(), json!(r.api_version()))]);
+        let rest = obj.as_object().into_iter().flatten().filter(|(k, _)| *k != "kind" && *k != "apiVersion");
+        typed.extend(rest.map(|(k, v)| (k.clone(), v.clone())));
+        Value::Object(typed)
+    };
+    let items = match info.verb.as_str() {
+        "get" => match endpoint.get(req, namespace, &info.name).await? {
+            Some(obj) => vec![typed(obj)],
+            None => return Err(Error::NotFound { resource: r.group_resource(), name: info.name.clone() }),
+        },
+        "list" => {
+            let opts = handlers::list_options(req)?;
+            let fields = opts.fields.as_ref();
+            let declared = r.strategy.declared_fields();
+            let selectable = |f: &&str| matches!(*f, "metadata.name" | "metadata.namespace") || declared.iter().any(|d| d == f);
+            if let Some(field) = fields.into_iter().flat_map(|f| f.fields()).find(|f| !selectable(f)) {
+                return Err(Error::bad_request(format!("field label not supported: {field}")));
+            }
+            let selected = |obj: &Value| {
+                opts.labels.as_ref().is_none_or(|l| l.matches_object(obj))
+                    && fields.is_none_or(|f| f.matches(|field| Some(r.strategy.field_value(obj, field).unwrap_or_default())))
+            };
+            endpoint.list(req, namespace).await?.into_iter().map(typed).filter(selected).collect()
+        }
+        _ => return Err(Error::method_not_allowed()),
+    };
+    let body = match out {
+        Output::Table(include) => {
+            let rows = items.iter().map(|o| table::row(r.strategy.cells(o), o, include)).collect();
+            table::table(Some(&r.strategy.columns()), rows, "", "")
+        }
+        Output::Json if info.verb == "get" => items.into_iter().next().unwrap_or_default(),
+        Output::Json => json!({"kind": r.list_kind, "apiVersion": r.api_version(), "metadata": {}, "items": items}),
+    };
+    Ok(ApiResponse::json(StatusCode::OK, &body))
+}
+
+/// Gives the schema of a kind kube's tables do not know (an aggregated
+/// server's own) what a built-in kind's has: its group-version-kind, and
+/// the schema of its list.
+fn complete_kind_schema(components: &mut Components, name: &str, r: &Resource) {
+    let Some(mut schema) = components.get(name).cloned() else { return };
+    if schema.get("x-kubernetes-group-version-kind").is_some() || !schema.is_object() {
+        return;
+    }
+    schema["x-kubernetes-group-version-kind"] = json!([r.gvk().to_value()]);
+    components.insert(name, schema);
+    if r.supports("list") && !components.contains(&format!("{name}List")) {
+        components.add_list(name, &crate::resource::GroupVersionKind::new(&r.group, &r.version, &r.list_kind));
     }
 }
 
@@ -328,6 +447,11 @@ impl Handler for ApiServer {
             if let Some((kind, endpoint)) = endpoint {
                 return self.serve_create_only(kind, endpoint, req).await;
             }
+            let key = (key.0, key.1, key.2);
+            let read_only = self.read_only.read().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+            if let Some((resource, endpoint)) = read_only {
+                return respond(serve_read_only(&resource, endpoint, &req).await);
+            }
             if let Some(store) = self.store(&info.api_group, &info.api_version, &info.resource) {
                 return handlers::serve(&store, req).await;
             }
@@ -348,4 +472,58 @@ impl Handler for ApiServer {
 /// Shorthand for a failed result as a response.
 pub fn respond(result: Result<ApiResponse>) -> ApiResponse {
     result.unwrap_or_else(ApiResponse::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::{NotFoundHandler, UserInfo};
+    use http::Method;
+
+    struct Plain;
+    impl crate::strategy::Strategy for Plain {}
+
+    /// Two computed config maps.
+    struct Computed;
+
+    #[async_trait::async_trait]
+    impl ReadOnly for Computed {
+        async fn list(&self, _req: &ApiRequest, namespace: &str) -> Result<Vec<Value>> {
+            let all = [("a", "x", "1"), ("b", "y", "2")];
+            Ok(all
+                .iter()
+                .filter(|(_, ns, _)| namespace.is_empty() || namespace == *ns)
+                .map(|(name, ns, tier)| json!({"metadata": {"name": name, "namespace": ns, "labels": {"tier": tier}}}))
+                .collect())
+        }
+    }
+
+    async fn call(server: &ApiServer, method: Method, path: &str, query: &str) -> (u16, Value) {
+        let req = ApiRequest::new(method, path, query, http::HeaderMap::new(), bytes::Bytes::new(), UserInfo::default());
+        let resp = server.handle(req).await;
+        let status = resp.status.as_u16();
+        (status, serde_json::from_slice(&resp.into_bytes().await).unwrap_or(Value::Null))
+    }
+
+    #[tokio::test]
+    async fn read_only_resources_answer_get_and_list() {
+        let server = ApiServer::new("test", Arc::new(Discovery::default()), Arc::new(NotFoundHandler), Vec::new());
+        let resource = Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain).verbs(&["get", "list"]);
+        server.install_read_only(vec![(resource, Arc::new(Computed))]);
+
+        let (code, obj) = call(&server, Method::GET, "/api/v1/namespaces/y/configmaps/b", "").await;
+        assert_eq!((code, obj["kind"].as_str(), obj["apiVersion"].as_str()), (200, Some("ConfigMap"), Some("v1")));
+        assert_eq!(call(&server, Method::GET, "/api/v1/namespaces/x/configmaps/b", "").await.0, 404);
+        let (_, all) = call(&server, Method::GET, "/api/v1/configmaps", "").await;
+        assert_eq!((all["kind"].as_str(), all["items"].as_array().map(Vec::len)), (Some("ConfigMapList"), Some(2)));
+        let (_, selected) = call(&server, Method::GET, "/api/v1/configmaps", "labelSelector=tier%3D2").await;
+        assert_eq!(selected["items"][0]["metadata"]["name"], "b");
+        let (_, named) = call(&server, Method::GET, "/api/v1/configmaps", "fieldSelector=metadata.name%3Da").await;
+        assert_eq!(named["items"].as_array().map(Vec::len), Some(1));
+        assert_eq!(call(&server, Method::GET, "/api/v1/configmaps", "fieldSelector=data.x%3Da").await.0, 400);
+        assert_eq!(call(&server, Method::POST, "/api/v1/namespaces/x/configmaps", "").await.0, 405);
+        assert_eq!(call(&server, Method::GET, "/api/v1/configmaps", "watch=true").await.0, 405);
+        let (_, discovery) = call(&server, Method::GET, "/api/v1", "").await;
+        assert_eq!(discovery["resources"][0]["verbs"], json!(["get", "list"]));
+    }
 }

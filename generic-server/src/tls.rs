@@ -56,20 +56,24 @@ impl TlsFiles {
             .ok_or_else(|| TlsError::Invalid("no private key found".into()))
     }
 
-    fn roots(&self) -> Result<rustls::RootCertStore, TlsError> {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in parse_certs(&self.ca)? {
-            roots.add(cert).map_err(|e| TlsError::Invalid(format!("CA certificate: {e}")))?;
-        }
-        Ok(roots)
-    }
-
     /// A rustls server configuration that asks for (but does not require)
     /// client certificates signed by the CA: the front door, where
     /// anonymous requests reach health endpoints.
     pub fn https_server(&self) -> Result<rustls::ServerConfig, TlsError> {
+        self.https_server_trusting(&[])
+    }
+
+    /// Like [`TlsFiles::https_server`], also accepting client certificates
+    /// signed by other CAs (PEM bundles): an aggregated server trusts the
+    /// cluster CA and the front-proxy CA. Which one signed a certificate is
+    /// then told by a [`ChainVerifier`].
+    pub fn https_server_trusting(&self, extra_cas: &[&[u8]]) -> Result<rustls::ServerConfig, TlsError> {
         install_crypto_provider();
-        let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(self.roots()?))
+        let mut roots = roots_of(&self.ca)?;
+        for pem in extra_cas {
+            roots.roots.extend(roots_of(pem)?.roots);
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
             .allow_unauthenticated()
             .build()
             .map_err(|e| TlsError::Invalid(format!("client verifier: {e}")))?;
@@ -104,6 +108,47 @@ pub fn parse_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError>
         return Err(TlsError::Invalid("no certificate found".into()));
     }
     Ok(certs)
+}
+
+/// The trust anchors of a PEM CA bundle.
+fn roots_of(pem: &[u8]) -> Result<rustls::RootCertStore, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in parse_certs(pem)? {
+        roots.add(cert).map_err(|e| TlsError::Invalid(format!("CA certificate: {e}")))?;
+    }
+    Ok(roots)
+}
+
+/// Checks client certificate chains against one CA bundle after the
+/// handshake, to tell which of the CAs a server trusts signed a peer's
+/// certificate (the front-proxy CA or the cluster CA).
+#[derive(Clone)]
+pub struct ChainVerifier(Arc<dyn rustls::server::danger::ClientCertVerifier>);
+
+impl std::fmt::Debug for ChainVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChainVerifier")
+    }
+}
+
+impl ChainVerifier {
+    /// A verifier trusting the CAs of a PEM bundle.
+    pub fn new(ca_pem: &[u8]) -> Result<Self, TlsError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots_of(ca_pem)?), provider)
+            .build()
+            .map_err(|e| TlsError::Invalid(format!("client verifier: {e}")))?;
+        Ok(ChainVerifier(verifier))
+    }
+
+    /// Whether a chain (DER, leaf first) is a valid client certificate
+    /// signed, through any intermediates, by one of the CAs.
+    pub fn verifies(&self, chain: &[Vec<u8>]) -> bool {
+        let Some((leaf, intermediates)) = chain.split_first() else { return false };
+        let intermediates: Vec<CertificateDer<'_>> = intermediates.iter().map(|c| CertificateDer::from(c.as_slice())).collect();
+        let now = rustls::pki_types::UnixTime::now();
+        self.0.verify_client_cert(&CertificateDer::from(leaf.as_slice()), &intermediates, now).is_ok()
+    }
 }
 
 /// Makes ring the process's rustls crypto provider (idempotent).

@@ -14,6 +14,20 @@ use crate::tls;
 /// Paths anonymous users may reach.
 const ANONYMOUS_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
 
+/// Decides who a request comes from, given its connection and headers:
+/// the front door's first filter. [`Authenticator`] is the cluster's;
+/// [`super::requestheader::RequestHeaderAuthenticator`] an aggregated server's.
+pub trait Authenticate: Send + Sync + 'static {
+    /// The user, given the peer's certificate chain (DER, leaf first), or a 401 Status.
+    fn authenticate(&self, peer_certs: Option<&[Vec<u8>]>, headers: &HeaderMap, path: &str) -> Result<UserInfo>;
+}
+
+impl Authenticate for Authenticator {
+    fn authenticate(&self, peer_certs: Option<&[Vec<u8>]>, headers: &HeaderMap, path: &str) -> Result<UserInfo> {
+        Authenticator::authenticate(self, peer_certs, headers, path)
+    }
+}
+
 /// Who a request comes from, decided from its connection and headers.
 #[derive(Default)]
 pub struct Authenticator {

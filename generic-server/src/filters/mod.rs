@@ -1,5 +1,7 @@
-//! The front door's filters, one per file: authentication, then
+//! The front door's filters, one per file: authentication (the cluster's,
+//! or an aggregated server's front-proxy `requestheader`), then
 //! authorization. Their order is fixed in [`crate::front_door::FrontDoor`].
 
 pub mod authentication;
 pub mod authorization;
+pub mod requestheader;

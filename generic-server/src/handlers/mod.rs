@@ -56,7 +56,7 @@ fn namespace<'a>(store: &Store, req: &'a ApiRequest) -> &'a str {
 
 /// How the client wants objects back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Output {
+pub(crate) enum Output {
     /// Plain JSON.
     Json,
     /// A meta.k8s.io/v1 Table.
@@ -64,7 +64,7 @@ enum Output {
 }
 
 /// Negotiates the response form from Accept.
-fn output(req: &ApiRequest) -> Result<Output> {
+pub(crate) fn output(req: &ApiRequest) -> Result<Output> {
     let accept = req.header(header::ACCEPT).unwrap_or("");
     if table::wants_table(accept) {
         return Ok(Output::Table(IncludeObject::parse(req.param("includeObject").as_deref())));
@@ -129,7 +129,7 @@ fn write_options(req: &ApiRequest) -> Result<WriteOptions> {
 }
 
 /// Parses the options of a list or watch.
-fn list_options(req: &ApiRequest) -> Result<ListOptions> {
+pub(crate) fn list_options(req: &ApiRequest) -> Result<ListOptions> {
     let pairs = req.query_pairs();
     let get = |k: &str| pairs.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).filter(|v| !v.is_empty());
     let flag = |k: &str| get(k).is_some_and(|v| v == "true" || v == "1");

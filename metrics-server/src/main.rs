@@ -1,0 +1,91 @@
+//! metrics-server: the sample aggregated API server, and the example to
+//! copy for building one on generic-server. It serves `metrics.k8s.io/v1beta1`
+//! (NodeMetrics and PodMetrics, get and list, with discovery and OpenAPI)
+//! over HTTPS, trusts the aggregator by its front-proxy client certificate,
+//! and reports the host's real CPU and memory usage for the host's Node.
+//!
+//! ```text
+//! metrics-server --listen 0.0.0.0:4443 --etcd-servers http://127.0.0.1:2379 \
+//!     --tls-cert-file metrics-server.crt --tls-private-key-file metrics-server.key \
+//!     --client-ca-file ca.crt --requestheader-client-ca-file front-proxy-ca.crt \
+//!     --requestheader-allowed-names front-proxy-client
+//! ```
+
+mod api;
+mod sampler;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser;
+use generic_server::discovery::Discovery;
+use generic_server::filters::authorization::MastersOnly;
+use generic_server::filters::requestheader::RequestHeaderOptions;
+use generic_server::front_door::{self, FrontDoor};
+use generic_server::options::{self, EtcdOptions, TlsOptions};
+use generic_server::request::NotFoundHandler;
+use generic_server::server::{ApiServer, HealthCheck};
+use generic_server::storage::Storage;
+use generic_server::storage::etcd::EtcdStorage;
+
+/// metrics-server's options.
+#[derive(Parser, Debug)]
+#[command(version, about = "kubechain metrics-server: metrics.k8s.io for the host's node")]
+struct Options {
+    /// Address of the HTTPS server.
+    #[arg(long, env = "KUBECHAIN_LISTEN", default_value = "0.0.0.0:4443")]
+    listen: SocketAddr,
+    /// The Node object this host is; default: the host name.
+    #[arg(long, env = "KUBECHAIN_NODE_NAME")]
+    node_name: Option<String>,
+    /// How often the host's usage is measured (seconds, e.g. `10s`).
+    #[arg(long, default_value = "10s", value_parser = seconds)]
+    metric_resolution: Duration,
+    /// HTTP worker threads.
+    #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
+    workers: usize,
+    #[command(flatten)]
+    etcd: EtcdOptions,
+    #[command(flatten)]
+    tls: TlsOptions,
+    #[command(flatten)]
+    requestheader: RequestHeaderOptions,
+}
+
+fn seconds(text: &str) -> Result<Duration, String> {
+    let secs: u64 = text.trim_end_matches('s').parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    Ok(Duration::from_secs(secs.max(1)))
+}
+
+fn main() -> anyhow::Result<()> {
+    options::run(run(Options::parse()))
+}
+
+async fn run(options: Options) -> anyhow::Result<()> {
+    let tls = options.tls.load().context("loading TLS files")?;
+    let authenticator = options.requestheader.authenticator(&tls.ca).context("loading the front-proxy CA")?;
+    let https = tls.https_server_trusting(&[authenticator.front_proxy_ca()])?;
+    let storage: Arc<dyn Storage> = Arc::new(EtcdStorage::connect(&options.etcd.etcd_servers).await.context("connecting to etcd")?);
+    let node = match options.node_name {
+        Some(name) => name,
+        None => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
+    };
+    let usage = sampler::start(options.metric_resolution);
+
+    let etcd = storage.clone();
+    let etcd_check: HealthCheck = Arc::new(move || {
+        let etcd = etcd.clone();
+        Box::pin(async move { etcd.current_revision().await.map(|_| ()).map_err(|e| e.to_string()) })
+    });
+    let collection_check = sampler::check(usage.clone(), options.metric_resolution);
+    let checks = vec![("etcd".to_string(), etcd_check), ("metric-collection".to_string(), collection_check)];
+    let server = Arc::new(ApiServer::new("metrics-server", Arc::new(Discovery::default()), Arc::new(NotFoundHandler), checks));
+    let key = format!("{}/nodes/{node}", options.etcd.etcd_prefix);
+    server.install_read_only(api::resources(api::Nodes { storage, key, usage }));
+
+    let door = Arc::new(FrontDoor::new(authenticator, Box::new(MastersOnly), server));
+    tracing::info!(listen = %options.listen, %node, "metrics-server serving");
+    front_door::serve_https(options.listen, https, door, options.workers).await.context("serving HTTPS")
+}
