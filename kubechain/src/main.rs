@@ -3,6 +3,7 @@
 //! processes; `kubechain certs` writes the certificates for a compose
 //! deployment.
 
+mod bootstrap;
 mod pki;
 mod supervisor;
 mod up;

@@ -14,6 +14,7 @@ pub const COMPONENTS: &[(&str, &str)] = &[
     ("aggregator", "kubechain-aggregator"),
     ("core-server", "kubechain-core-server"),
     ("extension-server", "kubechain-extension-server"),
+    ("metrics-server", "kubechain-metrics-server"),
 ];
 
 /// The certificate files of one identity.
@@ -66,7 +67,7 @@ impl Pki {
         let ca_key = KeyPair::from_pem(&std::fs::read_to_string(&ca_key_path)?)?;
         let issuer = Issuer::from_ca_cert_pem(&std::fs::read_to_string(self.ca())?, ca_key)?;
         for (name, cn) in COMPONENTS {
-            let mut hosts = vec![name.to_string(), "localhost".into(), "127.0.0.1".into(), "::1".into()];
+            let mut hosts = vec![name.to_string(), format!("{name}.kube-system.svc"), "localhost".into(), "127.0.0.1".into(), "::1".into()];
             hosts.extend(extra_hosts.iter().cloned());
             self.issue(&issuer, name, cn, &[], &hosts, true)?;
         }

@@ -38,6 +38,7 @@ pub struct UpArgs {
 struct Ports {
     etcd: u16,
     etcd_peer: u16,
+    metrics: u16,
     core: Vec<u16>,
     extension: Vec<u16>,
 }
@@ -69,10 +70,11 @@ impl Ports {
         };
         let etcd = pick("etcd")?;
         let etcd_peer = pick("etcd_peer")?;
+        let metrics = pick("metrics")?;
         let core = (0..cores).map(|i| pick(&format!("core-{i}"))).collect::<Result<Vec<_>>>()?;
         let extension = (0..extensions).map(|i| pick(&format!("extension-{i}"))).collect::<Result<Vec<_>>>()?;
-        let ports = Ports { etcd, etcd_peer, core, extension };
-        let mut text = json!({"etcd": ports.etcd, "etcd_peer": ports.etcd_peer});
+        let ports = Ports { etcd, etcd_peer, metrics, core, extension };
+        let mut text = json!({"etcd": ports.etcd, "etcd_peer": ports.etcd_peer, "metrics": ports.metrics});
         for (i, p) in ports.core.iter().enumerate() {
             text[format!("core-{i}")] = json!(p);
         }
@@ -186,6 +188,13 @@ pub async fn up(args: UpArgs) -> Result<()> {
         children.spawn(spec(&replica_name("aggregator", i), sibling("aggregator")?, aggregator))?;
     }
 
+    let node = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "localhost".into()).to_lowercase();
+    let mut metrics = vec!["--listen".into(), format!("127.0.0.1:{}", ports.metrics), "--node-name".into(), node.clone()];
+    metrics.extend(etcd_flag.clone());
+    metrics.extend(tls_args(&pki, "metrics-server"));
+    metrics.extend(["--requestheader-client-ca-file".to_string(), dir.join("pki/front-proxy-ca.crt").display().to_string()]);
+    children.spawn(spec("metrics-server", sibling("metrics-server")?, metrics))?;
+
     let ca = std::fs::read(pki.ca())?;
     for port in &front_ports {
         let port = *port;
@@ -196,6 +205,7 @@ pub async fn up(args: UpArgs) -> Result<()> {
         .await
         .with_context(|| format!("waiting for the cluster to be ready (logs in {})", logs.display()))?;
     }
+    crate::bootstrap::register(&pki, args.port, &node, ports.metrics).await.context("registering the host and metrics-server")?;
     let kubeconfig = dir.join("kubeconfig");
     for (i, port) in front_ports.iter().enumerate() {
         let path = if i == 0 { kubeconfig.clone() } else { dir.join(format!("kubeconfig-{}", i + 1)) };

@@ -192,3 +192,32 @@ fn apiservice_validation_and_local_registration() {
     assert!(auth["data"]["requestheader-client-ca-file"].as_str().unwrap().contains("BEGIN CERTIFICATE"));
     assert_eq!(auth["data"]["requestheader-allowed-names"], "[\"front-proxy-client\"]");
 }
+
+#[test]
+fn kubectl_top_node_through_the_launchers_metrics_server() {
+    let cluster = Cluster::start();
+    // `kubechain up` registers the host as a Node and metrics-server behind v1beta1.metrics.k8s.io.
+    let apiservice = cluster.kubectl(&["get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "json"]).json();
+    assert_eq!(apiservice["spec"]["service"]["name"], "metrics-server");
+    assert!(eventually(Duration::from_secs(20), || {
+        cluster.kubectl(&["get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "jsonpath={.status.conditions[0].status}"]).stdout.trim()
+            == "True"
+    }));
+    let node = cluster.kubectl(&["get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"]).ok().trim().to_string();
+    assert!(!node.is_empty());
+    let mut top = cluster.kubectl(&["top", "node", "--no-headers"]);
+    assert!(eventually(Duration::from_secs(20), || {
+        top = cluster.kubectl(&["top", "node", "--no-headers"]);
+        top.code == 0
+    }), "{}", top.stderr);
+    let columns: Vec<&str> = top.stdout.split_whitespace().collect();
+    assert_eq!(columns.len(), 5, "{}", top.stdout);
+    assert_eq!(columns[0], node);
+    assert!(columns[1].ends_with('m') && columns[2].ends_with('%'), "{}", top.stdout);
+    assert!(columns[3].ends_with("Mi") && columns[4].ends_with('%'), "{}", top.stdout);
+    let used_mib: u64 = columns[3].trim_end_matches("Mi").parse().unwrap();
+    assert!(used_mib > 0);
+    // A Node this host does not measure has no metrics: NotFound, as from a real metrics-server.
+    let missing = cluster.kubectl(&["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/not-a-node"]);
+    assert!(missing.err().contains("NotFound"), "{}", missing.stderr);
+}

@@ -1,0 +1,123 @@
+//! What `kubechain up` registers once the cluster answers: the Node the
+//! host is (with its real capacity), and metrics-server's Service,
+//! EndpointSlice and APIService, as a real cluster's add-on manifests would.
+
+use anyhow::{Context, Result, bail};
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::pki::Pki;
+
+/// An HTTPS client authenticated as the cluster admin.
+pub fn admin_client(pki: &Pki) -> Result<reqwest::Client> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut std::fs::read(pki.ca())?.as_slice()) {
+        roots.add(cert?)?;
+    }
+    let admin = pki.files("admin");
+    let certs = rustls_pemfile::certs(&mut std::fs::read(&admin.cert)?.as_slice()).collect::<Result<Vec<_>, _>>()?;
+    let key = rustls_pemfile::private_key(&mut std::fs::read(&admin.key)?.as_slice())?.context("admin key")?;
+    let tls = rustls::ClientConfig::builder().with_root_certificates(roots).with_client_auth_cert(certs, key)?;
+    Ok(reqwest::Client::builder().use_preconfigured_tls(tls).build()?)
+}
+
+/// Creates an object, or replaces what exists; Ok once it is stored.
+async fn ensure(client: &reqwest::Client, base: &str, collection: &str, object: &Value) -> Result<()> {
+    let url = format!("{base}{collection}");
+    let body = object.to_string();
+    let created = client.post(&url).header("Content-Type", "application/json").body(body.clone()).send().await?;
+    match created.status().as_u16() {
+        200..=299 => return Ok(()),
+        409 => {}
+        code => bail!("creating {collection}: {code} {}", created.text().await.unwrap_or_default()),
+    }
+    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let item = format!("{url}/{name}");
+    let current: Value = serde_json::from_slice(&client.get(&item).send().await?.bytes().await?)?;
+    let mut replacement = object.clone();
+    replacement["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+    let updated = client.put(&item).header("Content-Type", "application/json").body(replacement.to_string()).send().await?;
+    if !updated.status().is_success() {
+        bail!("updating {collection}/{name}: {}", updated.text().await.unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// The host's CPU count and memory (KiB) from `/proc`.
+fn host_capacity() -> (usize, u64) {
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:").map(|v| v.trim().trim_end_matches("kB").trim().to_string())))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    (cpus, memory)
+}
+
+/// The Node object of this host.
+fn host_node(name: &str) -> Value {
+    let (cpus, memory) = host_capacity();
+    let capacity = json!({"cpu": cpus.to_string(), "memory": format!("{memory}Ki"), "pods": "110", "ephemeral-storage": "0"});
+    let now = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_default();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": if std::env::consts::ARCH == "aarch64" { "arm64" } else { "amd64" },
+            "node-role.kubernetes.io/control-plane": "",
+        }},
+        "spec": {},
+        "status": {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubechainHost",
+                            "message": "the host running kubechain", "lastHeartbeatTime": now, "lastTransitionTime": now}],
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}],
+            "nodeInfo": {"kernelVersion": kernel, "osImage": "kubechain host", "operatingSystem": "linux",
+                         "architecture": std::env::consts::ARCH, "kubeletVersion": "v1.33.0", "kubeProxyVersion": "",
+                         "containerRuntimeVersion": "", "machineID": "", "systemUUID": "", "bootID": ""},
+        },
+    })
+}
+
+/// Registers the host's Node and metrics-server (listening on `metrics_port`).
+pub async fn register(pki: &Pki, port: u16, node: &str, metrics_port: u16) -> Result<()> {
+    let client = admin_client(pki)?;
+    let base = format!("https://127.0.0.1:{port}");
+    ensure(&client, &base, "/api/v1/nodes", &host_node(node)).await.context("registering the host's Node")?;
+    let ca = base64::engine::general_purpose::STANDARD.encode(std::fs::read(pki.ca())?);
+    let objects = [
+        (
+            "/api/v1/namespaces/kube-system/services",
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "metrics-server", "namespace": "kube-system", "labels": {"k8s-app": "metrics-server"}},
+                   "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": metrics_port}]}}),
+        ),
+        (
+            "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices",
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                   "metadata": {"name": "metrics-server", "namespace": "kube-system", "labels": {"kubernetes.io/service-name": "metrics-server"}},
+                   "addressType": "IPv4",
+                   "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+                   "ports": [{"name": "https", "port": metrics_port, "protocol": "TCP"}]}),
+        ),
+        (
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+            json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                   "metadata": {"name": "v1beta1.metrics.k8s.io", "labels": {"k8s-app": "metrics-server"}},
+                   "spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
+                            "caBundle": ca, "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}}),
+        ),
+    ];
+    for (collection, object) in &objects {
+        ensure(&client, &base, collection, object).await.with_context(|| format!("registering {collection}"))?;
+    }
+    Ok(())
+}
