@@ -37,6 +37,8 @@ pub struct Cluster {
     launcher: Option<Child>,
     /// How long `kubechain up` took to print its ready line.
     pub startup: Duration,
+    /// Extra `kubechain up` arguments (replica counts), kept across restarts.
+    up_args: Vec<String>,
 }
 
 /// The output of a command, decoded.
@@ -80,13 +82,12 @@ impl Run {
 impl Cluster {
     /// Starts a fresh cluster in a new temporary directory.
     pub fn start() -> Cluster {
-        let dir = std::env::temp_dir().join(format!("kubechain-e2e-{}-{}", std::process::id(), free_port()));
-        Self::start_in(dir, free_port())
+        Self::start_with(&[])
     }
 
     /// Starts a cluster on a data directory and port.
     pub fn start_in(dir: PathBuf, port: u16) -> Cluster {
-        let mut cluster = Cluster { dir, port, launcher: None, startup: Duration::ZERO };
+        let mut cluster = Cluster { dir, port, launcher: None, startup: Duration::ZERO, up_args: Vec::new() };
         cluster.launch();
         cluster
     }
@@ -96,6 +97,7 @@ impl Cluster {
         let started = Instant::now();
         let mut launcher = Command::new(bin_dir().join("kubechain"))
             .args(["up", "--data-dir", &self.dir.display().to_string(), "--port", &self.port.to_string()])
+            .args(&self.up_args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -257,4 +259,39 @@ pub fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(100));
     }
     check()
+}
+
+impl Cluster {
+    /// Starts a fresh cluster with extra `kubechain up` arguments, e.g.
+    /// `["--core-replicas", "3", "--extension-replicas", "2"]`.
+    pub fn start_with(args: &[&str]) -> Cluster {
+        let dir = std::env::temp_dir().join(format!("kubechain-e2e-{}-{}", std::process::id(), free_port()));
+        let mut cluster =
+            Cluster { dir, port: free_port(), launcher: None, startup: Duration::ZERO, up_args: args.iter().map(|a| a.to_string()).collect() };
+        cluster.launch();
+        cluster
+    }
+
+    /// The pids of every running child with this program name (`core-server`), sorted.
+    pub fn child_pids(&self, name: &str) -> Vec<u32> {
+        let mut pids: Vec<u32> = self.children().into_iter().filter(|(n, _)| n == name).map(|(_, pid)| pid).collect();
+        pids.sort_unstable();
+        pids
+    }
+
+    /// The replicas registered in etcd for a component, as (address, pid).
+    pub fn registrations(&self, component: &str) -> Vec<(String, u32)> {
+        let run = self.etcdctl(&["get", "--prefix", &format!("/kubechain/endpoints/{component}/"), "--print-value-only"]);
+        run.ok()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter_map(|v| Some((v["address"].as_str()?.to_string(), u32::try_from(v["pid"].as_u64()?).ok()?)))
+            .collect()
+    }
+
+    /// The loopback ports `kubechain up` gave the replicas behind the front
+    /// door, by name (`core-0`, `extension-1`, `etcd`).
+    pub fn ports(&self) -> Value {
+        serde_json::from_slice(&std::fs::read(self.dir.join("ports.json")).expect("ports.json")).expect("ports json")
+    }
 }

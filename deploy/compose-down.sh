@@ -1,0 +1,12 @@
+#!/bin/sh
+# Tears down a compose deployment started by compose-up.sh (same settings,
+# same project name). Arguments go to `docker-compose down`:
+#
+#   deploy/compose-down.sh              # containers and network; etcd data kept
+#   deploy/compose-down.sh -v           # and the etcd volumes
+#   deploy/compose-down.sh -v --rmi all # and the images
+set -eu
+. "$(dirname "$0")/compose-env.sh"
+# Both files, so the extra etcd members of the HA variant go too.
+compose_files="-f $deploy/docker-compose.yml -f $deploy/docker-compose.ha.yml"
+compose down --remove-orphans "$@"

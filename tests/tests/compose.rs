@@ -1,0 +1,218 @@
+//! The docker-compose deployment (issue 6): `deploy/compose-up.sh` with three
+//! core servers, kubectl through the published front door, one core
+//! container stopped and requests still served; and the three-member etcd
+//! variant (`--ha`) serving on after losing its leader. Each test uses its
+//! own compose project, port, certificates and image tag, with the debug
+//! binaries this test run was built with, and tears everything down (images
+//! included) even when it fails.
+//!
+//! Runs when `docker info` succeeds; otherwise it prints why and passes.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+use tests::{bin_dir, eventually, workspace};
+
+/// Image builds and compose projects one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Why docker cannot be used here, if it cannot.
+fn docker_unavailable() -> Option<String> {
+    match Command::new("docker").arg("info").output() {
+        Err(e) => Some(format!("docker is not installed ({e})")),
+        Ok(out) if !out.status.success() => Some(format!("`docker info` failed: {}", String::from_utf8_lossy(&out.stderr).trim())),
+        Ok(_) => None,
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// A compose project started by `deploy/compose-up.sh`, torn down on drop.
+struct Project {
+    name: String,
+    dir: PathBuf,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Project {
+    fn new(suffix: &str) -> Project {
+        let name = format!("kc-e2e-{}-{suffix}", std::process::id());
+        let dir = std::env::temp_dir().join(&name);
+        std::fs::create_dir_all(&dir).expect("the project's directory");
+        let env = vec![
+            ("KUBECHAIN_COMPOSE_PROJECT", name.clone()),
+            ("KUBECHAIN_COMPOSE_PORT", free_port().to_string()),
+            ("KUBECHAIN_PKI_DIR", dir.join("pki").display().to_string()),
+            ("KUBECHAIN_COMPOSE_KUBECONFIG", dir.join("kubeconfig").display().to_string()),
+            ("KUBECHAIN_IMAGE_TAG", name.clone()),
+            ("KUBECHAIN_PROFILE", "debug".to_string()),
+            ("KUBECHAIN_BIN_DIR", bin_dir().display().to_string()),
+        ];
+        Project { name, dir, env }
+    }
+
+    fn script(&self, script: &str, args: &[&str]) -> std::process::Output {
+        Command::new(workspace().join("deploy").join(script))
+            .args(args)
+            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .unwrap_or_else(|e| panic!("running deploy/{script}: {e}"))
+    }
+
+    /// `deploy/compose-up.sh ARGS`; panics with its output if it fails.
+    fn up(&self, args: &[&str]) {
+        let out = self.script("compose-up.sh", args);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "compose-up.sh {args:?} failed:\n{text}");
+        assert!(text.contains("compose-up: ready"), "no ready line:\n{text}");
+    }
+
+    fn kubectl(&self, args: &[&str]) -> tests::Run {
+        let out = Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", self.dir.join("kubeconfig"))
+            .env("KUBECACHEDIR", self.dir.join("kubectl-cache"))
+            .output()
+            .expect("kubectl on PATH");
+        tests::Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// The running containers of a service.
+    fn containers(&self, service: &str) -> Vec<String> {
+        let out = Command::new("docker")
+            .args(["ps", "-q", "--filter"])
+            .arg(format!("label=com.docker.compose.project={}", self.name))
+            .args(["--filter"])
+            .arg(format!("label=com.docker.compose.service={service}"))
+            .output()
+            .expect("docker ps");
+        String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect()
+    }
+
+    fn docker(&self, args: &[&str]) -> String {
+        let out = Command::new("docker").args(args).output().expect("docker");
+        assert!(out.status.success(), "docker {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `etcdctl ARGS` inside an etcd container of the project.
+    fn etcdctl(&self, container: &str, args: &[&str]) -> String {
+        let mut full = vec!["exec", container, "/usr/local/bin/etcdctl"];
+        full.extend(args);
+        self.docker(&full)
+    }
+
+    /// The core servers registered in etcd.
+    fn core_registrations(&self) -> usize {
+        let etcd = self.containers("etcd");
+        let keys = self.etcdctl(&etcd[0], &["get", "--prefix", "--keys-only", "/kubechain/endpoints/core-server/"]);
+        keys.lines().filter(|l| !l.is_empty()).count()
+    }
+
+    /// Creates a configmap; whether kubectl succeeded.
+    fn create_configmap(&self, namespace: &str, name: &str) -> bool {
+        self.kubectl(&["create", "configmap", name, "-n", namespace, "--from-literal=k=v"]).code == 0
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let logs = Command::new("docker")
+                .args(["ps", "-a", "--filter"])
+                .arg(format!("label=com.docker.compose.project={}", self.name))
+                .output();
+            if let Ok(out) = logs {
+                eprintln!("containers of {}:\n{}", self.name, String::from_utf8_lossy(&out.stdout));
+            }
+        }
+        let out = self.script("compose-down.sh", &["--volumes", "--rmi", "all"]);
+        if !out.status.success() {
+            eprintln!("compose-down.sh failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn compose_with_three_core_servers_serves_through_the_loss_of_one() {
+    if let Some(why) = docker_unavailable() {
+        println!("skipping the compose test: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let project = Project::new("scale");
+    project.up(&["--scale", "core-server=3"]);
+
+    let namespaces = project.kubectl(&["get", "namespaces", "-o", "name"]);
+    assert!(namespaces.ok().contains("namespace/default"), "{}", namespaces.stdout);
+    project.kubectl(&["create", "namespace", "compose"]).ok();
+    assert!(project.create_configmap("compose", "before"));
+    let cores = project.containers("core-server");
+    assert_eq!(cores.len(), 3, "core containers: {cores:?}");
+    assert!(eventually(Duration::from_secs(20), || project.core_registrations() == 3), "three core servers registered");
+
+    project.docker(&["stop", &cores[0]]);
+    assert_eq!(project.containers("core-server").len(), 2);
+    // A clean stop unregisters at once.
+    assert!(eventually(Duration::from_secs(10), || project.core_registrations() == 2), "the stopped core server is still registered");
+    for n in 0..10 {
+        assert!(project.create_configmap("compose", &format!("after-{n}")), "create {n} after the stop failed");
+    }
+    let listed = project.kubectl(&["get", "configmaps", "-n", "compose", "-o", "name"]);
+    let names = listed.ok();
+    assert_eq!(names.lines().filter(|l| l.starts_with("configmap/after-") || *l == "configmap/before").count(), 11, "{names}");
+}
+
+/// The member id of the etcd leader and the container that runs it.
+fn etcd_leader(project: &Project) -> String {
+    project
+        .containers("etcd")
+        .into_iter()
+        .chain(project.containers("etcd2"))
+        .chain(project.containers("etcd3"))
+        .find(|container| {
+            let status = project.etcdctl(container, &["endpoint", "status", "-w", "json"]);
+            let status: Value = serde_json::from_str(&status).unwrap_or_default();
+            let status = &status[0]["Status"];
+            status["leader"].as_u64().is_some() && status["leader"] == status["header"]["member_id"]
+        })
+        .expect("an etcd leader")
+}
+
+#[test]
+fn compose_with_three_etcd_members_serves_through_the_loss_of_the_leader() {
+    if let Some(why) = docker_unavailable() {
+        println!("skipping the compose HA test: {why}");
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let project = Project::new("ha");
+    project.up(&["--ha"]);
+    project.kubectl(&["create", "namespace", "ha"]).ok();
+    assert!(project.create_configmap("ha", "before"));
+
+    let leader = etcd_leader(&project);
+    project.docker(&["stop", &leader]);
+    // A new leader is elected within seconds; from then on every write goes through.
+    let first = || {
+        let run = project.kubectl(&["create", "configmap", "after-0", "-n", "ha", "--from-literal=k=v"]);
+        // A create that timed out during the election may still have been applied.
+        run.code == 0 || run.stderr.contains("already exists")
+    };
+    assert!(eventually(Duration::from_secs(30), first), "no write after losing the leader");
+    for n in 1..6 {
+        assert!(project.create_configmap("ha", &format!("after-{n}")), "create {n} with two of three members failed");
+    }
+    let listed = project.kubectl(&["get", "configmaps", "-n", "ha", "-o", "name"]);
+    assert_eq!(listed.ok().lines().filter(|l| l.starts_with("configmap/")).count(), 7, "{}", listed.stdout);
+}
