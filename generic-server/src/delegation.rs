@@ -19,7 +19,7 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::discovery::Discovery;
 use crate::error::Error;
-use crate::request::{ApiRequest, ApiResponse, Body, Handler, UserInfo};
+use crate::request::{ApiRequest, ApiResponse, Body, BodyStream, Handler, UserInfo};
 use crate::request_info::RequestInfo;
 use crate::tls::TlsFiles;
 
@@ -346,35 +346,183 @@ impl GrpcDelegate {
         Error::unavailable("the server is currently unable to handle the request").into()
     }
 
-    /// Sends a request to one replica; `Err` when it never got there.
-    async fn send(&self, replica: &mut Replica, req: pb::ApiRequest) -> Result<ApiResponse, String> {
+    /// Opens a request on one replica: its head and the frames that follow;
+    /// `Err` when it never got there.
+    async fn open(&self, replica: &mut Replica, req: pb::ApiRequest) -> Result<(pb::ResponseHead, Frames), String> {
         let mut frames = replica.client.handle(req).await.map_err(|s| s.to_string())?.into_inner();
-        let head = match frames.next().await {
-            Some(Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Head(head)) })) => head,
-            Some(Err(status)) => return Err(status.to_string()),
-            _ => return Err("response without a head frame".into()),
-        };
-        let mut resp = ApiResponse::bytes(StatusCode::from_u16(head.status as u16).unwrap_or(StatusCode::BAD_GATEWAY), "", Bytes::new());
+        match frames.next().await {
+            Some(Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Head(head)) })) => Ok((head, frames)),
+            Some(Err(status)) => Err(status.to_string()),
+            _ => Err("response without a head frame".into()),
+        }
+    }
+
+    /// Sends a request to one replica; `Err` when it never got there. A
+    /// watch it answers is resumed elsewhere if the replica dies.
+    async fn send(&self, replica: &mut Replica, req: pb::ApiRequest) -> Result<ApiResponse, String> {
+        let watch = req.info.as_ref().is_some_and(|i| i.verb == "watch");
+        let resume = watch.then(|| req.clone());
+        let (head, frames) = self.open(replica, req).await?;
+        let status = StatusCode::from_u16(head.status as u16).unwrap_or(StatusCode::BAD_GATEWAY);
+        let mut resp = ApiResponse::bytes(status, "", Bytes::new());
         resp.headers.clear();
         for h in head.headers {
             if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(h.name.as_bytes()), HeaderValue::from_str(&h.value)) {
                 resp.headers.append(name, value);
             }
         }
-        let chunks = frames.filter_map(|frame| async move {
-            match frame {
-                Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(bytes)) }) => Some(Bytes::from(bytes)),
-                _ => None,
+        resp.body = match (head.streaming, resume) {
+            (true, Some(request)) if status == StatusCode::OK => {
+                let watch = ResumingWatch {
+                    delegate: self.clone(),
+                    request,
+                    replica: replica.address.clone(),
+                    frames: Some(frames),
+                    last: None,
+                    started: Instant::now(),
+                };
+                Body::Stream(watch.into_stream())
             }
-        });
-        if head.streaming {
-            resp.body = Body::Stream(chunks.boxed());
-        } else {
-            let parts: Vec<Bytes> = chunks.collect().await;
-            resp.body = Body::Full(if parts.len() == 1 { parts.into_iter().next().unwrap_or_default() } else { parts.concat().into() });
-        }
+            (true, _) => Body::Stream(chunks(frames).boxed()),
+            (false, _) => {
+                let parts: Vec<Bytes> = chunks(frames).collect().await;
+                Body::Full(if parts.len() == 1 { parts.into_iter().next().unwrap_or_default() } else { parts.concat().into() })
+            }
+        };
         Ok(resp)
     }
+}
+
+/// The frames of a response after its head.
+type Frames = tonic::Streaming<pb::ApiResponseFrame>;
+
+/// The body chunks among `frames`, ending at the first error.
+fn chunks(frames: Frames) -> impl Stream<Item = Bytes> {
+    frames.take_while(|frame| futures::future::ready(frame.is_ok())).filter_map(|frame| async move {
+        match frame {
+            Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(bytes)) }) => Some(Bytes::from(bytes)),
+            _ => None,
+        }
+    })
+}
+
+/// How long a broken watch keeps looking for a replica to resume on.
+const RESUME_WITHIN: Duration = Duration::from_secs(30);
+
+/// A watch that outlives the replica serving it: when its stream breaks
+/// (rather than ends), it is reopened on another replica from the last
+/// event passed through, so the client sees one unbroken watch.
+struct ResumingWatch {
+    delegate: GrpcDelegate,
+    request: pb::ApiRequest,
+    replica: String,
+    frames: Option<Frames>,
+    /// The last chunk passed through: its last line is the last event.
+    last: Option<Bytes>,
+    started: Instant,
+}
+
+impl ResumingWatch {
+    fn into_stream(self) -> BodyStream {
+        futures::stream::unfold(self, |mut watch| async move {
+            loop {
+                let frame = watch.frames.as_mut()?.next().await;
+                match frame {
+                    Some(Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(bytes)) })) => {
+                        let bytes = Bytes::from(bytes);
+                        if !bytes.is_empty() {
+                            watch.last = Some(bytes.clone());
+                        }
+                        return Some((bytes, watch));
+                    }
+                    Some(Ok(_)) => {}
+                    None => return None,
+                    Some(Err(status)) => {
+                        tracing::info!(delegate = %watch.delegate.name, replica = %watch.replica, %status, "watch broken; resuming on another replica");
+                        watch.frames = None;
+                        if let Some(error) = watch.reopen().await {
+                            return Some((error, watch));
+                        }
+                    }
+                }
+            }
+        })
+        .boxed()
+    }
+
+    /// The request that continues the watch after what was passed through,
+    /// or `None` when its time is up.
+    fn continuation(&self) -> Option<pb::ApiRequest> {
+        let mut request = self.request.clone();
+        let Some(version) = self.last.as_deref().and_then(last_resource_version) else {
+            // Nothing passed through yet: the original request starts afresh.
+            return Some(request);
+        };
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for (key, value) in form_urlencoded::parse(self.request.query.as_bytes()) {
+            match &*key {
+                "resourceVersion" | "resourceVersionMatch" | "sendInitialEvents" => {}
+                "timeoutSeconds" => {
+                    let total: u64 = value.parse().unwrap_or(0);
+                    let left = total.checked_sub(self.started.elapsed().as_secs()).filter(|left| *left > 0)?;
+                    query.append_pair("timeoutSeconds", &left.to_string());
+                }
+                _ => {
+                    query.append_pair(&key, &value);
+                }
+            }
+        }
+        query.append_pair("resourceVersion", &version);
+        request.query = query.finish();
+        Some(request)
+    }
+
+    /// Reopens the watch on a live replica; `None` when it continues (or
+    /// cannot, ending quietly), or the ERROR event to end it with.
+    async fn reopen(&mut self) -> Option<Bytes> {
+        self.delegate.mark_failed(&self.replica);
+        let request = self.continuation()?;
+        let deadline = Instant::now() + RESUME_WITHIN;
+        let mut tried = vec![self.replica.clone()];
+        while Instant::now() < deadline {
+            let Some(mut replica) = self.delegate.pick(&tried) else {
+                tried.clear();
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            };
+            match self.delegate.open(&mut replica, request.clone()).await {
+                Ok((head, frames)) if head.status == 200 => {
+                    tracing::info!(delegate = %self.delegate.name, replica = %replica.address, "watch resumed");
+                    self.replica = replica.address;
+                    self.frames = Some(frames);
+                    return None;
+                }
+                Ok((_, frames)) => {
+                    // Refused (most likely 410 Gone): the client gets the Status as an ERROR event.
+                    let body: Vec<Bytes> = chunks(frames).collect().await;
+                    let status: serde_json::Value = serde_json::from_slice(&body.concat()).unwrap_or_default();
+                    let mut line = serde_json::to_vec(&serde_json::json!({"type": "ERROR", "object": status})).unwrap_or_default();
+                    line.push(b'\n');
+                    return Some(line.into());
+                }
+                Err(why) => {
+                    tracing::debug!(delegate = %self.delegate.name, replica = %replica.address, %why, "cannot resume the watch here");
+                    self.delegate.mark_failed(&replica.address);
+                    tried.push(replica.address);
+                }
+            }
+        }
+        tracing::warn!(delegate = %self.delegate.name, "no replica to resume a broken watch on; ending it");
+        None
+    }
+}
+
+/// The resourceVersion of the last watch event in `chunk` (one or more
+/// newline-terminated JSON events, plain or as Table rows).
+fn last_resource_version(chunk: &[u8]) -> Option<String> {
+    let line = chunk.strip_suffix(b"\n").unwrap_or(chunk).rsplit(|b| *b == b'\n').next()?;
+    let event: serde_json::Value = serde_json::from_slice(line).ok()?;
+    event.pointer("/object/metadata/resourceVersion")?.as_str().filter(|v| !v.is_empty()).map(str::to_string)
 }
 
 #[async_trait::async_trait]
@@ -474,5 +622,38 @@ mod tests {
         assert_eq!(resp.status, StatusCode::SERVICE_UNAVAILABLE);
         let status: serde_json::Value = serde_json::from_slice(&resp.into_bytes().await).unwrap();
         assert_eq!(status["reason"], "ServiceUnavailable");
+    }
+
+    #[test]
+    fn the_last_event_of_a_chunk_gives_the_resume_point() {
+        let plain = b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}\n\
+                      {\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}\n";
+        assert_eq!(last_resource_version(plain).as_deref(), Some("9"));
+        let table = br#"{"type":"ADDED","object":{"kind":"Table","metadata":{"resourceVersion":"12"},"rows":[]}}"#;
+        assert_eq!(last_resource_version(table).as_deref(), Some("12"));
+        assert_eq!(last_resource_version(b"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\"}}\n"), None);
+    }
+
+    #[tokio::test]
+    async fn a_broken_watch_continues_after_its_last_event_within_its_timeout() {
+        crate::tls::install_crypto_provider();
+        let files = crate::testing::tls_files(&["kubechain-aggregator"]);
+        let delegate = GrpcDelegate::new("core-server", &[], "core-server", &files[0]).unwrap();
+        let mut request = to_pb(request());
+        request.query = "watch=true&resourceVersion=3&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=600&labelSelector=a%3Db".into();
+        let mut watch = ResumingWatch {
+            delegate,
+            request,
+            replica: String::new(),
+            frames: None,
+            last: None,
+            started: Instant::now(),
+        };
+        assert_eq!(watch.continuation().unwrap().query, watch.request.query, "nothing passed through: start afresh");
+        watch.last = Some(Bytes::from_static(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"41\"}}}\n"));
+        let query = watch.continuation().unwrap().query;
+        assert_eq!(query, "watch=true&timeoutSeconds=600&labelSelector=a%3Db&resourceVersion=41");
+        watch.started -= Duration::from_secs(600);
+        assert!(watch.continuation().is_none(), "its time is up");
     }
 }
