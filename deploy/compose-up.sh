@@ -43,7 +43,8 @@ command -v curl >/dev/null 2>&1 || { echo "compose-up: curl is needed to wait fo
 
 # 2. Root filesystems and images.
 stage=$(mktemp -d "${TMPDIR:-/tmp}/kubechain-stage.XXXXXX")
-trap 'rm -rf "$stage"' EXIT INT TERM
+trap 'rm -rf "$stage"' EXIT
+trap 'exit 130' INT TERM
 if ! docker buildx version >/dev/null 2>&1; then
     export DOCKER_BUILDKIT=0 # the classic builder; BuildKit needs the buildx plugin
 fi

@@ -90,7 +90,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let lifecycle = NamespaceLifecycle::new(cacher.clone(), &prefix).await.context("namespace lifecycle")?;
     let ranges = service_ranges(&options)?;
     let allocator = ServiceAllocator::new(cacher.storage().clone(), ranges.clone());
-    let admission = Admission::new(vec![Arc::new(lifecycle), Arc::new(allocator)]);
+    let admission = Admission::new(vec![Arc::new(lifecycle), Arc::new(allocator), Arc::new(resources::CsrRequester)]);
     let mut all = resources::all();
     all.extend(reviews::resources());
     server.install(all, &cacher, &admission, &prefix).await.context("installing resources")?;

@@ -286,7 +286,14 @@ async fn orphan_dependents(client: &Loopback, paths: &[String], owner_uid: &str)
             let Some(refs) = obj.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else { return false };
             let before = refs.len();
             refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid));
-            before != refs.len()
+            let changed = before != refs.len();
+            // kube omits an empty list: the last reference takes the field with it.
+            if refs.is_empty() {
+                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.remove("ownerReferences");
+                }
+            }
+            changed
         })
         .await?;
     }

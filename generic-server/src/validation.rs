@@ -237,6 +237,24 @@ pub fn object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> {
             ));
         }
     }
+    // An object being deleted may lose finalizers but gain none.
+    if old.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+        let names = |obj: &Value| -> Vec<String> {
+            let list = obj.pointer("/metadata/finalizers").and_then(Value::as_array);
+            list.into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
+        };
+        let before = names(old);
+        let mut added: Vec<String> = names(new).into_iter().filter(|f| !before.contains(f)).collect();
+        added.sort();
+        added.dedup();
+        if !added.is_empty() {
+            let quoted: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+            errs.push(FieldError::forbidden(
+                "metadata.finalizers",
+                format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}", quoted.join(", ")),
+            ));
+        }
+    }
     errs
 }
 
@@ -244,6 +262,16 @@ pub fn object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn no_new_finalizers_while_deleting() {
+        let old = json!({"metadata": {"name": "a", "deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["x/a", "x/b"]}});
+        let fewer = json!({"metadata": {"name": "a", "deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["x/a"]}});
+        assert!(object_meta_update(&fewer, &old).is_empty());
+        let more = json!({"metadata": {"name": "a", "deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["x/a", "x/c"]}});
+        let errs: Vec<String> = object_meta_update(&more, &old).iter().map(ToString::to_string).collect();
+        assert_eq!(errs, [r#"metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{"x/c"}"#]);
+    }
 
     #[test]
     fn names() {

@@ -3,7 +3,8 @@
 //! keeps the Approved and Denied conditions it already had.
 
 use base64::Engine;
-use generic_server::error::FieldError;
+use generic_server::admission::{AdmissionPlugin, Attributes, Operation};
+use generic_server::error::{FieldError, Result};
 use generic_server::strategy::Strategy;
 use generic_server::table::{self, Column};
 use serde_json::{Value, json};
@@ -90,6 +91,36 @@ fn condition_cell(obj: &Value) -> String {
         status.push_str(",Issued");
     }
     status
+}
+
+/// Records who asked for a certificate, as kube's CSR strategy does on
+/// create: `spec.username`, `uid`, `groups` and `extra` come from the
+/// request's user, whatever the body said.
+pub struct CsrRequester;
+
+#[async_trait::async_trait]
+impl AdmissionPlugin for CsrRequester {
+    async fn admit(&self, attrs: &Attributes<'_>, obj: &mut Value) -> Result<()> {
+        let is_csr = attrs.resource.group == "certificates.k8s.io" && attrs.resource.plural == "certificatesigningrequests";
+        if !is_csr || attrs.operation != Operation::Create || !attrs.subresource.is_empty() || !obj["spec"].is_object() {
+            return Ok(());
+        }
+        let user = attrs.user;
+        let spec = &mut obj["spec"];
+        for (field, value) in
+            [("username", json!(user.name)), ("uid", json!(user.uid)), ("groups", json!(user.groups)), ("extra", json!(user.extra))]
+        {
+            let empty = value.as_str().is_some_and(str::is_empty)
+                || value.as_array().is_some_and(Vec::is_empty)
+                || value.as_object().is_some_and(|m| m.is_empty());
+            match spec.as_object_mut() {
+                Some(spec) if empty => drop(spec.remove(field)),
+                Some(spec) => drop(spec.insert(field.to_string(), value)),
+                None => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Strategy for CertificateSigningRequestStrategy {

@@ -179,6 +179,15 @@ pub fn wide_cells(obj: &Value, template: &str, selector: &str) -> [Value; 3] {
     [containers, images, json!(fields::format_selector(obj.pointer(selector)))]
 }
 
+/// A Job without labels takes its template's.
+fn default_labels(obj: &mut Value) {
+    if let Some(labels) = obj.pointer("/spec/template/metadata/labels").filter(|l| l.as_object().is_some_and(|m| !m.is_empty())).cloned()
+        && !fields::has(obj, "/metadata/labels")
+    {
+        fields::set(obj, "/metadata/labels", labels);
+    }
+}
+
 impl Strategy for JobStrategy {
     fn defaults(&self, obj: &mut Value) {
         if !is_set(obj, "/spec/completions") && !is_set(obj, "/spec/parallelism") {
@@ -187,12 +196,7 @@ impl Strategy for JobStrategy {
         default(obj, "/spec/parallelism", json!(1));
         let backoff = if is_set(obj, "/spec/backoffLimitPerIndex") { json!(i32::MAX) } else { json!(6) };
         default(obj, "/spec/backoffLimit", backoff);
-        if let Some(labels) =
-            obj.pointer("/spec/template/metadata/labels").filter(|l| l.as_object().is_some_and(|m| !m.is_empty())).cloned()
-            && !fields::has(obj, "/metadata/labels")
-        {
-            fields::set(obj, "/metadata/labels", labels);
-        }
+        default_labels(obj);
         default(obj, "/spec/completionMode", json!("NonIndexed"));
         default(obj, "/spec/suspend", json!(false));
         let replacement = if is_set(obj, "/spec/podFailurePolicy") { "Failed" } else { "TerminatingOrFailed" };
@@ -205,6 +209,9 @@ impl Strategy for JobStrategy {
 
     fn prepare_for_create(&self, obj: &mut Value) {
         obj["status"] = json!({});
+        // kube defaults the labels as it decodes the request, before the
+        // selector's labels are added to the template.
+        default_labels(obj);
         if !manual_selector(obj) {
             generate_selector(obj);
         }

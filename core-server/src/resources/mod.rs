@@ -42,6 +42,7 @@ mod statefulset;
 mod storageclass;
 mod workload;
 
+pub use certificatesigningrequest::CsrRequester;
 pub use namespace::FINALIZER as NAMESPACE_FINALIZER;
 
 use generic_server::resource::{GroupVersionKind, Resource, ScaleSelector, ScaleSpec};

@@ -87,6 +87,9 @@ impl Strategy for PersistentVolumeStrategy {
     fn defaults(&self, obj: &mut Value) {
         default(obj, "/spec/persistentVolumeReclaimPolicy", json!("Retain"));
         default(obj, "/spec/volumeMode", json!("Filesystem"));
+        if is_set(obj, "/spec/hostPath") {
+            default(obj, "/spec/hostPath/type", json!(""));
+        }
         default(obj, "/status/phase", json!("Pending"));
     }
 
