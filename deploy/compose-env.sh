@@ -9,7 +9,7 @@
 #   KUBECHAIN_PKI_DIR             certificates (default deploy/pki)
 #   KUBECHAIN_IMAGE_TAG           tag of the images built (default local)
 #   KUBECHAIN_COMPOSE_HA=1        three etcd members (docker-compose.ha.yml); or pass --ha first
-#   COMPOSE_PROFILES=metrics      also run metrics-server
+#   KUBECHAIN_NODE_NAME          the Node metrics-server measures (default kubechain-compose)
 # shellcheck shell=sh
 
 deploy=$(cd "$(dirname "$0")" && pwd)

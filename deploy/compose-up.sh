@@ -81,12 +81,9 @@ build_image() {
 }
 
 build_image etcd "$(command -v etcd)" "$(command -v etcdctl)"
-for component in aggregator core-server extension-server; do
+for component in aggregator core-server extension-server metrics-server; do
     build_image "$component" "$bin/$component"
 done
-if [ -x "$bin/metrics-server" ]; then
-    build_image metrics-server "$bin/metrics-server"
-fi
 
 # 3. Certificates: every server is reached by its compose service name.
 "$bin/kubechain" certs --dir "$KUBECHAIN_PKI_DIR" \
@@ -108,6 +105,16 @@ until curl -sf --max-time 5 --cacert "$KUBECHAIN_PKI_DIR/ca.crt" \
     fi
     sleep 1
 done
+# metrics-server's replicas by container address, and the Node they measure.
+metrics=""
+for container in $(compose ps -q metrics-server); do
+    ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$container")
+    metrics="${metrics:+$metrics,}$ip:4443"
+done
+if [ -n "$metrics" ]; then
+    "$bin/kubechain" addons --pki "$KUBECHAIN_PKI_DIR" --server "https://127.0.0.1:$KUBECHAIN_COMPOSE_PORT" \
+        --node "${KUBECHAIN_NODE_NAME:-kubechain-compose}" --metrics "$metrics" >/dev/null
+fi
 mkdir -p "$(dirname "$kubeconfig")"
 cp "$KUBECHAIN_PKI_DIR/kubeconfig" "$kubeconfig"
 chmod 600 "$kubeconfig"

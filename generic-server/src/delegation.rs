@@ -245,11 +245,16 @@ impl GrpcDelegate {
         Ok(Replica { address: address.into(), client, failed_at: None })
     }
 
-    /// Replaces the replica set, keeping the connections of replicas that stay.
+    /// Replaces the replica set, keeping the connections of replicas that
+    /// stay; an address registered twice (a restarted replica whose old
+    /// lease has not expired yet) counts once.
     pub fn set_endpoints(&self, endpoints: &[String]) -> Result<(), tonic::transport::Error> {
         let current = self.replicas.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let mut next = Vec::new();
+        let mut next: Vec<Replica> = Vec::new();
         for address in endpoints {
+            if next.iter().any(|r| r.address == *address) {
+                continue;
+            }
             match current.iter().find(|r| r.address == *address) {
                 Some(existing) => next.push(existing.clone()),
                 None => next.push(self.connect(address)?),

@@ -87,11 +87,14 @@ fn host_node(name: &str) -> Value {
     })
 }
 
-/// Registers the host's Node and metrics-server (listening on `metrics_port`).
-pub async fn register(pki: &Pki, port: u16, node: &str, metrics_port: u16) -> Result<()> {
+/// Registers, through the front door at `base`, the host's Node and
+/// metrics-server with its replicas at `metrics` (all on one port).
+pub async fn register(pki: &Pki, base: &str, node: &str, metrics: &[std::net::SocketAddr]) -> Result<()> {
     let client = admin_client(pki)?;
-    let base = format!("https://127.0.0.1:{port}");
-    ensure(&client, &base, "/api/v1/nodes", &host_node(node)).await.context("registering the host's Node")?;
+    let metrics_port = metrics.first().context("no metrics-server address")?.port();
+    let addresses: Vec<String> = metrics.iter().map(|a| a.ip().to_string()).collect();
+    let address_type = if metrics[0].is_ipv6() { "IPv6" } else { "IPv4" };
+    ensure(&client, base, "/api/v1/nodes", &host_node(node)).await.context("registering the host's Node")?;
     let ca = base64::engine::general_purpose::STANDARD.encode(std::fs::read(pki.ca())?);
     let objects = [
         (
@@ -104,8 +107,8 @@ pub async fn register(pki: &Pki, port: u16, node: &str, metrics_port: u16) -> Re
             "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices",
             json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
                    "metadata": {"name": "metrics-server", "namespace": "kube-system", "labels": {"kubernetes.io/service-name": "metrics-server"}},
-                   "addressType": "IPv4",
-                   "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+                   "addressType": address_type,
+                   "endpoints": addresses.iter().map(|a| json!({"addresses": [a], "conditions": {"ready": true}})).collect::<Vec<_>>(),
                    "ports": [{"name": "https", "port": metrics_port, "protocol": "TCP"}]}),
         ),
         (
@@ -117,7 +120,7 @@ pub async fn register(pki: &Pki, port: u16, node: &str, metrics_port: u16) -> Re
         ),
     ];
     for (collection, object) in &objects {
-        ensure(&client, &base, collection, object).await.with_context(|| format!("registering {collection}"))?;
+        ensure(&client, base, collection, object).await.with_context(|| format!("registering {collection}"))?;
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! kubechain: the launcher. `kubechain up` starts a whole local cluster
 //! (etcd, extension-server, core-server, aggregator) as supervised child
 //! processes; `kubechain certs` writes the certificates for a compose
-//! deployment.
+//! deployment and `kubechain addons` registers its Node and metrics-server.
 
 mod bootstrap;
 mod pki;
@@ -36,6 +36,21 @@ enum Command {
         #[arg(long)]
         kubeconfig_server: Option<String>,
     },
+    /// Register the host's Node and metrics-server with a running cluster, as `up` does (for docker-compose).
+    Addons {
+        /// The cluster's certificates (the admin's is used).
+        #[arg(long, default_value = "deploy/pki")]
+        pki: PathBuf,
+        /// The front door's URL.
+        #[arg(long)]
+        server: String,
+        /// The name of the Node metrics-server measures.
+        #[arg(long)]
+        node: String,
+        /// metrics-server's addresses (IP:port), one per replica.
+        #[arg(long, value_delimiter = ',', required = true)]
+        metrics: Vec<std::net::SocketAddr>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -50,6 +65,11 @@ fn main() -> anyhow::Result<()> {
                 pki::write_kubeconfig(&pki, &server, &dir.join("kubeconfig"))?;
             }
             println!("certificates written to {}", dir.display());
+            Ok(())
+        }
+        Command::Addons { pki, server, node, metrics } => {
+            runtime.block_on(bootstrap::register(&pki::Pki::new(&pki), &server, &node, &metrics))?;
+            println!("registered Node {node} and metrics-server at {metrics:?}");
             Ok(())
         }
     }

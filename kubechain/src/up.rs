@@ -205,7 +205,8 @@ pub async fn up(args: UpArgs) -> Result<()> {
         .await
         .with_context(|| format!("waiting for the cluster to be ready (logs in {})", logs.display()))?;
     }
-    crate::bootstrap::register(&pki, args.port, &node, ports.metrics).await.context("registering the host and metrics-server")?;
+    crate::bootstrap::register(&pki, &format!("https://127.0.0.1:{}", args.port), &node, &[([127, 0, 0, 1], ports.metrics).into()])
+        .await.context("registering the host and metrics-server")?;
     let kubeconfig = dir.join("kubeconfig");
     for (i, port) in front_ports.iter().enumerate() {
         let path = if i == 0 { kubeconfig.clone() } else { dir.join(format!("kubeconfig-{}", i + 1)) };

@@ -157,6 +157,17 @@ fn compose_with_three_core_servers_serves_through_the_loss_of_one() {
     assert!(namespaces.ok().contains("namespace/default"), "{}", namespaces.stdout);
     project.kubectl(&["create", "namespace", "compose"]).ok();
     assert!(project.create_configmap("compose", "before"));
+    // metrics-server, registered by compose-up.sh, answers through the aggregator's proxy.
+    let mut top = project.kubectl(&["top", "node", "--no-headers"]);
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            top = project.kubectl(&["top", "node", "--no-headers"]);
+            top.code == 0
+        }),
+        "kubectl top node: {}",
+        top.stderr
+    );
+    assert_eq!(top.stdout.split_whitespace().next(), Some("kubechain-compose"), "{}", top.stdout);
     let cores = project.containers("core-server");
     assert_eq!(cores.len(), 3, "core containers: {cores:?}");
     assert!(eventually(Duration::from_secs(20), || project.core_registrations() == 3), "three core servers registered");
