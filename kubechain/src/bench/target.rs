@@ -22,6 +22,9 @@ pub struct Target {
     pub etcd: String,
     /// Whether the bench started the cluster (and so knows its processes).
     started: Option<Started>,
+    /// For `--target`: the kubeconfig's directory, which the command lines
+    /// of a `kubechain up` cluster's processes name.
+    cluster_dir: Option<String>,
 }
 
 struct Started {
@@ -40,7 +43,8 @@ impl Target {
                 Some(e) => e.clone(),
                 None => etcd_from_ports_file(&kubeconfig).unwrap_or_else(|| "http://127.0.0.1:2379".to_string()),
             };
-            return Ok(Target { credentials, etcd, started: None });
+            let cluster_dir = std::fs::canonicalize(&kubeconfig).ok().and_then(|k| Some(k.parent()?.display().to_string()));
+            return Ok(Target { credentials, etcd, started: None, cluster_dir });
         }
         let temporary = args.data_dir.is_none();
         let data_dir = args.data_dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("kubechain-bench-{}", std::process::id())));
@@ -52,7 +56,7 @@ impl Target {
         let cluster = up::start(&up_args).await.context("starting a cluster")?;
         let credentials = Credentials::from_kubeconfig(&cluster.kubeconfig, None)?;
         let etcd = cluster.etcd_url.clone();
-        Ok(Target { credentials, etcd, started: Some(Started { cluster, temporary }) })
+        Ok(Target { credentials, etcd, started: Some(Started { cluster, temporary }), cluster_dir: None })
     }
 
     /// Whether this run owns the cluster (and may simply throw it away).
@@ -72,7 +76,7 @@ impl Target {
             .map(|name| {
                 let pid = match &self.started {
                     Some(_) => own_children().into_iter().find(|(n, _)| n == name).map(|(_, pid)| pid).ok_or_else(|| "not running".to_string()),
-                    None => by_name(name),
+                    None => by_name(name, self.cluster_dir.as_deref()),
                 };
                 (*name, pid)
             })
@@ -121,14 +125,19 @@ fn program_name(pid: u32) -> Option<String> {
 }
 
 /// The one process on this machine whose program is `name` (what `pgrep`
-/// would find, without its 15-character limit on names).
-fn by_name(name: &str) -> Result<u32, String> {
+/// would find, without its 15-character limit on names); among several,
+/// the one whose command line names `dir`.
+fn by_name(name: &str, dir: Option<&str>) -> Result<u32, String> {
     let entries = std::fs::read_dir("/proc").map_err(|e| format!("reading /proc: {e}"))?;
-    let pids: Vec<u32> = entries
+    let mut pids: Vec<u32> = entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| program_name(*pid).as_deref() == Some(name))
         .collect();
+    if let (true, Some(dir)) = (pids.len() > 1, dir) {
+        let names_dir = |pid: &u32| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(&format!("{dir}/")));
+        pids.retain(names_dir);
+    }
     match pids.as_slice() {
         [pid] => Ok(*pid),
         [] => Err("no such process on this machine".into()),
