@@ -46,10 +46,7 @@ fn status(err: kube::Error) -> kube::core::Status {
 
 /// The managers recorded in an object's managedFields, with their operations.
 fn managers(d: &Deployment) -> Vec<(String, String)> {
-    d.managed_fields()
-        .iter()
-        .map(|m| (m.manager.clone().unwrap_or_default(), m.operation.clone().unwrap_or_default()))
-        .collect()
+    d.managed_fields().iter().map(|m| (m.manager.clone().unwrap_or_default(), m.operation.clone().unwrap_or_default())).collect()
 }
 
 /// The next event of a watcher, or a panic after `within`.
@@ -106,9 +103,12 @@ fn kube_rs_api_server_side_apply_and_watcher() {
         let again = status(again);
         assert_eq!((again.code, again.reason.as_str()), (409, "AlreadyExists"));
         assert_eq!(again.message, "deployments.apps \"typed\" already exists");
-        api.create(&PostParams::default(), &serde_json::from_value(deployment("other", 1, json!({"team": "other"}))).expect("a Deployment"))
-            .await
-            .expect("create");
+        api.create(
+            &PostParams::default(),
+            &serde_json::from_value(deployment("other", 1, json!({"team": "other"}))).expect("a Deployment"),
+        )
+        .await
+        .expect("create");
         let listed = api.list(&ListParams::default().labels("team=kube-rs")).await.expect("list");
         assert_eq!(listed.items.iter().map(|d| d.name_any()).collect::<Vec<_>>(), ["typed"]);
         assert!(listed.metadata.resource_version.is_some_and(|rv| !rv.is_empty()));
@@ -119,10 +119,12 @@ fn kube_rs_api_server_side_apply_and_watcher() {
 
         // Server-side apply: creates, then another manager conflicts, then forces.
         let alice = PatchParams::apply("alice");
-        let applied = api.patch("applied", &alice, &Patch::Apply(deployment("applied", 2, json!({"team": "kube-rs"})))).await.expect("apply");
+        let applied =
+            api.patch("applied", &alice, &Patch::Apply(deployment("applied", 2, json!({"team": "kube-rs"})))).await.expect("apply");
         assert_eq!(applied.spec.as_ref().and_then(|s| s.replicas), Some(2));
         assert_eq!(managers(&applied), [("alice".to_string(), "Apply".to_string())]);
-        let replicas_only = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "applied"}, "spec": {"replicas": 5}});
+        let replicas_only =
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "applied"}, "spec": {"replicas": 5}});
         let conflict = api.patch("applied", &PatchParams::apply("bob"), &Patch::Apply(&replicas_only)).await.expect_err("a conflict");
         let conflict = status(conflict);
         assert_eq!((conflict.code, conflict.reason.as_str()), (409, "Conflict"));
@@ -138,7 +140,8 @@ fn kube_rs_api_server_side_apply_and_watcher() {
         assert_eq!(owners, [("alice".to_string(), "Apply".to_string()), ("bob".to_string(), "Apply".to_string())]);
         // A dry-run apply answers with the result and changes nothing.
         let dry = PatchParams::apply("bob").dry_run();
-        let replicas_seven = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "applied"}, "spec": {"replicas": 7}});
+        let replicas_seven =
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "applied"}, "spec": {"replicas": 7}});
         let shown = api.patch("applied", &dry, &Patch::Apply(&replicas_seven)).await.expect("dry-run apply");
         assert_eq!(shown.spec.as_ref().and_then(|s| s.replicas), Some(7));
         let stored = api.get("applied").await.expect("get");
