@@ -1171,12 +1171,16 @@ async fn present_with(
         .collect()
 }
 
-/// Whether an update changes nothing but server-kept bookkeeping.
+/// Whether an update changes nothing but server-kept bookkeeping. A change
+/// of field ownership alone (an apply of the values already there by
+/// another manager) is a change, as in kube; the time of an entry is not.
 fn unchanged(new: &Value, old: &Value) -> bool {
     let strip = |obj: &Value| {
         let mut v = without_rv(obj);
-        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("managedFields");
+        for entry in v.pointer_mut("/metadata/managedFields").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(entry) = entry.as_object_mut() {
+                entry.remove("time");
+            }
         }
         v
     };
@@ -1416,5 +1420,15 @@ mod tests {
         assert_eq!(FieldValidation::parse(Some("Strict")).unwrap(), FieldValidation::Strict);
         assert_eq!(FieldValidation::parse(None).unwrap(), FieldValidation::Warn);
         assert_eq!(FieldValidation::parse(Some("x")).unwrap_err().code(), 400);
+    }
+
+    #[test]
+    fn a_new_owner_is_a_change_a_new_time_is_not() {
+        let entry = |manager: &str, time: &str| json!({"manager": manager, "operation": "Apply", "time": time});
+        let old = json!({"metadata": {"name": "a", "resourceVersion": "5", "managedFields": [entry("alice", "t1")]}, "spec": {"x": 1}});
+        let retimed = json!({"metadata": {"name": "a", "managedFields": [entry("alice", "t2")]}, "spec": {"x": 1}});
+        assert!(unchanged(&retimed, &old));
+        let shared = json!({"metadata": {"name": "a", "managedFields": [entry("alice", "t1"), entry("carol", "t2")]}, "spec": {"x": 1}});
+        assert!(!unchanged(&shared, &old));
     }
 }

@@ -9,17 +9,10 @@ use serde_json::{Value, json};
 use crate::pki::Pki;
 
 /// An HTTPS client authenticated as the cluster admin.
-pub fn admin_client(pki: &Pki) -> Result<reqwest::Client> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut std::fs::read(pki.ca())?.as_slice()) {
-        roots.add(cert?)?;
-    }
+fn admin_client(pki: &Pki) -> Result<reqwest::Client> {
     let admin = pki.files("admin");
-    let certs = rustls_pemfile::certs(&mut std::fs::read(&admin.cert)?.as_slice()).collect::<Result<Vec<_>, _>>()?;
-    let key = rustls_pemfile::private_key(&mut std::fs::read(&admin.key)?.as_slice())?.context("admin key")?;
-    let tls = rustls::ClientConfig::builder().with_root_certificates(roots).with_client_auth_cert(certs, key)?;
-    Ok(reqwest::Client::builder().use_preconfigured_tls(tls).build()?)
+    let tls = crate::bench::client::tls_config(&std::fs::read(pki.ca())?, &std::fs::read(&admin.cert)?, &std::fs::read(&admin.key)?)?;
+    Ok(reqwest::Client::builder().tls_backend_preconfigured(tls).build()?)
 }
 
 /// Creates an object, or replaces what exists; Ok once it is stored.

@@ -3,6 +3,7 @@
 //! processes; `kubechain certs` writes the certificates for a compose
 //! deployment and `kubechain addons` registers its Node and metrics-server.
 
+mod bench;
 mod bootstrap;
 mod pki;
 mod supervisor;
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Start a local cluster and supervise it in the foreground.
     Up(up::UpArgs),
+    /// Measure raw etcd and the same work through kubechain, in one run.
+    Bench(bench::BenchArgs),
     /// Write the cluster certificates (for docker-compose) into a directory.
     Certs {
         /// Where to write them.
@@ -58,6 +61,7 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Command::Up(args) => runtime.block_on(up::up(args)),
+        Command::Bench(args) => runtime.block_on(bench::run(args)),
         Command::Certs { dir, hosts, kubeconfig_server } => {
             let pki = pki::Pki::new(&dir);
             pki.ensure(&hosts)?;

@@ -18,19 +18,33 @@ use crate::supervisor::{ChildSpec, Supervisor};
 pub struct UpArgs {
     /// Where certificates, etcd data, logs and the kubeconfig live.
     #[arg(long, default_value = "./.kubechain")]
-    data_dir: PathBuf,
+    pub data_dir: PathBuf,
     /// The front door's port (extra aggregators take the next ports).
     #[arg(long, default_value_t = 6443)]
-    port: u16,
+    pub port: u16,
     /// How many core servers to run.
     #[arg(long, default_value_t = 1)]
-    core_replicas: usize,
+    pub core_replicas: usize,
     /// How many extension servers to run.
     #[arg(long, default_value_t = 1)]
-    extension_replicas: usize,
+    pub extension_replicas: usize,
     /// How many aggregators to run.
     #[arg(long, default_value_t = 1)]
-    aggregator_replicas: usize,
+    pub aggregator_replicas: usize,
+}
+
+/// A cluster started by [`start`]: its processes and where to reach it.
+pub struct Cluster {
+    /// The data directory (absolute).
+    pub dir: PathBuf,
+    /// The directory of the processes' logs.
+    pub logs: PathBuf,
+    /// The admin kubeconfig of the first front door.
+    pub kubeconfig: PathBuf,
+    /// etcd's client URL.
+    pub etcd_url: String,
+    /// The running processes.
+    pub children: Supervisor,
 }
 
 /// The loopback ports of everything behind the front door, kept across
@@ -122,6 +136,29 @@ pub async fn up(args: UpArgs) -> Result<()> {
     let started = Instant::now();
     // If whoever started us dies, stop the cluster rather than orphan it.
     let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
+    let Cluster { logs, kubeconfig, mut children, .. } = start(&args).await?;
+    eprintln!("kubechain: ready in {:.1}s; logs in {}", started.elapsed().as_secs_f64(), logs.display());
+    println!("kubechain ready: export KUBECONFIG={}", kubeconfig.display());
+
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            _ = interrupt.recv() => break,
+            _ = terminate.recv() => break,
+            _ = tick.tick() => children.restart_exited().await?,
+        }
+    }
+    eprintln!("kubechain: stopping");
+    children.stop_all().await;
+    Ok(())
+}
+
+/// Starts etcd and every server as child processes and waits until each
+/// front door is ready; writes the kubeconfigs. The caller supervises and
+/// stops the returned children.
+pub async fn start(args: &UpArgs) -> Result<Cluster> {
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
     let dir = std::fs::canonicalize(&args.data_dir)?;
     let logs = dir.join("logs");
@@ -212,22 +249,7 @@ pub async fn up(args: UpArgs) -> Result<()> {
         let path = if i == 0 { kubeconfig.clone() } else { dir.join(format!("kubeconfig-{}", i + 1)) };
         pki::write_kubeconfig(&pki, &format!("https://127.0.0.1:{port}"), &path)?;
     }
-    eprintln!("kubechain: ready in {:.1}s; logs in {}", started.elapsed().as_secs_f64(), logs.display());
-    println!("kubechain ready: export KUBECONFIG={}", kubeconfig.display());
-
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut tick = tokio::time::interval(Duration::from_millis(500));
-    loop {
-        tokio::select! {
-            _ = interrupt.recv() => break,
-            _ = terminate.recv() => break,
-            _ = tick.tick() => children.restart_exited().await?,
-        }
-    }
-    eprintln!("kubechain: stopping");
-    children.stop_all().await;
-    Ok(())
+    Ok(Cluster { dir, logs, kubeconfig, etcd_url, children })
 }
 
 /// Waits for `ready`, failing early if a child exits.

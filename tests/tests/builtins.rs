@@ -458,6 +458,43 @@ spec:
     },
 ];
 
+/// kubectl's `-o jsonpath=` for the subset [`APPLIED`] uses: `{.a.b[0].c}`
+/// and `{.a[*].b}` between plain text; strings print bare, the rest as JSON.
+fn jsonpath(obj: &Value, template: &str) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let end = start + rest[start..].find('}').expect("a closing brace");
+        let mut values = vec![obj];
+        for step in rest[start + 1..end].trim_start_matches('.').split('.') {
+            let (key, index) = step.split_once('[').map_or((step, None), |(k, i)| (k, Some(i.trim_end_matches(']'))));
+            values = values.into_iter().filter_map(|v| v.get(key)).collect();
+            values = match index {
+                None => values,
+                Some("*") => values.into_iter().flat_map(|v| v.as_array().into_iter().flatten()).collect(),
+                Some(i) => values.into_iter().filter_map(|v| v.get(i.parse::<usize>().expect("an index"))).collect(),
+            };
+        }
+        let printed: Vec<String> = values.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect();
+        out.push_str(&printed.join(" "));
+        rest = &rest[end + 1..];
+    }
+    out + rest
+}
+
+/// Every object of [`APPLIED`], read with one `kubectl get`, in order.
+fn applied_objects(cluster: &Cluster) -> Vec<Value> {
+    let refs: Vec<String> = APPLIED.iter().map(|a| format!("{}/{}", a.resource, a.name)).collect();
+    let mut args = vec!["get"];
+    args.extend(refs.iter().map(String::as_str));
+    args.extend(["-o", "json", "--show-managed-fields"]);
+    let items = cluster.kubectl(&args).json()["items"].as_array().cloned().unwrap_or_default();
+    let names: Vec<&str> = items.iter().filter_map(|i| i["metadata"]["name"].as_str()).collect();
+    assert_eq!(names, APPLIED.iter().map(|a| a.name).collect::<Vec<_>>());
+    items
+}
+
 #[test]
 fn apply_twice_in_every_group() {
     let cluster = Cluster::start();
@@ -465,20 +502,18 @@ fn apply_twice_in_every_group() {
     let out = apply(&cluster, &first.join("---\n"));
     assert_eq!(out.ok().lines().filter(|l| l.ends_with(" created")).count(), APPLIED.len(), "{}", out.stdout);
     assert!(out.stderr.trim().is_empty(), "apply printed warnings: {}", out.stderr);
-    for a in APPLIED {
-        let path = format!("jsonpath={}", a.path);
-        assert_eq!(cluster.kubectl(&["get", a.resource, a.name, "-o", &path]).ok(), a.before, "{} {} before", a.resource, a.name);
+    let created = applied_objects(&cluster);
+    for (a, obj) in APPLIED.iter().zip(&created) {
+        assert_eq!(jsonpath(obj, a.path), a.before, "{} {} before", a.resource, a.name);
     }
-    // Applying the same manifests again changes nothing.
-    let rvs: Vec<i64> = APPLIED.iter().map(|a| rv(&get(&cluster, &[a.resource, a.name]))).collect();
     // kubectl still sends a patch (and prints "configured") where a list it
     // cannot merge (an atomic list, a `replace` selector) holds defaults:
     // the server finds nothing to change and writes nothing.
     let again = apply(&cluster, &first.join("---\n"));
     assert_eq!(again.ok().lines().filter(|l| l.ends_with(" unchanged") || l.ends_with(" configured")).count(), APPLIED.len());
     assert!(again.stdout.contains("deployment.apps/web unchanged"), "{}", again.stdout);
-    let rvs_again: Vec<i64> = APPLIED.iter().map(|a| rv(&get(&cluster, &[a.resource, a.name]))).collect();
-    assert_eq!(rvs, rvs_again, "an unchanged apply wrote");
+    let rvs: Vec<i64> = created.iter().map(rv).collect();
+    assert_eq!(applied_objects(&cluster).iter().map(rv).collect::<Vec<_>>(), rvs, "an unchanged apply wrote");
 
     let second: Vec<String> = APPLIED
         .iter()
@@ -494,10 +529,8 @@ fn apply_twice_in_every_group() {
     let out = apply(&cluster, &second.join("---\n"));
     assert_eq!(out.ok().lines().filter(|l| l.ends_with(" configured")).count(), APPLIED.len(), "{}", out.stdout);
     assert!(out.stderr.trim().is_empty(), "apply printed warnings: {}", out.stderr);
-    for a in APPLIED {
-        let path = format!("jsonpath={}", a.path);
-        assert_eq!(cluster.kubectl(&["get", a.resource, a.name, "-o", &path]).ok(), a.after, "{} {} after", a.resource, a.name);
-        let obj = get(&cluster, &[a.resource, a.name]);
+    for (a, obj) in APPLIED.iter().zip(applied_objects(&cluster)) {
+        assert_eq!(jsonpath(&obj, a.path), a.after, "{} {} after", a.resource, a.name);
         let managers: BTreeSet<&str> =
             obj["metadata"]["managedFields"].as_array().into_iter().flatten().filter_map(|m| m["manager"].as_str()).collect();
         assert_eq!(managers, BTreeSet::from(["kubectl-client-side-apply"]), "{} managedFields", a.resource);

@@ -15,7 +15,7 @@ use http::{StatusCode, header};
 use serde_json::Value;
 
 use crate::codec::{self, MediaType};
-use crate::error::{Error, Reason, Result};
+use crate::error::{Error, FieldError, Reason, Result};
 use crate::field_selector::FieldSelector;
 use crate::label_selector::LabelSelector;
 use crate::registry::{FieldValidation, ListOptions, Store, WriteOptions};
@@ -146,13 +146,6 @@ pub(crate) fn list_options(req: &ApiRequest) -> Result<ListOptions> {
         None => 0,
     };
     let resource_version_match = get("resourceVersionMatch");
-    if let Some(m) = &resource_version_match {
-        if m != "NotOlderThan" && m != "Exact" {
-            return Err(Error::bad_request(format!(
-                "resourceVersionMatch: Unsupported value: {m:?}: supported values: \"Exact\", \"NotOlderThan\""
-            )));
-        }
-    }
     let timeout = match get("timeoutSeconds") {
         Some(t) => Some(std::time::Duration::from_secs(
             t.parse::<u64>().map_err(|_| Error::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
@@ -164,6 +157,9 @@ pub(crate) fn list_options(req: &ApiRequest) -> Result<ListOptions> {
     if continue_token.is_some() && resource_version.as_deref().is_some_and(|rv| rv != "0") && req.info.verb == "list" {
         return Err(Error::bad_request("specifying resource version is not allowed when using continue"));
     }
+    let send_initial_events = get("sendInitialEvents").map(|v| v == "true");
+    let watch = req.info.verb == "watch" || flag("watch");
+    validate_list_options(watch, resource_version.as_deref(), resource_version_match.as_deref(), continue_token.is_some(), send_initial_events)?;
     Ok(ListOptions {
         labels,
         fields,
@@ -172,9 +168,40 @@ pub(crate) fn list_options(req: &ApiRequest) -> Result<ListOptions> {
         resource_version,
         resource_version_match,
         allow_bookmarks: flag("allowWatchBookmarks"),
-        send_initial_events: get("sendInitialEvents").map(|v| v == "true"),
+        send_initial_events,
         timeout,
     })
+}
+
+/// kube's `ValidateListOptions`: a 422 on `ListOptions.meta.k8s.io ""`.
+fn validate_list_options(watch: bool, rv: Option<&str>, rv_match: Option<&str>, cont: bool, send_initial: Option<bool>) -> Result<()> {
+    let forbidden = |detail: &str| FieldError::forbidden("resourceVersionMatch", detail);
+    let mut errs = Vec::new();
+    if watch && send_initial.is_some() && rv_match != Some("NotOlderThan") {
+        errs.push(forbidden("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+    }
+    if let Some(m) = rv_match {
+        if watch && send_initial.is_none() {
+            errs.push(forbidden("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+        }
+        if !watch && rv.is_none() {
+            errs.push(forbidden("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+        }
+        if cont {
+            errs.push(forbidden("resourceVersionMatch is forbidden when continue is provided"));
+        }
+        let supported: &[&str] = if watch { &["NotOlderThan"] } else { &["Exact", "NotOlderThan", ""] };
+        if !supported.contains(&m) {
+            errs.push(FieldError::not_supported("resourceVersionMatch", m, supported));
+        }
+        if !watch && m == "Exact" && rv == Some("0") {
+            errs.push(forbidden("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+        }
+    }
+    if !watch && send_initial.is_some() {
+        errs.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+    }
+    if errs.is_empty() { Ok(()) } else { Err(Error::invalid("meta.k8s.io", "ListOptions", "", errs)) }
 }
 
 /// An object response: JSON, or a one-row Table.
@@ -197,4 +224,29 @@ fn with_warnings(mut resp: ApiResponse, warnings: &[String]) -> ApiResponse {
         resp.warn(w);
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(watch: bool, rv: Option<&str>, rv_match: Option<&str>, send_initial: Option<bool>) -> String {
+        validate_list_options(watch, rv, rv_match, false, send_initial).err().map(|e| e.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn list_options_as_kube_validates_them() {
+        assert_eq!(errors(false, Some("5"), Some("Exact"), None), "");
+        assert_eq!(errors(true, None, Some("NotOlderThan"), Some(true)), "");
+        assert_eq!(
+            errors(false, None, Some("Exact"), None),
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+        );
+        assert!(errors(false, Some("0"), Some("Bogus"), None).ends_with(
+            "resourceVersionMatch: Unsupported value: \"Bogus\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+        ));
+        assert!(errors(true, None, None, Some(true)).ends_with("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+        assert!(errors(true, None, Some("NotOlderThan"), None).ends_with("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+        assert!(errors(false, None, None, Some(true)).ends_with("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"));
+    }
 }

@@ -1,0 +1,463 @@
+//! `kubechain bench`: the same work against raw etcd and through the front
+//! door, in one run, at the same concurrency and with the same bytes, printed
+//! as one table with each ratio to etcd and the targets of the performance
+//! issue (creates ≥ 0.7× etcd, GET ≥ 2×, LIST ≥ 5×, watch p99 < 100 ms with
+//! 1,000 watchers, core-server memory < 3× the JSON it caches).
+//!
+//! ```text
+//! kubechain bench --size small            # CI smoke: fails on errors, not on numbers
+//! kubechain bench --target https://127.0.0.1:6443 --kubeconfig .kubechain/kubeconfig
+//! ```
+
+pub mod client;
+mod load;
+mod report;
+mod target;
+mod watch;
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, anyhow, bail};
+use bytes::Bytes;
+use etcd_client::{Compare, CompareOp, DeleteOptions, GetOptions, KvClient, Txn, TxnOp};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use tokio::signal::unix::{SignalKind, signal};
+
+use client::Api;
+use load::{Throughput, closed_loop, for_each};
+use report::{CpuTable, Table};
+use target::Target;
+use watch::{WatchPlan, WatchResult};
+
+/// Options of `kubechain bench`.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Data directory of the cluster the bench starts (default: a temporary
+    /// directory, removed afterwards).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Front door port of the cluster the bench starts (default: a free port).
+    #[arg(long)]
+    port: Option<u16>,
+    /// `small`: a smoke run of a few seconds per phase; `full`: the sizes of
+    /// the performance targets.
+    #[arg(long, value_enum, default_value_t = Size::Full)]
+    size: Size,
+    /// Requests in flight at once, the same for etcd and kubechain; each
+    /// worker has its own connection.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    /// Bench an existing cluster at this URL instead of starting one.
+    #[arg(long)]
+    target: Option<String>,
+    /// Admin kubeconfig (client certificate) for --target (default: $KUBECONFIG).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// etcd of --target (default: from `ports.json` beside the kubeconfig,
+    /// else http://127.0.0.1:2379).
+    #[arg(long)]
+    etcd_endpoint: Option<String>,
+    /// The cluster's etcd key prefix.
+    #[arg(long, default_value = "/registry")]
+    etcd_prefix: String,
+}
+
+/// How big a run is.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Size {
+    /// CI smoke run.
+    Small,
+    /// The issue's sizes.
+    Full,
+}
+
+/// The sizes and times of a run.
+struct Plan {
+    /// Objects in the LIST (and in its raw etcd copy).
+    objects: usize,
+    /// Watchers of the two watch phases.
+    watchers: [usize; 2],
+    /// Timed length of each throughput phase.
+    phase: Duration,
+    /// Watch events per second.
+    rate: u32,
+    /// How long each watch phase writes.
+    watch_time: Duration,
+    /// How long watchers may lag after the last write.
+    grace: Duration,
+}
+
+/// Characters of the `data.payload` of every benched configmap: the stored
+/// object (with its metadata and managed fields) comes to about 1 KiB.
+const PAYLOAD: usize = 770;
+/// The targets of the performance issue.
+const CREATE_RATIO: f64 = 0.7;
+const GET_RATIO: f64 = 2.0;
+const LIST_RATIO: f64 = 5.0;
+const WATCH_P99: Duration = Duration::from_millis(100);
+const MEMORY_TIMES_JSON: f64 = 3.0;
+
+impl Plan {
+    fn new(size: Size) -> Plan {
+        match size {
+            Size::Small => Plan {
+                objects: 200,
+                watchers: [5, 10],
+                phase: Duration::from_secs(2),
+                rate: 200,
+                watch_time: Duration::from_secs(2),
+                grace: Duration::from_secs(5),
+            },
+            Size::Full => Plan {
+                objects: 1000,
+                watchers: [100, 1000],
+                phase: Duration::from_secs(10),
+                rate: 200,
+                watch_time: Duration::from_secs(10),
+                grace: Duration::from_secs(15),
+            },
+        }
+    }
+}
+
+/// Runs `kubechain bench`: prints the table, fails if anything failed.
+pub async fn run(args: BenchArgs) -> Result<()> {
+    // If whoever started us dies, stop the cluster rather than orphan it.
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
+    raise_open_files_limit();
+    let plan = Plan::new(args.size);
+    match &args.target {
+        Some(url) => eprintln!("bench: targeting {url}"),
+        None => eprintln!("bench: starting a cluster"),
+    }
+    let mut target = Target::open(&args).await?;
+    let outcome = tokio::select! {
+        outcome = bench(&args, &plan, &mut target) => outcome,
+        why = interrupted() => Err(anyhow!("{why}")),
+    };
+    let logs = target.logs().map(|l| l.display().to_string());
+    target.close().await;
+    let errors = outcome?;
+    if !errors.is_empty() {
+        let logs = logs.map(|l| format!(" (server logs were in {l})")).unwrap_or_default();
+        bail!("the bench saw {} kinds of errors{logs}", errors.len());
+    }
+    Ok(())
+}
+
+async fn interrupted() -> String {
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "interrupted".into(),
+        _ = term.recv() => "terminated".into(),
+    }
+}
+
+/// A thousand watchers need a thousand connections; the started servers
+/// inherit the limit.
+fn raise_open_files_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let want = hard.min(65536);
+        if soft < want {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, want, hard);
+        }
+    }
+}
+
+/// Names of this run's namespaces and raw etcd keys, unique per run.
+struct Names {
+    create_ns: String,
+    list_ns: String,
+    watch_ns: [String; 2],
+    /// Raw etcd keys live under here, outside the cluster's prefix.
+    raw: String,
+}
+
+impl Names {
+    fn new() -> Names {
+        let id = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() % 0xff_ffff_ffff).unwrap_or_default();
+        let ns = |what: &str| format!("bench-{id:x}-{what}");
+        Names { create_ns: ns("create"), list_ns: ns("list"), watch_ns: [ns("watch-a"), ns("watch-b")], raw: format!("/kubechain-bench/{id:x}/") }
+    }
+
+    fn namespaces(&self) -> Vec<&str> {
+        [&self.create_ns, &self.list_ns, &self.watch_ns[0], &self.watch_ns[1]].into_iter().map(String::as_str).collect()
+    }
+}
+
+/// A configmap of about 1 KiB, as the request body.
+fn configmap(name: &str) -> Bytes {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {"app": "kubechain-bench"}},
+        "data": {"payload": "x".repeat(PAYLOAD)},
+    })
+    .to_string()
+    .into()
+}
+
+/// Measures everything, prints the table, and returns the errors seen.
+async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec<String>> {
+    let names = Names::new();
+    let concurrency = args.concurrency.max(1);
+    let credentials = &target.credentials;
+    let admin = credentials.api()?;
+    let http_version = admin.http_version().await?;
+    let apis = (0..concurrency).map(|_| credentials.api()).collect::<Result<Vec<_>>>()?;
+    let mut etcds = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency {
+        etcds.push(client::etcd(&target.etcd).await?);
+    }
+    let mut errors = Vec::new();
+
+    for ns in names.namespaces() {
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}).to_string();
+        admin.call(Method::POST, "/api/v1/namespaces", Some(body.into()), StatusCode::CREATED).await?;
+    }
+    // The LIST fixture: created through kubechain, then the same stored bytes
+    // copied to raw etcd keys, so both sides read identical values.
+    eprintln!("bench: creating {} configmaps to list", plan.objects);
+    let list_path = format!("/api/v1/namespaces/{}/configmaps", names.list_ns);
+    let path = list_path.clone();
+    for_each(&apis, plan.objects, move |api: Api, i| {
+        let path = path.clone();
+        async move { api.call(Method::POST, &path, Some(configmap(&format!("object-{i}"))), StatusCode::CREATED).await.map(drop) }
+    })
+    .await
+    .context("creating the LIST fixture")?;
+    let stored = range(&etcds[0], &format!("{}/configmaps/{}/", args.etcd_prefix, names.list_ns)).await?;
+    if stored.len() != plan.objects {
+        bail!("etcd holds {} of the {} configmaps just created (is --etcd-prefix right?)", stored.len(), plan.objects);
+    }
+    let raw_list = format!("{}list/", names.raw);
+    let copies: Vec<(String, Vec<u8>)> = stored
+        .iter()
+        .map(|(key, value)| (format!("{raw_list}{}", key.rsplit('/').next().unwrap_or_default()), value.clone()))
+        .collect();
+    let template = stored[0].1.clone();
+    let object_bytes = stored.iter().map(|(_, v)| v.len()).sum::<usize>() / stored.len();
+    let copies = std::sync::Arc::new(copies);
+    for_each(&etcds, plan.objects, move |mut kv: KvClient, i| {
+        let (key, value) = copies[i as usize].clone();
+        async move { kv.put(key, value, None).await.map(drop).map_err(Into::into) }
+    })
+    .await
+    .context("copying the LIST fixture to raw etcd keys")?;
+    let listed: Value = serde_json::from_slice(&admin.call(Method::GET, &list_path, None, StatusCode::OK).await?)?;
+    let items = listed["items"].as_array().map(Vec::len).unwrap_or_default();
+    if items != plan.objects {
+        bail!("LIST returned {items} of {} configmaps", plan.objects);
+    }
+
+    let mut table = Table::default();
+    let mut cpu = CpuTable::new(&target.pids());
+    let seconds = plan.phase.as_secs_f64();
+
+    // Creates: a create-if-absent transaction against a POST of the same object.
+    let raw_create = format!("{}create/", names.raw);
+    let etcd_creates = phase(&mut cpu, "raw etcd creates", seconds, closed_loop(etcds.clone(), plan.phase, move |mut kv: KvClient, i| {
+        let key = format!("{raw_create}{i}");
+        let value = template.clone();
+        async move {
+            let txn = Txn::new().when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)]).and_then([TxnOp::put(key, value, None)]);
+            if !kv.txn(txn).await?.succeeded() {
+                bail!("create transaction found the key already there");
+            }
+            Ok(())
+        }
+    }))
+    .await;
+    let create_path = format!("/api/v1/namespaces/{}/configmaps", names.create_ns);
+    let chain_creates = phase(&mut cpu, "kubechain creates", seconds, closed_loop(apis.clone(), plan.phase, move |api: Api, i| {
+        let path = create_path.clone();
+        async move { api.call(Method::POST, &path, Some(configmap(&format!("created-{i}"))), StatusCode::CREATED).await.map(drop) }
+    }))
+    .await;
+    table.throughput("creates/s", &etcd_creates, &chain_creates, CREATE_RATIO);
+
+    // GET of one object: a linearizable point read against a GET.
+    let raw_key = format!("{raw_list}object-0");
+    let etcd_gets = phase(&mut cpu, "raw etcd GETs", seconds, closed_loop(etcds.clone(), plan.phase, move |mut kv: KvClient, _| {
+        let key = raw_key.clone();
+        async move {
+            let found = kv.get(key, None).await?.kvs().len();
+            if found != 1 {
+                bail!("point read found {found} keys");
+            }
+            Ok(())
+        }
+    }))
+    .await;
+    let get_path = format!("{list_path}/object-0");
+    let chain_gets = phase(&mut cpu, "kubechain GETs", seconds, closed_loop(apis.clone(), plan.phase, move |api: Api, _| {
+        let path = get_path.clone();
+        async move { api.call(Method::GET, &path, None, StatusCode::OK).await.map(drop) }
+    }))
+    .await;
+    table.throughput("GET/s (one object)", &etcd_gets, &chain_gets, GET_RATIO);
+
+    // LIST: a linearizable range read of the copies against a LIST.
+    let objects = plan.objects;
+    let raw_prefix = raw_list.clone();
+    let etcd_lists = phase(&mut cpu, "raw etcd LISTs", seconds, closed_loop(etcds.clone(), plan.phase, move |mut kv: KvClient, _| {
+        let prefix = raw_prefix.clone();
+        async move {
+            let found = kv.get(prefix, Some(GetOptions::new().with_prefix())).await?.kvs().len();
+            if found != objects {
+                bail!("range read found {found} of {objects} keys");
+            }
+            Ok(())
+        }
+    }))
+    .await;
+    let path = list_path.clone();
+    let chain_lists = phase(&mut cpu, "kubechain LISTs", seconds, closed_loop(apis.clone(), plan.phase, move |api: Api, _| {
+        let path = path.clone();
+        async move {
+            let body = api.call(Method::GET, &path, None, StatusCode::OK).await?;
+            // Parsing every list would load the bench, not the server: a
+            // complete list is at least as long as its payloads.
+            if body.len() < objects * PAYLOAD {
+                bail!("LIST returned {} bytes, too few for {objects} objects", body.len());
+            }
+            Ok(())
+        }
+    }))
+    .await;
+    table.throughput(&format!("LIST/s ({objects} objects)"), &etcd_lists, &chain_lists, LIST_RATIO);
+
+    for (phase_name, result) in [("creates", &etcd_creates), ("creates", &chain_creates), ("GETs", &etcd_gets), ("GETs", &chain_gets), ("LISTs", &etcd_lists), ("LISTs", &chain_lists)] {
+        if result.failed > 0 {
+            errors.push(format!("{phase_name}: {} failed; first: {}", result.failed, result.errors.join(" | ")));
+        }
+    }
+
+    // Watch delivery latency.
+    let mut notes = Vec::new();
+    for (watchers, ns) in plan.watchers.iter().zip(&names.watch_ns) {
+        eprintln!("bench: watch latency, {watchers} watchers, {} events/s for {:.0} s", plan.rate, plan.watch_time.as_secs_f64());
+        let watch_plan = WatchPlan { watchers: *watchers, rate: plan.rate, duration: plan.watch_time, grace: plan.grace };
+        let before = cpu.snapshot();
+        let result = match watch::measure(credentials, ns, &watch_plan).await {
+            Ok(result) => result,
+            Err(e) => WatchResult { watchers: *watchers, failed: 1, errors: vec![format!("{e:#}")], ..Default::default() },
+        };
+        cpu.record(&format!("watch, {watchers} watchers"), before);
+        eprintln!("bench:   p50 {:?}, p99 {:?}, {} delivered, {} lost", result.p50, result.p99, result.delivered, result.lost);
+        if result.failed > 0 {
+            errors.push(format!("watch with {watchers} watchers: {} failures; first: {}", result.failed, result.errors.join(" | ")));
+        }
+        notes.push(format!(
+            "watch, {watchers} watchers: {:.0} writes/s of {} asked, POST p50 {:.1} ms (included in every delivery latency)",
+            result.write_rate,
+            plan.rate,
+            result.write_p50.as_secs_f64() * 1000.0
+        ));
+        table.watch(&result, WATCH_P99);
+    }
+
+    if let Some(exit) = target.exited() {
+        errors.push(exit);
+    }
+    // Memory, against the JSON of everything the servers cache.
+    let (json_bytes, json_objects) = stored_json(&etcds[0], &format!("{}/", args.etcd_prefix)).await?;
+    for (name, pid) in target.pids() {
+        let memory = pid.and_then(|pid| target::memory(pid).ok_or_else(|| "no /proc entry".to_string()));
+        table.memory(name, memory, (name == "core-server").then_some((json_bytes, MEMORY_TIMES_JSON)));
+    }
+    table.json_size(json_bytes, json_objects);
+
+    let size = if args.size == Size::Small { "small" } else { "full" };
+    println!("kubechain bench: size {size}, concurrency {concurrency} (one connection per worker, {http_version} to the front door), {seconds:.0} s per phase,");
+    println!("objects of {object_bytes} bytes of stored JSON, watch events at {}/s for {:.0} s", plan.rate, plan.watch_time.as_secs_f64());
+    println!();
+    print!("{}", table.render());
+    println!();
+    for note in &notes {
+        println!("{note}");
+    }
+    println!();
+    print!("{}", cpu.render(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)));
+    println!();
+    if errors.is_empty() {
+        println!("errors: none");
+    } else {
+        println!("errors:");
+        for e in &errors {
+            println!("  {e}");
+        }
+    }
+
+    if !target.is_disposable() {
+        cleanup(&admin, &etcds[0], &names).await;
+    }
+    Ok(errors)
+}
+
+/// Runs one timed phase with a progress line, recording who used the CPU.
+async fn phase(cpu: &mut CpuTable, name: &str, seconds: f64, work: impl std::future::Future<Output = Throughput>) -> Throughput {
+    eprintln!("bench: {name} ({seconds:.0} s)");
+    let before = cpu.snapshot();
+    let result = work.await;
+    cpu.record(name, before);
+    eprintln!("bench:   {:.0}/s, {} failed", result.per_second(), result.failed);
+    result
+}
+
+/// Every key and value under `prefix`, read in pages.
+async fn range(kv: &KvClient, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::new();
+    page_through(kv, prefix, |key, value| out.push((String::from_utf8_lossy(key).into_owned(), value.to_vec()))).await?;
+    Ok(out)
+}
+
+/// The total size and count of the values under `prefix`.
+async fn stored_json(kv: &KvClient, prefix: &str) -> Result<(u64, u64)> {
+    let (mut bytes, mut count) = (0u64, 0u64);
+    page_through(kv, prefix, |_, value| {
+        bytes += value.len() as u64;
+        count += 1;
+    })
+    .await?;
+    Ok((bytes, count))
+}
+
+async fn page_through(kv: &KvClient, prefix: &str, mut each: impl FnMut(&[u8], &[u8])) -> Result<()> {
+    let mut kv = kv.clone();
+    let mut end = prefix.as_bytes().to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    let mut from = prefix.as_bytes().to_vec();
+    loop {
+        let response = kv.get(from.clone(), Some(GetOptions::new().with_range(end.clone()).with_limit(500))).await?;
+        for entry in response.kvs() {
+            each(entry.key(), entry.value());
+        }
+        match response.kvs().last() {
+            Some(last) if response.more() => {
+                from = last.key().to_vec();
+                from.push(0);
+            }
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// Removes what the bench made in a cluster that outlives it.
+async fn cleanup(admin: &Api, kv: &KvClient, names: &Names) {
+    for ns in names.namespaces() {
+        if let Err(e) = admin.send(Method::DELETE, &format!("/api/v1/namespaces/{ns}"), None).await {
+            eprintln!("bench: could not delete namespace {ns}: {e:#}");
+        }
+    }
+    if let Err(e) = kv.clone().delete(names.raw.as_str(), Some(DeleteOptions::new().with_prefix())).await {
+        eprintln!("bench: could not delete {}: {e}", names.raw);
+    }
+}

@@ -1,0 +1,222 @@
+//! The bench's table: each metric for raw etcd and through kubechain, the
+//! ratio, and the target of the performance issue with PASS or MISS.
+
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+
+use super::load::Throughput;
+use super::target::cpu_time;
+use super::watch::WatchResult;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// One line of the table.
+struct Row {
+    metric: String,
+    etcd: String,
+    chain: String,
+    ratio: String,
+    target: String,
+    result: &'static str,
+}
+
+/// The table, filled phase by phase.
+#[derive(Default)]
+pub struct Table {
+    rows: Vec<Row>,
+}
+
+fn verdict(pass: bool, errors: bool) -> &'static str {
+    match (errors, pass) {
+        (true, _) => "ERROR",
+        (false, true) => "PASS",
+        (false, false) => "MISS",
+    }
+}
+
+impl Table {
+    /// Operations per second of the same work on both sides; the target is
+    /// kubechain ≥ `min_ratio` × etcd.
+    pub fn throughput(&mut self, metric: &str, etcd: &Throughput, chain: &Throughput, min_ratio: f64) {
+        let ratio = if etcd.per_second() > 0.0 { chain.per_second() / etcd.per_second() } else { 0.0 };
+        self.rows.push(Row {
+            metric: metric.to_string(),
+            etcd: format!("{:.0}", etcd.per_second()),
+            chain: format!("{:.0}", chain.per_second()),
+            ratio: format!("{ratio:.2}×"),
+            target: format!("≥ {min_ratio}× etcd"),
+            result: verdict(ratio >= min_ratio, etcd.failed + chain.failed > 0),
+        });
+    }
+
+    /// Watch delivery latency (kubechain only); the target is p99 < `p99_max`.
+    pub fn watch(&mut self, result: &WatchResult, p99_max: Duration) {
+        let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
+        let errors = result.failed > 0;
+        let metric = |q: &str| format!("watch {q}, {} watchers", result.watchers);
+        self.rows.push(Row { metric: metric("p50"), etcd: "-".into(), chain: ms(result.p50), ratio: "-".into(), target: "-".into(), result: if errors { "ERROR" } else { "" } });
+        self.rows.push(Row {
+            metric: metric("p99"),
+            etcd: "-".into(),
+            chain: format!("{} (max {})", ms(result.p99), ms(result.max)),
+            ratio: "-".into(),
+            target: format!("< {}", ms(p99_max)),
+            result: verdict(result.p99 < p99_max, errors),
+        });
+    }
+
+    /// Resident memory of a process (now and peak); etcd's goes in the etcd
+    /// column. `json` makes it the core-server row: RSS < `max_times` × JSON.
+    pub fn memory(&mut self, name: &str, memory: Result<(u64, u64), String>, json: Option<(u64, f64)>) {
+        let text = match &memory {
+            Ok((rss, peak)) => format!("{:.1} MiB (peak {:.1})", *rss as f64 / MIB, *peak as f64 / MIB),
+            Err(why) => format!("unknown: {why}"),
+        };
+        let (etcd, chain) = if name == "etcd" { (text, "-".to_string()) } else { ("-".to_string(), text) };
+        let mut row = Row { metric: format!("memory {name}"), etcd, chain, ratio: "-".into(), target: "-".into(), result: "" };
+        if let Some((json, max_times)) = json {
+            row.target = format!("< {max_times}× JSON");
+            if let Ok((rss, _)) = memory {
+                let times = rss as f64 / json.max(1) as f64;
+                row.ratio = format!("{times:.2}× JSON");
+                row.result = verdict(times < max_times, false);
+            }
+        }
+        self.rows.push(row);
+    }
+
+    /// The JSON size of the objects the servers cache (all values under the
+    /// cluster's etcd prefix).
+    pub fn json_size(&mut self, bytes: u64, objects: u64) {
+        self.rows.push(Row {
+            metric: "JSON of cached objects".into(),
+            etcd: format!("{:.1} MiB", bytes as f64 / MIB),
+            chain: format!("{objects} objects"),
+            ratio: "-".into(),
+            target: "-".into(),
+            result: "",
+        });
+    }
+
+    /// The table as text, columns aligned.
+    pub fn render(&self) -> String {
+        let header = Row {
+            metric: "metric".into(),
+            etcd: "raw etcd".into(),
+            chain: "through kubechain".into(),
+            ratio: "ratio".into(),
+            target: "target".into(),
+            result: "result",
+        };
+        let all: Vec<&Row> = std::iter::once(&header).chain(&self.rows).collect();
+        let width = |f: fn(&Row) -> &str| all.iter().map(|r| f(r).chars().count()).max().unwrap_or(0);
+        let widths = [
+            width(|r| &r.metric),
+            width(|r| &r.etcd),
+            width(|r| &r.chain),
+            width(|r| &r.ratio),
+            width(|r| &r.target),
+        ];
+        let mut out = String::new();
+        for (i, row) in all.iter().enumerate() {
+            let cells = [&row.metric, &row.etcd, &row.chain, &row.ratio, &row.target];
+            let mut line = String::new();
+            for (j, (cell, w)) in cells.iter().zip(widths).enumerate() {
+                let pad = w - cell.chars().count();
+                // Text left, numbers right.
+                if j == 0 || j == 4 {
+                    let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
+                } else {
+                    let _ = write!(line, "{}{cell}  ", " ".repeat(pad));
+                }
+            }
+            line.push_str(row.result);
+            out.push_str(line.trim_end());
+            out.push('\n');
+            if i == 0 {
+                let total = widths.iter().sum::<usize>() + 2 * widths.len() + 6;
+                out.push_str(&"-".repeat(total));
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// CPU time each process used in each phase, to see who had the cores (the
+/// bench shares them with the servers).
+pub struct CpuTable {
+    /// The bench itself (`None`) and each server whose process is known.
+    processes: Vec<(String, Option<u32>)>,
+    rows: Vec<(String, Duration, Vec<Option<Duration>>)>,
+}
+
+/// CPU times at the start of a phase.
+pub struct CpuSnapshot {
+    at: Instant,
+    times: Vec<Option<Duration>>,
+}
+
+impl CpuTable {
+    /// A table for the bench and the servers with a known pid.
+    pub fn new(servers: &[(&str, Result<u32, String>)]) -> CpuTable {
+        let mut processes = vec![("bench".to_string(), None)];
+        processes.extend(servers.iter().filter_map(|(name, pid)| Some((name.to_string(), Some(*pid.as_ref().ok()?)))));
+        CpuTable { processes, rows: Vec::new() }
+    }
+
+    /// The CPU times now.
+    pub fn snapshot(&self) -> CpuSnapshot {
+        CpuSnapshot { at: Instant::now(), times: self.processes.iter().map(|(_, pid)| cpu_time(*pid)).collect() }
+    }
+
+    /// Records what each process used since `before`.
+    pub fn record(&mut self, phase: &str, before: CpuSnapshot) {
+        let used = self.snapshot().times.into_iter().zip(before.times).map(|(after, before)| Some(after?.saturating_sub(before?))).collect();
+        self.rows.push((phase.to_string(), before.at.elapsed(), used));
+    }
+
+    /// The table as text.
+    pub fn render(&self, cores: usize) -> String {
+        let mut out = format!("CPU seconds used per phase ({cores} cores: at most {cores} s per second of wall time)\n");
+        let mut header = format!("{:<26}{:>6}", "phase", "wall");
+        for (name, _) in &self.processes {
+            let _ = write!(header, "{:>18}", name);
+        }
+        out.push_str(&header);
+        out.push('\n');
+        for (phase, wall, used) in &self.rows {
+            let mut line = format!("{phase:<26}{:>6.1}", wall.as_secs_f64());
+            for u in used {
+                match u {
+                    Some(u) => {
+                        let _ = write!(line, "{:>18.1}", u.as_secs_f64());
+                    }
+                    None => line.push_str(&format!("{:>18}", "-")),
+                }
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_aligned_and_judged() {
+        let mut table = Table::default();
+        let etcd = Throughput { ops: 1000, elapsed: Duration::from_secs(1), ..Default::default() };
+        let chain = Throughput { ops: 800, elapsed: Duration::from_secs(1), ..Default::default() };
+        table.throughput("creates/s", &etcd, &chain, 0.7);
+        table.memory("core-server", Ok((30 << 20, 40 << 20)), Some((20 << 20, 3.0)));
+        let text = table.render();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("metric"));
+        assert!(lines[2].contains("0.80×") && lines[2].ends_with("PASS"), "{text}");
+        assert!(lines[3].contains("1.50× JSON") && lines[3].ends_with("PASS"), "{text}");
+    }
+}

@@ -1,0 +1,45 @@
+//! `kubechain bench --size small`, the CI smoke run: it starts its own
+//! cluster, measures raw etcd and kubechain, and must exit 0 (no failed
+//! request, no lost watch event) with every row of its table printed. The
+//! numbers are not judged here.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tests::bin_dir;
+
+#[test]
+fn the_small_bench_runs_clean_and_prints_every_row() {
+    let started = Instant::now();
+    let output = Command::new(bin_dir().join("kubechain"))
+        .args(["bench", "--size", "small"])
+        .output()
+        .expect("kubechain binary (cargo build --workspace first)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stdout}");
+    assert!(output.status.success(), "kubechain bench failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}", output.status);
+    let rows = [
+        "creates/s",
+        "GET/s (one object)",
+        "LIST/s (200 objects)",
+        "watch p50, 5 watchers",
+        "watch p99, 5 watchers",
+        "watch p50, 10 watchers",
+        "watch p99, 10 watchers",
+        "memory aggregator",
+        "memory core-server",
+        "memory extension-server",
+        "memory etcd",
+        "JSON of cached objects",
+    ];
+    for row in rows {
+        assert!(stdout.lines().any(|l| l.starts_with(row)), "no row {row:?} in:\n{stdout}");
+    }
+    assert!(stdout.contains("errors: none"), "{stdout}");
+    // Every throughput row has a number on both sides and a verdict.
+    for line in stdout.lines().filter(|l| rows[..3].iter().any(|r| l.starts_with(r))) {
+        assert!(line.ends_with("PASS") || line.ends_with("MISS"), "no verdict: {line}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(120), "the smoke bench took {:?}", started.elapsed());
+}
