@@ -10,7 +10,8 @@ use std::path::PathBuf;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=delegation.proto");
     let fds = protox::compile(["delegation.proto"], ["."])?;
-    tonic_prost_build::configure().compile_fds(fds)?;
+    // Bodies and chunks as `bytes::Bytes`: passed through without copies.
+    tonic_prost_build::configure().bytes(".").compile_fds(fds)?;
 
     println!("cargo:rerun-if-changed=k8s");
     let mut k8s_protos: Vec<PathBuf> = std::fs::read_dir("k8s")?

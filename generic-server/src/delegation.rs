@@ -44,7 +44,7 @@ fn to_pb(req: ApiRequest) -> pb::ApiRequest {
         path: req.path,
         query: req.query,
         headers,
-        body: req.body.to_vec(),
+        body: req.body,
         info: Some(pb::RequestInfo {
             is_resource_request: info.is_resource_request,
             verb: info.verb,
@@ -102,7 +102,7 @@ fn from_pb(req: pb::ApiRequest) -> Result<ApiRequest, tonic::Status> {
         path: req.path,
         query: req.query,
         headers,
-        body: Bytes::from(req.body),
+        body: req.body,
         info,
         user,
         audit_id: req.audit_id,
@@ -155,7 +155,7 @@ fn frames(resp: ApiResponse) -> FrameStream {
             streaming,
         })),
     };
-    let chunk = |b: Bytes| Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(b.to_vec())) });
+    let chunk = |b: Bytes| Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(b)) });
     let body: FrameStream = match resp.body {
         Body::Full(bytes) => {
             let chunks: Vec<Bytes> = (0..bytes.len()).step_by(CHUNK_BYTES).map(|i| bytes.slice(i..(i + CHUNK_BYTES).min(bytes.len()))).collect();
@@ -187,7 +187,7 @@ impl Delegation for DelegationService {
         let snapshots = updates.map(|docs| {
             let groups_json = serde_json::to_vec(&docs.groups).unwrap_or_default();
             let etag = crate::openapi::content_hash(&groups_json);
-            Ok(pb::DiscoverySnapshot { groups_json, etag })
+            Ok(pb::DiscoverySnapshot { groups_json: groups_json.into(), etag })
         });
         Ok(tonic::Response::new(snapshots.boxed()))
     }
@@ -405,7 +405,7 @@ type Frames = tonic::Streaming<pb::ApiResponseFrame>;
 fn chunks(frames: Frames) -> impl Stream<Item = Bytes> {
     frames.take_while(|frame| futures::future::ready(frame.is_ok())).filter_map(|frame| async move {
         match frame {
-            Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(bytes)) }) => Some(Bytes::from(bytes)),
+            Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(bytes)) }) => Some(bytes),
             _ => None,
         }
     })
@@ -434,7 +434,6 @@ impl ResumingWatch {
                 let frame = watch.frames.as_mut()?.next().await;
                 match frame {
                     Some(Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(bytes)) })) => {
-                        let bytes = Bytes::from(bytes);
                         if !bytes.is_empty() {
                             watch.last = Some(bytes.clone());
                         }

@@ -63,6 +63,8 @@ pub async fn serve_https(addr: SocketAddr, tls: rustls::ServerConfig, door: Arc<
         .on_connect(|conn, ext| {
             type Tls = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;
             if let Some(tls) = conn.downcast_ref::<Tls>() {
+                // Responses are written whole: never hold them back for an ACK.
+                let _ = tls.get_ref().0.set_nodelay(true);
                 if let Some(certs) = tls.get_ref().1.peer_certificates() {
                     ext.insert(PeerCerts(certs.iter().map(|c| c.to_vec()).collect()));
                 }

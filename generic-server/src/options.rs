@@ -103,7 +103,7 @@ pub async fn serve_grpc(
 ) -> Result<(), ServeError> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| ServeError::Listen(addr, e))?;
     let advertised = crate::endpoints::advertised(listener.local_addr().unwrap_or(addr));
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let incoming = nodelay(tokio_stream::wrappers::TcpListenerStream::new(listener));
     let server = tonic::transport::Server::builder()
         .tls_config(tls.grpc_server())?
         .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
@@ -118,6 +118,19 @@ pub async fn serve_grpc(
         registration.revoke().await;
     }
     Ok(result?)
+}
+
+/// Accepted connections with Nagle's algorithm off (tonic leaves it on for
+/// connections it does not accept itself), so small frames go out at once.
+pub fn nodelay(
+    incoming: impl futures::Stream<Item = std::io::Result<tokio::net::TcpStream>>,
+) -> impl futures::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use futures::StreamExt;
+    incoming.map(|stream| {
+        let stream = stream?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    })
 }
 
 /// Why a server could not serve.

@@ -209,7 +209,8 @@ fn ingest_with(fields: Arc<dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync
             name: text("name"),
             labels,
             fields: fields(&obj),
-            bytes: serde_json::to_vec(&obj).ok()?.into(),
+            // Exactly as long as the JSON: a cache holds many of these.
+            bytes: Bytes::from(serde_json::to_vec(&obj).ok()?.into_boxed_slice()),
         })
     })
 }
