@@ -209,6 +209,8 @@ const EJECTION: Duration = Duration::from_secs(5);
 /// on the next one.
 #[derive(Clone)]
 pub struct GrpcDelegate {
+    /// Tells this link's thread-local connections from other links'.
+    id: usize,
     name: String,
     server_name: String,
     tls: TlsFiles,
@@ -220,7 +222,9 @@ impl GrpcDelegate {
     /// A link to the replicas at `endpoints` (`https://127.0.0.1:7443`),
     /// verifying each as `server_name` and presenting our certificate.
     pub fn new(name: &str, endpoints: &[String], server_name: &str, tls: &TlsFiles) -> Result<Self, tonic::transport::Error> {
+        static IDS: AtomicUsize = AtomicUsize::new(0);
         let delegate = GrpcDelegate {
+            id: IDS.fetch_add(1, Ordering::Relaxed),
             name: name.into(),
             server_name: server_name.into(),
             tls: tls.clone(),
@@ -354,12 +358,32 @@ impl GrpcDelegate {
     /// Opens a request on one replica: its head and the frames that follow;
     /// `Err` when it never got there.
     async fn open(&self, replica: &mut Replica, req: pb::ApiRequest) -> Result<(pb::ResponseHead, Frames), String> {
-        let mut frames = replica.client.handle(req).await.map_err(|s| s.to_string())?.into_inner();
+        let mut client = self.local_client(replica);
+        let mut frames = client.handle(req).await.map_err(|s| s.to_string())?.into_inner();
         match frames.next().await {
             Some(Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Head(head)) })) => Ok((head, frames)),
             Some(Err(status)) => Err(status.to_string()),
             _ => Err("response without a head frame".into()),
         }
+    }
+
+    /// This thread's connection to `replica`, made on first use: a request
+    /// and the connection carrying it then run on one thread (an HTTP
+    /// worker's), without waking other threads.
+    fn local_client(&self, replica: &Replica) -> DelegationClient<Channel> {
+        thread_local! {
+            static CONNECTIONS: std::cell::RefCell<std::collections::HashMap<(usize, String), DelegationClient<Channel>>> =
+                std::cell::RefCell::default();
+        }
+        let key = (self.id, replica.address.clone());
+        CONNECTIONS.with(|connections| {
+            if let Some(client) = connections.borrow().get(&key) {
+                return client.clone();
+            }
+            let client = self.connect(&replica.address).map_or_else(|_| replica.client.clone(), |r| r.client);
+            connections.borrow_mut().insert(key, client.clone());
+            client
+        })
     }
 
     /// Sends a request to one replica; `Err` when it never got there. A

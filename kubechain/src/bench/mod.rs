@@ -215,6 +215,12 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         etcds.push(client::etcd(&target.etcd).await?);
     }
     let mut errors = Vec::new();
+    // The core server's memory and the JSON stored before the run: what the
+    // cache grows by is set against the JSON the run adds.
+    let core_rss = |target: &Target| {
+        target.pids().into_iter().find(|(name, _)| *name == "core-server").and_then(|(_, pid)| pid.ok()).and_then(target::memory).map(|(rss, _)| rss)
+    };
+    let idle = (core_rss(target), stored_json(&etcds[0], &format!("{}/", args.etcd_prefix)).await?.0);
 
     for ns in names.namespaces() {
         let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}).to_string();
@@ -336,6 +342,12 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         if result.failed > 0 {
             errors.push(format!("{phase_name}: {} failed; first: {}", result.failed, result.errors.join(" | ")));
         }
+    }
+
+    // The cache's growth, measured before watchers add their buffers.
+    if let (Some(before), Some(after)) = (idle.0, core_rss(target)) {
+        let added = stored_json(&etcds[0], &format!("{}/", args.etcd_prefix)).await?.0.saturating_sub(idle.1);
+        table.cache_growth(before, after, added, MEMORY_TIMES_JSON);
     }
 
     // Watch delivery latency.

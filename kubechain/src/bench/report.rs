@@ -85,6 +85,21 @@ impl Table {
         self.rows.push(row);
     }
 
+    /// How much the core server grew while the run stored `json` bytes of
+    /// objects (before any watcher), against `max_times` that JSON.
+    pub fn cache_growth(&mut self, before: u64, after: u64, json: u64, max_times: f64) {
+        let grown = after.saturating_sub(before);
+        let times = grown as f64 / json.max(1) as f64;
+        self.rows.push(Row {
+            metric: "core-server growth for its cache".into(),
+            etcd: format!("{:.1} MiB JSON", json as f64 / MIB),
+            chain: format!("+{:.1} MiB ({:.1} → {:.1})", grown as f64 / MIB, before as f64 / MIB, after as f64 / MIB),
+            ratio: format!("{times:.2}× JSON"),
+            target: format!("< {max_times}× JSON"),
+            result: verdict(times < max_times, false),
+        });
+    }
+
     /// The JSON size of the objects the servers cache (all values under the
     /// cluster's etcd prefix).
     pub fn json_size(&mut self, bytes: u64, objects: u64) {
