@@ -23,6 +23,8 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
         "creates/s",
         "GET/s (one object)",
         "LIST/s (200 objects)",
+        "aggregated API GET/s (metrics-server)",
+        "core-server growth for its cache",
         "watch p50, 5 watchers",
         "watch p99, 5 watchers",
         "watch p50, 10 watchers",

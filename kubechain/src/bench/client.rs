@@ -46,7 +46,13 @@ impl Credentials {
 
     /// A client with its own connection (HTTP/2 when the server offers it).
     pub fn api(&self) -> Result<Api> {
+        self.api_with_headers(reqwest::header::HeaderMap::new())
+    }
+
+    /// A client sending `headers` with every request.
+    pub fn api_with_headers(&self, headers: reqwest::header::HeaderMap) -> Result<Api> {
         let http = reqwest::Client::builder()
+            .default_headers(headers)
             .tls_backend_preconfigured(self.tls.clone())
             .pool_max_idle_per_host(usize::MAX)
             .build()

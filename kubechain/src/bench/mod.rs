@@ -344,6 +344,24 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         }
     }
 
+    // The aggregator's proxy: metrics-server's node list through the front
+    // door against the same GETs sent to metrics-server directly, as the
+    // proxy sends them (front-proxy certificate, identity headers).
+    if let Some(direct) = target.dir().and_then(|dir| metrics_server_client(&dir).transpose()) {
+        let direct = direct?;
+        let path = "/apis/metrics.k8s.io/v1beta1/nodes";
+        let get = move |api: Api, _| async move { api.call(Method::GET, path, None, StatusCode::OK).await.map(drop) };
+        let directs = (0..concurrency).map(|_| direct.api_with_headers(identity_headers())).collect::<Result<Vec<_>>>()?;
+        let direct_gets = phase(&mut cpu, "metrics-server GETs, direct", seconds, closed_loop(directs, plan.phase, get)).await;
+        let proxied_gets = phase(&mut cpu, "metrics-server GETs, proxied", seconds, closed_loop(apis.clone(), plan.phase, get)).await;
+        table.proxy("aggregated API GET/s (metrics-server)", &direct_gets, &proxied_gets);
+        for (what, result) in [("direct metrics-server GETs", &direct_gets), ("proxied metrics-server GETs", &proxied_gets)] {
+            if result.failed > 0 {
+                errors.push(format!("{what}: {} failed; first: {}", result.failed, result.errors.join(" | ")));
+            }
+        }
+    }
+
     // The cache's growth, measured before watchers add their buffers.
     if let (Some(before), Some(after)) = (idle.0, core_rss(target)) {
         let added = stored_json(&etcds[0], &format!("{}/", args.etcd_prefix)).await?.0.saturating_sub(idle.1);
@@ -410,6 +428,26 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         cleanup(&admin, &etcds[0], &names).await;
     }
     Ok(errors)
+}
+
+/// A client of the cluster's metrics-server as the aggregator's proxy is
+/// one (its front-proxy certificate), from the data directory `kubechain up`
+/// keeps; `None` when the cluster runs none.
+fn metrics_server_client(dir: &std::path::Path) -> Result<Option<client::Credentials>> {
+    let Ok(ports) = std::fs::read_to_string(dir.join("ports.json")) else { return Ok(None) };
+    let Some(port) = serde_json::from_str::<Value>(&ports)?["metrics"].as_u64() else { return Ok(None) };
+    let pki = dir.join("pki");
+    let read = |name: &str| std::fs::read(pki.join(name)).with_context(|| format!("reading {name}"));
+    let tls = client::tls_config(&read("ca.crt")?, &read("front-proxy-client.crt")?, &read("front-proxy-client.key")?)?;
+    Ok(Some(client::Credentials { server: format!("https://127.0.0.1:{port}"), tls }))
+}
+
+/// The identity the aggregator's proxy asserts for the admin.
+fn identity_headers() -> reqwest::header::HeaderMap {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("X-Remote-User", reqwest::header::HeaderValue::from_static("kubernetes-admin"));
+    headers.insert("X-Remote-Group", reqwest::header::HeaderValue::from_static("system:masters"));
+    headers
 }
 
 /// Runs one timed phase with a progress line, recording who used the CPU.

@@ -49,6 +49,20 @@ impl Table {
         });
     }
 
+    /// An aggregated server's GETs through the aggregator's proxy against
+    /// the same GETs sent to it directly (no target: the cost of the proxy).
+    pub fn proxy(&mut self, metric: &str, direct: &Throughput, proxied: &Throughput) {
+        let ratio = if direct.per_second() > 0.0 { proxied.per_second() / direct.per_second() } else { 0.0 };
+        self.rows.push(Row {
+            metric: metric.to_string(),
+            etcd: format!("direct: {:.0}", direct.per_second()),
+            chain: format!("{:.0}", proxied.per_second()),
+            ratio: format!("{ratio:.2}×"),
+            target: "-".into(),
+            result: if direct.failed + proxied.failed > 0 { "ERROR" } else { "" },
+        });
+    }
+
     /// Watch delivery latency (kubechain only); the target is p99 < `p99_max`.
     pub fn watch(&mut self, result: &WatchResult, p99_max: Duration) {
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);

@@ -64,6 +64,14 @@ impl Target {
         self.started.as_ref().is_some_and(|s| s.temporary)
     }
 
+    /// The cluster's data directory (`pki/`, `ports.json`), when known.
+    pub fn dir(&self) -> Option<PathBuf> {
+        match &self.started {
+            Some(started) => Some(started.cluster.dir.clone()),
+            None => self.cluster_dir.as_ref().map(PathBuf::from),
+        }
+    }
+
     /// Where the started cluster's logs are.
     pub fn logs(&self) -> Option<&Path> {
         self.started.as_ref().map(|s| s.cluster.logs.as_path())
