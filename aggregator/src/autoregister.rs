@@ -42,7 +42,10 @@ fn version_priority(version: &str, builtin: bool) -> i64 {
 pub fn desired(groups: &[Value]) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     for group in groups {
-        let name = group.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let name = group
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let builtin = group_priority(name) != 1000;
         for version in group["versions"].as_array().into_iter().flatten() {
             let v = version["version"].as_str().unwrap_or_default();
@@ -93,7 +96,12 @@ async fn reconcile(client: &Loopback, groups: &[Value]) -> generic_server::Resul
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|s| Some((s.pointer("/metadata/name")?.as_str()?.to_string(), s.clone())))
+        .filter_map(|s| {
+            Some((
+                s.pointer("/metadata/name")?.as_str()?.to_string(),
+                s.clone(),
+            ))
+        })
         .collect();
     for (name, apiservice) in &wanted {
         if !existing.contains_key(name) {
@@ -105,7 +113,12 @@ async fn reconcile(client: &Loopback, groups: &[Value]) -> generic_server::Resul
         }
     }
     for (name, svc) in &existing {
-        let automanaged = svc.pointer(&format!("/metadata/labels/{}", AUTOMANAGED.replace('/', "~1"))).and_then(Value::as_str);
+        let automanaged = svc
+            .pointer(&format!(
+                "/metadata/labels/{}",
+                AUTOMANAGED.replace('/', "~1")
+            ))
+            .and_then(Value::as_str);
         if automanaged == Some("true") && is_local(svc) && !wanted.contains_key(name) {
             match client.delete(&format!("{PATH}/{name}")).await {
                 Ok(_) => tracing::info!(apiservice = %name, "unregistered"),
@@ -129,10 +142,19 @@ mod tests {
             json!({"metadata": {"name": "example.com"}, "versions": [{"version": "v2"}, {"version": "v1beta1"}]}),
         ];
         let wanted = desired(&groups);
-        assert_eq!(wanted.keys().collect::<Vec<_>>(), vec!["v1.", "v1.apps", "v1beta1.example.com", "v2.example.com"]);
+        assert_eq!(
+            wanted.keys().collect::<Vec<_>>(),
+            vec!["v1.", "v1.apps", "v1beta1.example.com", "v2.example.com"]
+        );
         assert_eq!(wanted["v1."]["spec"]["groupPriorityMinimum"], 18000);
         assert_eq!(wanted["v1.apps"]["spec"]["versionPriority"], 15);
-        assert_eq!(wanted["v2.example.com"]["spec"]["groupPriorityMinimum"], 1000);
-        assert_eq!(wanted["v2.example.com"]["metadata"]["labels"][AUTOMANAGED], "true");
+        assert_eq!(
+            wanted["v2.example.com"]["spec"]["groupPriorityMinimum"],
+            1000
+        );
+        assert_eq!(
+            wanted["v2.example.com"]["metadata"]["labels"][AUTOMANAGED],
+            "true"
+        );
     }
 }

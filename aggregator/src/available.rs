@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::apiservice::{self, is_local};
-use generic_server::service_client::{self as backend, Clients, ServiceRef, Unavailable};
 use crate::proxy::{Route, Routes};
+use generic_server::service_client::{self as backend, Clients, ServiceRef, Unavailable};
 
 /// How often every APIService is checked even without events.
 const RESYNC: Duration = Duration::from_secs(5);
@@ -51,7 +51,13 @@ pub struct AvailableConditionController {
 
 impl AvailableConditionController {
     /// A controller writing status through `client` when `leader` says so.
-    pub fn new(client: Loopback, clients: Arc<Clients>, discovery: Arc<Discovery>, routes: Routes, leader: watch::Receiver<bool>) -> Self {
+    pub fn new(
+        client: Loopback,
+        clients: Arc<Clients>,
+        discovery: Arc<Discovery>,
+        routes: Routes,
+        leader: watch::Receiver<bool>,
+    ) -> Self {
         AvailableConditionController {
             client,
             clients,
@@ -64,22 +70,40 @@ impl AvailableConditionController {
     }
 
     fn check(&self, name: String, ctx: &mut Context<Self>) {
-        let Some(svc) = self.apiservices.get(&name).cloned() else { return };
+        let Some(svc) = self.apiservices.get(&name).cloned() else {
+            return;
+        };
         if is_local(&svc) {
             self.write_condition(&svc, Ok(()), ctx);
             return;
         }
         let (client, clients) = (self.client.clone(), self.clients.clone());
-        let previous = self.checked.get(&name).map(|c| c.resources.clone()).unwrap_or_default();
+        let previous = self
+            .checked
+            .get(&name)
+            .map(|c| c.resources.clone())
+            .unwrap_or_default();
         ctx.spawn(
             async move { probe(&client, &clients, &svc).await }
                 .into_actor(self)
                 .map(move |result, this, ctx| {
                     let checked = match result {
-                        Ok((endpoints, resources)) => Checked { endpoints, resources, result: Ok(()) },
-                        Err((endpoints, reason)) => Checked { endpoints, resources: previous, result: Err(reason) },
+                        Ok((endpoints, resources)) => Checked {
+                            endpoints,
+                            resources,
+                            result: Ok(()),
+                        },
+                        Err((endpoints, reason)) => Checked {
+                            endpoints,
+                            resources: previous,
+                            result: Err(reason),
+                        },
                     };
-                    let changed = this.checked.get(&name).is_none_or(|old| old.result != checked.result || old.resources != checked.resources || old.endpoints != checked.endpoints);
+                    let changed = this.checked.get(&name).is_none_or(|old| {
+                        old.result != checked.result
+                            || old.resources != checked.resources
+                            || old.endpoints != checked.endpoints
+                    });
                     this.checked.insert(name.clone(), checked.clone());
                     if changed {
                         this.publish();
@@ -97,23 +121,47 @@ impl AvailableConditionController {
         let mut versions: HashMap<String, Vec<(i64, Value)>> = HashMap::new();
         let mut priorities: HashMap<String, i64> = HashMap::new();
         for (name, svc) in &self.apiservices {
-            let group = svc.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default().to_string();
-            let version = svc.pointer("/spec/version").and_then(Value::as_str).unwrap_or_default().to_string();
-            let priority = svc.pointer("/spec/groupPriorityMinimum").and_then(Value::as_i64).unwrap_or(1000);
+            let group = svc
+                .pointer("/spec/group")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let version = svc
+                .pointer("/spec/version")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let priority = svc
+                .pointer("/spec/groupPriorityMinimum")
+                .and_then(Value::as_i64)
+                .unwrap_or(1000);
             let entry = priorities.entry(group.clone()).or_insert(priority);
             *entry = (*entry).max(priority);
-            let Some(service) = ServiceRef::of(svc) else { continue };
+            let Some(service) = ServiceRef::of(svc) else {
+                continue;
+            };
             let checked = self.checked.get(name);
             let available = checked.is_some_and(|c| c.result.is_ok());
             let endpoints = checked.map(|c| c.endpoints.clone()).unwrap_or_default();
-            routes.insert((group.clone(), version.clone()), Route { apiservice: svc.clone(), service, endpoints, available });
+            routes.insert(
+                (group.clone(), version.clone()),
+                Route {
+                    apiservice: svc.clone(),
+                    service,
+                    endpoints,
+                    available,
+                },
+            );
             let resources = checked.map(|c| c.resources.clone()).unwrap_or_default();
             let freshness = if available { "Current" } else { "Stale" };
-            let version_priority = svc.pointer("/spec/versionPriority").and_then(Value::as_i64).unwrap_or(0);
-            versions
-                .entry(group)
-                .or_default()
-                .push((version_priority, json!({"version": version, "resources": resources, "freshness": freshness})));
+            let version_priority = svc
+                .pointer("/spec/versionPriority")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            versions.entry(group).or_default().push((
+                version_priority,
+                json!({"version": version, "resources": resources, "freshness": freshness}),
+            ));
         }
         *self.routes.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(routes);
         let groups = versions
@@ -130,17 +178,28 @@ impl AvailableConditionController {
     }
 
     /// Writes the Available condition, if this replica leads and it changed.
-    fn write_condition(&self, svc: &Value, result: Result<(), Unavailable>, ctx: &mut Context<Self>) {
+    fn write_condition(
+        &self,
+        svc: &Value,
+        result: Result<(), Unavailable>,
+        ctx: &mut Context<Self>,
+    ) {
         if !*self.leader.borrow() {
             return;
         }
         let (status, reason, message) = match (&result, is_local(svc)) {
-            (Ok(()), true) => ("True", "Local", "Local APIServices are always available".to_string()),
+            (Ok(()), true) => (
+                "True",
+                "Local",
+                "Local APIServices are always available".to_string(),
+            ),
             (Ok(()), false) => ("True", "Passed", "all checks passed".to_string()),
             (Err(e), _) => ("False", e.reason, e.message.clone()),
         };
         let current = apiservice::available(svc);
-        if current.is_some_and(|c| c["status"] == status && c["reason"] == reason && c["message"] == message.as_str()) {
+        if current.is_some_and(|c| {
+            c["status"] == status && c["reason"] == reason && c["message"] == message.as_str()
+        }) {
             return;
         }
         let since = match current {
@@ -150,7 +209,11 @@ impl AvailableConditionController {
         let mut updated = svc.clone();
         updated["status"] = json!({"conditions": [{"type": "Available", "status": status, "lastTransitionTime": since, "reason": reason, "message": message}]});
         let client = self.client.clone();
-        let name = svc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = svc
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         ctx.spawn(
             async move {
                 let path = format!("/apis/apiregistration.k8s.io/v1/apiservices/{name}/status");
@@ -170,20 +233,49 @@ async fn probe(
     clients: &Clients,
     svc: &Value,
 ) -> Result<(Vec<std::net::SocketAddr>, Vec<Value>), (Vec<std::net::SocketAddr>, Unavailable)> {
-    let Some(service) = ServiceRef::of(svc) else { return Ok((Vec::new(), Vec::new())) };
-    let endpoints = backend::resolve(client, &service).await.map_err(|e| (Vec::new(), e))?;
-    let group = svc.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default();
-    let version = svc.pointer("/spec/version").and_then(Value::as_str).unwrap_or_default();
-    let path = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let Some(service) = ServiceRef::of(svc) else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let endpoints = backend::resolve(client, &service)
+        .await
+        .map_err(|e| (Vec::new(), e))?;
+    let group = svc
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let version = svc
+        .pointer("/spec/version")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let path = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
     let mut failure = String::from("no endpoint answered");
     for endpoint in &endpoints {
-        let ca = svc.pointer("/spec/caBundle").and_then(Value::as_str).unwrap_or_default();
+        let ca = svc
+            .pointer("/spec/caBundle")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let insecure = svc.pointer("/spec/insecureSkipTLSVerify") == Some(&Value::Bool(true));
         let http = match clients.client(ca, insecure, &service, *endpoint) {
             Ok(c) => c,
-            Err(e) => return Err((endpoints.clone(), Unavailable { reason: "FailedDiscoveryCheck", message: e })),
+            Err(e) => {
+                return Err((
+                    endpoints.clone(),
+                    Unavailable {
+                        reason: "FailedDiscoveryCheck",
+                        message: e,
+                    },
+                ));
+            }
         };
-        let url = format!("https://{}:{}{path}", service.server_name(), endpoint.port());
+        let url = format!(
+            "https://{}:{}{path}",
+            service.server_name(),
+            endpoint.port()
+        );
         let sent = http
             .get(&url)
             .header("X-Remote-User", "system:kube-aggregator")
@@ -194,14 +286,30 @@ async fn probe(
             .await;
         match sent {
             Ok(resp) if resp.status().is_success() || resp.status().is_redirection() => {
-                let list: Value = resp.bytes().await.ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+                let list: Value = resp
+                    .bytes()
+                    .await
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok())
+                    .unwrap_or_default();
                 return Ok((endpoints, resources_of(&list)));
             }
-            Ok(resp) => failure = format!("failing or missing response from {url}: bad status from {url}: {}", resp.status().as_u16()),
+            Ok(resp) => {
+                failure = format!(
+                    "failing or missing response from {url}: bad status from {url}: {}",
+                    resp.status().as_u16()
+                )
+            }
             Err(e) => failure = format!("failing or missing response from {url}: {e}"),
         }
     }
-    Err((endpoints, Unavailable { reason: "FailedDiscoveryCheck", message: failure }))
+    Err((
+        endpoints,
+        Unavailable {
+            reason: "FailedDiscoveryCheck",
+            message: failure,
+        },
+    ))
 }
 
 /// Aggregated-discovery resources from a legacy `APIResourceList`.
@@ -210,7 +318,10 @@ fn resources_of(list: &Value) -> Vec<Value> {
     let group_version = list["groupVersion"].as_str().unwrap_or_default();
     let (group, version) = group_version.split_once('/').unwrap_or(("", group_version));
     let mut out: Vec<Value> = Vec::new();
-    for r in items.iter().filter(|r| !r["name"].as_str().unwrap_or_default().contains('/')) {
+    for r in items
+        .iter()
+        .filter(|r| !r["name"].as_str().unwrap_or_default().contains('/'))
+    {
         let mut entry = json!({
             "resource": r["name"],
             "responseKind": {"group": group, "version": version, "kind": r["kind"]},
@@ -225,7 +336,10 @@ fn resources_of(list: &Value) -> Vec<Value> {
         }
         out.push(entry);
     }
-    for sub in items.iter().filter(|r| r["name"].as_str().unwrap_or_default().contains('/')) {
+    for sub in items
+        .iter()
+        .filter(|r| r["name"].as_str().unwrap_or_default().contains('/'))
+    {
         let name = sub["name"].as_str().unwrap_or_default();
         let (parent, subresource) = name.split_once('/').unwrap_or((name, ""));
         if let Some(entry) = out.iter_mut().find(|e| e["resource"] == parent) {
@@ -268,8 +382,15 @@ impl Handler<Sync> for AvailableConditionController {
     fn handle(&mut self, Sync(change): Sync, ctx: &mut Context<Self>) {
         match change {
             Change::Present(svc) => {
-                let name = svc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-                let spec_changed = self.apiservices.get(&name).is_none_or(|old| old["spec"] != svc["spec"]);
+                let name = svc
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let spec_changed = self
+                    .apiservices
+                    .get(&name)
+                    .is_none_or(|old| old["spec"] != svc["spec"]);
                 self.apiservices.insert(name.clone(), svc);
                 if spec_changed {
                     self.publish();
@@ -277,7 +398,10 @@ impl Handler<Sync> for AvailableConditionController {
                 self.check(name, ctx);
             }
             Change::Deleted(svc) => {
-                let name = svc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+                let name = svc
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 self.apiservices.remove(name);
                 self.checked.remove(name);
                 self.publish();
@@ -290,7 +414,12 @@ impl Handler<Recheck> for AvailableConditionController {
     type Result = ();
 
     fn handle(&mut self, _: Recheck, ctx: &mut Context<Self>) {
-        let remote: Vec<String> = self.apiservices.iter().filter(|(_, s)| !is_local(s)).map(|(n, _)| n.clone()).collect();
+        let remote: Vec<String> = self
+            .apiservices
+            .iter()
+            .filter(|(_, s)| !is_local(s))
+            .map(|(n, _)| n.clone())
+            .collect();
         for name in remote {
             self.check(name, ctx);
         }

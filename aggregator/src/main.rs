@@ -37,10 +37,19 @@ struct Options {
     #[arg(long, env = "KUBECHAIN_LISTEN", default_value = "0.0.0.0:6443")]
     listen: SocketAddr,
     /// The core server's gRPC endpoints, used until replicas register in etcd.
-    #[arg(long, env = "KUBECHAIN_CORE_ENDPOINT", value_delimiter = ',', default_value = "https://127.0.0.1:7443")]
+    #[arg(
+        long,
+        env = "KUBECHAIN_CORE_ENDPOINT",
+        value_delimiter = ',',
+        default_value = "https://127.0.0.1:7443"
+    )]
     core_endpoint: Vec<String>,
     /// The name the core server's certificate is verified against.
-    #[arg(long, env = "KUBECHAIN_CORE_SERVER_NAME", default_value = "core-server")]
+    #[arg(
+        long,
+        env = "KUBECHAIN_CORE_SERVER_NAME",
+        default_value = "core-server"
+    )]
     core_server_name: String,
     /// A static token file (`token,user,uid,"group1,group2"` per line).
     #[arg(long, env = "KUBECHAIN_TOKEN_AUTH_FILE")]
@@ -49,7 +58,11 @@ struct Options {
     #[arg(long, env = "KUBECHAIN_SERVICE_ACCOUNT_KEY_FILE")]
     service_account_key_file: Option<PathBuf>,
     /// The issuer (and audience) service account tokens must name.
-    #[arg(long, env = "KUBECHAIN_SERVICE_ACCOUNT_ISSUER", default_value = "https://kubernetes.default.svc.cluster.local")]
+    #[arg(
+        long,
+        env = "KUBECHAIN_SERVICE_ACCOUNT_ISSUER",
+        default_value = "https://kubernetes.default.svc.cluster.local"
+    )]
     service_account_issuer: String,
     /// The front-proxy client certificate presented to aggregated servers.
     #[arg(long, env = "KUBECHAIN_PROXY_CLIENT_CERT_FILE")]
@@ -61,7 +74,12 @@ struct Options {
     #[arg(long, env = "KUBECHAIN_REQUESTHEADER_CLIENT_CA_FILE")]
     requestheader_client_ca_file: Option<PathBuf>,
     /// The front-proxy client certificate CNs aggregated servers should accept.
-    #[arg(long, env = "KUBECHAIN_REQUESTHEADER_ALLOWED_NAMES", value_delimiter = ',', default_value = "front-proxy-client")]
+    #[arg(
+        long,
+        env = "KUBECHAIN_REQUESTHEADER_ALLOWED_NAMES",
+        value_delimiter = ',',
+        default_value = "front-proxy-client"
+    )]
     requestheader_allowed_names: Vec<String>,
     /// HTTP worker threads.
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
@@ -78,17 +96,37 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(options: Options) -> anyhow::Result<()> {
     let tls = options.tls.load().context("loading TLS files")?;
-    let backend = options::start_storage(&options.etcd).await.context("connecting to etcd")?;
+    let backend = options::start_storage(&options.etcd)
+        .await
+        .context("connecting to etcd")?;
     let prefix = options.etcd.etcd_prefix.trim_end_matches('/').to_string();
-    let core = GrpcDelegate::new("core-server", &options.core_endpoint, &options.core_server_name, &tls)
-        .context("core server endpoint")?;
+    let core = GrpcDelegate::new(
+        "core-server",
+        &options.core_endpoint,
+        &options.core_server_name,
+        &tls,
+    )
+    .context("core server endpoint")?;
     let discovery = Arc::new(Discovery::default());
-    core.follow_endpoints(generic_server::endpoints::watch_endpoints(backend.etcd.clone(), "core-server"));
+    core.follow_endpoints(generic_server::endpoints::watch_endpoints(
+        backend.etcd.clone(),
+        "core-server",
+    ));
     core.follow_discovery(discovery.clone());
     let checks = health_checks(&core, &discovery, backend.etcd_check.clone());
-    let server = Arc::new(ApiServer::new("aggregator", discovery.clone(), Arc::new(core), checks));
+    let server = Arc::new(ApiServer::new(
+        "aggregator",
+        discovery.clone(),
+        Arc::new(core),
+        checks,
+    ));
     server
-        .install(vec![apiservice::resource()], &backend.cacher, &Admission::default(), &prefix)
+        .install(
+            vec![apiservice::resource()],
+            &backend.cacher,
+            &Admission::default(),
+            &prefix,
+        )
         .await
         .context("installing APIServices")?;
 
@@ -96,53 +134,90 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let identity = front_proxy_identity(&options)?;
     let clients = Arc::new(backend::Clients::new(Some(identity)));
     let routes = proxy::Routes::default();
-    let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default();
     let leader = generic_server::leader::elect(
         backend.etcd.clone(),
         "/kubechain/leases/aggregator-controllers",
         &format!("{host}-{}", std::process::id()),
     );
-    let controller =
-        available::AvailableConditionController::new(client.clone(), clients.clone(), discovery.clone(), routes.clone(), leader.clone())
-            .start();
-    let apiservices = server.store("apiregistration.k8s.io", "v1", "apiservices").context("the APIService store")?;
+    let controller = available::AvailableConditionController::new(
+        client.clone(),
+        clients.clone(),
+        discovery.clone(),
+        routes.clone(),
+        leader.clone(),
+    )
+    .start();
+    let apiservices = server
+        .store("apiregistration.k8s.io", "v1", "apiservices")
+        .context("the APIService store")?;
     informer::follow(apiservices, Duration::from_secs(300), move |change| {
         controller.do_send(available::Sync(change));
         true
     });
     autoregister::start(client.clone(), discovery.clone(), leader);
-    tokio::spawn(publish_authentication_config(client, options_authentication(&options)?));
+    tokio::spawn(publish_authentication_config(
+        client,
+        options_authentication(&options)?,
+    ));
 
     let mut authenticator = match &options.token_auth_file {
-        Some(path) => Authenticator::with_token_file(path).with_context(|| format!("reading {}", path.display()))?,
+        Some(path) => Authenticator::with_token_file(path)
+            .with_context(|| format!("reading {}", path.display()))?,
         None => Authenticator::default(),
     };
     if let Some(path) = &options.service_account_key_file {
         let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        authenticator = authenticator.with_service_accounts(generic_server::jwt::Verifier::new(&pem, &options.service_account_issuer)?);
+        authenticator = authenticator.with_service_accounts(generic_server::jwt::Verifier::new(
+            &pem,
+            &options.service_account_issuer,
+        )?);
     }
     let handler = Arc::new(proxy::Aggregator::new(server, routes, clients));
-    let door = Arc::new(FrontDoor::new(authenticator, Box::new(MastersOnly), handler));
+    let door = Arc::new(FrontDoor::new(
+        authenticator,
+        Box::new(MastersOnly),
+        handler,
+    ));
     tracing::info!(listen = %options.listen, "aggregator serving");
-    front_door::serve_https(options.listen, tls.https_server()?, door, options.workers).await.context("serving HTTPS")
+    front_door::serve_https(options.listen, tls.https_server()?, door, options.workers)
+        .await
+        .context("serving HTTPS")
 }
 
 /// Readiness: etcd, the core server, and discovery received from it.
-fn health_checks(core: &GrpcDelegate, discovery: &Arc<Discovery>, etcd: HealthCheck) -> Vec<(String, HealthCheck)> {
+fn health_checks(
+    core: &GrpcDelegate,
+    discovery: &Arc<Discovery>,
+    etcd: HealthCheck,
+) -> Vec<(String, HealthCheck)> {
     let ping = core.clone();
     let core_check: HealthCheck = Arc::new(move || {
         let core = ping.clone();
         Box::pin(async move { core.ping().await })
     });
-    vec![("etcd".into(), etcd), ("core-server".into(), core_check), ("discovery".into(), discovery.readiness())]
+    vec![
+        ("etcd".into(), etcd),
+        ("core-server".into(), core_check),
+        ("discovery".into(), discovery.readiness()),
+    ]
 }
 
 /// The front-proxy client certificate (or, without one, our serving
 /// certificate, which aggregated servers will not accept as a front proxy).
 fn front_proxy_identity(options: &Options) -> anyhow::Result<backend::Identity> {
-    let (cert, key) = match (&options.proxy_client_cert_file, &options.proxy_client_key_file) {
+    let (cert, key) = match (
+        &options.proxy_client_cert_file,
+        &options.proxy_client_key_file,
+    ) {
         (Some(c), Some(k)) => (c, k),
-        _ => (&options.tls.tls_cert_file, &options.tls.tls_private_key_file),
+        _ => (
+            &options.tls.tls_cert_file,
+            &options.tls.tls_private_key_file,
+        ),
     };
     Ok(backend::Identity {
         cert: std::fs::read(cert).with_context(|| format!("reading {}", cert.display()))?,
@@ -152,11 +227,14 @@ fn front_proxy_identity(options: &Options) -> anyhow::Result<backend::Identity> 
 
 /// The `kube-system/extension-apiserver-authentication` data.
 fn options_authentication(options: &Options) -> anyhow::Result<serde_json::Value> {
-    let read = |p: &PathBuf| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
+    let read = |p: &PathBuf| {
+        std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+    };
     let mut data = json!({"client-ca-file": read(&options.tls.client_ca_file)?});
     if let Some(ca) = &options.requestheader_client_ca_file {
         data["requestheader-client-ca-file"] = json!(read(ca)?);
-        data["requestheader-allowed-names"] = json!(serde_json::to_string(&options.requestheader_allowed_names)?);
+        data["requestheader-allowed-names"] =
+            json!(serde_json::to_string(&options.requestheader_allowed_names)?);
         data["requestheader-username-headers"] = json!("[\"X-Remote-User\"]");
         data["requestheader-uid-headers"] = json!("[\"X-Remote-Uid\"]");
         data["requestheader-group-headers"] = json!("[\"X-Remote-Group\"]");
@@ -176,7 +254,10 @@ async fn publish_authentication_config(client: Loopback, data: serde_json::Value
             Ok(current) if current["data"] == object["data"] => true,
             Ok(mut current) => {
                 current["data"] = object["data"].clone();
-                client.update(&format!("{path}/{name}"), &current).await.is_ok()
+                client
+                    .update(&format!("{path}/{name}"), &current)
+                    .await
+                    .is_ok()
             }
             Err(_) => client.create(path, &object).await.is_ok(),
         };

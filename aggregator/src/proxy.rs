@@ -34,9 +34,23 @@ pub struct Route {
 pub type Routes = Arc<RwLock<Arc<HashMap<(String, String), Route>>>>;
 
 /// Request headers never passed to a backend.
-const DROPPED: &[&str] = &["connection", "host", "content-length", "transfer-encoding", "te", "upgrade", "keep-alive", "authorization"];
+const DROPPED: &[&str] = &[
+    "connection",
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "te",
+    "upgrade",
+    "keep-alive",
+    "authorization",
+];
 /// Response headers never passed back.
-const DROPPED_BACK: &[&str] = &["connection", "content-length", "transfer-encoding", "keep-alive"];
+const DROPPED_BACK: &[&str] = &[
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "keep-alive",
+];
 
 /// The aggregator's top-level handler.
 pub struct Aggregator {
@@ -48,15 +62,25 @@ pub struct Aggregator {
 impl Aggregator {
     /// Proxies remote groups per `routes`, everything else to `chain`.
     pub fn new(chain: Arc<dyn Handler>, routes: Routes, clients: Arc<Clients>) -> Self {
-        Aggregator { chain, routes, clients }
+        Aggregator {
+            chain,
+            routes,
+            clients,
+        }
     }
 
     fn route(&self, path: &str) -> Option<Route> {
         let rest = path.strip_prefix("/openapi/v3").unwrap_or(path);
         let mut parts = rest.strip_prefix("/apis/")?.split('/');
         let (group, version) = (parts.next()?, parts.next()?);
-        let routes = self.routes.read().unwrap_or_else(|e| e.into_inner()).clone();
-        routes.get(&(group.to_string(), version.to_string())).cloned()
+        let routes = self
+            .routes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        routes
+            .get(&(group.to_string(), version.to_string()))
+            .cloned()
     }
 
     async fn proxy(&self, route: Route, req: ApiRequest) -> ApiResponse {
@@ -64,18 +88,38 @@ impl Aggregator {
             return Error::unavailable("service unavailable").into();
         }
         let headers = outgoing_headers(&req.headers, &req.user);
-        let query = if req.query.is_empty() { String::new() } else { format!("?{}", req.query) };
+        let query = if req.query.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", req.query)
+        };
         let mut last_error = String::new();
         for endpoint in &route.endpoints {
-            let ca = route.apiservice.pointer("/spec/caBundle").and_then(Value::as_str).unwrap_or_default();
-            let insecure = route.apiservice.pointer("/spec/insecureSkipTLSVerify") == Some(&Value::Bool(true));
+            let ca = route
+                .apiservice
+                .pointer("/spec/caBundle")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let insecure =
+                route.apiservice.pointer("/spec/insecureSkipTLSVerify") == Some(&Value::Bool(true));
             let client = match self.clients.client(ca, insecure, &route.service, *endpoint) {
                 Ok(c) => c,
                 Err(e) => return Error::internal(format!("backend TLS configuration: {e}")).into(),
             };
-            let url = format!("https://{}:{}{}{query}", route.service.server_name(), endpoint.port(), req.path);
-            let method = reqwest::Method::from_bytes(req.method.as_str().as_bytes()).unwrap_or(reqwest::Method::GET);
-            let sent = client.request(method, &url).headers(headers.clone()).body(req.body.clone()).send().await;
+            let url = format!(
+                "https://{}:{}{}{query}",
+                route.service.server_name(),
+                endpoint.port(),
+                req.path
+            );
+            let method = reqwest::Method::from_bytes(req.method.as_str().as_bytes())
+                .unwrap_or(reqwest::Method::GET);
+            let sent = client
+                .request(method, &url)
+                .headers(headers.clone())
+                .body(req.body.clone())
+                .send()
+                .await;
             match sent {
                 Ok(resp) => return response(resp),
                 // Never reached the backend: another endpoint may serve it.
@@ -103,12 +147,18 @@ pub fn outgoing_headers(incoming: &HeaderMap, user: &UserInfo) -> reqwest::heade
         if DROPPED.contains(&n) || n.starts_with("x-remote-") || n.starts_with("impersonate-") {
             continue;
         }
-        if let (Ok(name), Ok(value)) = (reqwest::header::HeaderName::from_bytes(n.as_bytes()), reqwest::header::HeaderValue::from_bytes(value.as_bytes())) {
+        if let (Ok(name), Ok(value)) = (
+            reqwest::header::HeaderName::from_bytes(n.as_bytes()),
+            reqwest::header::HeaderValue::from_bytes(value.as_bytes()),
+        ) {
             out.append(name, value);
         }
     }
     let set = |out: &mut reqwest::header::HeaderMap, name: &str, value: &str| {
-        if let (Ok(name), Ok(value)) = (reqwest::header::HeaderName::from_bytes(name.as_bytes()), reqwest::header::HeaderValue::from_str(value)) {
+        if let (Ok(name), Ok(value)) = (
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()),
+            reqwest::header::HeaderValue::from_str(value),
+        ) {
             out.append(name, value);
         }
     };
@@ -132,8 +182,11 @@ pub fn outgoing_headers(incoming: &HeaderMap, user: &UserInfo) -> reqwest::heade
 fn path_escape(key: &str) -> String {
     key.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' | b':' | b'@' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' | b':'
+            | b'@' => (b as char).to_string(),
             other => format!("%{other:02X}"),
         })
         .collect()
@@ -147,12 +200,22 @@ fn response(resp: reqwest::Response) -> ApiResponse {
         if DROPPED_BACK.contains(&name.as_str()) {
             continue;
         }
-        if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_str().as_bytes()), HeaderValue::from_bytes(value.as_bytes())) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_str().as_bytes()),
+            HeaderValue::from_bytes(value.as_bytes()),
+        ) {
             headers.append(name, value);
         }
     }
-    let body = resp.bytes_stream().filter_map(|chunk| async move { chunk.ok() }).map(Bytes::from);
-    ApiResponse { status, headers, body: Body::Stream(body.boxed()) }
+    let body = resp
+        .bytes_stream()
+        .filter_map(|chunk| async move { chunk.ok() })
+        .map(Bytes::from);
+    ApiResponse {
+        status,
+        headers,
+        body: Body::Stream(body.boxed()),
+    }
 }
 
 #[async_trait::async_trait]
@@ -177,12 +240,23 @@ mod tests {
         incoming.insert("accept", HeaderValue::from_static("application/json"));
         let mut extra = std::collections::BTreeMap::new();
         extra.insert("example.org/scope key".to_string(), vec!["a".to_string()]);
-        let user = UserInfo { name: "alice".into(), groups: vec!["devs".into(), "system:authenticated".into()], extra, ..Default::default() };
+        let user = UserInfo {
+            name: "alice".into(),
+            groups: vec!["devs".into(), "system:authenticated".into()],
+            extra,
+            ..Default::default()
+        };
         let out = outgoing_headers(&incoming, &user);
-        assert_eq!(out.get_all("x-remote-user").iter().collect::<Vec<_>>(), vec!["alice"]);
+        assert_eq!(
+            out.get_all("x-remote-user").iter().collect::<Vec<_>>(),
+            vec!["alice"]
+        );
         assert_eq!(out.get_all("x-remote-group").iter().count(), 2);
         assert!(out.get("authorization").is_none());
         assert_eq!(out.get("accept").unwrap(), "application/json");
-        assert_eq!(out.get("x-remote-extra-example.org%2Fscope%20key").unwrap(), "a");
+        assert_eq!(
+            out.get("x-remote-extra-example.org%2Fscope%20key").unwrap(),
+            "a"
+        );
     }
 }

@@ -38,11 +38,22 @@ pub struct Ranges {
 impl Ranges {
     /// Parses a CIDR such as `10.96.0.0/12` and a node port range.
     pub fn new(cidr: &str, node_ports: RangeInclusive<u16>) -> std::result::Result<Ranges, String> {
-        let (ip, bits) = cidr.split_once('/').ok_or_else(|| format!("{cidr} is not a CIDR"))?;
+        let (ip, bits) = cidr
+            .split_once('/')
+            .ok_or_else(|| format!("{cidr} is not a CIDR"))?;
         let ip: Ipv4Addr = ip.parse().map_err(|_| format!("{cidr}: bad address"))?;
-        let bits: u32 = bits.parse().ok().filter(|b| (8..=30).contains(b)).ok_or_else(|| format!("{cidr}: prefix must be 8..=30"))?;
+        let bits: u32 = bits
+            .parse()
+            .ok()
+            .filter(|b| (8..=30).contains(b))
+            .ok_or_else(|| format!("{cidr}: prefix must be 8..=30"))?;
         let size = 1u32 << (32 - bits);
-        Ok(Ranges { base: u32::from(ip) & !(size - 1), size, cidr: cidr.into(), node_ports })
+        Ok(Ranges {
+            base: u32::from(ip) & !(size - 1),
+            size,
+            cidr: cidr.into(),
+            node_ports,
+        })
     }
 
     /// The first usable address: the `kubernetes` service's.
@@ -75,7 +86,8 @@ fn holder(namespace: &str, name: &str) -> Bytes {
 }
 
 fn held_by(value: &[u8], namespace: &str, name: &str) -> bool {
-    serde_json::from_slice::<Value>(value).is_ok_and(|v| v["namespace"] == namespace && v["name"] == name)
+    serde_json::from_slice::<Value>(value)
+        .is_ok_and(|v| v["namespace"] == namespace && v["name"] == name)
 }
 
 /// Allocates cluster IPs and node ports for Services.
@@ -107,27 +119,55 @@ impl ServiceAllocator {
         }
     }
 
-    async fn cluster_ip(&self, svc: &mut Value, old: Option<&Value>, attrs: &Attributes<'_>) -> Result<()> {
-        let old_ip = old.and_then(|o| o.pointer("/spec/clusterIP")).and_then(Value::as_str).unwrap_or_default();
-        let ip = svc.pointer("/spec/clusterIP").and_then(Value::as_str).unwrap_or_default().to_string();
+    async fn cluster_ip(
+        &self,
+        svc: &mut Value,
+        old: Option<&Value>,
+        attrs: &Attributes<'_>,
+    ) -> Result<()> {
+        let old_ip = old
+            .and_then(|o| o.pointer("/spec/clusterIP"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let ip = svc
+            .pointer("/spec/clusterIP")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         if ip == "None" || (!old_ip.is_empty() && ip == old_ip) {
             return Ok(());
         }
         let invalid = |value: Value, detail: String| {
-            Error::invalid("", "Service", attrs.name, vec![FieldError::invalid("spec.clusterIPs", value, detail)])
+            Error::invalid(
+                "",
+                "Service",
+                attrs.name,
+                vec![FieldError::invalid("spec.clusterIPs", value, detail)],
+            )
         };
         let chosen = if ip.is_empty() {
             let mut found = None;
             for _ in 0..64 {
                 let candidate = self.ranges.random_ip().to_string();
-                if self.take(&ip_key(&candidate), attrs.namespace, attrs.name, attrs.dry_run).await? {
+                if self
+                    .take(
+                        &ip_key(&candidate),
+                        attrs.namespace,
+                        attrs.name,
+                        attrs.dry_run,
+                    )
+                    .await?
+                {
                     found = Some(candidate);
                     break;
                 }
             }
-            found.ok_or_else(|| Error::internal("failed to allocate a service IP: range is full"))?
+            found
+                .ok_or_else(|| Error::internal("failed to allocate a service IP: range is full"))?
         } else {
-            let parsed: Ipv4Addr = ip.parse().map_err(|_| invalid(json!([ip]), "must be a valid IP address".into()))?;
+            let parsed: Ipv4Addr = ip
+                .parse()
+                .map_err(|_| invalid(json!([ip]), "must be a valid IP address".into()))?;
             if !self.ranges.contains(parsed) {
                 return Err(invalid(
                     json!([ip]),
@@ -137,8 +177,14 @@ impl ServiceAllocator {
                     ),
                 ));
             }
-            if !self.take(&ip_key(&ip), attrs.namespace, attrs.name, attrs.dry_run).await? {
-                return Err(invalid(json!([ip]), format!("failed to allocate IP {ip}: provided IP is already allocated")));
+            if !self
+                .take(&ip_key(&ip), attrs.namespace, attrs.name, attrs.dry_run)
+                .await?
+            {
+                return Err(invalid(
+                    json!([ip]),
+                    format!("failed to allocate IP {ip}: provided IP is already allocated"),
+                ));
             }
             ip
         };
@@ -147,7 +193,12 @@ impl ServiceAllocator {
         Ok(())
     }
 
-    async fn node_ports(&self, svc: &mut Value, old: Option<&Value>, attrs: &Attributes<'_>) -> Result<()> {
+    async fn node_ports(
+        &self,
+        svc: &mut Value,
+        old: Option<&Value>,
+        attrs: &Attributes<'_>,
+    ) -> Result<()> {
         let old_ports: Vec<i64> = old
             .and_then(|o| o.pointer("/spec/ports"))
             .and_then(Value::as_array)
@@ -155,7 +206,10 @@ impl ServiceAllocator {
             .flatten()
             .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
             .collect();
-        let count = svc.pointer("/spec/ports").and_then(Value::as_array).map_or(0, Vec::len);
+        let count = svc
+            .pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
         for i in 0..count {
             let pointer = format!("/spec/ports/{i}/nodePort");
             let requested = svc.pointer(&pointer).and_then(Value::as_i64).unwrap_or(0);
@@ -167,25 +221,50 @@ impl ServiceAllocator {
                 let range = self.ranges.node_ports.clone();
                 for _ in 0..64 {
                     let candidate = i64::from(rand::rng().random_range(range.clone()));
-                    if self.take(&port_key(candidate), attrs.namespace, attrs.name, attrs.dry_run).await? {
+                    if self
+                        .take(
+                            &port_key(candidate),
+                            attrs.namespace,
+                            attrs.name,
+                            attrs.dry_run,
+                        )
+                        .await?
+                    {
                         found = Some(candidate);
                         break;
                     }
                 }
-                found.ok_or_else(|| Error::internal("failed to allocate a node port: range is full"))?
+                found.ok_or_else(|| {
+                    Error::internal("failed to allocate a node port: range is full")
+                })?
             } else {
                 let field = format!("spec.ports[{i}].nodePort");
-                let in_range = u16::try_from(requested).is_ok_and(|p| self.ranges.node_ports.contains(&p));
+                let in_range =
+                    u16::try_from(requested).is_ok_and(|p| self.ranges.node_ports.contains(&p));
                 if !in_range {
                     let detail = format!(
                         "provided port is not in the valid range. The range of valid ports is {}-{}",
                         self.ranges.node_ports.start(),
                         self.ranges.node_ports.end()
                     );
-                    return Err(Error::invalid("", "Service", attrs.name, vec![FieldError::invalid(field, requested, detail)]));
+                    return Err(Error::invalid(
+                        "",
+                        "Service",
+                        attrs.name,
+                        vec![FieldError::invalid(field, requested, detail)],
+                    ));
                 }
-                if !self.take(&port_key(requested), attrs.namespace, attrs.name, attrs.dry_run).await? {
-                    let cause = FieldError::invalid(field, requested, "provided port is already allocated");
+                if !self
+                    .take(
+                        &port_key(requested),
+                        attrs.namespace,
+                        attrs.name,
+                        attrs.dry_run,
+                    )
+                    .await?
+                {
+                    let cause =
+                        FieldError::invalid(field, requested, "provided port is already allocated");
                     return Err(Error::invalid("", "Service", attrs.name, vec![cause]));
                 }
                 requested
@@ -203,7 +282,11 @@ impl AdmissionPlugin for ServiceAllocator {
         if !is_service || !attrs.subresource.is_empty() || attrs.operation == Operation::Delete {
             return Ok(());
         }
-        let kind = svc.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
+        let kind = svc
+            .pointer("/spec/type")
+            .and_then(Value::as_str)
+            .unwrap_or("ClusterIP")
+            .to_string();
         if kind != "ExternalName" {
             self.cluster_ip(svc, attrs.old, attrs).await?;
         }
@@ -217,13 +300,27 @@ impl AdmissionPlugin for ServiceAllocator {
 /// The keys a Service holds.
 fn keys_of(svc: &Value) -> Vec<String> {
     let mut keys = Vec::new();
-    for ip in svc.pointer("/spec/clusterIPs").and_then(Value::as_array).into_iter().flatten() {
+    for ip in svc
+        .pointer("/spec/clusterIPs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if let Some(ip) = ip.as_str().filter(|ip| *ip != "None") {
             keys.push(ip_key(ip));
         }
     }
-    for port in svc.pointer("/spec/ports").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(p) = port.get("nodePort").and_then(Value::as_i64).filter(|p| *p != 0) {
+    for port in svc
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(p) = port
+            .get("nodePort")
+            .and_then(Value::as_i64)
+            .filter(|p| *p != 0)
+        {
             keys.push(port_key(p));
         }
     }
@@ -239,7 +336,11 @@ pub struct AllocationRepair {
 impl AllocationRepair {
     /// Starts following `services`.
     pub fn start(storage: Arc<dyn Storage>, services: Arc<Store>) -> Addr<Self> {
-        let addr = AllocationRepair { storage, services: services.clone() }.start();
+        let addr = AllocationRepair {
+            storage,
+            services: services.clone(),
+        }
+        .start();
         let events = addr.clone();
         informer::follow(services, Duration::from_secs(600), move |change| {
             let (svc, deleted) = match change {
@@ -276,13 +377,29 @@ impl Handler<Released> for AllocationRepair {
     type Result = ();
 
     fn handle(&mut self, msg: Released, ctx: &mut Context<Self>) {
-        let namespace = msg.svc.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default().to_string();
-        let name = msg.svc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-        let keep = if msg.deleted { Vec::new() } else { keys_of(&msg.svc) };
+        let namespace = msg
+            .svc
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let name = msg
+            .svc
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let keep = if msg.deleted {
+            Vec::new()
+        } else {
+            keys_of(&msg.svc)
+        };
         let storage = self.storage.clone();
         ctx.spawn(
             async move {
-                let Ok(page) = storage.range(PREFIX, &prefix_end(PREFIX), 0, 0).await else { return };
+                let Ok(page) = storage.range(PREFIX, &prefix_end(PREFIX), 0, 0).await else {
+                    return;
+                };
                 for kv in page.kvs {
                     if held_by(&kv.value, &namespace, &name) && !keep.contains(&kv.key) {
                         let _ = storage.delete(&kv.key, Some(kv.mod_revision)).await;
@@ -296,17 +413,24 @@ impl Handler<Released> for AllocationRepair {
 
 /// Deletes allocations older than the grace period whose Service is gone.
 async fn reclaim(storage: Arc<dyn Storage>, services: Arc<Store>) {
-    let Ok(page) = storage.range(PREFIX, &prefix_end(PREFIX), 0, 0).await else { return };
+    let Ok(page) = storage.range(PREFIX, &prefix_end(PREFIX), 0, 0).await else {
+        return;
+    };
     let now = time::OffsetDateTime::now_utc();
     for kv in page.kvs {
-        let Ok(holder) = serde_json::from_slice::<Value>(&kv.value) else { continue };
-        let since = holder["time"]
-            .as_str()
-            .and_then(|t| time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok());
+        let Ok(holder) = serde_json::from_slice::<Value>(&kv.value) else {
+            continue;
+        };
+        let since = holder["time"].as_str().and_then(|t| {
+            time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
+        });
         if since.is_none_or(|t| now - t < GRACE) {
             continue;
         }
-        let (namespace, name) = (holder["namespace"].as_str().unwrap_or_default(), holder["name"].as_str().unwrap_or_default());
+        let (namespace, name) = (
+            holder["namespace"].as_str().unwrap_or_default(),
+            holder["name"].as_str().unwrap_or_default(),
+        );
         let held = match services.get(namespace, name, None).await {
             Ok(svc) => keys_of(&svc.value()).contains(&kv.key),
             Err(e) if e.reason() == generic_server::error::Reason::NotFound => false,

@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
+use allocation::{AllocationRepair, Ranges, ServiceAllocator};
 use anyhow::Context as _;
 use clap::Parser;
 use generic_server::admission::{Admission, NamespaceLifecycle};
 use generic_server::delegation::{DelegationService, GrpcDelegate};
-use allocation::{AllocationRepair, Ranges, ServiceAllocator};
 use generic_server::discovery::Discovery;
 use generic_server::garbage_collector::GarbageCollector;
 use generic_server::informer::{self, Change};
@@ -37,16 +37,33 @@ struct Options {
     #[arg(long, env = "KUBECHAIN_LISTEN", default_value = "127.0.0.1:7443")]
     listen: SocketAddr,
     /// The extension server's gRPC endpoints, used until replicas register in etcd.
-    #[arg(long, env = "KUBECHAIN_EXTENSION_ENDPOINT", value_delimiter = ',', default_value = "https://127.0.0.1:7444")]
+    #[arg(
+        long,
+        env = "KUBECHAIN_EXTENSION_ENDPOINT",
+        value_delimiter = ',',
+        default_value = "https://127.0.0.1:7444"
+    )]
     extension_endpoint: Vec<String>,
     /// The name the extension server's certificate is verified against.
-    #[arg(long, env = "KUBECHAIN_EXTENSION_SERVER_NAME", default_value = "extension-server")]
+    #[arg(
+        long,
+        env = "KUBECHAIN_EXTENSION_SERVER_NAME",
+        default_value = "extension-server"
+    )]
     extension_server_name: String,
     /// The range service cluster IPs are allocated from.
-    #[arg(long, env = "KUBECHAIN_SERVICE_CLUSTER_IP_RANGE", default_value = "10.96.0.0/12")]
+    #[arg(
+        long,
+        env = "KUBECHAIN_SERVICE_CLUSTER_IP_RANGE",
+        default_value = "10.96.0.0/12"
+    )]
     service_cluster_ip_range: String,
     /// The range node ports are allocated from (`low-high`).
-    #[arg(long, env = "KUBECHAIN_SERVICE_NODE_PORT_RANGE", default_value = "30000-32767")]
+    #[arg(
+        long,
+        env = "KUBECHAIN_SERVICE_NODE_PORT_RANGE",
+        default_value = "30000-32767"
+    )]
     service_node_port_range: String,
     /// The address clients reach the API at (the `kubernetes` service's endpoint).
     #[arg(long, env = "KUBECHAIN_ADVERTISE_ADDRESS", default_value = "127.0.0.1")]
@@ -58,10 +75,19 @@ struct Options {
     #[arg(long, env = "KUBECHAIN_SERVICE_ACCOUNT_SIGNING_KEY_FILE")]
     service_account_signing_key_file: Option<std::path::PathBuf>,
     /// The issuer (and default audience) of service account tokens.
-    #[arg(long, env = "KUBECHAIN_SERVICE_ACCOUNT_ISSUER", default_value = "https://kubernetes.default.svc.cluster.local")]
+    #[arg(
+        long,
+        env = "KUBECHAIN_SERVICE_ACCOUNT_ISSUER",
+        default_value = "https://kubernetes.default.svc.cluster.local"
+    )]
     service_account_issuer: String,
     /// Certificate CNs allowed to call this server.
-    #[arg(long, env = "KUBECHAIN_ALLOWED_CALLERS", value_delimiter = ',', default_value = "kubechain-aggregator")]
+    #[arg(
+        long,
+        env = "KUBECHAIN_ALLOWED_CALLERS",
+        value_delimiter = ',',
+        default_value = "kubechain-aggregator"
+    )]
     allowed_callers: Vec<String>,
     #[command(flatten)]
     etcd: EtcdOptions,
@@ -75,25 +101,52 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(options: Options) -> anyhow::Result<()> {
     let tls = options.tls.load().context("loading TLS files")?;
-    let backend = options::start_storage(&options.etcd).await.context("connecting to etcd")?;
+    let backend = options::start_storage(&options.etcd)
+        .await
+        .context("connecting to etcd")?;
     let (cacher, etcd_check) = (backend.cacher.clone(), backend.etcd_check.clone());
     let prefix = options.etcd.etcd_prefix.trim_end_matches('/').to_string();
 
-    let delegate = GrpcDelegate::new("extension-server", &options.extension_endpoint, &options.extension_server_name, &tls)
-        .context("extension server endpoint")?;
+    let delegate = GrpcDelegate::new(
+        "extension-server",
+        &options.extension_endpoint,
+        &options.extension_server_name,
+        &tls,
+    )
+    .context("extension server endpoint")?;
     let discovery = Arc::new(Discovery::default());
-    delegate.follow_endpoints(generic_server::endpoints::watch_endpoints(backend.etcd.clone(), "extension-server"));
+    delegate.follow_endpoints(generic_server::endpoints::watch_endpoints(
+        backend.etcd.clone(),
+        "extension-server",
+    ));
     delegate.follow_discovery(discovery.clone());
-    let checks: Vec<(String, HealthCheck)> = vec![("etcd".into(), etcd_check), ("discovery".into(), discovery.readiness())];
-    let server = Arc::new(ApiServer::new("core-server", discovery.clone(), Arc::new(delegate), checks));
+    let checks: Vec<(String, HealthCheck)> = vec![
+        ("etcd".into(), etcd_check),
+        ("discovery".into(), discovery.readiness()),
+    ];
+    let server = Arc::new(ApiServer::new(
+        "core-server",
+        discovery.clone(),
+        Arc::new(delegate),
+        checks,
+    ));
 
-    let lifecycle = NamespaceLifecycle::new(cacher.clone(), &prefix).await.context("namespace lifecycle")?;
+    let lifecycle = NamespaceLifecycle::new(cacher.clone(), &prefix)
+        .await
+        .context("namespace lifecycle")?;
     let ranges = service_ranges(&options)?;
     let allocator = ServiceAllocator::new(cacher.storage().clone(), ranges.clone());
-    let admission = Admission::new(vec![Arc::new(lifecycle), Arc::new(allocator), Arc::new(resources::CsrRequester)]);
+    let admission = Admission::new(vec![
+        Arc::new(lifecycle),
+        Arc::new(allocator),
+        Arc::new(resources::CsrRequester),
+    ]);
     let mut all = resources::all();
     all.extend(reviews::resources());
-    server.install(all, &cacher, &admission, &prefix).await.context("installing resources")?;
+    server
+        .install(all, &cacher, &admission, &prefix)
+        .await
+        .context("installing resources")?;
     reviews::install(&server);
     install_token_requests(&server, &options)?;
 
@@ -114,18 +167,37 @@ async fn run(options: Options) -> anyhow::Result<()> {
 
     tracing::info!(listen = %options.listen, "core-server serving");
     let service = DelegationService::new(server, discovery, options.allowed_callers);
-    options::serve_grpc(options.listen, &tls, service, backend.etcd, "core-server").await.context("serving gRPC")
+    options::serve_grpc(options.listen, &tls, service, backend.etcd, "core-server")
+        .await
+        .context("serving gRPC")
 }
 
 /// Serves `serviceaccounts/<name>/token` when a signing key is configured.
 fn install_token_requests(server: &ApiServer, options: &Options) -> anyhow::Result<()> {
-    let Some(path) = &options.service_account_signing_key_file else { return Ok(()) };
-    let Some(accounts) = server.store("", "v1", "serviceaccounts") else { return Ok(()) };
+    let Some(path) = &options.service_account_signing_key_file else {
+        return Ok(());
+    };
+    let Some(accounts) = server.store("", "v1", "serviceaccounts") else {
+        return Ok(());
+    };
     let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let signer = generic_server::jwt::Signer::new(&pem, &options.service_account_issuer)?;
-    let kind = generic_server::resource::GroupVersionKind::new("authentication.k8s.io", "v1", "TokenRequest");
+    let kind = generic_server::resource::GroupVersionKind::new(
+        "authentication.k8s.io",
+        "v1",
+        "TokenRequest",
+    );
     let resource = accounts.resource.clone();
-    server.add_create_only(&resource, "token", kind, Arc::new(tokens::TokenRequests::new(signer, accounts, &options.service_account_issuer)));
+    server.add_create_only(
+        &resource,
+        "token",
+        kind,
+        Arc::new(tokens::TokenRequests::new(
+            signer,
+            accounts,
+            &options.service_account_issuer,
+        )),
+    );
     Ok(())
 }
 
@@ -139,7 +211,12 @@ fn service_ranges(options: &Options) -> anyhow::Result<Ranges> {
 }
 
 /// The `kubernetes` service in `default`, pointing at the front door.
-async fn bootstrap_kubernetes_service(server: &ApiServer, client: &Loopback, ranges: &Ranges, options: &Options) -> anyhow::Result<()> {
+async fn bootstrap_kubernetes_service(
+    server: &ApiServer,
+    client: &Loopback,
+    ranges: &Ranges,
+    options: &Options,
+) -> anyhow::Result<()> {
     use generic_server::error::Reason;
     let ip = ranges.first().to_string();
     let service = json!({
@@ -169,7 +246,10 @@ async fn bootstrap_kubernetes_service(server: &ApiServer, client: &Loopback, ran
         if server.store(group, version, plural).is_none() {
             continue;
         }
-        let path = format!("{}/namespaces/default/{plural}", generic_server::resource::group_version_path(group, version));
+        let path = format!(
+            "{}/namespaces/default/{plural}",
+            generic_server::resource::group_version_path(group, version)
+        );
         match client.create(&path, &object).await {
             Ok(_) => {}
             Err(e) if matches!(e.reason(), Reason::AlreadyExists | Reason::NotFound) => {}
@@ -181,9 +261,12 @@ async fn bootstrap_kubernetes_service(server: &ApiServer, client: &Loopback, ran
 
 /// Starts the namespace and service account controllers on namespace events.
 fn start_controllers(server: &Arc<ApiServer>, client: Loopback, discovery: Arc<Discovery>) {
-    let Some(namespaces) = server.store("", "v1", "namespaces") else { return };
+    let Some(namespaces) = server.store("", "v1", "namespaces") else {
+        return;
+    };
     GarbageCollector::start(server.stores(), client.clone(), discovery.clone());
-    let finalizer = controllers::namespace::NamespaceController::new(client.clone(), discovery).start();
+    let finalizer =
+        controllers::namespace::NamespaceController::new(client.clone(), discovery).start();
     let accounts = controllers::serviceaccount::ServiceAccountController::new(client).start();
     informer::follow(namespaces, Duration::from_secs(30), move |change| {
         if let Change::Present(ns) = change {

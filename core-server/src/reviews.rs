@@ -37,7 +37,12 @@ pub fn install(server: &ApiServer) {
             "SelfSubjectRulesReview" => Arc::new(Rules),
             _ => Arc::new(AccessReview),
         };
-        server.add_create_only(&r, "", GroupVersionKind::new(&r.group, &r.version, &r.kind), endpoint);
+        server.add_create_only(
+            &r,
+            "",
+            GroupVersionKind::new(&r.group, &r.version, &r.kind),
+            endpoint,
+        );
     }
 }
 
@@ -76,7 +81,12 @@ fn subject(req: &ApiRequest, obj: &Value) -> UserInfo {
     UserInfo {
         name: spec["user"].as_str().unwrap_or_default().into(),
         uid: spec["uid"].as_str().unwrap_or_default().into(),
-        groups: spec["groups"].as_array().into_iter().flatten().filter_map(|g| g.as_str().map(str::to_string)).collect(),
+        groups: spec["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g.as_str().map(str::to_string))
+            .collect(),
         extra: Default::default(),
     }
 }
@@ -88,8 +98,16 @@ struct AccessReview;
 impl CreateOnly for AccessReview {
     async fn create(&self, req: &ApiRequest, mut obj: Value) -> Result<Value> {
         let user = subject(req, &obj);
-        let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-        let (info, path) = match (obj.pointer("/spec/resourceAttributes"), obj.pointer("/spec/nonResourceAttributes")) {
+        let text = |v: &Value, k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (info, path) = match (
+            obj.pointer("/spec/resourceAttributes"),
+            obj.pointer("/spec/nonResourceAttributes"),
+        ) {
             (Some(attrs), _) => {
                 let info = RequestInfo {
                     is_resource_request: true,
@@ -104,7 +122,13 @@ impl CreateOnly for AccessReview {
                 };
                 (info, String::new())
             }
-            (None, Some(attrs)) => (RequestInfo { verb: text(attrs, "verb"), ..Default::default() }, text(attrs, "path")),
+            (None, Some(attrs)) => (
+                RequestInfo {
+                    verb: text(attrs, "verb"),
+                    ..Default::default()
+                },
+                text(attrs, "path"),
+            ),
             (None, None) => (RequestInfo::default(), String::new()),
         };
         obj["status"] = match MastersOnly.authorize(&user, &info, &path) {

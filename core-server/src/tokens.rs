@@ -25,7 +25,11 @@ pub struct TokenRequests {
 impl TokenRequests {
     /// Signs with `signer`; tokens are for `audience` unless the request names others.
     pub fn new(signer: Signer, accounts: Arc<Store>, audience: &str) -> Self {
-        TokenRequests { signer, accounts, audience: audience.into() }
+        TokenRequests {
+            signer,
+            accounts,
+            audience: audience.into(),
+        }
     }
 }
 
@@ -34,10 +38,22 @@ impl CreateOnly for TokenRequests {
     async fn create(&self, req: &ApiRequest, mut obj: Value) -> Result<Value> {
         let (namespace, name) = (&req.info.namespace, &req.info.name);
         let account = self.accounts.get(namespace, name, None).await?.value();
-        let seconds = obj.pointer("/spec/expirationSeconds").and_then(Value::as_i64).unwrap_or(DEFAULT_SECONDS);
+        let seconds = obj
+            .pointer("/spec/expirationSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(DEFAULT_SECONDS);
         if seconds < MIN_SECONDS {
-            let cause = FieldError::invalid("spec.expirationSeconds", seconds, "may not specify a duration less than 10 minutes");
-            return Err(Error::invalid("authentication.k8s.io", "TokenRequest", name, vec![cause]));
+            let cause = FieldError::invalid(
+                "spec.expirationSeconds",
+                seconds,
+                "may not specify a duration less than 10 minutes",
+            );
+            return Err(Error::invalid(
+                "authentication.k8s.io",
+                "TokenRequest",
+                name,
+                vec![cause],
+            ));
         }
         let mut audiences: Vec<String> = obj
             .pointer("/spec/audiences")
@@ -49,14 +65,28 @@ impl CreateOnly for TokenRequests {
         if audiences.is_empty() {
             audiences.push(self.audience.clone());
         }
-        let uid = account.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+        let uid = account
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let now = time::OffsetDateTime::now_utc();
         let token = self
             .signer
-            .token(namespace, name, uid, &audiences, now.unix_timestamp(), seconds)
+            .token(
+                namespace,
+                name,
+                uid,
+                &audiences,
+                now.unix_timestamp(),
+                seconds,
+            )
             .map_err(Error::internal)?;
-        let expires = (now + time::Duration::seconds(seconds)).replace_nanosecond(0).unwrap_or(now);
-        let expires = expires.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+        let expires = (now + time::Duration::seconds(seconds))
+            .replace_nanosecond(0)
+            .unwrap_or(now);
+        let expires = expires
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
         obj["metadata"]["name"] = json!(name);
         obj["metadata"]["namespace"] = json!(namespace);
         obj["metadata"]["creationTimestamp"] = Value::Null;

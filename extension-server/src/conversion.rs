@@ -46,19 +46,32 @@ pub struct WebhookConverter {
 impl WebhookConverter {
     /// A converter for a CRD whose `spec.conversion.webhook.clientConfig` is `config`.
     pub fn new(crd: &Value, reader: Arc<dyn ObjectReader>, clients: Arc<Clients>) -> Self {
-        let text = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+        let text = |p: &str| {
+            crd.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
         WebhookConverter {
             group: text("/spec/group"),
             kind: text("/spec/names/kind"),
-            storage: crate::crd::storage_version(crd).unwrap_or_default().to_string(),
-            config: crd.pointer("/spec/conversion/webhook/clientConfig").cloned().unwrap_or_default(),
+            storage: crate::crd::storage_version(crd)
+                .unwrap_or_default()
+                .to_string(),
+            config: crd
+                .pointer("/spec/conversion/webhook/clientConfig")
+                .cloned()
+                .unwrap_or_default(),
             reader,
             clients,
         }
     }
 
     fn failed(&self, to: &str, why: impl std::fmt::Display) -> Error {
-        Error::internal(format!("conversion webhook for {to}, Kind={} failed: {why}", self.kind))
+        Error::internal(format!(
+            "conversion webhook for {to}, Kind={} failed: {why}",
+            self.kind
+        ))
     }
 
     /// Sends one review; the converted objects.
@@ -70,13 +83,23 @@ impl WebhookConverter {
             "request": {"uid": uid, "desiredAPIVersion": to, "objects": objects},
         });
         let ca = self.config["caBundle"].as_str().unwrap_or_default();
-        let (client, url) = match (self.config["url"].as_str(), self.config.get("service").filter(|s| s.is_object())) {
+        let (client, url) = match (
+            self.config["url"].as_str(),
+            self.config.get("service").filter(|s| s.is_object()),
+        ) {
             (Some(url), _) => {
                 let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
                 let host = parsed.host_str().unwrap_or_default().to_string();
                 let port = parsed.port_or_known_default().unwrap_or(443);
-                let addr = tokio::net::lookup_host((host.as_str(), port)).await.map_err(|e| e.to_string())?.next().ok_or("no address")?;
-                (self.clients.client_for(ca, false, &host, addr)?, url.to_string())
+                let addr = tokio::net::lookup_host((host.as_str(), port))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .next()
+                    .ok_or("no address")?;
+                (
+                    self.clients.client_for(ca, false, &host, addr)?,
+                    url.to_string(),
+                )
             }
             (None, Some(svc)) => {
                 let service = ServiceRef {
@@ -84,10 +107,16 @@ impl WebhookConverter {
                     name: svc["name"].as_str().unwrap_or_default().into(),
                     port: svc["port"].as_i64().unwrap_or(443),
                 };
-                let endpoints = service_client::resolve(self.reader.as_ref(), &service).await.map_err(|e| e.message)?;
+                let endpoints = service_client::resolve(self.reader.as_ref(), &service)
+                    .await
+                    .map_err(|e| e.message)?;
                 let endpoint = *endpoints.first().ok_or("no endpoints")?;
                 let path = svc["path"].as_str().unwrap_or("/");
-                let url = format!("https://{}:{}{path}", service.server_name(), endpoint.port());
+                let url = format!(
+                    "https://{}:{}{path}",
+                    service.server_name(),
+                    endpoint.port()
+                );
                 (self.clients.client(ca, false, &service, endpoint)?, url)
             }
             _ => return Err("no webhook client configuration".into()),
@@ -103,18 +132,32 @@ impl WebhookConverter {
         if !resp.status().is_success() {
             return Err(format!("webhook answered {}", resp.status()));
         }
-        let body: Value = serde_json::from_slice(&resp.bytes().await.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        let body: Value = serde_json::from_slice(&resp.bytes().await.map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
         let response = &body["response"];
         if response["uid"] != uid.as_str() {
-            return Err(format!("expected response.uid={uid:?}, got {}", response["uid"]));
+            return Err(format!(
+                "expected response.uid={uid:?}, got {}",
+                response["uid"]
+            ));
         }
         if response.pointer("/result/status").and_then(Value::as_str) != Some("Success") {
-            let message = response.pointer("/result/message").and_then(Value::as_str).unwrap_or("conversion failed");
+            let message = response
+                .pointer("/result/message")
+                .and_then(Value::as_str)
+                .unwrap_or("conversion failed");
             return Err(message.to_string());
         }
-        let converted = response["convertedObjects"].as_array().cloned().unwrap_or_default();
+        let converted = response["convertedObjects"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         if converted.len() != objects.len() {
-            return Err(format!("expected {} converted objects, got {}", objects.len(), converted.len()));
+            return Err(format!(
+                "expected {} converted objects, got {}",
+                objects.len(),
+                converted.len()
+            ));
         }
         Ok(converted)
     }
@@ -128,17 +171,30 @@ impl Converter for WebhookConverter {
 
     async fn convert(&self, objects: Vec<Value>, to: &str) -> Result<Vec<Value>> {
         // Objects already in the wanted version are not sent.
-        let pending: Vec<(usize, Value)> =
-            objects.iter().enumerate().filter(|(_, o)| o["apiVersion"] != to).map(|(i, o)| (i, o.clone())).collect();
+        let pending: Vec<(usize, Value)> = objects
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o["apiVersion"] != to)
+            .map(|(i, o)| (i, o.clone()))
+            .collect();
         if pending.is_empty() {
             return Ok(objects);
         }
         let sent: Vec<Value> = pending.iter().map(|(_, o)| o.clone()).collect();
-        let converted = self.review(&sent, to).await.map_err(|why| self.failed(to, why))?;
+        let converted = self
+            .review(&sent, to)
+            .await
+            .map_err(|why| self.failed(to, why))?;
         let mut out = objects;
         for ((index, original), mut new) in pending.into_iter().zip(converted) {
             if new["apiVersion"] != to {
-                return Err(self.failed(to, format!("converted object has apiVersion {}, want {to}", new["apiVersion"])));
+                return Err(self.failed(
+                    to,
+                    format!(
+                        "converted object has apiVersion {}, want {to}",
+                        new["apiVersion"]
+                    ),
+                ));
             }
             // A webhook may only change labels and annotations of metadata.
             let mut metadata = original["metadata"].clone();

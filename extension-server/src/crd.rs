@@ -13,7 +13,10 @@ pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io"
 
 /// The `customresourcedefinitions` resource.
 pub fn resource() -> Resource {
-    Resource::builtin::<CustomResourceDefinition>(CrdStrategy).short_names(&["crd", "crds"]).categories(&["api-extensions"]).status()
+    Resource::builtin::<CustomResourceDefinition>(CrdStrategy)
+        .short_names(&["crd", "crds"])
+        .categories(&["api-extensions"])
+        .status()
 }
 
 /// The rules of `apiextensions.k8s.io/v1` CustomResourceDefinition.
@@ -21,17 +24,26 @@ pub struct CrdStrategy;
 
 /// The storage version of a CRD.
 pub fn storage_version(crd: &Value) -> Option<&str> {
-    versions(crd).iter().find(|v| v["storage"] == true).and_then(|v| v["name"].as_str())
+    versions(crd)
+        .iter()
+        .find(|v| v["storage"] == true)
+        .and_then(|v| v["name"].as_str())
 }
 
 /// The versions of a CRD.
 pub fn versions(crd: &Value) -> &[Value] {
-    crd.pointer("/spec/versions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
 }
 
 /// A condition of a CRD's status, if present.
 pub fn condition<'a>(crd: &'a Value, kind: &str) -> Option<&'a Value> {
-    crd.pointer("/status/conditions").and_then(Value::as_array)?.iter().find(|c| c["type"] == kind)
+    crd.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c["type"] == kind)
 }
 
 /// Whether a condition is True.
@@ -46,7 +58,10 @@ impl Strategy for CrdStrategy {
 
     fn prepare_for_create(&self, crd: &mut Value) {
         crate::schema::prepare_for_create(crd);
-        let mut finalizers = crd["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
+        let mut finalizers = crd["metadata"]["finalizers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
             finalizers.push(json!(CLEANUP_FINALIZER));
             crd["metadata"]["finalizers"] = json!(finalizers);
@@ -83,19 +98,36 @@ impl Strategy for CrdStrategy {
     }
 
     fn begin_delete(&self, crd: &mut Value) -> Result<bool> {
-        if crd.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+        if crd
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null())
+        {
             return Ok(true);
         }
-        set_condition(crd, "Terminating", "True", "InstanceDeletionPending", "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon");
+        set_condition(
+            crd,
+            "Terminating",
+            "True",
+            "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        );
         Ok(true)
     }
 
     fn columns(&self) -> Vec<Column> {
-        vec![table::name_column(), Column::new("Created At", "date", "The time the CRD was created")]
+        vec![
+            table::name_column(),
+            Column::new("Created At", "date", "The time the CRD was created"),
+        ]
     }
 
     fn cells(&self, crd: &Value) -> Vec<Value> {
-        vec![table::name_cell(crd), crd.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null)]
+        vec![
+            table::name_cell(crd),
+            crd.pointer("/metadata/creationTimestamp")
+                .cloned()
+                .unwrap_or(Value::Null),
+        ]
     }
 }
 
@@ -105,7 +137,10 @@ fn validation_rules(crd: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, version) in versions(crd).iter().enumerate() {
         if let Some(schema) = version.pointer("/schema/openAPIV3Schema") {
-            if let Err(e) = crate::cel::compile(schema, &format!("spec.versions[{i}].schema.openAPIV3Schema")) {
+            if let Err(e) = crate::cel::compile(
+                schema,
+                &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+            ) {
                 errs.extend(e);
             }
         }

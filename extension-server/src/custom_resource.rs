@@ -38,7 +38,12 @@ pub struct Version {
 impl Version {
     /// Reads one version of a CRD.
     pub fn of(crd: &Value, version: &Value) -> Version {
-        let text = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+        let text = |v: &Value, p: &str| {
+            v.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
         let columns = version
             .get("additionalPrinterColumns")
             .and_then(Value::as_array)
@@ -46,7 +51,13 @@ impl Version {
             .flatten()
             .filter_map(|c| {
                 let path = JsonPath::parse(c["jsonPath"].as_str()?).ok()?;
-                Some((text(c, "/name"), text(c, "/type"), path, c["priority"].as_i64().unwrap_or(0) as i32, text(c, "/description")))
+                Some((
+                    text(c, "/name"),
+                    text(c, "/type"),
+                    path,
+                    c["priority"].as_i64().unwrap_or(0) as i32,
+                    text(c, "/description"),
+                ))
             })
             .collect();
         let selectable = version
@@ -54,14 +65,22 @@ impl Version {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|f| f["jsonPath"].as_str().map(|p| p.trim_start_matches('.').to_string()))
+            .filter_map(|f| {
+                f["jsonPath"]
+                    .as_str()
+                    .map(|p| p.trim_start_matches('.').to_string())
+            })
             .collect();
         let schema = version
             .pointer("/schema/openAPIV3Schema")
             .cloned()
             .unwrap_or(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
         let structural = Structural::new(&schema)
-            .or_else(|_| Structural::new(&json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})))
+            .or_else(|_| {
+                Structural::new(
+                    &json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+                )
+            })
             .unwrap_or_default();
         let rules = crate::cel::compile(&schema, "").unwrap_or_default();
         Version {
@@ -79,14 +98,28 @@ impl Version {
 
 /// The resource a served CRD version declares.
 pub fn resource(crd: &Value, version: &Value) -> Resource {
-    let text = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let text = |p: &str| {
+        crd.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     let list = |p: &str| -> Vec<String> {
-        crd.pointer(p).and_then(Value::as_array).into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect()
+        crd.pointer(p)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect()
     };
     let served = Version::of(crd, version);
     let scale = version.pointer("/subresources/scale").map(|s| ScaleSpec {
         spec_replicas: pointer_of(s["specReplicasPath"].as_str().unwrap_or(".spec.replicas")),
-        status_replicas: pointer_of(s["statusReplicasPath"].as_str().unwrap_or(".status.replicas")),
+        status_replicas: pointer_of(
+            s["statusReplicasPath"]
+                .as_str()
+                .unwrap_or(".status.replicas"),
+        ),
         selector: match s["labelSelectorPath"].as_str() {
             Some(p) => ScaleSelector::String(pointer_of(p)),
             None => ScaleSelector::None,
@@ -94,11 +127,19 @@ pub fn resource(crd: &Value, version: &Value) -> Resource {
     });
     let mut subresources = Vec::new();
     if served.status {
-        subresources.push(Subresource { name: "status".into(), kind: None, verbs: verbs(&["get", "patch", "update"]) });
+        subresources.push(Subresource {
+            name: "status".into(),
+            kind: None,
+            verbs: verbs(&["get", "patch", "update"]),
+        });
     }
     if scale.is_some() {
         let kind = GroupVersionKind::new("autoscaling", "v1", "Scale");
-        subresources.push(Subresource { name: "scale".into(), kind: Some(kind), verbs: verbs(&["get", "patch", "update"]) });
+        subresources.push(Subresource {
+            name: "scale".into(),
+            kind: Some(kind),
+            verbs: verbs(&["get", "patch", "update"]),
+        });
     }
     Resource {
         group: served.group.clone(),
@@ -112,7 +153,9 @@ pub fn resource(crd: &Value, version: &Value) -> Resource {
         namespaced: text("/spec/scope") == "Namespaced",
         verbs: verbs(generic_server::resource::ALL_VERBS),
         subresources,
-        strategy: Arc::new(CustomResourceStrategy { version: served.clone() }),
+        strategy: Arc::new(CustomResourceStrategy {
+            version: served.clone(),
+        }),
         codec: Arc::new(SchemaCodec { version: served }),
         strategic_merge_patch: false,
         schema: None,
@@ -137,7 +180,10 @@ pub struct SchemaCodec {
 impl Codec for SchemaCodec {
     fn normalize(&self, mut obj: Value) -> std::result::Result<Normalized, String> {
         let unknown_fields = crate::schema::prune(&mut obj, &self.version.structural, true);
-        Ok(Normalized { object: obj, unknown_fields })
+        Ok(Normalized {
+            object: obj,
+            unknown_fields,
+        })
     }
 }
 
@@ -182,10 +228,22 @@ impl Strategy for CustomResourceStrategy {
     fn columns(&self) -> Vec<Column> {
         let mut columns = vec![table::name_column()];
         for (name, kind, _, priority, description) in &self.version.columns {
-            let kind = if kind == "date" { "string" } else { kind.as_str() };
-            columns.push(Column { priority: *priority, ..Column::new(name, kind, description) });
+            let kind = if kind == "date" {
+                "string"
+            } else {
+                kind.as_str()
+            };
+            columns.push(Column {
+                priority: *priority,
+                ..Column::new(name, kind, description)
+            });
         }
-        if !self.version.columns.iter().any(|c| c.0.eq_ignore_ascii_case("age")) {
+        if !self
+            .version
+            .columns
+            .iter()
+            .any(|c| c.0.eq_ignore_ascii_case("age"))
+        {
             columns.push(table::age_column());
         }
         columns
@@ -199,11 +257,24 @@ impl Strategy for CustomResourceStrategy {
                 (_, []) => Value::Null,
                 ("date", [value, ..]) => json!(table::age_of(value.as_str())),
                 (_, [one]) => (*one).clone(),
-                (_, many) => json!(many.iter().map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).collect::<Vec<_>>().join(",")),
+                (_, many) => json!(
+                    many.iter()
+                        .map(|v| v
+                            .as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| v.to_string()))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
             };
             cells.push(cell);
         }
-        if !self.version.columns.iter().any(|c| c.0.eq_ignore_ascii_case("age")) {
+        if !self
+            .version
+            .columns
+            .iter()
+            .any(|c| c.0.eq_ignore_ascii_case("age"))
+        {
             cells.push(table::age_cell(obj));
         }
         cells

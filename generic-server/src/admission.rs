@@ -111,7 +111,10 @@ impl NamespaceLifecycle {
             return Ok(Some(ns.value()));
         }
         // It may have been created a moment ago: catch up with etcd first.
-        self.cacher.wait_fresh().await.map_err(|e| Error::unavailable(e.to_string()))?;
+        self.cacher
+            .wait_fresh()
+            .await
+            .map_err(|e| Error::unavailable(e.to_string()))?;
         Ok(self.namespaces.get(&key).map(|ns| ns.value()))
     }
 }
@@ -120,10 +123,16 @@ impl NamespaceLifecycle {
 impl AdmissionPlugin for NamespaceLifecycle {
     async fn validate(&self, attrs: &Attributes<'_>, _obj: Option<&Value>) -> Result<()> {
         let is_namespace = attrs.resource.group.is_empty() && attrs.resource.plural == "namespaces";
-        if is_namespace && attrs.operation == Operation::Delete && IMMORTAL_NAMESPACES.contains(&attrs.name) {
+        if is_namespace
+            && attrs.operation == Operation::Delete
+            && IMMORTAL_NAMESPACES.contains(&attrs.name)
+        {
             return Err(forbidden(attrs, "this namespace may not be deleted"));
         }
-        if !attrs.resource.namespaced || attrs.operation != Operation::Create || attrs.namespace.is_empty() {
+        if !attrs.resource.namespaced
+            || attrs.operation != Operation::Create
+            || attrs.namespace.is_empty()
+        {
             return Ok(());
         }
         match self.lookup(attrs.namespace).await? {
@@ -131,10 +140,19 @@ impl AdmissionPlugin for NamespaceLifecycle {
                 resource: crate::resource::GroupResource::new("", "namespaces"),
                 name: attrs.namespace.into(),
             }),
-            Some(ns) if ns.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) => Err(forbidden(
-                attrs,
-                &format!("unable to create new content in namespace {} because it is being terminated", attrs.namespace),
-            )),
+            Some(ns)
+                if ns
+                    .pointer("/metadata/deletionTimestamp")
+                    .is_some_and(|t| !t.is_null()) =>
+            {
+                Err(forbidden(
+                    attrs,
+                    &format!(
+                        "unable to create new content in namespace {} because it is being terminated",
+                        attrs.namespace
+                    ),
+                ))
+            }
             Some(_) => Ok(()),
         }
     }
@@ -142,5 +160,12 @@ impl AdmissionPlugin for NamespaceLifecycle {
 
 /// 403 Forbidden naming the object, as kube's admission errors do.
 fn forbidden(attrs: &Attributes<'_>, why: &str) -> Error {
-    Error::new(Reason::Forbidden, format!("{} {:?} is forbidden: {why}", attrs.resource.group_resource(), attrs.name))
+    Error::new(
+        Reason::Forbidden,
+        format!(
+            "{} {:?} is forbidden: {why}",
+            attrs.resource.group_resource(),
+            attrs.name
+        ),
+    )
 }

@@ -68,12 +68,12 @@ pub fn decode_body(media: MediaType, body: &[u8]) -> Result<Value> {
         return Err(too_large());
     }
     match media {
-        MediaType::Json => serde_json::from_slice(body)
-            .map_err(|e| Error::bad_request(format!("couldn't get version/kind; json parse error: {e}"))),
+        MediaType::Json => serde_json::from_slice(body).map_err(|e| {
+            Error::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        }),
         MediaType::Yaml => decode_yaml(body),
-        MediaType::Protobuf => {
-            proto::k8s::decode(body).map_err(|e| Error::bad_request(format!("unable to decode protobuf body: {e}")))
-        }
+        MediaType::Protobuf => proto::k8s::decode(body)
+            .map_err(|e| Error::bad_request(format!("unable to decode protobuf body: {e}"))),
     }
 }
 
@@ -85,7 +85,10 @@ pub fn decode_yaml(body: &[u8]) -> Result<Value> {
 
 /// 413 RequestEntityTooLarge.
 pub fn too_large() -> Error {
-    Error::new(Reason::RequestEntityTooLarge, format!("Request entity too large: limit is {MAX_BODY_BYTES}"))
+    Error::new(
+        Reason::RequestEntityTooLarge,
+        format!("Request entity too large: limit is {MAX_BODY_BYTES}"),
+    )
 }
 
 /// An object after structural checking.
@@ -119,7 +122,10 @@ impl<K: Serialize + DeserializeOwned + 'static> Codec for TypedCodec<K> {
         let object = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
         let mut unknown_fields = Vec::new();
         diff_unknown(&obj, &object, "", &mut unknown_fields);
-        Ok(Normalized { object, unknown_fields })
+        Ok(Normalized {
+            object,
+            unknown_fields,
+        })
     }
 }
 
@@ -128,7 +134,10 @@ pub struct OpaqueCodec;
 
 impl Codec for OpaqueCodec {
     fn normalize(&self, obj: Value) -> std::result::Result<Normalized, String> {
-        Ok(Normalized { object: obj, unknown_fields: Vec::new() })
+        Ok(Normalized {
+            object: obj,
+            unknown_fields: Vec::new(),
+        })
     }
 }
 
@@ -138,7 +147,11 @@ fn diff_unknown(original: &Value, normalized: &Value, path: &str, out: &mut Vec<
     match (original, normalized) {
         (Value::Object(orig), Value::Object(norm)) => {
             for (key, value) in orig {
-                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                let child = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
                 match norm.get(key) {
                     Some(n) => diff_unknown(value, n, &child, out),
                     None if !value.is_null() && !is_empty_container(value) => out.push(child),
@@ -157,7 +170,8 @@ fn diff_unknown(original: &Value, normalized: &Value, path: &str, out: &mut Vec<
 
 /// Empty maps and lists vanish in a round trip without being unknown.
 fn is_empty_container(value: &Value) -> bool {
-    matches!(value, Value::Object(m) if m.is_empty()) || matches!(value, Value::Array(a) if a.is_empty())
+    matches!(value, Value::Object(m) if m.is_empty())
+        || matches!(value, Value::Array(a) if a.is_empty())
 }
 
 #[cfg(test)]
@@ -170,8 +184,10 @@ mod tests {
     fn typed_codec_drops_and_reports_unknown_fields() {
         let codec = TypedCodec::<ConfigMap>::default();
         let n = codec
-            .normalize(json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","bogus":1},
-                "data":{"k":"v"},"extra":{"x":1},"binaryData":null}))
+            .normalize(
+                json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","bogus":1},
+                "data":{"k":"v"},"extra":{"x":1},"binaryData":null}),
+            )
             .unwrap();
         assert_eq!(n.unknown_fields, vec!["metadata.bogus", "extra"]);
         assert_eq!(n.object["data"]["k"], "v");
@@ -181,21 +197,43 @@ mod tests {
     #[test]
     fn typed_codec_rejects_wrong_types() {
         let codec = TypedCodec::<ConfigMap>::default();
-        let err = codec.normalize(json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":1}}));
+        let err = codec.normalize(
+            json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":1}}),
+        );
         assert!(err.is_err());
     }
 
     #[test]
     fn media_types() {
-        assert_eq!(MediaType::from_content_type(Some("application/json; charset=utf-8")).unwrap(), MediaType::Json);
-        assert_eq!(MediaType::from_content_type(Some(PROTOBUF)).unwrap(), MediaType::Protobuf);
-        assert_eq!(MediaType::from_content_type(Some("text/plain")).unwrap_err().code(), 415);
+        assert_eq!(
+            MediaType::from_content_type(Some("application/json; charset=utf-8")).unwrap(),
+            MediaType::Json
+        );
+        assert_eq!(
+            MediaType::from_content_type(Some(PROTOBUF)).unwrap(),
+            MediaType::Protobuf
+        );
+        assert_eq!(
+            MediaType::from_content_type(Some("text/plain"))
+                .unwrap_err()
+                .code(),
+            415
+        );
     }
 
     #[test]
     fn yaml_and_bad_json() {
-        assert_eq!(decode_yaml(b"a: 1\nb: [x]").unwrap(), json!({"a":1,"b":["x"]}));
-        assert_eq!(decode_body(MediaType::Json, b"{nope").unwrap_err().code(), 400);
-        assert_eq!(decode_body(MediaType::Yaml, b"a: [").unwrap_err().code(), 400);
+        assert_eq!(
+            decode_yaml(b"a: 1\nb: [x]").unwrap(),
+            json!({"a":1,"b":["x"]})
+        );
+        assert_eq!(
+            decode_body(MediaType::Json, b"{nope").unwrap_err().code(),
+            400
+        );
+        assert_eq!(
+            decode_body(MediaType::Yaml, b"a: [").unwrap_err().code(),
+            400
+        );
     }
 }

@@ -14,15 +14,18 @@ use tokio::sync::watch;
 use crate::resource::{Resource, api_version};
 
 /// The Content-Type of an aggregated discovery v2 answer.
-pub const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub const AGGREGATED_V2: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 /// The Content-Type of an aggregated discovery v2beta1 answer.
-pub const AGGREGATED_V2BETA1: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+pub const AGGREGATED_V2BETA1: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
 
 /// Which aggregated discovery version the Accept header asks for, if any.
 pub fn aggregated_version(accept: &str) -> Option<&'static str> {
     for part in accept.split(',') {
         let params: Vec<&str> = part.split(';').map(str::trim).collect();
-        if params.contains(&"g=apidiscovery.k8s.io") && params.contains(&"as=APIGroupDiscoveryList") {
+        if params.contains(&"g=apidiscovery.k8s.io") && params.contains(&"as=APIGroupDiscoveryList")
+        {
             if params.contains(&"v=v2") {
                 return Some("v2");
             }
@@ -168,10 +171,17 @@ pub fn merge_groups_with(lists: &[&[Value]], priority: &dyn Fn(&str) -> i64) -> 
             match merged.iter_mut().find(|g| group_name(g) == name) {
                 None => merged.push(group.clone()),
                 Some(existing) => {
-                    let have: Vec<String> = versions(existing).iter().map(|v| v["version"].as_str().unwrap_or("").to_string()).collect();
+                    let have: Vec<String> = versions(existing)
+                        .iter()
+                        .map(|v| v["version"].as_str().unwrap_or("").to_string())
+                        .collect();
                     let extra: Vec<Value> = versions(group)
                         .iter()
-                        .filter(|v| !have.iter().any(|h| Some(h.as_str()) == v["version"].as_str()))
+                        .filter(|v| {
+                            !have
+                                .iter()
+                                .any(|h| Some(h.as_str()) == v["version"].as_str())
+                        })
                         .cloned()
                         .collect();
                     if let Some(Value::Array(vs)) = existing.get_mut("versions") {
@@ -183,17 +193,27 @@ pub fn merge_groups_with(lists: &[&[Value]], priority: &dyn Fn(&str) -> i64) -> 
     }
     merged.sort_by(|a, b| {
         let (na, nb) = (group_name(a), group_name(b));
-        (na != "").cmp(&(nb != "")).then(priority(nb).cmp(&priority(na))).then(na.cmp(nb))
+        (na != "")
+            .cmp(&(nb != ""))
+            .then(priority(nb).cmp(&priority(na)))
+            .then(na.cmp(nb))
     });
     merged
 }
 
 fn group_name(group: &Value) -> &str {
-    group.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
+    group
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 fn versions(group: &Value) -> &[Value] {
-    group.get("versions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+    group
+        .get("versions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
 }
 
 /// One rendered discovery answer and its ETag.
@@ -212,7 +232,11 @@ impl Rendered {
     pub fn new(value: &Value, content_type: &'static str) -> Self {
         let body = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
         let etag = format!("\"{}\"", crate::openapi::content_hash(&body));
-        Rendered { body, etag, content_type }
+        Rendered {
+            body,
+            etag,
+            content_type,
+        }
     }
 }
 
@@ -228,15 +252,24 @@ impl Documents {
     /// Renders every form of these groups.
     pub fn new(groups: Vec<Value>) -> Self {
         let mut rendered = HashMap::new();
-        let (core, named): (Vec<&Value>, Vec<&Value>) = groups.iter().partition(|g| group_name(g).is_empty());
+        let (core, named): (Vec<&Value>, Vec<&Value>) =
+            groups.iter().partition(|g| group_name(g).is_empty());
         for (version, content_type) in [("v2", AGGREGATED_V2), ("v2beta1", AGGREGATED_V2BETA1)] {
-            let list = |items: &[&Value]| {
-                json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"), "metadata": {}, "items": items})
-            };
-            rendered.insert(format!("agg/api/{version}"), Rendered::new(&list(&core), content_type));
-            rendered.insert(format!("agg/apis/{version}"), Rendered::new(&list(&named), content_type));
+            let list = |items: &[&Value]| json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"), "metadata": {}, "items": items});
+            rendered.insert(
+                format!("agg/api/{version}"),
+                Rendered::new(&list(&core), content_type),
+            );
+            rendered.insert(
+                format!("agg/apis/{version}"),
+                Rendered::new(&list(&named), content_type),
+            );
         }
-        let core_versions: Vec<&str> = core.iter().flat_map(|g| versions(g)).filter_map(|v| v["version"].as_str()).collect();
+        let core_versions: Vec<&str> = core
+            .iter()
+            .flat_map(|g| versions(g))
+            .filter_map(|v| v["version"].as_str())
+            .collect();
         rendered.insert(
             "/api".into(),
             Rendered::new(
@@ -248,20 +281,29 @@ impl Documents {
         let api_groups: Vec<Value> = named.iter().map(|g| legacy_group(g)).collect();
         rendered.insert(
             "/apis".into(),
-            Rendered::new(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": api_groups}), crate::codec::JSON),
+            Rendered::new(
+                &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": api_groups}),
+                crate::codec::JSON,
+            ),
         );
         for (group, legacy) in named.iter().zip(&api_groups) {
             let mut doc = legacy.clone();
             doc["kind"] = json!("APIGroup");
             doc["apiVersion"] = json!("v1");
-            rendered.insert(format!("/apis/{}", group_name(group)), Rendered::new(&doc, crate::codec::JSON));
+            rendered.insert(
+                format!("/apis/{}", group_name(group)),
+                Rendered::new(&doc, crate::codec::JSON),
+            );
         }
         for group in &groups {
             for version in versions(group) {
                 let v = version["version"].as_str().unwrap_or_default();
                 let name = group_name(group);
                 let path = crate::resource::group_version_path(name, v);
-                rendered.insert(path, Rendered::new(&resource_list(name, version), crate::codec::JSON));
+                rendered.insert(
+                    path,
+                    Rendered::new(&resource_list(name, version), crate::codec::JSON),
+                );
             }
         }
         Documents { groups, rendered }
@@ -283,7 +325,9 @@ impl Documents {
             .iter()
             .flat_map(|g| {
                 let name = group_name(g).to_string();
-                versions(g).iter().filter_map(move |v| Some((name.clone(), v["version"].as_str()?.to_string())))
+                versions(g)
+                    .iter()
+                    .filter_map(move |v| Some((name.clone(), v["version"].as_str()?.to_string())))
             })
             .collect()
     }
@@ -297,7 +341,10 @@ impl Documents {
             .and_then(Value::as_array)?
             .iter()
             .find(|r| r.pointer("/responseKind/kind").and_then(Value::as_str) == Some(kind))?;
-        Some((resource["resource"].as_str()?.to_string(), resource["scope"] == "Namespaced"))
+        Some((
+            resource["resource"].as_str()?.to_string(),
+            resource["scope"] == "Namespaced",
+        ))
     }
 
     /// Whether a group (any version) is served.
@@ -320,7 +367,12 @@ fn legacy_group(group: &Value) -> Value {
 fn resource_list(group: &str, version: &Value) -> Value {
     let v = version["version"].as_str().unwrap_or_default();
     let mut resources = Vec::new();
-    for r in version.get("resources").and_then(Value::as_array).into_iter().flatten() {
+    for r in version
+        .get("resources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let mut entry = json!({
             "name": r["resource"],
             "singularName": r.get("singularResource").cloned().unwrap_or(json!("")),
@@ -334,7 +386,12 @@ fn resource_list(group: &str, version: &Value) -> Value {
             }
         }
         resources.push(entry);
-        for s in r.get("subresources").and_then(Value::as_array).into_iter().flatten() {
+        for s in r
+            .get("subresources")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let kind = &s["responseKind"];
             let mut sub = json!({
                 "name": format!("{}/{}", r["resource"].as_str().unwrap_or_default(), s["subresource"].as_str().unwrap_or_default()),
@@ -397,13 +454,15 @@ impl Discovery {
     /// Replaces the delegates' groups (from their discovery stream).
     pub fn set_delegates(&self, groups: Vec<Value>) {
         *self.delegates.write().unwrap_or_else(|e| e.into_inner()) = groups;
-        self.delegates_known.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.delegates_known
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.rebuild();
     }
 
     /// Whether the delegates' discovery has arrived at least once.
     pub fn delegates_known(&self) -> bool {
-        self.delegates_known.load(std::sync::atomic::Ordering::SeqCst)
+        self.delegates_known
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// A readiness check: ready once the delegates' discovery has arrived.
@@ -411,7 +470,13 @@ impl Discovery {
         let discovery = self.clone();
         Arc::new(move || {
             let known = discovery.delegates_known();
-            Box::pin(async move { if known { Ok(()) } else { Err("no discovery from the delegates yet".into()) } })
+            Box::pin(async move {
+                if known {
+                    Ok(())
+                } else {
+                    Err("no discovery from the delegates yet".into())
+                }
+            })
         })
     }
 
@@ -430,7 +495,11 @@ impl Discovery {
     /// The groups this server and its delegates serve (not remote ones).
     pub fn local(&self) -> Vec<Value> {
         let own = self.own.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let delegates = self.delegates.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let delegates = self
+            .delegates
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         merge_groups(&[&own, &delegates])
     }
 
@@ -441,10 +510,27 @@ impl Discovery {
 
     fn rebuild(&self) {
         let own = self.own.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let delegates = self.delegates.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let remote = self.remote.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let priorities = self.priorities.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let priority = |group: &str| priorities.get(group).copied().unwrap_or_else(|| group_priority(group));
+        let delegates = self
+            .delegates
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let remote = self
+            .remote
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let priorities = self
+            .priorities
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let priority = |group: &str| {
+            priorities
+                .get(group)
+                .copied()
+                .unwrap_or_else(|| group_priority(group))
+        };
         let docs = Documents::new(merge_groups_with(&[&own, &delegates, &remote], &priority));
         self.current.send_if_modified(|current| {
             if current.groups == docs.groups {
@@ -469,21 +555,33 @@ mod tests {
     fn resources() -> Vec<Resource> {
         vec![
             Resource::builtin::<ConfigMap>(Plain).short_names(&["cm"]),
-            Resource::builtin::<Deployment>(Plain).short_names(&["deploy"]).categories(&["all"]).subresource("status", &["get", "patch", "update"]),
+            Resource::builtin::<Deployment>(Plain)
+                .short_names(&["deploy"])
+                .categories(&["all"])
+                .subresource("status", &["get", "patch", "update"]),
         ]
     }
 
     #[test]
     fn aggregated_and_legacy_forms() {
         let docs = Documents::new(merge_groups(&[&groups_from_resources(&resources())]));
-        let api: Value = serde_json::from_slice(&docs.aggregated("/api", "v2").unwrap().body).unwrap();
+        let api: Value =
+            serde_json::from_slice(&docs.aggregated("/api", "v2").unwrap().body).unwrap();
         assert_eq!(api["items"][0]["metadata"]["name"], "");
-        assert_eq!(api["items"][0]["versions"][0]["resources"][0]["shortNames"][0], "cm");
-        let apis: Value = serde_json::from_slice(&docs.aggregated("/apis", "v2").unwrap().body).unwrap();
+        assert_eq!(
+            api["items"][0]["versions"][0]["resources"][0]["shortNames"][0],
+            "cm"
+        );
+        let apis: Value =
+            serde_json::from_slice(&docs.aggregated("/apis", "v2").unwrap().body).unwrap();
         assert_eq!(apis["items"][0]["metadata"]["name"], "apps");
         let legacy: Value = serde_json::from_slice(&docs.legacy("/apis").unwrap().body).unwrap();
-        assert_eq!(legacy["groups"][0]["preferredVersion"]["groupVersion"], "apps/v1");
-        let list: Value = serde_json::from_slice(&docs.legacy("/apis/apps/v1").unwrap().body).unwrap();
+        assert_eq!(
+            legacy["groups"][0]["preferredVersion"]["groupVersion"],
+            "apps/v1"
+        );
+        let list: Value =
+            serde_json::from_slice(&docs.legacy("/apis/apps/v1").unwrap().body).unwrap();
         assert_eq!(list["resources"][1]["name"], "deployments/status");
         let core: Value = serde_json::from_slice(&docs.legacy("/api").unwrap().body).unwrap();
         assert_eq!(core["versions"][0], "v1");
@@ -491,9 +589,16 @@ mod tests {
 
     #[test]
     fn versions_are_ordered_like_kube() {
-        let mut versions = vec!["v1beta1", "foo", "v1", "v2alpha1", "v2", "v1alpha2", "v10beta3"];
+        let mut versions = vec![
+            "v1beta1", "foo", "v1", "v2alpha1", "v2", "v1alpha2", "v10beta3",
+        ];
         versions.sort_by(|a, b| compare_versions(a, b));
-        assert_eq!(versions, vec!["v2", "v1", "v10beta3", "v1beta1", "v2alpha1", "v1alpha2", "foo"]);
+        assert_eq!(
+            versions,
+            vec![
+                "v2", "v1", "v10beta3", "v1beta1", "v2alpha1", "v1alpha2", "foo"
+            ]
+        );
     }
 
     #[test]
@@ -508,11 +613,23 @@ mod tests {
         let discovery = Discovery::default();
         let mut rx = discovery.subscribe();
         discovery.set_own(groups_from_resources(&resources()));
-        discovery.set_delegates(vec![json!({"metadata":{"name":"example.com"},"versions":[{"version":"v1","resources":[]}]})]);
+        discovery.set_delegates(vec![
+            json!({"metadata":{"name":"example.com"},"versions":[{"version":"v1","resources":[]}]}),
+        ]);
         assert!(rx.has_changed().unwrap());
-        let names: Vec<String> = discovery.documents().groups.iter().map(|g| group_name(g).to_string()).collect();
+        let names: Vec<String> = discovery
+            .documents()
+            .groups
+            .iter()
+            .map(|g| group_name(g).to_string())
+            .collect();
         assert_eq!(names, vec!["", "apps", "example.com"]);
-        let etag = rx.borrow_and_update().aggregated("/apis", "v2").unwrap().etag.clone();
+        let etag = rx
+            .borrow_and_update()
+            .aggregated("/apis", "v2")
+            .unwrap()
+            .etag
+            .clone();
         assert!(etag.starts_with('"'));
     }
 }

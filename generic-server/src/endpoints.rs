@@ -34,12 +34,22 @@ pub struct Registration {
 
 impl Registration {
     /// Registers `address` for `component` and keeps the lease alive in the background.
-    pub async fn start(mut client: Client, component: &str, address: &str) -> Result<Registration, etcd_client::Error> {
+    pub async fn start(
+        mut client: Client,
+        component: &str,
+        address: &str,
+    ) -> Result<Registration, etcd_client::Error> {
         let lease = client.lease_grant(LEASE_SECONDS, None).await?.id();
         let id = uuid::Uuid::new_v4().to_string();
         let key = format!("{PREFIX}{component}/{id}");
         let value = json!({"address": address, "pid": std::process::id()}).to_string();
-        client.put(key.clone(), value, Some(PutOptions::new().with_lease(lease))).await?;
+        client
+            .put(
+                key.clone(),
+                value,
+                Some(PutOptions::new().with_lease(lease)),
+            )
+            .await?;
         let (mut keeper, mut responses) = client.lease_keep_alive(lease).await?;
         let mut renewer = client.clone();
         let (renew_key, renew_address) = (key.clone(), address.to_string());
@@ -47,11 +57,18 @@ impl Registration {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             loop {
                 tick.tick().await;
-                let alive = keeper.keep_alive().await.is_ok() && matches!(responses.next().await, Some(Ok(r)) if r.ttl() > 0);
+                let alive = keeper.keep_alive().await.is_ok()
+                    && matches!(responses.next().await, Some(Ok(r)) if r.ttl() > 0);
                 if !alive {
                     // The lease is gone (etcd restarted, or we were paused too long): register again.
                     tracing::warn!(key = %renew_key, "registration lease lost; registering again");
-                    match Box::pin(Registration::renew(&mut renewer, &renew_key, &renew_address)).await {
+                    match Box::pin(Registration::renew(
+                        &mut renewer,
+                        &renew_key,
+                        &renew_address,
+                    ))
+                    .await
+                    {
                         Some((k, r)) => (keeper, responses) = (k, r),
                         None => tokio::time::sleep(Duration::from_secs(1)).await,
                     }
@@ -69,7 +86,10 @@ impl Registration {
     ) -> Option<(etcd_client::LeaseKeeper, etcd_client::LeaseKeepAliveStream)> {
         let lease = client.lease_grant(LEASE_SECONDS, None).await.ok()?.id();
         let value = json!({"address": address, "pid": std::process::id()}).to_string();
-        client.put(key, value, Some(PutOptions::new().with_lease(lease))).await.ok()?;
+        client
+            .put(key, value, Some(PutOptions::new().with_lease(lease)))
+            .await
+            .ok()?;
         client.lease_keep_alive(lease).await.ok()
     }
 
@@ -83,7 +103,10 @@ impl Registration {
 fn parse(key: &[u8], value: &[u8]) -> Option<Endpoint> {
     let key = std::str::from_utf8(key).ok()?;
     let value: Value = serde_json::from_slice(value).ok()?;
-    Some(Endpoint { id: key.rsplit('/').next()?.to_string(), address: value["address"].as_str()?.to_string() })
+    Some(Endpoint {
+        id: key.rsplit('/').next()?.to_string(),
+        address: value["address"].as_str()?.to_string(),
+    })
 }
 
 /// Follows the live replicas of a component; the receiver always holds the
@@ -94,23 +117,38 @@ pub fn watch_endpoints(client: Client, component: &str) -> watch::Receiver<Vec<E
     tokio::spawn(async move {
         let mut client = client;
         loop {
-            let Ok(resp) = client.get(prefix.as_str(), Some(GetOptions::new().with_prefix())).await else {
+            let Ok(resp) = client
+                .get(prefix.as_str(), Some(GetOptions::new().with_prefix()))
+                .await
+            else {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             };
-            let mut set: Vec<Endpoint> = resp.kvs().iter().filter_map(|kv| parse(kv.key(), kv.value())).collect();
+            let mut set: Vec<Endpoint> = resp
+                .kvs()
+                .iter()
+                .filter_map(|kv| parse(kv.key(), kv.value()))
+                .collect();
             set.sort();
             tx.send_replace(set.clone());
             let revision = resp.header().map(|h| h.revision()).unwrap_or(0) + 1;
-            let options = WatchOptions::new().with_prefix().with_start_revision(revision);
-            let Ok(mut stream) = client.watch(prefix.as_str(), Some(options)).await else { continue };
+            let options = WatchOptions::new()
+                .with_prefix()
+                .with_start_revision(revision);
+            let Ok(mut stream) = client.watch(prefix.as_str(), Some(options)).await else {
+                continue;
+            };
             while let Ok(Some(batch)) = stream.message().await {
                 if batch.canceled() {
                     break;
                 }
                 for event in batch.events() {
                     let Some(kv) = event.kv() else { continue };
-                    let id = String::from_utf8_lossy(kv.key()).rsplit('/').next().unwrap_or_default().to_string();
+                    let id = String::from_utf8_lossy(kv.key())
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or_default()
+                        .to_string();
                     set.retain(|e| e.id != id);
                     if event.event_type() == EventType::Put {
                         set.extend(parse(kv.key(), kv.value()));
@@ -130,7 +168,10 @@ pub fn advertised(listen: std::net::SocketAddr) -> String {
     if !listen.ip().is_unspecified() {
         return format!("https://{listen}");
     }
-    let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "localhost".into());
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into());
     let ip = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), listen.port()))
         .ok()
         .and_then(|mut addrs| addrs.find(|a| a.is_ipv4() && !a.ip().is_loopback()))

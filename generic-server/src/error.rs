@@ -170,7 +170,11 @@ pub enum FieldErrorKind {
 
 impl FieldError {
     /// A malformed or out-of-range value.
-    pub fn invalid(field: impl Into<String>, value: impl Into<Value>, detail: impl Into<String>) -> Self {
+    pub fn invalid(
+        field: impl Into<String>,
+        value: impl Into<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
         Self::new(FieldErrorKind::Invalid, field, Some(value.into()), detail)
     }
 
@@ -185,9 +189,22 @@ impl FieldError {
     }
 
     /// A value outside the supported set.
-    pub fn not_supported(field: impl Into<String>, value: impl Into<Value>, supported: &[&str]) -> Self {
-        let list = supported.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
-        Self::new(FieldErrorKind::NotSupported, field, Some(value.into()), format!("supported values: {list}"))
+    pub fn not_supported(
+        field: impl Into<String>,
+        value: impl Into<Value>,
+        supported: &[&str],
+    ) -> Self {
+        let list = supported
+            .iter()
+            .map(|s| format!("{s:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Self::new(
+            FieldErrorKind::NotSupported,
+            field,
+            Some(value.into()),
+            format!("supported values: {list}"),
+        )
     }
 
     /// A field that may not be set or changed.
@@ -197,11 +214,26 @@ impl FieldError {
 
     /// A value longer than allowed.
     pub fn too_long(field: impl Into<String>, max: usize) -> Self {
-        Self::new(FieldErrorKind::TooLong, field, None, format!("may not be more than {max} bytes"))
+        Self::new(
+            FieldErrorKind::TooLong,
+            field,
+            None,
+            format!("may not be more than {max} bytes"),
+        )
     }
 
-    fn new(kind: FieldErrorKind, field: impl Into<String>, value: Option<Value>, detail: impl Into<String>) -> Self {
-        Self { kind, field: field.into(), value, detail: detail.into() }
+    fn new(
+        kind: FieldErrorKind,
+        field: impl Into<String>,
+        value: Option<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            kind,
+            field: field.into(),
+            value,
+            detail: detail.into(),
+        }
     }
 
     /// The cause type string.
@@ -221,7 +253,11 @@ impl FieldError {
     pub fn message(&self) -> String {
         let value = self.value.as_ref().map(render_value).unwrap_or_default();
         let with_detail = |head: String| {
-            if self.detail.is_empty() { head } else { format!("{head}: {}", self.detail) }
+            if self.detail.is_empty() {
+                head
+            } else {
+                format!("{head}: {}", self.detail)
+            }
         };
         match self.kind {
             FieldErrorKind::Invalid => with_detail(format!("Invalid value: {value}")),
@@ -315,13 +351,23 @@ pub enum Error {
 
 /// `.group` for a named group, nothing for core: kube's qualified kind.
 fn qualify(group: &str) -> String {
-    if group.is_empty() { String::new() } else { format!(".{group}") }
+    if group.is_empty() {
+        String::new()
+    } else {
+        format!(".{group}")
+    }
 }
 
 fn render_causes(causes: &[FieldError]) -> String {
     match causes {
         [one] => one.to_string(),
-        many => format!("[{}]", many.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
+        many => format!(
+            "[{}]",
+            many.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -331,7 +377,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A failure with a reason and message.
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
-        Error::Other { reason, message: message.into(), retry_after: None }
+        Error::Other {
+            reason,
+            message: message.into(),
+            retry_after: None,
+        }
     }
 
     /// 400 BadRequest.
@@ -341,27 +391,45 @@ impl Error {
 
     /// 404 NotFound for a path, not an object.
     pub fn path_not_found() -> Self {
-        Self::new(Reason::NotFound, "the server could not find the requested resource")
+        Self::new(
+            Reason::NotFound,
+            "the server could not find the requested resource",
+        )
     }
 
     /// 405 MethodNotAllowed.
     pub fn method_not_allowed() -> Self {
-        Self::new(Reason::MethodNotAllowed, "the server does not allow this method on the requested resource")
+        Self::new(
+            Reason::MethodNotAllowed,
+            "the server does not allow this method on the requested resource",
+        )
     }
 
     /// 500 InternalError.
     pub fn internal(message: impl std::fmt::Display) -> Self {
-        Self::new(Reason::InternalError, format!("Internal error occurred: {message}"))
+        Self::new(
+            Reason::InternalError,
+            format!("Internal error occurred: {message}"),
+        )
     }
 
     /// 503 ServiceUnavailable.
     pub fn unavailable(message: impl Into<String>) -> Self {
-        Error::Other { reason: Reason::ServiceUnavailable, message: message.into(), retry_after: Some(1) }
+        Error::Other {
+            reason: Reason::ServiceUnavailable,
+            message: message.into(),
+            retry_after: Some(1),
+        }
     }
 
     /// 422 Invalid from field errors.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<FieldError>) -> Self {
-        Error::Invalid { group: group.into(), kind: kind.into(), name: name.into(), causes }
+        Error::Invalid {
+            group: group.into(),
+            kind: kind.into(),
+            name: name.into(),
+            causes,
+        }
     }
 
     /// The Status reason.
@@ -391,20 +459,36 @@ impl Error {
                 kind: Some(resource.resource.clone()),
                 ..Default::default()
             }),
-            Error::Invalid { group, kind, name, causes } => Some(StatusDetails {
+            Error::Invalid {
+                group,
+                kind,
+                name,
+                causes,
+            } => Some(StatusDetails {
                 name: Some(name.clone()),
                 group: non_empty(group),
                 kind: Some(kind.clone()),
                 causes: causes
                     .iter()
-                    .map(|c| StatusCause { reason: Some(c.reason().into()), message: Some(c.message()), field: Some(c.field.clone()) })
+                    .map(|c| StatusCause {
+                        reason: Some(c.reason().into()),
+                        message: Some(c.message()),
+                        field: Some(c.field.clone()),
+                    })
                     .collect(),
                 ..Default::default()
             }),
-            Error::WithCauses { causes, .. } => Some(StatusDetails { causes: causes.clone(), ..Default::default() }),
-            Error::Other { retry_after: Some(secs), .. } => {
-                Some(StatusDetails { retry_after_seconds: Some(*secs), ..Default::default() })
-            }
+            Error::WithCauses { causes, .. } => Some(StatusDetails {
+                causes: causes.clone(),
+                ..Default::default()
+            }),
+            Error::Other {
+                retry_after: Some(secs),
+                ..
+            } => Some(StatusDetails {
+                retry_after_seconds: Some(*secs),
+                ..Default::default()
+            }),
             Error::Other { .. } => None,
         };
         Status::failure(self.reason(), self.to_string(), details)
@@ -515,7 +599,10 @@ mod tests {
 
     #[test]
     fn not_found_matches_kube() {
-        let err = Error::NotFound { resource: GroupResource::new("", "configmaps"), name: "nope".into() };
+        let err = Error::NotFound {
+            resource: GroupResource::new("", "configmaps"),
+            name: "nope".into(),
+        };
         let status = serde_json::to_value(err.to_status()).unwrap();
         assert_eq!(
             status,
@@ -527,20 +614,38 @@ mod tests {
 
     #[test]
     fn grouped_resource_names_its_group() {
-        let err = Error::AlreadyExists { resource: GroupResource::new("apps", "deployments"), name: "web".into() };
+        let err = Error::AlreadyExists {
+            resource: GroupResource::new("apps", "deployments"),
+            name: "web".into(),
+        };
         assert_eq!(err.to_string(), "deployments.apps \"web\" already exists");
         assert_eq!(err.code(), 409);
     }
 
     #[test]
     fn invalid_lists_causes() {
-        let one = Error::invalid("", "ConfigMap", "Bad", vec![FieldError::invalid("metadata.name", "Bad", "must be lowercase")]);
-        assert_eq!(one.to_string(), "ConfigMap \"Bad\" is invalid: metadata.name: Invalid value: \"Bad\": must be lowercase");
+        let one = Error::invalid(
+            "",
+            "ConfigMap",
+            "Bad",
+            vec![FieldError::invalid(
+                "metadata.name",
+                "Bad",
+                "must be lowercase",
+            )],
+        );
+        assert_eq!(
+            one.to_string(),
+            "ConfigMap \"Bad\" is invalid: metadata.name: Invalid value: \"Bad\": must be lowercase"
+        );
         let two = Error::invalid(
             "",
             "ConfigMap",
             "x",
-            vec![FieldError::required("metadata.name", "name or generateName is required"), FieldError::too_long("data", 5)],
+            vec![
+                FieldError::required("metadata.name", "name or generateName is required"),
+                FieldError::too_long("data", 5),
+            ],
         );
         assert_eq!(
             two.to_string(),
@@ -548,6 +653,9 @@ mod tests {
         );
         let status = two.to_status();
         assert_eq!(status.code, 422);
-        assert_eq!(status.details.unwrap().causes[0].reason.as_deref(), Some("FieldValueRequired"));
+        assert_eq!(
+            status.details.unwrap().causes[0].reason.as_deref(),
+            Some("FieldValueRequired")
+        );
     }
 }

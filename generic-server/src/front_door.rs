@@ -28,8 +28,16 @@ pub struct FrontDoor {
 
 impl FrontDoor {
     /// A front door authenticating and authorizing before `handler`.
-    pub fn new(authenticator: impl Authenticate, authorizer: Box<dyn Authorizer>, handler: Arc<dyn Handler>) -> Self {
-        FrontDoor { authenticator: Box::new(authenticator), authorizer, handler }
+    pub fn new(
+        authenticator: impl Authenticate,
+        authorizer: Box<dyn Authorizer>,
+        handler: Arc<dyn Handler>,
+    ) -> Self {
+        FrontDoor {
+            authenticator: Box::new(authenticator),
+            authorizer,
+            handler,
+        }
     }
 
     /// Runs the pipeline for one request.
@@ -58,41 +66,66 @@ impl FrontDoor {
 }
 
 /// Serves the front door on `addr` over TLS until the process stops.
-pub async fn serve_https(addr: SocketAddr, tls: rustls::ServerConfig, door: Arc<FrontDoor>, workers: usize) -> std::io::Result<()> {
-    HttpServer::new(move || App::new().app_data(web::Data::new(door.clone())).default_service(web::to(entry)))
-        .on_connect(|conn, ext| {
-            type Tls = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;
-            if let Some(tls) = conn.downcast_ref::<Tls>() {
-                // Responses are written whole: never hold them back for an ACK.
-                let _ = tls.get_ref().0.set_nodelay(true);
-                if let Some(certs) = tls.get_ref().1.peer_certificates() {
-                    ext.insert(PeerCerts(certs.iter().map(|c| c.to_vec()).collect()));
-                }
+pub async fn serve_https(
+    addr: SocketAddr,
+    tls: rustls::ServerConfig,
+    door: Arc<FrontDoor>,
+    workers: usize,
+) -> std::io::Result<()> {
+    HttpServer::new(move || {
+        App::new()
+            .app_data(web::Data::new(door.clone()))
+            .default_service(web::to(entry))
+    })
+    .on_connect(|conn, ext| {
+        type Tls = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;
+        if let Some(tls) = conn.downcast_ref::<Tls>() {
+            // Responses are written whole: never hold them back for an ACK.
+            let _ = tls.get_ref().0.set_nodelay(true);
+            if let Some(certs) = tls.get_ref().1.peer_certificates() {
+                ext.insert(PeerCerts(certs.iter().map(|c| c.to_vec()).collect()));
             }
-        })
-        .workers(workers)
-        .shutdown_timeout(1)
-        .keep_alive(std::time::Duration::from_secs(75))
-        .client_request_timeout(std::time::Duration::from_secs(60))
-        .bind_rustls_0_23(addr, tls)?
-        .run()
-        .await
+        }
+    })
+    .workers(workers)
+    .shutdown_timeout(1)
+    .keep_alive(std::time::Duration::from_secs(75))
+    .client_request_timeout(std::time::Duration::from_secs(60))
+    .bind_rustls_0_23(addr, tls)?
+    .run()
+    .await
 }
 
-async fn entry(req: HttpRequest, payload: web::Payload, door: web::Data<Arc<FrontDoor>>) -> HttpResponse {
+async fn entry(
+    req: HttpRequest,
+    payload: web::Payload,
+    door: web::Data<Arc<FrontDoor>>,
+) -> HttpResponse {
     let body = match read_body(payload).await {
         Ok(body) => body,
         Err(resp) => return into_http(resp),
     };
     let mut headers = HeaderMap::new();
     for (name, value) in req.headers() {
-        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name.as_str().as_bytes()), HeaderValue::from_bytes(value.as_bytes())) {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_str().as_bytes()),
+            HeaderValue::from_bytes(value.as_bytes()),
+        ) {
             headers.append(n, v);
         }
     }
     let method = Method::from_bytes(req.method().as_str().as_bytes()).unwrap_or(Method::GET);
     let certs = req.conn_data::<PeerCerts>().map(|c| c.0.clone());
-    let resp = door.serve(certs.as_deref(), method, req.path(), req.query_string(), headers, body).await;
+    let resp = door
+        .serve(
+            certs.as_deref(),
+            method,
+            req.path(),
+            req.query_string(),
+            headers,
+            body,
+        )
+        .await;
     into_http(resp)
 }
 
@@ -100,7 +133,9 @@ async fn entry(req: HttpRequest, payload: web::Payload, door: web::Data<Arc<Fron
 async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiResponse> {
     let mut body = BytesMut::new();
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| ApiResponse::from(crate::Error::bad_request(format!("reading body: {e}"))))?;
+        let chunk = chunk.map_err(|e| {
+            ApiResponse::from(crate::Error::bad_request(format!("reading body: {e}")))
+        })?;
         if body.len() + chunk.len() > codec::MAX_BODY_BYTES {
             return Err(codec::too_large().into());
         }
@@ -110,7 +145,8 @@ async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiResponse> {
 }
 
 fn into_http(resp: ApiResponse) -> HttpResponse {
-    let status = actix_web::http::StatusCode::from_u16(resp.status.as_u16()).unwrap_or(actix_web::http::StatusCode::BAD_GATEWAY);
+    let status = actix_web::http::StatusCode::from_u16(resp.status.as_u16())
+        .unwrap_or(actix_web::http::StatusCode::BAD_GATEWAY);
     let mut builder = HttpResponse::build(status);
     for (name, value) in &resp.headers {
         builder.append_header((name.as_str(), value.as_bytes()));

@@ -52,7 +52,12 @@ struct Node {
 impl Node {
     fn from(obj: &Value) -> Option<(String, Node)> {
         let meta = obj.get("metadata")?;
-        let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let text = |v: &Value, k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
         let uid = text(meta, "uid");
         if uid.is_empty() {
             return None;
@@ -62,7 +67,12 @@ impl Node {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .map(|o| Owner { uid: text(o, "uid"), api_version: text(o, "apiVersion"), kind: text(o, "kind"), name: text(o, "name") })
+            .map(|o| Owner {
+                uid: text(o, "uid"),
+                api_version: text(o, "apiVersion"),
+                kind: text(o, "kind"),
+                name: text(o, "name"),
+            })
             .collect();
         let finalizers = meta
             .get("finalizers")
@@ -94,8 +104,18 @@ pub struct GarbageCollector {
 
 impl GarbageCollector {
     /// Starts collecting for the given stores, acting through `client`.
-    pub fn start(stores: Vec<Arc<Store>>, client: Loopback, discovery: Arc<Discovery>) -> Addr<Self> {
-        let addr = GarbageCollector { client, discovery, nodes: HashMap::new(), dependents: HashMap::new() }.start();
+    pub fn start(
+        stores: Vec<Arc<Store>>,
+        client: Loopback,
+        discovery: Arc<Discovery>,
+    ) -> Addr<Self> {
+        let addr = GarbageCollector {
+            client,
+            discovery,
+            nodes: HashMap::new(),
+            dependents: HashMap::new(),
+        }
+        .start();
         for store in stores {
             follow(&addr, store);
         }
@@ -119,7 +139,11 @@ impl GarbageCollector {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
         let (plural, namespaced) = self.discovery.documents().find_kind(group, version, kind)?;
         let base = group_version_path(group, version);
-        Some(if namespaced { format!("{base}/namespaces/{namespace}/{plural}/{name}") } else { format!("{base}/{plural}/{name}") })
+        Some(if namespaced {
+            format!("{base}/namespaces/{namespace}/{plural}/{name}")
+        } else {
+            format!("{base}/{plural}/{name}")
+        })
     }
 
     fn node_path(&self, node: &Node) -> Option<String> {
@@ -129,17 +153,33 @@ impl GarbageCollector {
     /// Deletes `uid` if none of its owners exists any more (checked live for
     /// owners this collector does not follow).
     fn check_owners(&self, uid: &str, ctx: &mut Context<Self>) {
-        let Some(node) = self.nodes.get(uid).cloned() else { return };
+        let Some(node) = self.nodes.get(uid).cloned() else {
+            return;
+        };
         if node.owners.is_empty() || node.deleting {
             return;
         }
-        let known: Vec<bool> = node.owners.iter().map(|o| self.nodes.contains_key(&o.uid)).collect();
+        let known: Vec<bool> = node
+            .owners
+            .iter()
+            .map(|o| self.nodes.contains_key(&o.uid))
+            .collect();
         if known.iter().any(|k| *k) {
             return;
         }
-        let Some(path) = self.node_path(&node) else { return };
-        let owner_paths: Vec<(Owner, Option<String>)> =
-            node.owners.iter().map(|o| (o.clone(), self.path(&o.api_version, &o.kind, &node.namespace, &o.name))).collect();
+        let Some(path) = self.node_path(&node) else {
+            return;
+        };
+        let owner_paths: Vec<(Owner, Option<String>)> = node
+            .owners
+            .iter()
+            .map(|o| {
+                (
+                    o.clone(),
+                    self.path(&o.api_version, &o.kind, &node.namespace, &o.name),
+                )
+            })
+            .collect();
         let client = self.client.clone();
         let uid = uid.to_string();
         ctx.spawn(
@@ -168,7 +208,9 @@ impl GarbageCollector {
 
     /// Orphan or foreground processing of an owner being deleted.
     fn finalize_owner(&self, uid: &str, ctx: &mut Context<Self>) {
-        let Some(node) = self.nodes.get(uid).cloned() else { return };
+        let Some(node) = self.nodes.get(uid).cloned() else {
+            return;
+        };
         if !node.deleting {
             return;
         }
@@ -184,8 +226,13 @@ impl GarbageCollector {
             .flatten()
             .filter_map(|d| self.nodes.get(d).map(|n| (d.clone(), n.clone())))
             .collect();
-        let dependent_paths: Vec<String> = dependents.iter().filter_map(|(_, n)| self.node_path(n)).collect();
-        let Some(owner_path) = self.node_path(&node) else { return };
+        let dependent_paths: Vec<String> = dependents
+            .iter()
+            .filter_map(|(_, n)| self.node_path(n))
+            .collect();
+        let Some(owner_path) = self.node_path(&node) else {
+            return;
+        };
         let client = self.client.clone();
         let owner_uid = uid.to_string();
         ctx.spawn(
@@ -224,8 +271,6 @@ pub fn follow(addr: &Addr<GarbageCollector>, store: Arc<Store>) {
 
 impl Actor for GarbageCollector {
     type Context = Context<Self>;
-
-
 }
 
 /// An object changed (from an informer).
@@ -244,10 +289,15 @@ impl Handler<Observe> for GarbageCollector {
     fn handle(&mut self, Observe(change): Observe, ctx: &mut Context<Self>) {
         match change {
             Change::Present(obj) => {
-                let Some((uid, node)) = Node::from(&obj) else { return };
+                let Some((uid, node)) = Node::from(&obj) else {
+                    return;
+                };
                 self.unlink(&uid);
                 for owner in &node.owners {
-                    self.dependents.entry(owner.uid.clone()).or_default().insert(uid.clone());
+                    self.dependents
+                        .entry(owner.uid.clone())
+                        .or_default()
+                        .insert(uid.clone());
                 }
                 let has_owners = !node.owners.is_empty();
                 self.nodes.insert(uid.clone(), node);
@@ -257,7 +307,9 @@ impl Handler<Observe> for GarbageCollector {
                 }
             }
             Change::Deleted(obj) => {
-                let Some((uid, node)) = Node::from(&obj) else { return };
+                let Some((uid, node)) = Node::from(&obj) else {
+                    return;
+                };
                 self.unlink(&uid);
                 for dependent in self.dependents.get(&uid).cloned().unwrap_or_default() {
                     self.check_owners(&dependent, ctx);
@@ -283,7 +335,12 @@ impl Handler<Recheck> for GarbageCollector {
 async fn orphan_dependents(client: &Loopback, paths: &[String], owner_uid: &str) -> Result<()> {
     for path in paths {
         update_with_retry(client, path, |obj| {
-            let Some(refs) = obj.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else { return false };
+            let Some(refs) = obj
+                .pointer_mut("/metadata/ownerReferences")
+                .and_then(Value::as_array_mut)
+            else {
+                return false;
+            };
             let before = refs.len();
             refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid));
             let changed = before != refs.len();
@@ -303,7 +360,15 @@ async fn orphan_dependents(client: &Loopback, paths: &[String], owner_uid: &str)
 /// Deletes each dependent (background).
 async fn delete_dependents(client: &Loopback, paths: &[String]) -> Result<()> {
     for path in paths {
-        match client.call(http::Method::DELETE, path, "propagationPolicy=Background", None).await {
+        match client
+            .call(
+                http::Method::DELETE,
+                path,
+                "propagationPolicy=Background",
+                None,
+            )
+            .await
+        {
             Ok(_) => {}
             Err(e) if e.reason() == Reason::NotFound => {}
             Err(e) => return Err(e),
@@ -315,7 +380,12 @@ async fn delete_dependents(client: &Loopback, paths: &[String]) -> Result<()> {
 /// Removes one finalizer from an object.
 async fn remove_finalizer(client: &Loopback, path: &str, finalizer: &str) -> Result<()> {
     update_with_retry(client, path, |obj| {
-        let Some(list) = obj.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else { return false };
+        let Some(list) = obj
+            .pointer_mut("/metadata/finalizers")
+            .and_then(Value::as_array_mut)
+        else {
+            return false;
+        };
         let before = list.len();
         list.retain(|f| f != finalizer);
         before != list.len()
@@ -325,7 +395,11 @@ async fn remove_finalizer(client: &Loopback, path: &str, finalizer: &str) -> Res
 
 /// Reads, changes and writes an object, retrying lost races; a missing
 /// object or a change that changes nothing is done.
-async fn update_with_retry(client: &Loopback, path: &str, change: impl Fn(&mut Value) -> bool) -> Result<()> {
+async fn update_with_retry(
+    client: &Loopback,
+    path: &str,
+    change: impl Fn(&mut Value) -> bool,
+) -> Result<()> {
     for _ in 0..10 {
         let mut obj = match client.get(path).await {
             Ok(obj) => obj,
@@ -342,5 +416,8 @@ async fn update_with_retry(client: &Loopback, path: &str, change: impl Fn(&mut V
             Err(e) => return Err(e),
         }
     }
-    Err(crate::error::Error::new(Reason::Conflict, format!("{path} kept changing")))
+    Err(crate::error::Error::new(
+        Reason::Conflict,
+        format!("{path} kept changing"),
+    ))
 }

@@ -21,7 +21,11 @@ pub enum Change {
 
 /// Follows a store, calling `on_change` for every object and change, until
 /// `on_change` returns false.
-pub fn follow(store: Arc<Store>, resync: Duration, on_change: impl Fn(Change) -> bool + Send + 'static) {
+pub fn follow(
+    store: Arc<Store>,
+    resync: Duration,
+    on_change: impl Fn(Change) -> bool + Send + 'static,
+) {
     tokio::spawn(async move {
         loop {
             let (snapshot, mut events) = match store.subscribe().await {

@@ -13,7 +13,11 @@ enum Step {
     Field(String),
     Index(i64),
     All,
-    Filter { path: Vec<String>, equal: bool, value: Value },
+    Filter {
+        path: Vec<String>,
+        equal: bool,
+        value: Value,
+    },
 }
 
 /// Why a path did not parse.
@@ -27,9 +31,15 @@ pub struct JsonPathError {
 impl JsonPath {
     /// Parses `.spec.replicas`, `{.spec.replicas}` or `spec.replicas`.
     pub fn parse(path: &str) -> Result<JsonPath, JsonPathError> {
-        let err = |why| JsonPathError { path: path.to_string(), why };
+        let err = |why| JsonPathError {
+            path: path.to_string(),
+            why,
+        };
         let text = path.trim();
-        let text = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')).unwrap_or(text);
+        let text = text
+            .strip_prefix('{')
+            .and_then(|t| t.strip_suffix('}'))
+            .unwrap_or(text);
         let text = text.strip_prefix('$').unwrap_or(text);
         if !text.is_empty() && !text.starts_with('.') && !text.starts_with('[') {
             return Self::parse(&format!(".{text}"));
@@ -51,7 +61,9 @@ impl JsonPath {
             } else if let Some(after) = rest.strip_prefix('[') {
                 let end = after.find(']').ok_or_else(|| err("unclosed ["))?;
                 let inner = &after[..end];
-                steps.push(parse_bracket(inner).ok_or_else(|| err("unsupported bracket expression"))?);
+                steps.push(
+                    parse_bracket(inner).ok_or_else(|| err("unsupported bracket expression"))?,
+                );
                 rest = &after[end + 1..];
             } else {
                 return Err(err("expected . or ["));
@@ -79,7 +91,11 @@ impl JsonPath {
                         Value::Object(map) => next.extend(map.values()),
                         _ => {}
                     },
-                    Step::Filter { path, equal, value: want } => {
+                    Step::Filter {
+                        path,
+                        equal,
+                        value: want,
+                    } => {
                         for item in value.as_array().into_iter().flatten() {
                             let got = path.iter().try_fold(item, |v, k| v.get(k));
                             if got.is_some_and(|g| (g == want) == *equal) {
@@ -121,7 +137,12 @@ fn parse_bracket(inner: &str) -> Option<Step> {
         let (l, r) = filter.split_once("!=")?;
         (l, false, r)
     };
-    let path = lhs.trim().strip_prefix("@.")?.split('.').map(str::to_string).collect();
+    let path = lhs
+        .trim()
+        .strip_prefix("@.")?
+        .split('.')
+        .map(str::to_string)
+        .collect();
     let rhs = rhs.trim();
     let value = if let Some(s) = rhs.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
         Value::String(s.to_string())
@@ -142,15 +163,31 @@ mod tests {
     fn paths_select_values() {
         let obj = json!({"spec": {"replicas": 3, "containers": [{"image": "a"}, {"image": "b"}], "a.b": 1},
                          "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "Other", "status": "False"}]}});
-        let find = |p: &str| JsonPath::parse(p).unwrap().find(&obj).into_iter().cloned().collect::<Vec<_>>();
+        let find = |p: &str| {
+            JsonPath::parse(p)
+                .unwrap()
+                .find(&obj)
+                .into_iter()
+                .cloned()
+                .collect::<Vec<_>>()
+        };
         assert_eq!(find(".spec.replicas"), vec![json!(3)]);
         assert_eq!(find("{.spec.replicas}"), vec![json!(3)]);
         assert_eq!(find("spec.replicas"), vec![json!(3)]);
-        assert_eq!(find(".spec.containers[*].image"), vec![json!("a"), json!("b")]);
+        assert_eq!(
+            find(".spec.containers[*].image"),
+            vec![json!("a"), json!("b")]
+        );
         assert_eq!(find(".spec.containers[-1].image"), vec![json!("b")]);
         assert_eq!(find(".spec['a.b']"), vec![json!(1)]);
-        assert_eq!(find(r#".status.conditions[?(@.type=="Ready")].status"#), vec![json!("True")]);
-        assert_eq!(find(r#".status.conditions[?(@.type!="Ready")].type"#), vec![json!("Other")]);
+        assert_eq!(
+            find(r#".status.conditions[?(@.type=="Ready")].status"#),
+            vec![json!("True")]
+        );
+        assert_eq!(
+            find(r#".status.conditions[?(@.type!="Ready")].type"#),
+            vec![json!("Other")]
+        );
         assert!(find(".spec.missing").is_empty());
         assert!(JsonPath::parse(".spec..x").is_err());
         assert!(JsonPath::parse(".spec[").is_err());

@@ -23,9 +23,15 @@ fn pem_der(pem: &[u8], label: &str) -> Result<Vec<u8>, JwtError> {
     let text = std::str::from_utf8(pem).map_err(|_| JwtError::Key("not PEM".into()))?;
     let begin = format!("-----BEGIN {label}-----");
     let end = format!("-----END {label}-----");
-    let body = text.split(&begin).nth(1).and_then(|rest| rest.split(&end).next()).ok_or_else(|| JwtError::Key(format!("no {label} block")))?;
+    let body = text
+        .split(&begin)
+        .nth(1)
+        .and_then(|rest| rest.split(&end).next())
+        .ok_or_else(|| JwtError::Key(format!("no {label} block")))?;
     let b64: String = body.chars().filter(|c| !c.is_whitespace()).collect();
-    base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| JwtError::Key(e.to_string()))
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .map_err(|e| JwtError::Key(e.to_string()))
 }
 
 /// Signs service account tokens with an EC P-256 key (PKCS#8 PEM).
@@ -39,15 +45,31 @@ impl Signer {
     /// A signer from a PKCS#8 PEM private key.
     pub fn new(private_pem: &[u8], issuer: &str) -> Result<Signer, JwtError> {
         let der = pem_der(private_pem, "PRIVATE KEY")?;
-        let key = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &der, &ring::rand::SystemRandom::new())
-            .map_err(|e| JwtError::Key(e.to_string()))?;
+        let key = EcdsaKeyPair::from_pkcs8(
+            &signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &der,
+            &ring::rand::SystemRandom::new(),
+        )
+        .map_err(|e| JwtError::Key(e.to_string()))?;
         let digest = ring::digest::digest(&ring::digest::SHA256, key.public_key().as_ref());
         let kid = URL_SAFE_NO_PAD.encode(digest.as_ref());
-        Ok(Signer { key, kid, issuer: issuer.into() })
+        Ok(Signer {
+            key,
+            kid,
+            issuer: issuer.into(),
+        })
     }
 
     /// A token for a service account, valid for `seconds` from `now` (Unix time).
-    pub fn token(&self, namespace: &str, name: &str, uid: &str, audiences: &[String], now: i64, seconds: i64) -> Result<String, JwtError> {
+    pub fn token(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        audiences: &[String],
+        now: i64,
+        seconds: i64,
+    ) -> Result<String, JwtError> {
         let header = json!({"alg": "ES256", "kid": self.kid});
         let claims = json!({
             "aud": audiences,
@@ -59,12 +81,19 @@ impl Signer {
             "sub": format!("system:serviceaccount:{namespace}:{name}"),
             "kubernetes.io": {"namespace": namespace, "serviceaccount": {"name": name, "uid": uid}},
         });
-        let signing_input = format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
+        let signing_input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
         let sig = self
             .key
             .sign(&ring::rand::SystemRandom::new(), signing_input.as_bytes())
             .map_err(|_| JwtError::Key("signing failed".into()))?;
-        Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref())))
+        Ok(format!(
+            "{signing_input}.{}",
+            URL_SAFE_NO_PAD.encode(sig.as_ref())
+        ))
     }
 }
 
@@ -79,18 +108,29 @@ impl Verifier {
     pub fn new(public_pem: &[u8], issuer: &str) -> Result<Verifier, JwtError> {
         let der = pem_der(public_pem, "PUBLIC KEY")?;
         use x509_parser::prelude::FromDer;
-        let (_, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(&der).map_err(|e| JwtError::Key(e.to_string()))?;
-        Ok(Verifier { public_key: spki.subject_public_key.data.to_vec(), issuer: issuer.into() })
+        let (_, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(&der)
+            .map_err(|e| JwtError::Key(e.to_string()))?;
+        Ok(Verifier {
+            public_key: spki.subject_public_key.data.to_vec(),
+            issuer: issuer.into(),
+        })
     }
 
     /// The user a token stands for, checking signature, issuer, audience and time.
     pub fn verify(&self, token: &str, now: i64) -> Result<UserInfo, JwtError> {
         let mut parts = token.split('.');
-        let (Some(header), Some(claims), Some(sig), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        let (Some(header), Some(claims), Some(sig), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
             return Err(JwtError::Invalid("not a JWT"));
         };
-        let decode = |s: &str| URL_SAFE_NO_PAD.decode(s).map_err(|_| JwtError::Invalid("bad base64"));
-        let header: Value = serde_json::from_slice(&decode(header)?).map_err(|_| JwtError::Invalid("bad header"))?;
+        let decode = |s: &str| {
+            URL_SAFE_NO_PAD
+                .decode(s)
+                .map_err(|_| JwtError::Invalid("bad base64"))
+        };
+        let header: Value = serde_json::from_slice(&decode(header)?)
+            .map_err(|_| JwtError::Invalid("bad header"))?;
         if header["alg"] != "ES256" {
             return Err(JwtError::Invalid("unsupported algorithm"));
         }
@@ -98,11 +138,15 @@ impl Verifier {
         UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, &self.public_key)
             .verify(signing_input.as_bytes(), &decode(sig)?)
             .map_err(|_| JwtError::Invalid("bad signature"))?;
-        let claims: Value = serde_json::from_slice(&decode(claims)?).map_err(|_| JwtError::Invalid("bad claims"))?;
+        let claims: Value = serde_json::from_slice(&decode(claims)?)
+            .map_err(|_| JwtError::Invalid("bad claims"))?;
         if claims["iss"] != self.issuer.as_str() {
             return Err(JwtError::Invalid("wrong issuer"));
         }
-        if !claims["aud"].as_array().is_some_and(|a| a.iter().any(|aud| aud == self.issuer.as_str())) {
+        if !claims["aud"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|aud| aud == self.issuer.as_str()))
+        {
             return Err(JwtError::Invalid("wrong audience"));
         }
         let time = |k: &str| claims[k].as_i64().unwrap_or(0);
@@ -110,17 +154,32 @@ impl Verifier {
             return Err(JwtError::Invalid("expired or not yet valid"));
         }
         let k8s = &claims["kubernetes.io"];
-        let namespace = k8s["namespace"].as_str().ok_or(JwtError::Invalid("no namespace"))?;
-        let name = k8s.pointer("/serviceaccount/name").and_then(Value::as_str).ok_or(JwtError::Invalid("no service account"))?;
-        let uid = k8s.pointer("/serviceaccount/uid").and_then(Value::as_str).unwrap_or_default();
+        let namespace = k8s["namespace"]
+            .as_str()
+            .ok_or(JwtError::Invalid("no namespace"))?;
+        let name = k8s
+            .pointer("/serviceaccount/name")
+            .and_then(Value::as_str)
+            .ok_or(JwtError::Invalid("no service account"))?;
+        let uid = k8s
+            .pointer("/serviceaccount/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let mut extra = std::collections::BTreeMap::new();
         if let Some(jti) = claims["jti"].as_str() {
-            extra.insert("authentication.kubernetes.io/credential-id".to_string(), vec![format!("JTI={jti}")]);
+            extra.insert(
+                "authentication.kubernetes.io/credential-id".to_string(),
+                vec![format!("JTI={jti}")],
+            );
         }
         Ok(UserInfo {
             name: format!("system:serviceaccount:{namespace}:{name}"),
             uid: uid.into(),
-            groups: vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{namespace}"), "system:authenticated".into()],
+            groups: vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated".into(),
+            ],
             extra,
         })
     }
@@ -137,15 +196,35 @@ mod tests {
         let key = rcgen::KeyPair::generate().unwrap();
         let signer = Signer::new(key.serialize_pem().as_bytes(), ISSUER).unwrap();
         let verifier = Verifier::new(key.public_key_pem().as_bytes(), ISSUER).unwrap();
-        let token = signer.token("ns", "builder", "u-1", &[ISSUER.to_string()], 1000, 3600).unwrap();
+        let token = signer
+            .token("ns", "builder", "u-1", &[ISSUER.to_string()], 1000, 3600)
+            .unwrap();
         let user = verifier.verify(&token, 1100).unwrap();
         assert_eq!(user.name, "system:serviceaccount:ns:builder");
-        assert!(user.groups.contains(&"system:serviceaccounts:ns".to_string()));
-        assert_eq!(verifier.verify(&token, 5000), Err(JwtError::Invalid("expired or not yet valid")));
+        assert!(
+            user.groups
+                .contains(&"system:serviceaccounts:ns".to_string())
+        );
+        assert_eq!(
+            verifier.verify(&token, 5000),
+            Err(JwtError::Invalid("expired or not yet valid"))
+        );
         let mut tampered = token.clone();
         tampered.replace_range(token.len() - 5.., "AAAAA");
         assert!(verifier.verify(&tampered, 1100).is_err());
-        let other = signer.token("ns", "builder", "u-1", &["someone-else".to_string()], 1000, 3600).unwrap();
-        assert_eq!(verifier.verify(&other, 1100), Err(JwtError::Invalid("wrong audience")));
+        let other = signer
+            .token(
+                "ns",
+                "builder",
+                "u-1",
+                &["someone-else".to_string()],
+                1000,
+                3600,
+            )
+            .unwrap();
+        assert_eq!(
+            verifier.verify(&other, 1100),
+            Err(JwtError::Invalid("wrong audience"))
+        );
     }
 }

@@ -52,11 +52,16 @@ async fn campaign(
     client: &mut Client,
     key: &str,
     identity: &str,
-) -> Result<Option<(etcd_client::LeaseKeeper, etcd_client::LeaseKeepAliveStream)>, etcd_client::Error> {
+) -> Result<Option<(etcd_client::LeaseKeeper, etcd_client::LeaseKeepAliveStream)>, etcd_client::Error>
+{
     let lease = client.lease_grant(LEASE_SECONDS, None).await?.id();
     let txn = Txn::new()
         .when([Compare::create_revision(key, CompareOp::Equal, 0)])
-        .and_then([TxnOp::put(key, identity, Some(PutOptions::new().with_lease(lease)))]);
+        .and_then([TxnOp::put(
+            key,
+            identity,
+            Some(PutOptions::new().with_lease(lease)),
+        )]);
     if !client.txn(txn).await?.succeeded() {
         let _ = client.lease_revoke(lease).await;
         return Ok(None);

@@ -30,11 +30,22 @@ impl Loopback {
     }
 
     /// Sends a request; the JSON answer, or the Status as an error.
-    pub async fn call(&self, method: Method, path: &str, query: &str, body: Option<&Value>) -> Result<Value> {
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        query: &str,
+        body: Option<&Value>,
+    ) -> Result<Value> {
         let mut headers = HeaderMap::new();
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let body = body.map(|b| Bytes::from(serde_json::to_vec(b).unwrap_or_default())).unwrap_or_default();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let body = body
+            .map(|b| Bytes::from(serde_json::to_vec(b).unwrap_or_default()))
+            .unwrap_or_default();
         let req = ApiRequest::new(method, path, query, headers, body, self.user.clone());
         let resp = self.handler.handle(req).await;
         let status = resp.status;
@@ -44,7 +55,8 @@ impl Loopback {
             return Ok(value);
         }
         let body: Status = serde_json::from_value(value).unwrap_or_default();
-        let reason = Reason::parse(&body.reason).unwrap_or_else(|| crate::error::reason_for_code(status.as_u16()));
+        let reason = Reason::parse(&body.reason)
+            .unwrap_or_else(|| crate::error::reason_for_code(status.as_u16()));
         Err(Error::new(reason, body.message))
     }
 

@@ -15,7 +15,12 @@ use crate::tls::{TlsError, TlsFiles};
 #[derive(clap::Args, Debug, Clone)]
 pub struct EtcdOptions {
     /// etcd client URLs, comma-separated.
-    #[arg(long, env = "KUBECHAIN_ETCD_SERVERS", value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    #[arg(
+        long,
+        env = "KUBECHAIN_ETCD_SERVERS",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:2379"
+    )]
     pub etcd_servers: Vec<String>,
     /// The key prefix of every object.
     #[arg(long, env = "KUBECHAIN_ETCD_PREFIX", default_value = "/registry")]
@@ -39,7 +44,11 @@ pub struct TlsOptions {
 impl TlsOptions {
     /// Reads the files.
     pub fn load(&self) -> Result<TlsFiles, TlsError> {
-        TlsFiles::load(&self.tls_cert_file, &self.tls_private_key_file, &self.client_ca_file)
+        TlsFiles::load(
+            &self.tls_cert_file,
+            &self.tls_private_key_file,
+            &self.client_ca_file,
+        )
     }
 }
 
@@ -48,9 +57,19 @@ impl TlsOptions {
 /// filtered by `RUST_LOG` (default `info`).
 pub fn run<E>(main: impl std::future::Future<Output = Result<(), E>>) -> Result<(), E> {
     use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(std::io::stderr().is_terminal()).with_writer(std::io::stderr).init();
-    let runtime = || tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime")
+    };
     actix_rt::System::with_tokio_rt(runtime).block_on(main)
 }
 
@@ -73,15 +92,28 @@ pub async fn start_storage(etcd: &EtcdOptions) -> Result<Backend, crate::storage
     let cacher = Cacher::start(storage.clone()).await?;
     let etcd_check: HealthCheck = Arc::new(move || {
         let storage = storage.clone();
-        Box::pin(async move { storage.current_revision().await.map(|_| ()).map_err(|e| e.to_string()) })
+        Box::pin(async move {
+            storage
+                .current_revision()
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
     });
-    Ok(Backend { cacher, etcd_check, etcd: client })
+    Ok(Backend {
+        cacher,
+        etcd_check,
+        etcd: client,
+    })
 }
 
 /// Resolves on SIGTERM or SIGINT.
 pub async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
         (Ok(mut term), Ok(mut int)) => {
             tokio::select! {
                 _ = term.recv() => {}
@@ -101,7 +133,9 @@ pub async fn serve_grpc(
     etcd: etcd_client::Client,
     component: &str,
 ) -> Result<(), ServeError> {
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| ServeError::Listen(addr, e))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| ServeError::Listen(addr, e))?;
     let advertised = crate::endpoints::advertised(listener.local_addr().unwrap_or(addr));
     let incoming = nodelay(tokio_stream::wrappers::TcpListenerStream::new(listener));
     let server = tonic::transport::Server::builder()

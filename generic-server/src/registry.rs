@@ -21,7 +21,8 @@ use crate::patch::{self, PatchType};
 use crate::request::{BodyStream, UserInfo};
 use crate::resource::{Resource, ScaleSelector, ScaleSpec};
 use crate::storage::cacher::{
-    CachedObject, Cacher, Ingest, ResourceCache, WatchEvent, WatchEventType, WatchStart, history_event,
+    CachedObject, Cacher, Ingest, ResourceCache, WatchEvent, WatchEventType, WatchStart,
+    history_event,
 };
 use crate::storage::{Storage, StorageError, prefix_end};
 use crate::validation;
@@ -200,8 +201,17 @@ fn ingest_with(fields: Arc<dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync
         let mut obj: Value = serde_json::from_slice(value).ok()?;
         set_resource_version(&mut obj, revision);
         let meta = obj.get("metadata")?;
-        let text = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-        let labels = meta.get("labels").and_then(Value::as_object).cloned().unwrap_or_default();
+        let text = |k: &str| {
+            meta.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let labels = meta
+            .get("labels")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         Some(CachedObject {
             key: key.to_string(),
             revision,
@@ -235,12 +245,18 @@ pub fn set_pointer(obj: &mut Value, pointer: &str, value: Value) {
 /// Sets `metadata.resourceVersion`.
 pub fn set_resource_version(obj: &mut Value, revision: i64) {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("resourceVersion".into(), Value::String(revision.to_string()));
+        meta.insert(
+            "resourceVersion".into(),
+            Value::String(revision.to_string()),
+        );
     }
 }
 
 fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
-    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default()
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
@@ -255,22 +271,36 @@ fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
 
 /// The current time as kube serializes it (RFC3339, seconds).
 pub fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    let now = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    now.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// Maps a storage error to an API error about one object.
 fn storage_error(store: &Store, name: &str, err: StorageError) -> Error {
     match err {
         StorageError::NotFound(_) => store.not_found(name),
-        StorageError::AlreadyExists(_) => Error::AlreadyExists { resource: store.resource.group_resource(), name: name.into() },
+        StorageError::AlreadyExists(_) => Error::AlreadyExists {
+            resource: store.resource.group_resource(),
+            name: name.into(),
+        },
         StorageError::Conflict { .. } => store.conflict(name),
-        StorageError::Compacted { requested, compacted } => Error::new(
+        StorageError::Compacted {
+            requested,
+            compacted,
+        } => Error::new(
             Reason::Expired,
             format!("too old resource version: {requested} ({compacted})"),
         ),
-        StorageError::FutureRevision(rev) => Error::new(Reason::Timeout, format!("Too large resource version: {rev}")),
-        StorageError::Unavailable(msg) => Error::unavailable(format!("storage is unavailable: {msg}")),
+        StorageError::FutureRevision(rev) => Error::new(
+            Reason::Timeout,
+            format!("Too large resource version: {rev}"),
+        ),
+        StorageError::Unavailable(msg) => {
+            Error::unavailable(format!("storage is unavailable: {msg}"))
+        }
     }
 }
 
@@ -286,10 +316,26 @@ impl Store {
         let prefix = resource.key_prefix(etcd_root);
         let strategy = resource.strategy.clone();
         let fields = Arc::new(move |obj: &Value| {
-            strategy.declared_fields().into_iter().filter_map(|f| strategy.field_value(obj, &f).map(|v| (f, v))).collect()
+            strategy
+                .declared_fields()
+                .into_iter()
+                .filter_map(|f| strategy.field_value(obj, &f).map(|v| (f, v)))
+                .collect()
         });
-        let cache = cacher.register(&prefix, ingest_with(fields)).await.map_err(|e| Error::unavailable(e.to_string()))?;
-        Ok(Store { storage: cacher.storage().clone(), resource, cacher, cache, prefix, admission, patch_schema, converter: None })
+        let cache = cacher
+            .register(&prefix, ingest_with(fields))
+            .await
+            .map_err(|e| Error::unavailable(e.to_string()))?;
+        Ok(Store {
+            storage: cacher.storage().clone(),
+            resource,
+            cacher,
+            cache,
+            prefix,
+            admission,
+            patch_schema,
+            converter: None,
+        })
     }
 
     /// Serves a version other than the stored one through a converter.
@@ -312,18 +358,32 @@ impl Store {
     async fn stored(&self, obj: &Value) -> Result<Bytes> {
         match &self.converter {
             None => encode(obj),
-            Some(c) => encode(&one(c.convert(vec![obj.clone()], &c.storage_version()).await?)?),
+            Some(c) => encode(&one(c
+                .convert(vec![obj.clone()], &c.storage_version())
+                .await?)?),
         }
     }
 
     /// Cached objects in this store's version.
     async fn present(&self, objects: Vec<Arc<CachedObject>>) -> Result<Vec<Arc<CachedObject>>> {
-        let Some(converter) = &self.converter else { return Ok(objects) };
-        present_with(converter.as_ref(), &self.cache, objects, &self.resource.api_version()).await
+        let Some(converter) = &self.converter else {
+            return Ok(objects);
+        };
+        present_with(
+            converter.as_ref(),
+            &self.cache,
+            objects,
+            &self.resource.api_version(),
+        )
+        .await
     }
 
     fn key(&self, namespace: &str, name: &str) -> String {
-        if self.resource.namespaced { format!("{}{namespace}/{name}", self.prefix) } else { format!("{}{name}", self.prefix) }
+        if self.resource.namespaced {
+            format!("{}{namespace}/{name}", self.prefix)
+        } else {
+            format!("{}{name}", self.prefix)
+        }
     }
 
     fn list_prefix(&self, namespace: &str) -> String {
@@ -336,7 +396,10 @@ impl Store {
 
     /// 404 for an object of this resource.
     pub fn not_found(&self, name: &str) -> Error {
-        Error::NotFound { resource: self.resource.group_resource(), name: name.into() }
+        Error::NotFound {
+            resource: self.resource.group_resource(),
+            name: name.into(),
+        }
     }
 
     fn conflict(&self, name: &str) -> Error {
@@ -352,27 +415,43 @@ impl Store {
     }
 
     /// Reads one object. Without a resourceVersion the read is consistent.
-    pub async fn get(&self, namespace: &str, name: &str, resource_version: Option<&str>) -> Result<Arc<CachedObject>> {
+    pub async fn get(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: Option<&str>,
+    ) -> Result<Arc<CachedObject>> {
         if resource_version.is_none_or(str::is_empty) {
             self.fresh().await?;
         }
-        let obj = self.cache.get(&self.key(namespace, name)).ok_or_else(|| self.not_found(name))?;
+        let obj = self
+            .cache
+            .get(&self.key(namespace, name))
+            .ok_or_else(|| self.not_found(name))?;
         one(self.present(vec![obj]).await?)
     }
 
     async fn fresh(&self) -> Result<i64> {
-        self.cacher.wait_fresh().await.map_err(|e| Error::unavailable(e.to_string()))
+        self.cacher
+            .wait_fresh()
+            .await
+            .map_err(|e| Error::unavailable(e.to_string()))
     }
 
     /// Reads the stored object straight from etcd (for writes).
     async fn read_stored(&self, namespace: &str, name: &str) -> Result<Option<(Value, i64)>> {
         let key = self.key(namespace, name);
-        let kv = self.storage.get(&key).await.map_err(|e| storage_error(self, name, e))?;
+        let kv = self
+            .storage
+            .get(&key)
+            .await
+            .map_err(|e| storage_error(self, name, e))?;
         match kv {
             None => Ok(None),
             Some(kv) => {
-                let mut obj: Value = serde_json::from_slice(&kv.value)
-                    .map_err(|e| Error::internal(format!("stored object {key} is not JSON: {e}")))?;
+                let mut obj: Value = serde_json::from_slice(&kv.value).map_err(|e| {
+                    Error::internal(format!("stored object {key} is not JSON: {e}"))
+                })?;
                 set_resource_version(&mut obj, kv.mod_revision);
                 Ok(Some((self.served(obj).await?, kv.mod_revision)))
             }
@@ -380,11 +459,18 @@ impl Store {
     }
 
     fn check_selectors(&self, opts: &ListOptions) -> Result<()> {
-        let Some(fields) = &opts.fields else { return Ok(()) };
+        let Some(fields) = &opts.fields else {
+            return Ok(());
+        };
         let allowed = self.resource.strategy.declared_fields();
         for field in fields.fields() {
-            if field != "metadata.name" && field != "metadata.namespace" && !allowed.iter().any(|a| a == field) {
-                return Err(Error::bad_request(format!("field label not supported: {field}")));
+            if field != "metadata.name"
+                && field != "metadata.namespace"
+                && !allowed.iter().any(|a| a == field)
+            {
+                return Err(Error::bad_request(format!(
+                    "field label not supported: {field}"
+                )));
             }
         }
         Ok(())
@@ -400,14 +486,18 @@ impl Store {
         let prefix = self.list_prefix(namespace);
         if let Some(token) = &opts.continue_token {
             let (revision, start) = decode_continue(token)?;
-            return self.list_from_storage(&prefix, &format!("{}{start}", self.prefix), revision, opts).await;
+            return self
+                .list_from_storage(&prefix, &format!("{}{start}", self.prefix), revision, opts)
+                .await;
         }
         let rv = opts.resource_version.as_deref().unwrap_or("");
         let exact = opts.resource_version_match.as_deref() == Some("Exact");
         match rv {
             "" => {
                 if exact {
-                    return Err(Error::bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+                    return Err(Error::bad_request(
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                    ));
                 }
                 self.fresh().await?;
             }
@@ -415,37 +505,74 @@ impl Store {
             _ => {
                 let revision = parse_rv(rv)?;
                 if exact {
-                    return self.list_from_storage(&prefix, &prefix, revision, opts).await;
+                    return self
+                        .list_from_storage(&prefix, &prefix, revision, opts)
+                        .await;
                 }
                 self.cacher.wait_for(revision).await.map_err(|_| {
-                    Error::new(Reason::Timeout, format!("Too large resource version: {revision}, current: {}", self.cacher.progress()))
+                    Error::new(
+                        Reason::Timeout,
+                        format!(
+                            "Too large resource version: {revision}, current: {}",
+                            self.cacher.progress()
+                        ),
+                    )
                 })?;
             }
         }
         let snapshot = self.cache.snapshot(&prefix, self.cacher.progress());
-        let matching: Vec<Arc<CachedObject>> = snapshot.objects.into_iter().filter(|o| self.matches(o, opts)).collect();
+        let matching: Vec<Arc<CachedObject>> = snapshot
+            .objects
+            .into_iter()
+            .filter(|o| self.matches(o, opts))
+            .collect();
         let mut page = self.paginate(matching, snapshot.revision, opts.limit);
         page.items = self.present(page.items).await?;
         Ok(page)
     }
 
-    fn paginate(&self, mut items: Vec<Arc<CachedObject>>, revision: i64, limit: usize) -> ListResult {
+    fn paginate(
+        &self,
+        mut items: Vec<Arc<CachedObject>>,
+        revision: i64,
+        limit: usize,
+    ) -> ListResult {
         if limit == 0 || items.len() <= limit {
-            return ListResult { items, revision, continue_token: None, remaining: None };
+            return ListResult {
+                items,
+                revision,
+                continue_token: None,
+                remaining: None,
+            };
         }
         let remaining = (items.len() - limit) as i64;
         items.truncate(limit);
         let last = items.last().map(|o| o.key.clone()).unwrap_or_default();
         let token = encode_continue(revision, &format!("{}\0", &last[self.prefix.len()..]));
-        ListResult { items, revision, continue_token: Some(token), remaining: Some(remaining) }
+        ListResult {
+            items,
+            revision,
+            continue_token: Some(token),
+            remaining: Some(remaining),
+        }
     }
 
-    async fn list_from_storage(&self, prefix: &str, start: &str, revision: i64, opts: &ListOptions) -> Result<ListResult> {
+    async fn list_from_storage(
+        &self,
+        prefix: &str,
+        start: &str,
+        revision: i64,
+        opts: &ListOptions,
+    ) -> Result<ListResult> {
         let end = prefix_end(prefix);
         let mut start = start.to_string();
         let mut items = Vec::new();
         loop {
-            let want = if opts.limit == 0 { 0 } else { (opts.limit + 1 - items.len().min(opts.limit)) as i64 };
+            let want = if opts.limit == 0 {
+                0
+            } else {
+                (opts.limit + 1 - items.len().min(opts.limit)) as i64
+            };
             let page = self.storage.range(&start, &end, want.max(0), revision).await.map_err(|e| match e {
                 StorageError::Compacted { .. } => Error::new(
                     Reason::Expired,
@@ -476,17 +603,26 @@ impl Store {
 
     /// Watches objects; the returned stream ends when the client goes away,
     /// on timeout, or after an error event.
-    pub async fn watch(&self, namespace: &str, opts: ListOptions, encode: WatchEncoder) -> Result<BodyStream> {
+    pub async fn watch(
+        &self,
+        namespace: &str,
+        opts: ListOptions,
+        encode: WatchEncoder,
+    ) -> Result<BodyStream> {
         self.check_selectors(&opts)?;
         let prefix = self.list_prefix(namespace);
         let rv = opts.resource_version.clone().unwrap_or_default();
-        let initial = opts.send_initial_events.unwrap_or(rv.is_empty() || rv == "0");
+        let initial = opts
+            .send_initial_events
+            .unwrap_or(rv.is_empty() || rv == "0");
         let (tx, rx) = mpsc::channel::<Bytes>(256);
         let (replay, live, history, initial_revision) = if initial {
             if rv.is_empty() {
                 self.fresh().await?;
             }
-            let (snapshot, live) = self.cache.snapshot_and_subscribe(&prefix, self.cacher.progress());
+            let (snapshot, live) = self
+                .cache
+                .snapshot_and_subscribe(&prefix, self.cacher.progress());
             let replay = snapshot
                 .objects
                 .into_iter()
@@ -500,7 +636,10 @@ impl Store {
                 Ok(WatchStart::Cached { replay, live }) => (replay, Some(live), None, None),
                 Ok(WatchStart::History(stream)) => (Vec::new(), None, Some(stream), None),
                 Err(StorageError::Compacted { .. }) => {
-                    return Err(Error::new(Reason::Gone, format!("too old resource version: {revision}")));
+                    return Err(Error::new(
+                        Reason::Gone,
+                        format!("too old resource version: {revision}"),
+                    ));
                 }
                 Err(e) => return Err(storage_error(self, "", e)),
             }
@@ -513,33 +652,74 @@ impl Store {
             cache: self.cache.clone(),
             cacher: self.cacher.clone(),
             send_initial_end: initial_revision,
-            converter: self.converter.clone().map(|c| (c, self.resource.api_version())),
+            converter: self
+                .converter
+                .clone()
+                .map(|c| (c, self.resource.api_version())),
         };
         tokio::spawn(watcher.run(replay, live, history));
         Ok(tokio_stream::wrappers::ReceiverStream::new(rx).boxed())
     }
 
     /// Creates an object.
-    pub async fn create(&self, namespace: &str, obj: Value, opts: &WriteOptions) -> Result<Written> {
+    pub async fn create(
+        &self,
+        namespace: &str,
+        obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Written> {
         self.create_inner(namespace, obj, opts, false).await
     }
 
     /// Creates an object; `tracked` when an apply already set its managedFields.
-    async fn create_inner(&self, namespace: &str, mut obj: Value, opts: &WriteOptions, tracked: bool) -> Result<Written> {
+    async fn create_inner(
+        &self,
+        namespace: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+        tracked: bool,
+    ) -> Result<Written> {
         let mut warnings = Vec::new();
         obj = self.decode_object(obj, opts, &mut warnings)?;
         self.set_namespace(&mut obj, namespace)?;
         let meta = meta_mut(&mut obj);
-        if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|rv| !rv.is_empty()) {
-            return Err(Error::bad_request("resourceVersion should not be set on objects to be created"));
+        if meta
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|rv| !rv.is_empty())
+        {
+            return Err(Error::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
         }
-        let generate_name = meta.get("generateName").and_then(Value::as_str).unwrap_or_default().to_string();
-        if meta.get("name").and_then(Value::as_str).unwrap_or_default().is_empty() && !generate_name.is_empty() {
-            meta.insert("name".into(), Value::String(format!("{generate_name}{}", random_suffix())));
+        let generate_name = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .is_empty()
+            && !generate_name.is_empty()
+        {
+            meta.insert(
+                "name".into(),
+                Value::String(format!("{generate_name}{}", random_suffix())),
+            );
         }
-        meta.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+        meta.insert(
+            "uid".into(),
+            Value::String(uuid::Uuid::new_v4().to_string()),
+        );
         meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
-        for field in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+        for field in [
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
             meta.remove(field);
         }
         if self.resource.strategy.tracks_generation() {
@@ -551,9 +731,18 @@ impl Store {
         strategy.prepare_for_create(&mut obj);
         strategy.defaults(&mut obj);
         let name = meta_str(&obj, "name").to_string();
-        let attrs = self.attributes(Operation::Create, "", namespace, &name, None, &opts.user, opts.dry_run);
+        let attrs = self.attributes(
+            Operation::Create,
+            "",
+            namespace,
+            &name,
+            None,
+            &opts.user,
+            opts.dry_run,
+        );
         self.admission.admit(&attrs, &mut obj).await?;
-        let mut errs = validation::object_meta(&obj, self.resource.namespaced, strategy.name_rule());
+        let mut errs =
+            validation::object_meta(&obj, self.resource.namespaced, strategy.name_rule());
         errs.extend(strategy.validate(&obj));
         if !errs.is_empty() {
             return Err(self.invalid(&name, errs));
@@ -564,16 +753,35 @@ impl Store {
             self.track(None, &mut obj, "", opts);
         }
         if opts.dry_run {
-            return Ok(Written { object: obj, created: true, warnings });
+            return Ok(Written {
+                object: obj,
+                created: true,
+                warnings,
+            });
         }
         let bytes = self.stored(&obj).await?;
-        let revision = self.storage.create(&self.key(namespace, &name), bytes).await.map_err(|e| storage_error(self, &name, e))?;
+        let revision = self
+            .storage
+            .create(&self.key(namespace, &name), bytes)
+            .await
+            .map_err(|e| storage_error(self, &name, e))?;
         set_resource_version(&mut obj, revision);
-        Ok(Written { object: obj, created: true, warnings })
+        Ok(Written {
+            object: obj,
+            created: true,
+            warnings,
+        })
     }
 
     /// Replaces an object (PUT), or its status (`subresource = "status"`).
-    pub async fn update(&self, namespace: &str, name: &str, subresource: &str, obj: Value, opts: &WriteOptions) -> Result<Written> {
+    pub async fn update(
+        &self,
+        namespace: &str,
+        name: &str,
+        subresource: &str,
+        obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Written> {
         if subresource == "scale" {
             return self.update_scale(namespace, name, obj, opts).await;
         }
@@ -587,7 +795,9 @@ impl Store {
         }
         self.set_namespace(&mut obj, namespace)?;
         let mut written = self
-            .guaranteed_update(namespace, name, subresource, opts, false, |_| Ok(obj.clone()))
+            .guaranteed_update(namespace, name, subresource, opts, false, |_| {
+                Ok(obj.clone())
+            })
             .await;
         if let Err(Error::NotFound { .. }) = &written {
             if subresource.is_empty() && self.resource.strategy.allow_create_on_update() {
@@ -609,7 +819,11 @@ impl Store {
             (Some(s), Some(root)) => apply::Schema::new(root, s.components.as_ref()),
             _ => apply::Schema::deduced(),
         };
-        let schema = if self.resource.strategic_merge_patch { schema } else { schema.unstructured() };
+        let schema = if self.resource.strategic_merge_patch {
+            schema
+        } else {
+            schema.unstructured()
+        };
         let has_status = self.resource.find_subresource("status").is_some();
         match subresource {
             "status" => schema.reset_fields(&["spec"]),
@@ -620,34 +834,68 @@ impl Store {
 
     /// Records a write's field ownership in `metadata.managedFields`.
     fn track(&self, old: Option<&Value>, new: &mut Value, subresource: &str, opts: &WriteOptions) {
-        let Some(manager) = opts.field_manager.as_ref().or(opts.default_manager.as_ref()) else { return };
+        let Some(manager) = opts
+            .field_manager
+            .as_ref()
+            .or(opts.default_manager.as_ref())
+        else {
+            return;
+        };
         let root = self.patch_schema.as_ref().map(|s| s.root.clone());
         let schema = self.apply_schema(subresource, &root);
-        let _ = apply::update(old, new, manager, &self.resource.api_version(), subresource, &now_rfc3339(), schema);
+        let _ = apply::update(
+            old,
+            new,
+            manager,
+            &self.resource.api_version(),
+            subresource,
+            &now_rfc3339(),
+            schema,
+        );
     }
 
     /// Server-side apply: creates the object if absent, otherwise merges the
     /// applied configuration, with conflicts between field managers.
-    async fn apply(&self, namespace: &str, name: &str, subresource: &str, body: &[u8], opts: &WriteOptions) -> Result<Written> {
+    async fn apply(
+        &self,
+        namespace: &str,
+        name: &str,
+        subresource: &str,
+        body: &[u8],
+        opts: &WriteOptions,
+    ) -> Result<Written> {
         let Some(manager) = opts.field_manager.clone().filter(|m| !m.is_empty()) else {
             let cause = FieldError::required("fieldManager", "is required for apply patch");
-            return Err(Error::invalid("meta.k8s.io", "PatchOptions", "", vec![cause]));
+            return Err(Error::invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                vec![cause],
+            ));
         };
         let mut config = crate::codec::decode_yaml(body)?;
         if !config.is_object() {
-            return Err(Error::bad_request("the applied configuration must be an object"));
+            return Err(Error::bad_request(
+                "the applied configuration must be an object",
+            ));
         }
         let (api_version, kind) = (self.resource.api_version(), self.resource.kind.clone());
         for (field, want) in [("apiVersion", &api_version), ("kind", &kind)] {
             match config.get(field).and_then(Value::as_str) {
                 Some(got) if got == want => {}
-                Some(got) => return Err(Error::bad_request(format!("the {field} in the data ({got}) does not match the expected {field} ({want})"))),
+                Some(got) => {
+                    return Err(Error::bad_request(format!(
+                        "the {field} in the data ({got}) does not match the expected {field} ({want})"
+                    )));
+                }
                 None => return Err(Error::bad_request(format!("{field} must be set"))),
             }
         }
         let body_name = meta_str(&config, "name").to_string();
         if body_name != name {
-            return Err(Error::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({name})")));
+            return Err(Error::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
         }
         if self.resource.namespaced {
             meta_mut(&mut config).insert("namespace".into(), json!(namespace));
@@ -655,7 +903,17 @@ impl Store {
         let root = self.patch_schema.as_ref().map(|s| s.root.clone());
         let run = |live: Option<&Value>| {
             let schema = self.apply_schema(subresource, &root);
-            apply::apply(live, &config, &manager, &api_version, subresource, opts.force, &now_rfc3339(), schema).map_err(apply_error)
+            apply::apply(
+                live,
+                &config,
+                &manager,
+                &api_version,
+                subresource,
+                opts.force,
+                &now_rfc3339(),
+                schema,
+            )
+            .map_err(apply_error)
         };
         if self.read_stored(namespace, name).await?.is_none() {
             if !subresource.is_empty() {
@@ -667,11 +925,17 @@ impl Store {
                 other => return other,
             }
         }
-        self.guaranteed_update(namespace, name, subresource, opts, true, |current| run(Some(current))).await
+        self.guaranteed_update(namespace, name, subresource, opts, true, |current| {
+            run(Some(current))
+        })
+        .await
     }
 
     fn scale_spec(&self) -> Result<&ScaleSpec> {
-        self.resource.scale.as_ref().ok_or_else(Error::path_not_found)
+        self.resource
+            .scale
+            .as_ref()
+            .ok_or_else(Error::path_not_found)
     }
 
     /// The autoscaling/v1 Scale of an object.
@@ -680,20 +944,37 @@ impl Store {
         let replicas = |pointer: &str| obj.pointer(pointer).and_then(Value::as_i64).unwrap_or(0);
         let selector = match &spec.selector {
             ScaleSelector::LabelSelector(pointer) => match obj.pointer(pointer) {
-                Some(sel) => LabelSelector::from_label_selector_object(sel).map(|s| s.to_string()).unwrap_or_default(),
+                Some(sel) => LabelSelector::from_label_selector_object(sel)
+                    .map(|s| s.to_string())
+                    .unwrap_or_default(),
                 None => String::new(),
             },
             ScaleSelector::Map(pointer) => obj
                 .pointer(pointer)
                 .and_then(Value::as_object)
-                .map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect::<Vec<_>>().join(","))
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
                 .unwrap_or_default(),
-            ScaleSelector::String(pointer) => obj.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string(),
+            ScaleSelector::String(pointer) => obj
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
             ScaleSelector::None => String::new(),
         };
         let meta = obj.get("metadata").cloned().unwrap_or_default();
         let mut metadata = Map::new();
-        for field in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+        for field in [
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+        ] {
             if let Some(v) = meta.get(field) {
                 metadata.insert(field.into(), v.clone());
             }
@@ -719,9 +1000,16 @@ impl Store {
         if !rv.is_empty() && rv != meta_str(current, "resourceVersion") {
             return Err(self.conflict(name));
         }
-        let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
+        let replicas = scale
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         if replicas < 0 {
-            let cause = FieldError::invalid("spec.replicas", replicas, "must be greater than or equal to 0");
+            let cause = FieldError::invalid(
+                "spec.replicas",
+                replicas,
+                "must be greater than or equal to 0",
+            );
             return Err(Error::invalid("autoscaling", "Scale", name, vec![cause]));
         }
         let mut parent = current.clone();
@@ -731,26 +1019,52 @@ impl Store {
 
     fn decode_scale(&self, scale: Value) -> Result<Value> {
         use crate::codec::Codec;
-        let got = (scale.get("apiVersion").and_then(Value::as_str), scale.get("kind").and_then(Value::as_str));
+        let got = (
+            scale.get("apiVersion").and_then(Value::as_str),
+            scale.get("kind").and_then(Value::as_str),
+        );
         if !matches!(got, (None | Some("autoscaling/v1"), None | Some("Scale"))) {
-            return Err(Error::bad_request("the body of a scale request must be an autoscaling/v1 Scale"));
+            return Err(Error::bad_request(
+                "the body of a scale request must be an autoscaling/v1 Scale",
+            ));
         }
         crate::codec::TypedCodec::<k8s_openapi::api::autoscaling::v1::Scale>::default()
             .normalize(scale)
             .map(|n| n.object)
-            .map_err(|e| Error::bad_request(format!("Scale in version \"v1\" cannot be handled as a Scale: {e}")))
+            .map_err(|e| {
+                Error::bad_request(format!(
+                    "Scale in version \"v1\" cannot be handled as a Scale: {e}"
+                ))
+            })
     }
 
     /// Replaces an object's replicas through its Scale.
-    async fn update_scale(&self, namespace: &str, name: &str, scale: Value, opts: &WriteOptions) -> Result<Written> {
+    async fn update_scale(
+        &self,
+        namespace: &str,
+        name: &str,
+        scale: Value,
+        opts: &WriteOptions,
+    ) -> Result<Written> {
         let scale = self.decode_scale(scale)?;
-        let mut written = self.guaranteed_update(namespace, name, "scale", opts, false, |current| self.from_scale(current, &scale)).await?;
+        let mut written = self
+            .guaranteed_update(namespace, name, "scale", opts, false, |current| {
+                self.from_scale(current, &scale)
+            })
+            .await?;
         written.object = self.to_scale(&written.object)?;
         Ok(written)
     }
 
     /// Patches an object's Scale.
-    async fn patch_scale(&self, namespace: &str, name: &str, kind: PatchType, body: &[u8], opts: &WriteOptions) -> Result<Written> {
+    async fn patch_scale(
+        &self,
+        namespace: &str,
+        name: &str,
+        kind: PatchType,
+        body: &[u8],
+        opts: &WriteOptions,
+    ) -> Result<Written> {
         let schema = self.patch_schema.clone();
         let mut written = self
             .guaranteed_update(namespace, name, "scale", opts, false, |current| {
@@ -791,7 +1105,9 @@ impl Store {
         }
         let schema = self.patch_schema.clone();
         self.guaranteed_update(namespace, name, subresource, opts, false, |current| {
-            let patch_schema = schema.as_ref().map(|s| patch::strategic::Schema::new(&s.root, s.components.as_ref()));
+            let patch_schema = schema
+                .as_ref()
+                .map(|s| patch::strategic::Schema::new(&s.root, s.components.as_ref()));
             let patched = patch::apply_patch(kind, current, body, patch_schema).map_err(|e| {
                 Error::new(crate::error::reason_for_code(e.code()), e.status_message())
             })?;
@@ -833,9 +1149,18 @@ impl Store {
                 strategy.prepare_for_update(&mut new, &old);
             }
             strategy.defaults(&mut new);
-            let attrs = self.attributes(Operation::Update, subresource, namespace, name, Some(&old), &opts.user, opts.dry_run);
+            let attrs = self.attributes(
+                Operation::Update,
+                subresource,
+                namespace,
+                name,
+                Some(&old),
+                &opts.user,
+                opts.dry_run,
+            );
             self.admission.admit(&attrs, &mut new).await?;
-            let mut errs = validation::object_meta(&new, self.resource.namespaced, strategy.name_rule());
+            let mut errs =
+                validation::object_meta(&new, self.resource.namespaced, strategy.name_rule());
             errs.extend(validation::object_meta_update(&new, &old));
             errs.extend(strategy.validate_update(&new, &old));
             if !errs.is_empty() {
@@ -847,10 +1172,20 @@ impl Store {
             let key = self.key(namespace, name);
             if is_being_deleted(&new) && finalizers(&new).is_empty() && strategy.may_remove(&new) {
                 if opts.dry_run {
-                    return Ok(Written { object: new, created: false, warnings });
+                    return Ok(Written {
+                        object: new,
+                        created: false,
+                        warnings,
+                    });
                 }
                 match self.storage.delete(&key, Some(revision)).await {
-                    Ok(_) => return Ok(Written { object: new, created: false, warnings }),
+                    Ok(_) => {
+                        return Ok(Written {
+                            object: new,
+                            created: false,
+                            warnings,
+                        });
+                    }
                     Err(StorageError::Conflict { .. }) if !precondition => continue,
                     Err(e) => return Err(storage_error(self, name, e)),
                 }
@@ -859,15 +1194,31 @@ impl Store {
                 self.track(Some(&old), &mut new, subresource, opts);
             }
             if unchanged(&new, &old) {
-                return Ok(Written { object: old, created: false, warnings });
+                return Ok(Written {
+                    object: old,
+                    created: false,
+                    warnings,
+                });
             }
             if opts.dry_run {
-                return Ok(Written { object: new, created: false, warnings });
+                return Ok(Written {
+                    object: new,
+                    created: false,
+                    warnings,
+                });
             }
-            match self.storage.update(&key, self.stored(&new).await?, revision).await {
+            match self
+                .storage
+                .update(&key, self.stored(&new).await?, revision)
+                .await
+            {
                 Ok(rev) => {
                     set_resource_version(&mut new, rev);
-                    return Ok(Written { object: new, created: false, warnings });
+                    return Ok(Written {
+                        object: new,
+                        created: false,
+                        warnings,
+                    });
                 }
                 Err(StorageError::Conflict { .. }) if !precondition => continue,
                 Err(e) => return Err(storage_error(self, name, e)),
@@ -877,7 +1228,12 @@ impl Store {
     }
 
     /// Deletes an object, or marks it for deletion while finalizers remain.
-    pub async fn delete(&self, namespace: &str, name: &str, opts: &DeleteOptions) -> Result<Deleted> {
+    pub async fn delete(
+        &self,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted> {
         let key = self.key(namespace, name);
         for _attempt in 0..16 {
             let Some((mut obj, revision)) = self.read_stored(namespace, name).await? else {
@@ -886,7 +1242,10 @@ impl Store {
             if let Some(uid) = &opts.uid {
                 let actual = meta_str(&obj, "uid");
                 if uid != actual {
-                    return Err(self.precondition_failed(name, &format!("UID in precondition: {uid}, UID in object meta: {actual}")));
+                    return Err(self.precondition_failed(
+                        name,
+                        &format!("UID in precondition: {uid}, UID in object meta: {actual}"),
+                    ));
                 }
             }
             if let Some(rv) = &opts.resource_version {
@@ -897,11 +1256,23 @@ impl Store {
                     ));
                 }
             }
-            let attrs = self.attributes(Operation::Delete, "", namespace, name, Some(&obj), &opts.user, opts.dry_run);
+            let attrs = self.attributes(
+                Operation::Delete,
+                "",
+                namespace,
+                name,
+                Some(&obj),
+                &opts.user,
+                opts.dry_run,
+            );
             self.admission.validate(&attrs, None).await?;
-            let mut keep = self.resource.strategy.begin_delete(&mut obj)? || !finalizers(&obj).is_empty();
+            let mut keep =
+                self.resource.strategy.begin_delete(&mut obj)? || !finalizers(&obj).is_empty();
             if is_being_deleted(&obj) {
-                return Ok(Deleted { object: obj, gone: false });
+                return Ok(Deleted {
+                    object: obj,
+                    gone: false,
+                });
             }
             // Orphan and Foreground deletion wait for the garbage collector.
             let finalizer = match opts.propagation_policy.as_deref() {
@@ -910,7 +1281,9 @@ impl Store {
                 _ => None,
             };
             if let Some(finalizer) = finalizer {
-                let list = meta_mut(&mut obj).entry("finalizers").or_insert_with(|| json!([]));
+                let list = meta_mut(&mut obj)
+                    .entry("finalizers")
+                    .or_insert_with(|| json!([]));
                 if let Some(list) = list.as_array_mut() {
                     if !list.iter().any(|f| f == finalizer) {
                         list.push(json!(finalizer));
@@ -920,25 +1293,44 @@ impl Store {
             }
             if keep {
                 let meta = meta_mut(&mut obj);
-                meta.entry("deletionTimestamp").or_insert_with(|| Value::String(now_rfc3339()));
+                meta.entry("deletionTimestamp")
+                    .or_insert_with(|| Value::String(now_rfc3339()));
                 meta.entry("deletionGracePeriodSeconds").or_insert(json!(0));
                 if opts.dry_run {
-                    return Ok(Deleted { object: obj, gone: false });
+                    return Ok(Deleted {
+                        object: obj,
+                        gone: false,
+                    });
                 }
-                match self.storage.update(&key, self.stored(&obj).await?, revision).await {
+                match self
+                    .storage
+                    .update(&key, self.stored(&obj).await?, revision)
+                    .await
+                {
                     Ok(rev) => {
                         set_resource_version(&mut obj, rev);
-                        return Ok(Deleted { object: obj, gone: false });
+                        return Ok(Deleted {
+                            object: obj,
+                            gone: false,
+                        });
                     }
                     Err(StorageError::Conflict { .. }) => continue,
                     Err(e) => return Err(storage_error(self, name, e)),
                 }
             }
             if opts.dry_run {
-                return Ok(Deleted { object: obj, gone: true });
+                return Ok(Deleted {
+                    object: obj,
+                    gone: true,
+                });
             }
             match self.storage.delete(&key, Some(revision)).await {
-                Ok(_) => return Ok(Deleted { object: obj, gone: true }),
+                Ok(_) => {
+                    return Ok(Deleted {
+                        object: obj,
+                        gone: true,
+                    });
+                }
                 Err(StorageError::Conflict { .. }) => continue,
                 Err(e) => return Err(storage_error(self, name, e)),
             }
@@ -947,7 +1339,12 @@ impl Store {
     }
 
     /// Deletes every object matching the list options.
-    pub async fn delete_collection(&self, namespace: &str, list: &ListOptions, opts: &DeleteOptions) -> Result<Vec<Value>> {
+    pub async fn delete_collection(
+        &self,
+        namespace: &str,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<Value>> {
         let mut all = list.clone();
         all.limit = 0;
         all.continue_token = None;
@@ -964,7 +1361,11 @@ impl Store {
     }
 
     fn precondition_failed(&self, name: &str, detail: &str) -> Error {
-        Error::Conflict { resource: self.resource.group_resource(), name: name.into(), detail: format!("Precondition failed: {detail}") }
+        Error::Conflict {
+            resource: self.resource.group_resource(),
+            name: name.into(),
+            detail: format!("Precondition failed: {detail}"),
+        }
     }
 
     fn attributes<'a>(
@@ -977,12 +1378,26 @@ impl Store {
         user: &'a UserInfo,
         dry_run: bool,
     ) -> Attributes<'a> {
-        Attributes { operation, resource: &self.resource, subresource, namespace, name, old, user, dry_run }
+        Attributes {
+            operation,
+            resource: &self.resource,
+            subresource,
+            namespace,
+            name,
+            old,
+            user,
+            dry_run,
+        }
     }
 
     /// Checks apiVersion and kind (defaulting them), then the structure,
     /// honouring `fieldValidation`.
-    fn decode_object(&self, mut obj: Value, opts: &WriteOptions, warnings: &mut Vec<String>) -> Result<Value> {
+    fn decode_object(
+        &self,
+        mut obj: Value,
+        opts: &WriteOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<Value> {
         let Value::Object(map) = &mut obj else {
             return Err(Error::bad_request(format!(
                 "the object provided is unrecognized (must be of type {})",
@@ -990,25 +1405,42 @@ impl Store {
             )));
         };
         let (api_version, kind) = (self.resource.api_version(), self.resource.kind.clone());
-        let got_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
-        let got_kind = map.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+        let got_version = map
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let got_kind = map
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         if !got_version.is_empty() && got_version != api_version {
             return Err(Error::bad_request(format!(
                 "the API version in the data ({got_version}) does not match the expected API version ({api_version})"
             )));
         }
         if !got_kind.is_empty() && got_kind != kind {
-            return Err(Error::bad_request(format!("the kind in the data ({got_kind}) does not match the expected kind ({kind})")));
+            return Err(Error::bad_request(format!(
+                "the kind in the data ({got_kind}) does not match the expected kind ({kind})"
+            )));
         }
         map.insert("apiVersion".into(), Value::String(api_version.clone()));
         map.insert("kind".into(), Value::String(kind.clone()));
         let normalized = self.resource.codec.normalize(obj).map_err(|e| {
-            Error::bad_request(format!("{kind} in version {:?} cannot be handled as a {kind}: {e}", self.resource.version))
+            Error::bad_request(format!(
+                "{kind} in version {:?} cannot be handled as a {kind}: {e}",
+                self.resource.version
+            ))
         })?;
         if !normalized.unknown_fields.is_empty() {
             match opts.field_validation {
                 FieldValidation::Strict => {
-                    let list = normalized.unknown_fields.iter().map(|f| format!("unknown field {f:?}")).collect::<Vec<_>>();
+                    let list = normalized
+                        .unknown_fields
+                        .iter()
+                        .map(|f| format!("unknown field {f:?}"))
+                        .collect::<Vec<_>>();
                     return Err(Error::bad_request(format!(
                         "{kind} in version {:?} cannot be handled as a {kind}: strict decoding error: {}",
                         self.resource.version,
@@ -1016,7 +1448,12 @@ impl Store {
                     )));
                 }
                 FieldValidation::Warn => {
-                    warnings.extend(normalized.unknown_fields.iter().map(|f| format!("unknown field {f:?}")));
+                    warnings.extend(
+                        normalized
+                            .unknown_fields
+                            .iter()
+                            .map(|f| format!("unknown field {f:?}")),
+                    );
                 }
                 FieldValidation::Ignore => {}
             }
@@ -1031,9 +1468,9 @@ impl Store {
             return Ok(());
         }
         match meta.get("namespace").and_then(Value::as_str) {
-            Some(ns) if !ns.is_empty() && ns != namespace => {
-                Err(Error::bad_request("the namespace of the provided object does not match the namespace sent on the request"))
-            }
+            Some(ns) if !ns.is_empty() && ns != namespace => Err(Error::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )),
             _ => {
                 meta.insert("namespace".into(), Value::String(namespace.into()));
                 Ok(())
@@ -1044,7 +1481,11 @@ impl Store {
     /// What a write through a subresource may change: `status` changes only
     /// the status; the main resource leaves a status subresource's status alone.
     fn merge_subresource(&self, subresource: &str, mut new: Value, old: &Value) -> Value {
-        if let Some(merged) = self.resource.strategy.update_subresource(subresource, &new, old) {
+        if let Some(merged) = self
+            .resource
+            .strategy
+            .update_subresource(subresource, &new, old)
+        {
             return merged;
         }
         let has_status = self.resource.find_subresource("status").is_some();
@@ -1082,13 +1523,23 @@ impl Store {
     fn carry_system_metadata(&self, new: &mut Value, old: &Value) {
         let old_meta = old.get("metadata").cloned().unwrap_or_default();
         let meta = meta_mut(new);
-        for field in ["creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+        for field in [
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ] {
             match old_meta.get(field) {
                 Some(v) => meta.insert(field.into(), v.clone()),
                 None => meta.remove(field),
             };
         }
-        if meta.get("uid").and_then(Value::as_str).unwrap_or_default().is_empty() {
+        if meta
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .is_empty()
+        {
             if let Some(uid) = old_meta.get("uid") {
                 meta.insert("uid".into(), uid.clone());
             }
@@ -1108,9 +1559,16 @@ impl Store {
             }
             v
         };
-        let old_generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        let old_generation = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
         let deletion_started = is_being_deleted(new) && !is_being_deleted(old);
-        let generation = if spec(new) != spec(old) || deletion_started { old_generation + 1 } else { old_generation };
+        let generation = if spec(new) != spec(old) || deletion_started {
+            old_generation + 1
+        } else {
+            old_generation
+        };
         meta_mut(new).insert("generation".into(), json!(generation));
     }
 
@@ -1129,9 +1587,14 @@ impl Store {
     /// how controllers in the same process follow a resource.
     pub async fn subscribe(
         &self,
-    ) -> Result<(crate::storage::cacher::Snapshot, tokio::sync::broadcast::Receiver<Arc<WatchEvent>>)> {
+    ) -> Result<(
+        crate::storage::cacher::Snapshot,
+        tokio::sync::broadcast::Receiver<Arc<WatchEvent>>,
+    )> {
         self.fresh().await?;
-        Ok(self.cache.snapshot_and_subscribe(&self.prefix, self.cacher.progress()))
+        Ok(self
+            .cache
+            .snapshot_and_subscribe(&self.prefix, self.cacher.progress()))
     }
 
     /// The current revision of the cache (for bookmarks and empty lists).
@@ -1141,16 +1604,23 @@ impl Store {
 }
 
 fn is_being_deleted(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
+    obj.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
 }
 
 fn finalizers(obj: &Value) -> Vec<Value> {
-    obj.pointer("/metadata/finalizers").and_then(Value::as_array).cloned().unwrap_or_default()
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// The only element of a one-element vector.
 fn one<T>(items: Vec<T>) -> Result<T> {
-    items.into_iter().next().ok_or_else(|| Error::internal("conversion returned no object"))
+    items
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::internal("conversion returned no object"))
 }
 
 /// Converts cached objects to `api_version`, re-ingesting them.
@@ -1167,7 +1637,10 @@ async fn present_with(
         .zip(converted)
         .map(|(old, new)| {
             let bytes = serde_json::to_vec(&new).map_err(Error::internal)?;
-            cache.ingest(&old.key, &bytes, old.revision).map(Arc::new).ok_or_else(|| Error::internal("converted object is invalid"))
+            cache
+                .ingest(&old.key, &bytes, old.revision)
+                .map(Arc::new)
+                .ok_or_else(|| Error::internal("converted object is invalid"))
         })
         .collect()
 }
@@ -1178,7 +1651,12 @@ async fn present_with(
 fn unchanged(new: &Value, old: &Value) -> bool {
     let strip = |obj: &Value| {
         let mut v = without_rv(obj);
-        for entry in v.pointer_mut("/metadata/managedFields").and_then(Value::as_array_mut).into_iter().flatten() {
+        for entry in v
+            .pointer_mut("/metadata/managedFields")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
             if let Some(entry) = entry.as_object_mut() {
                 entry.remove("time");
             }
@@ -1199,7 +1677,11 @@ fn apply_error(err: apply::ApplyError) -> Error {
             field: c["field"].as_str().map(str::to_string),
         })
         .collect();
-    Error::WithCauses { reason: crate::error::reason_for_code(err.code()), message: err.message(), causes }
+    Error::WithCauses {
+        reason: crate::error::reason_for_code(err.code()),
+        message: err.message(),
+        causes,
+    }
 }
 
 fn without_rv(obj: &Value) -> Value {
@@ -1212,14 +1694,17 @@ fn without_rv(obj: &Value) -> Value {
 
 /// The stored form: JSON without `metadata.resourceVersion`.
 fn encode(obj: &Value) -> Result<Bytes> {
-    serde_json::to_vec(&without_rv(obj)).map(Bytes::from).map_err(Error::internal)
+    serde_json::to_vec(&without_rv(obj))
+        .map(Bytes::from)
+        .map_err(Error::internal)
 }
 
 fn parse_rv(rv: &str) -> Result<i64> {
-    rv.parse::<i64>()
-        .ok()
-        .filter(|r| *r >= 0)
-        .ok_or_else(|| Error::bad_request(format!("Invalid value: {rv:?}: resourceVersion must be a non-negative integer")))
+    rv.parse::<i64>().ok().filter(|r| *r >= 0).ok_or_else(|| {
+        Error::bad_request(format!(
+            "Invalid value: {rv:?}: resourceVersion must be a non-negative integer"
+        ))
+    })
 }
 
 /// Five random characters from kube's alphabet (no vowels, no confusables).
@@ -1227,7 +1712,9 @@ fn random_suffix() -> String {
     use rand::Rng;
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut rng = rand::rng();
-    (0..5).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+    (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
 }
 
 /// Encodes a continue token as kube does: base64 of `{"v","rv","start"}`.
@@ -1237,12 +1724,20 @@ pub fn encode_continue(revision: i64, start: &str) -> String {
 }
 
 fn decode_continue(token: &str) -> Result<(i64, String)> {
-    let bad = || Error::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+    let bad = || {
+        Error::bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        )
+    };
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token.trim_end_matches('='))
         .map_err(|_| bad())?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    let revision = value.get("rv").and_then(Value::as_i64).filter(|r| *r > 0).ok_or_else(bad)?;
+    let revision = value
+        .get("rv")
+        .and_then(Value::as_i64)
+        .filter(|r| *r > 0)
+        .ok_or_else(bad)?;
     let start = value.get("start").and_then(Value::as_str).ok_or_else(bad)?;
     if start.contains("..") || start.starts_with('/') {
         return Err(bad());
@@ -1276,13 +1771,20 @@ impl Watcher {
 
     /// Sends an event if it concerns this watcher; false when the client is gone.
     async fn forward(&self, event: &WatchEvent) -> bool {
-        let Some((converter, version)) = &self.converter else { return self.forward_served(event).await };
+        let Some((converter, version)) = &self.converter else {
+            return self.forward_served(event).await;
+        };
         let mut objects = vec![event.object.clone()];
         objects.extend(event.prev.clone());
-        let Ok(mut converted) = present_with(converter.as_ref(), &self.cache, objects, version).await else { return true };
+        let Ok(mut converted) =
+            present_with(converter.as_ref(), &self.cache, objects, version).await
+        else {
+            return true;
+        };
         let object = converted.remove(0);
         let prev = converted.pop();
-        self.forward_served(&WatchEvent::new(event.kind, object, prev)).await
+        self.forward_served(&WatchEvent::new(event.kind, object, prev))
+            .await
     }
 
     /// Sends an event already in the watcher's version.
@@ -1292,15 +1794,28 @@ impl Watcher {
         let object = &event.object;
         let item = match (event.kind, before, now) {
             (WatchEventType::Deleted, false, false) | (_, false, false) => return true,
-            (WatchEventType::Deleted, _, _) => WatchItem::Event(WatchEventType::Deleted, object, Some(event)),
-            (WatchEventType::Added, _, true) => WatchItem::Event(WatchEventType::Added, object, Some(event)),
+            (WatchEventType::Deleted, _, _) => {
+                WatchItem::Event(WatchEventType::Deleted, object, Some(event))
+            }
+            (WatchEventType::Added, _, true) => {
+                WatchItem::Event(WatchEventType::Added, object, Some(event))
+            }
             (_, false, true) => WatchItem::Event(WatchEventType::Added, object, None),
             (_, true, true) => WatchItem::Event(WatchEventType::Modified, object, Some(event)),
             (_, true, false) => {
                 // Stopped matching: a DELETED with the old content at the new revision.
                 let Some(prev) = &event.prev else { return true };
-                let Some(restamped) = self.cache.ingest(&prev.key, &prev.bytes, event.revision()) else { return true };
-                return self.send((self.encode)(WatchItem::Event(WatchEventType::Deleted, &restamped, None))).await;
+                let Some(restamped) = self.cache.ingest(&prev.key, &prev.bytes, event.revision())
+                else {
+                    return true;
+                };
+                return self
+                    .send((self.encode)(WatchItem::Event(
+                        WatchEventType::Deleted,
+                        &restamped,
+                        None,
+                    )))
+                    .await;
             }
         };
         self.send((self.encode)(item)).await
@@ -1326,13 +1841,19 @@ impl Watcher {
         }
         if let Some(revision) = self.send_initial_end {
             if self.opts.allow_bookmarks && self.opts.send_initial_events == Some(true) {
-                let item = WatchItem::Bookmark { revision, initial_end: true };
+                let item = WatchItem::Bookmark {
+                    revision,
+                    initial_end: true,
+                };
                 if !self.send((self.encode)(item)).await {
                     return;
                 }
             }
         }
-        let mut bookmarks = tokio::time::interval_at(tokio::time::Instant::now() + BOOKMARK_PERIOD, BOOKMARK_PERIOD);
+        let mut bookmarks = tokio::time::interval_at(
+            tokio::time::Instant::now() + BOOKMARK_PERIOD,
+            BOOKMARK_PERIOD,
+        );
         let mut live = live;
         let mut history = history;
         loop {
@@ -1367,7 +1888,9 @@ impl Watcher {
     }
 }
 
-async fn next_live(live: &mut Option<tokio::sync::broadcast::Receiver<Arc<WatchEvent>>>) -> Option<Arc<WatchEvent>> {
+async fn next_live(
+    live: &mut Option<tokio::sync::broadcast::Receiver<Arc<WatchEvent>>>,
+) -> Option<Arc<WatchEvent>> {
     match live.as_mut()?.recv().await {
         Ok(event) => Some(event),
         Err(_) => None,
@@ -1396,7 +1919,11 @@ fn store_matches(obj: &CachedObject, opts: &ListOptions) -> bool {
         let value = |field: &str| match field {
             "metadata.name" => Some(obj.name.clone()),
             "metadata.namespace" => Some(obj.namespace.clone()),
-            other => obj.fields.iter().find(|(f, _)| f == other).map(|(_, v)| v.clone()),
+            other => obj
+                .fields
+                .iter()
+                .find(|(f, _)| f == other)
+                .map(|(_, v)| v.clone()),
         };
         if !fields.matches(value) {
             return false;
@@ -1412,13 +1939,19 @@ mod tests {
     #[test]
     fn continue_tokens_round_trip() {
         let token = encode_continue(42, "default/cm-9\0");
-        assert_eq!(decode_continue(&token).unwrap(), (42, "default/cm-9\0".to_string()));
+        assert_eq!(
+            decode_continue(&token).unwrap(),
+            (42, "default/cm-9\0".to_string())
+        );
         assert!(decode_continue("garbage!").is_err());
     }
 
     #[test]
     fn field_validation_values() {
-        assert_eq!(FieldValidation::parse(Some("Strict")).unwrap(), FieldValidation::Strict);
+        assert_eq!(
+            FieldValidation::parse(Some("Strict")).unwrap(),
+            FieldValidation::Strict
+        );
         assert_eq!(FieldValidation::parse(None).unwrap(), FieldValidation::Warn);
         assert_eq!(FieldValidation::parse(Some("x")).unwrap_err().code(), 400);
     }

@@ -28,7 +28,11 @@ pub struct UserInfo {
 impl UserInfo {
     /// The anonymous user.
     pub fn anonymous() -> Self {
-        UserInfo { name: "system:anonymous".into(), groups: vec!["system:unauthenticated".into()], ..Default::default() }
+        UserInfo {
+            name: "system:anonymous".into(),
+            groups: vec!["system:unauthenticated".into()],
+            ..Default::default()
+        }
     }
 
     /// Whether the user is in a group.
@@ -60,7 +64,14 @@ pub struct ApiRequest {
 
 impl ApiRequest {
     /// Builds a request, parsing its attributes from method, path and query.
-    pub fn new(method: Method, path: &str, query: &str, headers: HeaderMap, body: Bytes, user: UserInfo) -> Self {
+    pub fn new(
+        method: Method,
+        path: &str,
+        query: &str,
+        headers: HeaderMap,
+        body: Bytes,
+        user: UserInfo,
+    ) -> Self {
         let info = RequestInfo::parse(&method, path, query);
         ApiRequest {
             method,
@@ -76,12 +87,16 @@ impl ApiRequest {
 
     /// The decoded query parameters, in order.
     pub fn query_pairs(&self) -> Vec<(String, String)> {
-        form_urlencoded::parse(self.query.as_bytes()).into_owned().collect()
+        form_urlencoded::parse(self.query.as_bytes())
+            .into_owned()
+            .collect()
     }
 
     /// The first value of a query parameter.
     pub fn param(&self, name: &str) -> Option<String> {
-        form_urlencoded::parse(self.query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
+        form_urlencoded::parse(self.query.as_bytes())
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
     }
 
     /// A header as a string.
@@ -128,7 +143,11 @@ impl ApiResponse {
         if let Ok(v) = HeaderValue::from_str(content_type) {
             headers.insert(header::CONTENT_TYPE, v);
         }
-        ApiResponse { status, headers, body: Body::Full(body.into()) }
+        ApiResponse {
+            status,
+            headers,
+            body: Body::Full(body.into()),
+        }
     }
 
     /// A JSON response.
@@ -146,7 +165,8 @@ impl ApiResponse {
         let body = serde_json::to_vec(&status).unwrap_or_default();
         let mut resp = Self::bytes(code, crate::codec::JSON, body);
         if let Some(secs) = status.details.as_ref().and_then(|d| d.retry_after_seconds) {
-            resp.headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            resp.headers
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
     }

@@ -33,9 +33,18 @@ const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 impl RequestInfo {
     /// Parses the attributes of a request.
     pub fn parse(method: &Method, path: &str, query: &str) -> RequestInfo {
-        let mut info = RequestInfo { verb: method.as_str().to_lowercase(), ..Default::default() };
-        let mut parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
-        let Some(&prefix) = parts.first() else { return info };
+        let mut info = RequestInfo {
+            verb: method.as_str().to_lowercase(),
+            ..Default::default()
+        };
+        let mut parts: Vec<&str> = path
+            .trim_matches('/')
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .collect();
+        let Some(&prefix) = parts.first() else {
+            return info;
+        };
         if prefix != "api" && prefix != "apis" {
             return info;
         }
@@ -116,33 +125,81 @@ mod tests {
         let i = parse(Method::GET, "/api/v1/namespaces/default/configmaps/foo", "");
         assert!(i.is_resource_request);
         assert_eq!(
-            (i.verb.as_str(), i.api_group.as_str(), i.namespace.as_str(), i.resource.as_str(), i.name.as_str()),
+            (
+                i.verb.as_str(),
+                i.api_group.as_str(),
+                i.namespace.as_str(),
+                i.resource.as_str(),
+                i.name.as_str()
+            ),
             ("get", "", "default", "configmaps", "foo")
         );
     }
 
     #[test]
     fn lists_and_watches() {
-        assert_eq!(parse(Method::GET, "/apis/apps/v1/deployments", "").verb, "list");
-        let w = parse(Method::GET, "/api/v1/namespaces/x/pods", "watch=true&resourceVersion=5");
+        assert_eq!(
+            parse(Method::GET, "/apis/apps/v1/deployments", "").verb,
+            "list"
+        );
+        let w = parse(
+            Method::GET,
+            "/api/v1/namespaces/x/pods",
+            "watch=true&resourceVersion=5",
+        );
         assert_eq!((w.verb.as_str(), w.namespace.as_str()), ("watch", "x"));
-        assert_eq!(parse(Method::GET, "/api/v1/watch/namespaces/x/pods", "").verb, "watch");
-        assert_eq!(parse(Method::DELETE, "/api/v1/namespaces/x/pods", "").verb, "deletecollection");
+        assert_eq!(
+            parse(Method::GET, "/api/v1/watch/namespaces/x/pods", "").verb,
+            "watch"
+        );
+        assert_eq!(
+            parse(Method::DELETE, "/api/v1/namespaces/x/pods", "").verb,
+            "deletecollection"
+        );
     }
 
     #[test]
     fn namespaces_and_their_subresources() {
         let ns = parse(Method::GET, "/api/v1/namespaces/foo", "");
-        assert_eq!((ns.resource.as_str(), ns.name.as_str()), ("namespaces", "foo"));
+        assert_eq!(
+            (ns.resource.as_str(), ns.name.as_str()),
+            ("namespaces", "foo")
+        );
         let fin = parse(Method::PUT, "/api/v1/namespaces/foo/finalize", "");
-        assert_eq!((fin.resource.as_str(), fin.name.as_str(), fin.subresource.as_str()), ("namespaces", "foo", "finalize"));
-        let status = parse(Method::PATCH, "/apis/apps/v1/namespaces/a/deployments/web/scale", "");
-        assert_eq!((status.name.as_str(), status.subresource.as_str(), status.verb.as_str()), ("web", "scale", "patch"));
+        assert_eq!(
+            (
+                fin.resource.as_str(),
+                fin.name.as_str(),
+                fin.subresource.as_str()
+            ),
+            ("namespaces", "foo", "finalize")
+        );
+        let status = parse(
+            Method::PATCH,
+            "/apis/apps/v1/namespaces/a/deployments/web/scale",
+            "",
+        );
+        assert_eq!(
+            (
+                status.name.as_str(),
+                status.subresource.as_str(),
+                status.verb.as_str()
+            ),
+            ("web", "scale", "patch")
+        );
     }
 
     #[test]
     fn non_resource_paths() {
-        for path in ["/version", "/apis", "/api", "/api/v1", "/apis/apps", "/apis/apps/v1", "/healthz"] {
+        for path in [
+            "/version",
+            "/apis",
+            "/api",
+            "/api/v1",
+            "/apis/apps",
+            "/apis/apps/v1",
+            "/healthz",
+        ] {
             let i = parse(Method::GET, path, "");
             assert!(!i.is_resource_request, "{path}");
             assert_eq!(i.verb, "get");

@@ -27,13 +27,20 @@ pub struct GroupResource {
 impl GroupResource {
     /// A group resource from its parts.
     pub fn new(group: &str, resource: &str) -> Self {
-        Self { group: group.into(), resource: resource.into() }
+        Self {
+            group: group.into(),
+            resource: resource.into(),
+        }
     }
 }
 
 impl fmt::Display for GroupResource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.group.is_empty() { f.write_str(&self.resource) } else { write!(f, "{}.{}", self.resource, self.group) }
+        if self.group.is_empty() {
+            f.write_str(&self.resource)
+        } else {
+            write!(f, "{}.{}", self.resource, self.group)
+        }
     }
 }
 
@@ -50,8 +57,16 @@ pub struct GroupVersionKind {
 
 impl GroupVersionKind {
     /// A group/version/kind from its parts.
-    pub fn new(group: impl Into<String>, version: impl Into<String>, kind: impl Into<String>) -> Self {
-        GroupVersionKind { group: group.into(), version: version.into(), kind: kind.into() }
+    pub fn new(
+        group: impl Into<String>,
+        version: impl Into<String>,
+        kind: impl Into<String>,
+    ) -> Self {
+        GroupVersionKind {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
     }
 
     /// The `{"group", "kind", "version"}` object of `x-kubernetes-group-version-kind`.
@@ -67,16 +82,33 @@ impl GroupVersionKind {
 
 /// The `apiVersion` string of a group and version.
 pub fn api_version(group: &str, version: &str) -> String {
-    if group.is_empty() { version.to_string() } else { format!("{group}/{version}") }
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
 }
 
 /// The URL prefix of a group and version: `/api/v1` or `/apis/apps/v1`.
 pub fn group_version_path(group: &str, version: &str) -> String {
-    if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") }
+    if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    }
 }
 
 /// The verbs a resource supports, in discovery order.
-pub const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+pub const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 /// A subresource such as `status` or `scale`.
 #[derive(Debug, Clone)]
@@ -167,7 +199,11 @@ fn add_schema<K: JsonSchema>(components: &mut Components) -> String {
 
 impl fmt::Debug for Resource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Resource({}/{}, {})", self.group, self.version, self.plural)
+        write!(
+            f,
+            "Resource({}/{}, {})",
+            self.group, self.version, self.plural
+        )
     }
 }
 
@@ -177,7 +213,8 @@ impl Resource {
     where
         K: k8s_openapi::Resource + JsonSchema + Serialize + DeserializeOwned + 'static,
     {
-        let namespaced = std::any::TypeId::of::<K::Scope>() == std::any::TypeId::of::<k8s_openapi::NamespaceResourceScope>();
+        let namespaced = std::any::TypeId::of::<K::Scope>()
+            == std::any::TypeId::of::<k8s_openapi::NamespaceResourceScope>();
         Resource {
             group: K::GROUP.into(),
             version: K::VERSION.into(),
@@ -209,7 +246,10 @@ impl Resource {
         self.subresources.push(Subresource {
             name: "scale".into(),
             kind: Some(GroupVersionKind::new("autoscaling", "v1", "Scale")),
-            verbs: ["get", "patch", "update"].iter().map(|v| v.to_string()).collect(),
+            verbs: ["get", "patch", "update"]
+                .iter()
+                .map(|v| v.to_string())
+                .collect(),
         });
         self.scale = Some(scale);
         self
@@ -235,8 +275,17 @@ impl Resource {
 
     /// Adds a subresource that accepts and returns another kind (e.g. a
     /// service account's `token`, a TokenRequest).
-    pub fn subresource_of_kind(mut self, name: &str, kind: GroupVersionKind, verbs: &[&str]) -> Self {
-        self.subresources.push(Subresource { name: name.into(), kind: Some(kind), verbs: verbs.iter().map(|v| v.to_string()).collect() });
+    pub fn subresource_of_kind(
+        mut self,
+        name: &str,
+        kind: GroupVersionKind,
+        verbs: &[&str],
+    ) -> Self {
+        self.subresources.push(Subresource {
+            name: name.into(),
+            kind: Some(kind),
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        });
         self
     }
 
@@ -257,7 +306,11 @@ impl Resource {
 
     /// The kind with group and version.
     pub fn gvk(&self) -> GroupVersionKind {
-        GroupVersionKind { group: self.group.clone(), version: self.version.clone(), kind: self.kind.clone() }
+        GroupVersionKind {
+            group: self.group.clone(),
+            version: self.version.clone(),
+            kind: self.kind.clone(),
+        }
     }
 
     /// The `apiVersion` of its objects.
@@ -297,7 +350,10 @@ mod tests {
     #[test]
     fn builtin_takes_names_from_k8s_openapi() {
         let cm = Resource::builtin::<ConfigMap>(Plain);
-        assert_eq!((cm.kind.as_str(), cm.plural.as_str(), cm.list_kind.as_str()), ("ConfigMap", "configmaps", "ConfigMapList"));
+        assert_eq!(
+            (cm.kind.as_str(), cm.plural.as_str(), cm.list_kind.as_str()),
+            ("ConfigMap", "configmaps", "ConfigMapList")
+        );
         assert!(cm.namespaced);
         assert!(!Resource::builtin::<Namespace>(Plain).namespaced);
         assert_eq!(cm.key_prefix("/registry"), "/registry/configmaps/");
@@ -305,7 +361,10 @@ mod tests {
 
     #[test]
     fn group_resource_display() {
-        assert_eq!(GroupResource::new("apps", "deployments").to_string(), "deployments.apps");
+        assert_eq!(
+            GroupResource::new("apps", "deployments").to_string(),
+            "deployments.apps"
+        );
         assert_eq!(GroupResource::new("", "pods").to_string(), "pods");
     }
 }

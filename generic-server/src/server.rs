@@ -22,7 +22,8 @@ use crate::storage::cacher::Cacher;
 use crate::table;
 
 /// A named health check.
-pub type HealthCheck = Arc<dyn Fn() -> BoxFuture<'static, std::result::Result<(), String>> + Send + Sync>;
+pub type HealthCheck =
+    Arc<dyn Fn() -> BoxFuture<'static, std::result::Result<(), String>> + Send + Sync>;
 
 type StoreKey = (String, String, String);
 
@@ -50,7 +51,9 @@ pub trait ReadOnly: Send + Sync + 'static {
     /// One object, `None` if there is none; by default found in [`ReadOnly::list`].
     async fn get(&self, req: &ApiRequest, namespace: &str, name: &str) -> Result<Option<Value>> {
         let items = self.list(req, namespace).await?;
-        Ok(items.into_iter().find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)))
+        Ok(items
+            .into_iter()
+            .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)))
     }
 }
 
@@ -66,13 +69,19 @@ pub struct ApiServer {
     delegate: Arc<dyn Handler>,
     checks: Vec<(String, HealthCheck)>,
     declared: RwLock<Vec<Resource>>,
-    create_only: RwLock<HashMap<EndpointKey, (crate::resource::GroupVersionKind, Arc<dyn CreateOnly>)>>,
+    create_only:
+        RwLock<HashMap<EndpointKey, (crate::resource::GroupVersionKind, Arc<dyn CreateOnly>)>>,
     read_only: RwLock<HashMap<StoreKey, ReadOnlyEntry>>,
 }
 
 impl ApiServer {
     /// A server named `name` (for logs) that hands what it does not serve to `delegate`.
-    pub fn new(name: &str, discovery: Arc<Discovery>, delegate: Arc<dyn Handler>, checks: Vec<(String, HealthCheck)>) -> Self {
+    pub fn new(
+        name: &str,
+        discovery: Arc<Discovery>,
+        delegate: Arc<dyn Handler>,
+        checks: Vec<(String, HealthCheck)>,
+    ) -> Self {
         ApiServer {
             name: name.into(),
             stores: RwLock::default(),
@@ -93,16 +102,33 @@ impl ApiServer {
 
     /// Installs built-in resources: a store each, their discovery and their
     /// OpenAPI documents (built once, here).
-    pub async fn install(&self, resources: Vec<Resource>, cacher: &Arc<Cacher>, admission: &Admission, etcd_root: &str) -> Result<()> {
+    pub async fn install(
+        &self,
+        resources: Vec<Resource>,
+        cacher: &Arc<Cacher>,
+        admission: &Admission,
+        etcd_root: &str,
+    ) -> Result<()> {
         let (components, schemas) = self.publish_openapi(&resources);
         let shared: Arc<Map<String, Value>> = Arc::new(components.schemas().clone());
         // Create-only kinds (reviews) are answered by endpoints, not stored.
-        for (r, schema) in resources.iter().zip(&schemas).filter(|(r, _)| r.supports("get")) {
+        for (r, schema) in resources
+            .iter()
+            .zip(&schemas)
+            .filter(|(r, _)| r.supports("get"))
+        {
             let patch_schema = schema.as_ref().map(|name| PatchSchema {
                 root: json!({ "$ref": format!("{}{name}", openapi::SCHEMA_PREFIX) }),
                 components: shared.clone(),
             });
-            let store = Store::new(r.clone(), cacher.clone(), admission.clone(), etcd_root, patch_schema).await?;
+            let store = Store::new(
+                r.clone(),
+                cacher.clone(),
+                admission.clone(),
+                etcd_root,
+                patch_schema,
+            )
+            .await?;
             self.add_store(Arc::new(store));
         }
         tracing::info!(server = %self.name, resources = resources.len(), "installed resources");
@@ -117,7 +143,10 @@ impl ApiServer {
         self.publish_openapi(&resources);
         let mut read_only = self.read_only.write().unwrap_or_else(|e| e.into_inner());
         for (r, endpoint) in resources.iter().zip(endpoints) {
-            read_only.insert((r.group.clone(), r.version.clone(), r.plural.clone()), (r.clone(), endpoint));
+            read_only.insert(
+                (r.group.clone(), r.version.clone(), r.plural.clone()),
+                (r.clone(), endpoint),
+            );
         }
         drop(read_only);
         tracing::info!(server = %self.name, resources = resources.len(), "installed read-only resources");
@@ -130,10 +159,17 @@ impl ApiServer {
         let mut components = Components::new();
         let schemas: Vec<Option<String>> = resources
             .iter()
-            .map(|r| r.schema.map(|add| add(&mut components)).inspect(|name| complete_kind_schema(&mut components, name, r)))
+            .map(|r| {
+                r.schema
+                    .map(|add| add(&mut components))
+                    .inspect(|name| complete_kind_schema(&mut components, name, r))
+            })
             .collect();
-        let specs: Vec<Option<ResourceSpec>> =
-            resources.iter().zip(&schemas).map(|(r, s)| s.as_ref().map(|s| resource_spec(r, s, &mut components))).collect();
+        let specs: Vec<Option<ResourceSpec>> = resources
+            .iter()
+            .zip(&schemas)
+            .map(|(r, s)| s.as_ref().map(|s| resource_spec(r, s, &mut components)))
+            .collect();
         let mut by_gv: Vec<((String, String), Vec<ResourceSpec>)> = Vec::new();
         for spec in specs.into_iter().flatten() {
             let gv = (spec.group.clone(), spec.version.clone());
@@ -151,7 +187,10 @@ impl ApiServer {
 
     /// Adds resources to what this server declares in discovery.
     fn declare(&self, resources: Vec<Resource>) {
-        self.declared.write().unwrap_or_else(|e| e.into_inner()).extend(resources);
+        self.declared
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(resources);
         self.refresh_discovery();
     }
 
@@ -162,7 +201,11 @@ impl ApiServer {
         self.add_store(store);
         {
             let mut declared = self.declared.write().unwrap_or_else(|e| e.into_inner());
-            declared.retain(|r| !(r.group == resource.group && r.version == resource.version && r.plural == resource.plural));
+            declared.retain(|r| {
+                !(r.group == resource.group
+                    && r.version == resource.version
+                    && r.plural == resource.plural)
+            });
             declared.push(resource);
         }
         self.refresh_discovery();
@@ -181,45 +224,90 @@ impl ApiServer {
     /// Rebuilds this server's own discovery from what it declares.
     fn refresh_discovery(&self) {
         let declared = self.declared.read().unwrap_or_else(|e| e.into_inner());
-        self.discovery.set_own(discovery::merge_groups(&[&discovery::groups_from_resources(declared.iter())]));
+        self.discovery.set_own(discovery::merge_groups(&[
+            &discovery::groups_from_resources(declared.iter()),
+        ]));
     }
 
     /// Publishes (or replaces) the OpenAPI document of a group-version (`api/v1`).
     pub fn set_openapi(&self, gv_path: &str, document: &Value) {
         let rendered = Rendered::new(document, crate::codec::JSON);
-        self.openapi.write().unwrap_or_else(|e| e.into_inner()).insert(gv_path.to_string(), rendered);
+        self.openapi
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(gv_path.to_string(), rendered);
     }
 
     /// Removes the OpenAPI document of a group-version.
     pub fn remove_openapi(&self, gv_path: &str) {
-        self.openapi.write().unwrap_or_else(|e| e.into_inner()).remove(gv_path);
+        self.openapi
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(gv_path);
     }
 
     /// The store of a resource, if this server serves it.
     pub fn store(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Store>> {
         let key = (group.to_string(), version.to_string(), plural.to_string());
-        self.stores.read().unwrap_or_else(|e| e.into_inner()).get(&key).cloned()
+        self.stores
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned()
     }
 
     /// Serves a create-only endpoint for `kind` at a resource (and
     /// subresource) of a group/version; discovery comes from the resource
     /// declarations installed with [`ApiServer::install`].
-    pub fn add_create_only(&self, resource: &Resource, subresource: &str, kind: crate::resource::GroupVersionKind, endpoint: Arc<dyn CreateOnly>) {
-        let key = (resource.group.clone(), resource.version.clone(), resource.plural.clone(), subresource.to_string());
-        self.create_only.write().unwrap_or_else(|e| e.into_inner()).insert(key, (kind, endpoint));
+    pub fn add_create_only(
+        &self,
+        resource: &Resource,
+        subresource: &str,
+        kind: crate::resource::GroupVersionKind,
+        endpoint: Arc<dyn CreateOnly>,
+    ) {
+        let key = (
+            resource.group.clone(),
+            resource.version.clone(),
+            resource.plural.clone(),
+            subresource.to_string(),
+        );
+        self.create_only
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, (kind, endpoint));
     }
 
-    async fn serve_create_only(&self, kind: crate::resource::GroupVersionKind, endpoint: Arc<dyn CreateOnly>, req: ApiRequest) -> ApiResponse {
+    async fn serve_create_only(
+        &self,
+        kind: crate::resource::GroupVersionKind,
+        endpoint: Arc<dyn CreateOnly>,
+        req: ApiRequest,
+    ) -> ApiResponse {
         let result = async {
             if req.info.verb != "create" {
                 return Err(Error::method_not_allowed());
             }
-            let media = crate::codec::MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
+            let media =
+                crate::codec::MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
             let mut obj = crate::codec::decode_body(media, &req.body)?;
-            let Some(map) = obj.as_object_mut() else { return Err(Error::bad_request("the body must be an object")) };
+            let Some(map) = obj.as_object_mut() else {
+                return Err(Error::bad_request("the body must be an object"));
+            };
             let expected = kind.api_version();
-            if map.get("apiVersion").and_then(Value::as_str).is_some_and(|v| v != expected) || map.get("kind").and_then(Value::as_str).is_some_and(|k| k != kind.kind) {
-                return Err(Error::bad_request(format!("the body must be a {} of {expected}", kind.kind)));
+            if map
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|v| v != expected)
+                || map
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k != kind.kind)
+            {
+                return Err(Error::bad_request(format!(
+                    "the body must be a {} of {expected}",
+                    kind.kind
+                )));
             }
             map.insert("apiVersion".into(), json!(expected));
             map.insert("kind".into(), json!(kind.kind));
@@ -231,31 +319,56 @@ impl ApiServer {
 
     /// Every store this server serves.
     pub fn stores(&self) -> Vec<Arc<Store>> {
-        self.stores.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect()
+        self.stores
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Adds one store (dynamic resources, such as a CRD's).
     pub fn add_store(&self, store: Arc<Store>) {
         let r = &store.resource;
         let key = (r.group.clone(), r.version.clone(), r.plural.clone());
-        self.stores.write().unwrap_or_else(|e| e.into_inner()).insert(key, store);
+        self.stores
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, store);
     }
 
     /// Removes one store.
     pub fn remove_store(&self, group: &str, version: &str, plural: &str) {
         let key = (group.to_string(), version.to_string(), plural.to_string());
-        self.stores.write().unwrap_or_else(|e| e.into_inner()).remove(&key);
+        self.stores
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
     }
 
     fn serves_group_version(&self, group: &str, version: &str) -> bool {
         let is_gv = |(g, v, _): &StoreKey| g == group && v == version;
-        self.stores.read().unwrap_or_else(|e| e.into_inner()).keys().any(is_gv)
-            || self.read_only.read().unwrap_or_else(|e| e.into_inner()).keys().any(is_gv)
+        self.stores
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .any(is_gv)
+            || self
+                .read_only
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .keys()
+                .any(is_gv)
     }
 
     async fn health(&self, req: &ApiRequest, endpoint: &str, only: Option<&str>) -> ApiResponse {
         let verbose = req.query_pairs().iter().any(|(k, _)| k == "verbose");
-        let excluded: Vec<String> = req.query_pairs().into_iter().filter(|(k, _)| k == "exclude").map(|(_, v)| v).collect();
+        let excluded: Vec<String> = req
+            .query_pairs()
+            .into_iter()
+            .filter(|(k, _)| k == "exclude")
+            .map(|(_, v)| v)
+            .collect();
         let mut lines = vec!["[+]ping ok".to_string()];
         let mut failed = false;
         if only == Some("ping") {
@@ -274,9 +387,16 @@ impl ApiServer {
                 }
             }
         }
-        let status = if failed { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::OK };
+        let status = if failed {
+            StatusCode::INTERNAL_SERVER_ERROR
+        } else {
+            StatusCode::OK
+        };
         let body = if verbose || failed {
-            lines.push(format!("{endpoint} check {}", if failed { "failed" } else { "passed" }));
+            lines.push(format!(
+                "{endpoint} check {}",
+                if failed { "failed" } else { "passed" }
+            ));
             lines.join("\n") + "\n"
         } else {
             "ok".into()
@@ -289,7 +409,8 @@ impl ApiServer {
         if docs.groups.is_empty() {
             // Nothing known yet (the delegates' discovery has not arrived):
             // retryable, not "does not exist".
-            return Error::unavailable("the server is currently unable to handle the request").into();
+            return Error::unavailable("the server is currently unable to handle the request")
+                .into();
         }
         let accept = req.header(header::ACCEPT).unwrap_or("");
         let rendered = match discovery::aggregated_version(accept) {
@@ -307,15 +428,25 @@ impl ApiServer {
         let own = self.openapi.read().unwrap_or_else(|e| e.into_inner());
         let paths = docs.group_versions().into_iter().map(|(g, v)| {
             let path = openapi::group_version_path(&g, &v);
-            let hash = own.get(&path).map(|r| r.etag.trim_matches('"').to_string()).unwrap_or_default();
+            let hash = own
+                .get(&path)
+                .map(|r| r.etag.trim_matches('"').to_string())
+                .unwrap_or_default();
             (path, hash)
         });
-        cached(req, &Rendered::new(&openapi::index_document(paths), crate::codec::JSON))
+        cached(
+            req,
+            &Rendered::new(&openapi::index_document(paths), crate::codec::JSON),
+        )
     }
 }
 
 /// Answers `get` and `list` on a read-only resource.
-async fn serve_read_only(r: &Resource, endpoint: Arc<dyn ReadOnly>, req: &ApiRequest) -> Result<ApiResponse> {
+async fn serve_read_only(
+    r: &Resource,
+    endpoint: Arc<dyn ReadOnly>,
+    req: &ApiRequest,
+) -> Result<ApiResponse> {
     let info = &req.info;
     if !info.subresource.is_empty() || (!r.namespaced && !info.namespace.is_empty()) {
         return Err(Error::path_not_found());
@@ -324,41 +455,81 @@ async fn serve_read_only(r: &Resource, endpoint: Arc<dyn ReadOnly>, req: &ApiReq
         return Err(Error::method_not_allowed());
     }
     let out = handlers::output(req)?;
-    let namespace = if r.namespaced { info.namespace.as_str() } else { "" };
+    let namespace = if r.namespaced {
+        info.namespace.as_str()
+    } else {
+        ""
+    };
     let typed = |obj: Value| {
-        let mut typed = Map::from_iter([("kind".to_string(), json!(r.kind)), ("apiVersion".to_string(), json!(r.api_version()))]);
-        let rest = obj.as_object().into_iter().flatten().filter(|(k, _)| *k != "kind" && *k != "apiVersion");
+        let mut typed = Map::from_iter([
+            ("kind".to_string(), json!(r.kind)),
+            ("apiVersion".to_string(), json!(r.api_version())),
+        ]);
+        let rest = obj
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| *k != "kind" && *k != "apiVersion");
         typed.extend(rest.map(|(k, v)| (k.clone(), v.clone())));
         Value::Object(typed)
     };
     let items = match info.verb.as_str() {
         "get" => match endpoint.get(req, namespace, &info.name).await? {
             Some(obj) => vec![typed(obj)],
-            None => return Err(Error::NotFound { resource: r.group_resource(), name: info.name.clone() }),
+            None => {
+                return Err(Error::NotFound {
+                    resource: r.group_resource(),
+                    name: info.name.clone(),
+                });
+            }
         },
         "list" => {
             let opts = handlers::list_options(req)?;
             let fields = opts.fields.as_ref();
             let declared = r.strategy.declared_fields();
-            let selectable = |f: &&str| matches!(*f, "metadata.name" | "metadata.namespace") || declared.iter().any(|d| d == f);
-            if let Some(field) = fields.into_iter().flat_map(|f| f.fields()).find(|f| !selectable(f)) {
-                return Err(Error::bad_request(format!("field label not supported: {field}")));
+            let selectable = |f: &&str| {
+                matches!(*f, "metadata.name" | "metadata.namespace")
+                    || declared.iter().any(|d| d == f)
+            };
+            if let Some(field) = fields
+                .into_iter()
+                .flat_map(|f| f.fields())
+                .find(|f| !selectable(f))
+            {
+                return Err(Error::bad_request(format!(
+                    "field label not supported: {field}"
+                )));
             }
             let selected = |obj: &Value| {
                 opts.labels.as_ref().is_none_or(|l| l.matches_object(obj))
-                    && fields.is_none_or(|f| f.matches(|field| Some(r.strategy.field_value(obj, field).unwrap_or_default())))
+                    && fields.is_none_or(|f| {
+                        f.matches(|field| {
+                            Some(r.strategy.field_value(obj, field).unwrap_or_default())
+                        })
+                    })
             };
-            endpoint.list(req, namespace).await?.into_iter().map(typed).filter(selected).collect()
+            endpoint
+                .list(req, namespace)
+                .await?
+                .into_iter()
+                .map(typed)
+                .filter(selected)
+                .collect()
         }
         _ => return Err(Error::method_not_allowed()),
     };
     let body = match out {
         Output::Table(include) => {
-            let rows = items.iter().map(|o| table::row(r.strategy.cells(o), o, include)).collect();
+            let rows = items
+                .iter()
+                .map(|o| table::row(r.strategy.cells(o), o, include))
+                .collect();
             table::table(Some(&r.strategy.columns()), rows, "", "")
         }
         Output::Json if info.verb == "get" => items.into_iter().next().unwrap_or_default(),
-        Output::Json => json!({"kind": r.list_kind, "apiVersion": r.api_version(), "metadata": {}, "items": items}),
+        Output::Json => {
+            json!({"kind": r.list_kind, "apiVersion": r.api_version(), "metadata": {}, "items": items})
+        }
     };
     Ok(ApiResponse::json(StatusCode::OK, &body))
 }
@@ -367,28 +538,38 @@ async fn serve_read_only(r: &Resource, endpoint: Arc<dyn ReadOnly>, req: &ApiReq
 /// server's own) what a built-in kind's has: its group-version-kind, and
 /// the schema of its list.
 fn complete_kind_schema(components: &mut Components, name: &str, r: &Resource) {
-    let Some(mut schema) = components.get(name).cloned() else { return };
+    let Some(mut schema) = components.get(name).cloned() else {
+        return;
+    };
     if schema.get("x-kubernetes-group-version-kind").is_some() || !schema.is_object() {
         return;
     }
     schema["x-kubernetes-group-version-kind"] = json!([r.gvk().to_value()]);
     components.insert(name, schema);
     if r.supports("list") && !components.contains(&format!("{name}List")) {
-        components.add_list(name, &crate::resource::GroupVersionKind::new(&r.group, &r.version, &r.list_kind));
+        components.add_list(
+            name,
+            &crate::resource::GroupVersionKind::new(&r.group, &r.version, &r.list_kind),
+        );
     }
 }
 
 /// Answers a rendered document, or 304 when the client has it.
 fn cached(req: &ApiRequest, rendered: &Rendered) -> ApiResponse {
     let mut resp = if req.header(header::IF_NONE_MATCH) == Some(rendered.etag.as_str()) {
-        ApiResponse::bytes(StatusCode::NOT_MODIFIED, rendered.content_type, bytes::Bytes::new())
+        ApiResponse::bytes(
+            StatusCode::NOT_MODIFIED,
+            rendered.content_type,
+            bytes::Bytes::new(),
+        )
     } else {
         ApiResponse::bytes(StatusCode::OK, rendered.content_type, rendered.body.clone())
     };
     if let Ok(etag) = HeaderValue::from_str(&rendered.etag) {
         resp.headers.insert(header::ETAG, etag);
     }
-    resp.headers.insert(header::VARY, HeaderValue::from_static("Accept"));
+    resp.headers
+        .insert(header::VARY, HeaderValue::from_static("Accept"));
     resp
 }
 
@@ -420,7 +601,11 @@ fn resource_spec(r: &Resource, schema: &str, components: &mut Components) -> Res
 #[async_trait::async_trait]
 impl Handler for ApiServer {
     async fn handle(&self, req: ApiRequest) -> ApiResponse {
-        let path = if req.path.len() > 1 { req.path.trim_end_matches('/').to_string() } else { req.path.clone() };
+        let path = if req.path.len() > 1 {
+            req.path.trim_end_matches('/').to_string()
+        } else {
+            req.path.clone()
+        };
         match path.as_str() {
             "/healthz" | "/livez" | "/readyz" => return self.health(&req, &path[1..], None).await,
             "/version" => return ApiResponse::json(StatusCode::OK, &crate::version::info()),
@@ -430,11 +615,18 @@ impl Handler for ApiServer {
         }
         for endpoint in ["/healthz/", "/livez/", "/readyz/"] {
             if let Some(check) = path.strip_prefix(endpoint) {
-                return self.health(&req, &endpoint[1..endpoint.len() - 1], Some(check)).await;
+                return self
+                    .health(&req, &endpoint[1..endpoint.len() - 1], Some(check))
+                    .await;
             }
         }
         if let Some(gv_path) = path.strip_prefix("/openapi/v3/") {
-            let doc = self.openapi.read().unwrap_or_else(|e| e.into_inner()).get(gv_path).cloned();
+            let doc = self
+                .openapi
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(gv_path)
+                .cloned();
             if let Some(doc) = doc {
                 return cached(&req, &doc);
             }
@@ -442,13 +634,28 @@ impl Handler for ApiServer {
         }
         let info = req.info.clone();
         if info.is_resource_request {
-            let key = (info.api_group.clone(), info.api_version.clone(), info.resource.clone(), info.subresource.clone());
-            let endpoint = self.create_only.read().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+            let key = (
+                info.api_group.clone(),
+                info.api_version.clone(),
+                info.resource.clone(),
+                info.subresource.clone(),
+            );
+            let endpoint = self
+                .create_only
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&key)
+                .cloned();
             if let Some((kind, endpoint)) = endpoint {
                 return self.serve_create_only(kind, endpoint, req).await;
             }
             let key = (key.0, key.1, key.2);
-            let read_only = self.read_only.read().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+            let read_only = self
+                .read_only
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&key)
+                .cloned();
             if let Some((resource, endpoint)) = read_only {
                 return respond(serve_read_only(&resource, endpoint, &req).await);
             }
@@ -499,30 +706,100 @@ mod tests {
     }
 
     async fn call(server: &ApiServer, method: Method, path: &str, query: &str) -> (u16, Value) {
-        let req = ApiRequest::new(method, path, query, http::HeaderMap::new(), bytes::Bytes::new(), UserInfo::default());
+        let req = ApiRequest::new(
+            method,
+            path,
+            query,
+            http::HeaderMap::new(),
+            bytes::Bytes::new(),
+            UserInfo::default(),
+        );
         let resp = server.handle(req).await;
         let status = resp.status.as_u16();
-        (status, serde_json::from_slice(&resp.into_bytes().await).unwrap_or(Value::Null))
+        (
+            status,
+            serde_json::from_slice(&resp.into_bytes().await).unwrap_or(Value::Null),
+        )
     }
 
     #[tokio::test]
     async fn read_only_resources_answer_get_and_list() {
-        let server = ApiServer::new("test", Arc::new(Discovery::default()), Arc::new(NotFoundHandler), Vec::new());
-        let resource = Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain).verbs(&["get", "list"]);
+        let server = ApiServer::new(
+            "test",
+            Arc::new(Discovery::default()),
+            Arc::new(NotFoundHandler),
+            Vec::new(),
+        );
+        let resource = Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain)
+            .verbs(&["get", "list"]);
         server.install_read_only(vec![(resource, Arc::new(Computed))]);
 
-        let (code, obj) = call(&server, Method::GET, "/api/v1/namespaces/y/configmaps/b", "").await;
-        assert_eq!((code, obj["kind"].as_str(), obj["apiVersion"].as_str()), (200, Some("ConfigMap"), Some("v1")));
-        assert_eq!(call(&server, Method::GET, "/api/v1/namespaces/x/configmaps/b", "").await.0, 404);
+        let (code, obj) = call(
+            &server,
+            Method::GET,
+            "/api/v1/namespaces/y/configmaps/b",
+            "",
+        )
+        .await;
+        assert_eq!(
+            (code, obj["kind"].as_str(), obj["apiVersion"].as_str()),
+            (200, Some("ConfigMap"), Some("v1"))
+        );
+        assert_eq!(
+            call(
+                &server,
+                Method::GET,
+                "/api/v1/namespaces/x/configmaps/b",
+                ""
+            )
+            .await
+            .0,
+            404
+        );
         let (_, all) = call(&server, Method::GET, "/api/v1/configmaps", "").await;
-        assert_eq!((all["kind"].as_str(), all["items"].as_array().map(Vec::len)), (Some("ConfigMapList"), Some(2)));
-        let (_, selected) = call(&server, Method::GET, "/api/v1/configmaps", "labelSelector=tier%3D2").await;
+        assert_eq!(
+            (all["kind"].as_str(), all["items"].as_array().map(Vec::len)),
+            (Some("ConfigMapList"), Some(2))
+        );
+        let (_, selected) = call(
+            &server,
+            Method::GET,
+            "/api/v1/configmaps",
+            "labelSelector=tier%3D2",
+        )
+        .await;
         assert_eq!(selected["items"][0]["metadata"]["name"], "b");
-        let (_, named) = call(&server, Method::GET, "/api/v1/configmaps", "fieldSelector=metadata.name%3Da").await;
+        let (_, named) = call(
+            &server,
+            Method::GET,
+            "/api/v1/configmaps",
+            "fieldSelector=metadata.name%3Da",
+        )
+        .await;
         assert_eq!(named["items"].as_array().map(Vec::len), Some(1));
-        assert_eq!(call(&server, Method::GET, "/api/v1/configmaps", "fieldSelector=data.x%3Da").await.0, 400);
-        assert_eq!(call(&server, Method::POST, "/api/v1/namespaces/x/configmaps", "").await.0, 405);
-        assert_eq!(call(&server, Method::GET, "/api/v1/configmaps", "watch=true").await.0, 405);
+        assert_eq!(
+            call(
+                &server,
+                Method::GET,
+                "/api/v1/configmaps",
+                "fieldSelector=data.x%3Da"
+            )
+            .await
+            .0,
+            400
+        );
+        assert_eq!(
+            call(&server, Method::POST, "/api/v1/namespaces/x/configmaps", "")
+                .await
+                .0,
+            405
+        );
+        assert_eq!(
+            call(&server, Method::GET, "/api/v1/configmaps", "watch=true")
+                .await
+                .0,
+            405
+        );
         let (_, discovery) = call(&server, Method::GET, "/api/v1", "").await;
         assert_eq!(discovery["resources"][0]["verbs"], json!(["get", "list"]));
     }

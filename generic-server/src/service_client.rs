@@ -30,7 +30,9 @@ impl ObjectReader for crate::loopback::Loopback {
     }
 
     async fn list(&self, path: &str, label_selector: &str) -> ApiResult<Vec<Value>> {
-        let query: String = form_urlencoded::Serializer::new(String::new()).append_pair("labelSelector", label_selector).finish();
+        let query: String = form_urlencoded::Serializer::new(String::new())
+            .append_pair("labelSelector", label_selector)
+            .finish();
         let list = self.call(http::Method::GET, path, &query, None).await?;
         Ok(list["items"].as_array().cloned().unwrap_or_default())
     }
@@ -46,7 +48,10 @@ pub struct StorageReader {
 impl StorageReader {
     /// A reader of `storage` with keys under `root` (`/registry`).
     pub fn new(storage: std::sync::Arc<dyn crate::storage::Storage>, root: &str) -> Self {
-        StorageReader { storage, root: root.trim_end_matches('/').to_string() }
+        StorageReader {
+            storage,
+            root: root.trim_end_matches('/').to_string(),
+        }
     }
 
     /// The key (or key prefix) of an API path, in the chain's key layout.
@@ -70,16 +75,21 @@ impl StorageReader {
 impl ObjectReader for StorageReader {
     async fn get(&self, path: &str) -> ApiResult<Value> {
         let key = self.key(path);
-        let unavailable = |e: crate::storage::StorageError| crate::error::Error::unavailable(e.to_string());
+        let unavailable =
+            |e: crate::storage::StorageError| crate::error::Error::unavailable(e.to_string());
         match self.storage.get(&key).await.map_err(unavailable)? {
             Some(kv) => serde_json::from_slice(&kv.value).map_err(crate::error::Error::internal),
-            None => Err(crate::error::Error::new(Reason::NotFound, format!("{path} not found"))),
+            None => Err(crate::error::Error::new(
+                Reason::NotFound,
+                format!("{path} not found"),
+            )),
         }
     }
 
     async fn list(&self, path: &str, label_selector: &str) -> ApiResult<Vec<Value>> {
         let prefix = self.key(path);
-        let selector = crate::label_selector::LabelSelector::parse(label_selector).map_err(|e| crate::error::Error::bad_request(e.to_string()))?;
+        let selector = crate::label_selector::LabelSelector::parse(label_selector)
+            .map_err(|e| crate::error::Error::bad_request(e.to_string()))?;
         let page = self
             .storage
             .range(&prefix, &crate::storage::prefix_end(&prefix), 0, 0)
@@ -89,7 +99,9 @@ impl ObjectReader for StorageReader {
             .kvs
             .iter()
             .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
-            .filter(|obj| selector.matches(obj.pointer("/metadata/labels").and_then(Value::as_object)))
+            .filter(|obj| {
+                selector.matches(obj.pointer("/metadata/labels").and_then(Value::as_object))
+            })
             .collect())
     }
 }
@@ -105,7 +117,10 @@ pub struct Unavailable {
 
 impl Unavailable {
     fn new(reason: &'static str, message: impl Into<String>) -> Self {
-        Unavailable { reason, message: message.into() }
+        Unavailable {
+            reason,
+            message: message.into(),
+        }
     }
 }
 
@@ -123,9 +138,14 @@ pub struct ServiceRef {
 impl ServiceRef {
     /// The service of an APIService, if it is remote.
     pub fn of(apiservice: &Value) -> Option<ServiceRef> {
-        let service = apiservice.pointer("/spec/service").filter(|s| s.is_object())?;
+        let service = apiservice
+            .pointer("/spec/service")
+            .filter(|s| s.is_object())?;
         Some(ServiceRef {
-            namespace: service["namespace"].as_str().unwrap_or_default().to_string(),
+            namespace: service["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
             name: service["name"].as_str().unwrap_or_default().to_string(),
             port: service["port"].as_i64().unwrap_or(443),
         })
@@ -139,34 +159,62 @@ impl ServiceRef {
 
 /// Resolves a Service to the ready addresses of its endpoints, as
 /// kube-aggregator does with endpoint routing.
-pub async fn resolve(client: &dyn ObjectReader, service: &ServiceRef) -> Result<Vec<SocketAddr>, Unavailable> {
-    let path = format!("/api/v1/namespaces/{}/services/{}", service.namespace, service.name);
+pub async fn resolve(
+    client: &dyn ObjectReader,
+    service: &ServiceRef,
+) -> Result<Vec<SocketAddr>, Unavailable> {
+    let path = format!(
+        "/api/v1/namespaces/{}/services/{}",
+        service.namespace, service.name
+    );
     let svc = match client.get(&path).await {
         Ok(svc) => svc,
         Err(e) if e.reason() == Reason::NotFound => {
             return Err(Unavailable::new(
                 "ServiceNotFound",
-                format!("service/{} in {:?} is not present", service.name, service.namespace),
+                format!(
+                    "service/{} in {:?} is not present",
+                    service.name, service.namespace
+                ),
             ));
         }
         Err(e) => return Err(Unavailable::new("ServiceAccessError", e.to_string())),
     };
-    let ports = svc.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
-    let Some(port) = ports.iter().find(|p| p["port"].as_i64() == Some(service.port)) else {
+    let ports = svc
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let Some(port) = ports
+        .iter()
+        .find(|p| p["port"].as_i64() == Some(service.port))
+    else {
         return Err(Unavailable::new(
             "ServicePortError",
-            format!("service/{} in {:?} is not listening on port {}", service.name, service.namespace, service.port),
+            format!(
+                "service/{} in {:?} is not listening on port {}",
+                service.name, service.namespace, service.port
+            ),
         ));
     };
     let port_name = port["name"].as_str().unwrap_or_default().to_string();
     let target = port["targetPort"].as_i64();
     let selector = format!("kubernetes.io/service-name={}", service.name);
-    let slices_path = format!("/apis/discovery.k8s.io/v1/namespaces/{}/endpointslices", service.namespace);
-    let items = client.list(&slices_path, &selector).await.unwrap_or_default();
+    let slices_path = format!(
+        "/apis/discovery.k8s.io/v1/namespaces/{}/endpointslices",
+        service.namespace
+    );
+    let items = client
+        .list(&slices_path, &selector)
+        .await
+        .unwrap_or_default();
     if items.is_empty() {
         return Err(Unavailable::new(
             "EndpointsNotFound",
-            format!("cannot find endpoints for service/{} in {:?}", service.name, service.namespace),
+            format!(
+                "cannot find endpoints for service/{} in {:?}",
+                service.name, service.namespace
+            ),
         ));
     }
     let mut addresses = Vec::new();
@@ -185,7 +233,12 @@ pub async fn resolve(client: &dyn ObjectReader, service: &ServiceRef) -> Result<
             if endpoint.pointer("/conditions/ready") == Some(&Value::Bool(false)) {
                 continue;
             }
-            for ip in endpoint["addresses"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            for ip in endpoint["addresses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
                 if let (Ok(ip), Ok(port)) = (ip.parse(), u16::try_from(slice_port)) {
                     addresses.push(SocketAddr::new(ip, port));
                 }
@@ -195,7 +248,10 @@ pub async fn resolve(client: &dyn ObjectReader, service: &ServiceRef) -> Result<
     if addresses.is_empty() {
         return Err(Unavailable::new(
             "MissingEndpoints",
-            format!("endpoints for service/{} in {:?} have no addresses with port name {port_name:?}", service.name, service.namespace),
+            format!(
+                "endpoints for service/{} in {:?} have no addresses with port name {port_name:?}",
+                service.name, service.namespace
+            ),
         ));
     }
     Ok(addresses)
@@ -220,17 +276,32 @@ pub struct Clients {
 impl Clients {
     /// A pool presenting `identity`, if any.
     pub fn new(identity: Option<Identity>) -> Self {
-        Clients { identity, pool: Mutex::default() }
+        Clients {
+            identity,
+            pool: Mutex::default(),
+        }
     }
 
     /// The client for `service` at `endpoint`, verifying it by the base64
     /// `ca_bundle` (or not at all when `insecure`).
-    pub fn client(&self, ca_bundle: &str, insecure: bool, service: &ServiceRef, endpoint: SocketAddr) -> Result<reqwest::Client, String> {
+    pub fn client(
+        &self,
+        ca_bundle: &str,
+        insecure: bool,
+        service: &ServiceRef,
+        endpoint: SocketAddr,
+    ) -> Result<reqwest::Client, String> {
         self.client_for(ca_bundle, insecure, &service.server_name(), endpoint)
     }
 
     /// The client for a server verified as `server_name` at `endpoint`.
-    pub fn client_for(&self, ca_bundle: &str, insecure: bool, server_name: &str, endpoint: SocketAddr) -> Result<reqwest::Client, String> {
+    pub fn client_for(
+        &self,
+        ca_bundle: &str,
+        insecure: bool,
+        server_name: &str,
+        endpoint: SocketAddr,
+    ) -> Result<reqwest::Client, String> {
         let ca = ca_bundle;
         let key = (format!("{insecure}|{ca}|{server_name}"), endpoint);
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
@@ -254,10 +325,14 @@ impl Clients {
         crate::tls::install_crypto_provider();
         let builder = rustls::ClientConfig::builder();
         let builder = if insecure {
-            builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAny::default()))
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAny::default()))
         } else {
             let mut roots = rustls::RootCertStore::empty();
-            let pem = base64::engine::general_purpose::STANDARD.decode(ca_bundle_b64).map_err(|e| format!("caBundle: {e}"))?;
+            let pem = base64::engine::general_purpose::STANDARD
+                .decode(ca_bundle_b64)
+                .map_err(|e| format!("caBundle: {e}"))?;
             for cert in crate::tls::parse_certs(&pem).map_err(|e| format!("caBundle: {e}"))? {
                 roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
             }
@@ -269,7 +344,9 @@ impl Clients {
                 let key = rustls_pemfile::private_key(&mut identity.key.as_slice())
                     .map_err(|e| e.to_string())?
                     .ok_or("no client key")?;
-                builder.with_client_auth_cert(certs, key).map_err(|e| e.to_string())?
+                builder
+                    .with_client_auth_cert(certs, key)
+                    .map_err(|e| e.to_string())?
             }
             None => builder.with_no_client_auth(),
         };
@@ -306,7 +383,12 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAny {
         cert: &rustls::pki_types::CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -315,7 +397,12 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAny {
         cert: &rustls::pki_types::CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {

@@ -92,7 +92,10 @@ pub trait Strategy: Send + Sync + 'static {
     /// Every selectable field, including ones declared at run time (custom
     /// resources' `selectableFields`).
     fn declared_fields(&self) -> Vec<String> {
-        self.selectable_fields().iter().map(|f| f.to_string()).collect()
+        self.selectable_fields()
+            .iter()
+            .map(|f| f.to_string())
+            .collect()
     }
 
     /// The value of a selectable field; by default the string at its path.

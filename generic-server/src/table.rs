@@ -31,7 +31,13 @@ pub struct Column {
 impl Column {
     /// A column shown by default.
     pub fn new(name: &str, type_: &str, description: &str) -> Self {
-        Column { name: name.into(), type_: type_.into(), format: String::new(), description: description.into(), priority: 0 }
+        Column {
+            name: name.into(),
+            type_: type_.into(),
+            format: String::new(),
+            description: description.into(),
+            priority: 0,
+        }
     }
 
     /// A column shown only with `-o wide`.
@@ -64,18 +70,24 @@ pub fn age_column() -> Column {
 
 /// The object's name as a cell.
 pub fn name_cell(obj: &Value) -> Value {
-    obj.pointer("/metadata/name").cloned().unwrap_or(Value::String(String::new()))
+    obj.pointer("/metadata/name")
+        .cloned()
+        .unwrap_or(Value::String(String::new()))
 }
 
 /// The object's age as a cell.
 pub fn age_cell(obj: &Value) -> Value {
-    Value::String(age_of(obj.pointer("/metadata/creationTimestamp").and_then(Value::as_str)))
+    Value::String(age_of(
+        obj.pointer("/metadata/creationTimestamp")
+            .and_then(Value::as_str),
+    ))
 }
 
 /// The age since an RFC3339 timestamp, as kubectl prints it (`<unknown>` if absent).
 pub fn age_of(timestamp: Option<&str>) -> String {
-    let Some(ts) = timestamp.and_then(|t| time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok())
-    else {
+    let Some(ts) = timestamp.and_then(|t| {
+        time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
+    }) else {
         return "<unknown>".into();
     };
     let elapsed = time::OffsetDateTime::now_utc() - ts;
@@ -92,7 +104,11 @@ pub fn human_duration(seconds: i64) -> String {
     let days = hours / 24;
     let years = days / 365;
     let with = |big: i64, unit: &str, small: i64, small_unit: &str| {
-        if small == 0 { format!("{big}{unit}") } else { format!("{big}{unit}{small}{small_unit}") }
+        if small == 0 {
+            format!("{big}{unit}")
+        } else {
+            format!("{big}{unit}{small}{small_unit}")
+        }
     };
     if seconds < 120 {
         format!("{seconds}s")
@@ -154,7 +170,12 @@ pub fn row(cells: Vec<Value>, obj: &Value, include: IncludeObject) -> Value {
 }
 
 /// A whole Table.
-pub fn table(columns: Option<&[Column]>, rows: Vec<Value>, resource_version: &str, continue_token: &str) -> Value {
+pub fn table(
+    columns: Option<&[Column]>,
+    rows: Vec<Value>,
+    resource_version: &str,
+    continue_token: &str,
+) -> Value {
     let mut metadata = serde_json::Map::new();
     if !resource_version.is_empty() {
         metadata.insert("resourceVersion".into(), resource_version.into());
@@ -196,7 +217,9 @@ mod tests {
 
     #[test]
     fn accept_negotiation() {
-        assert!(wants_table("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"));
+        assert!(wants_table(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+        ));
         assert!(!wants_table("application/json"));
     }
 

@@ -13,7 +13,10 @@ pub struct TestEtcd {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }
 
 impl TestEtcd {
@@ -24,14 +27,35 @@ impl TestEtcd {
         let client = format!("http://127.0.0.1:{client_port}");
         let peer = format!("http://127.0.0.1:{peer_port}");
         let child = Command::new("etcd")
-            .args(["--data-dir", &dir.to_string_lossy(), "--listen-client-urls", &client, "--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("default={peer}"), "--log-level", "error"])
+            .args([
+                "--data-dir",
+                &dir.to_string_lossy(),
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .args([
+                "--initial-cluster",
+                &format!("default={peer}"),
+                "--log-level",
+                "error",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("etcd on PATH (apt-get install etcd-server)");
-        let etcd = TestEtcd { child, dir, client_port };
+        let etcd = TestEtcd {
+            child,
+            dir,
+            client_port,
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", client_port)).is_err() {
             assert!(Instant::now() < deadline, "etcd did not start");
@@ -57,7 +81,9 @@ impl Drop for TestEtcd {
 /// Certificates for testing the gRPC links: one CA, and a certificate per
 /// identity (valid as server and client, for `localhost` and `core-server`).
 pub fn tls_files(common_names: &[&str]) -> Vec<crate::tls::TlsFiles> {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    };
     let ca_key = KeyPair::generate().expect("ca key");
     let mut ca = CertificateParams::new(Vec::<String>::new()).expect("ca params");
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -68,11 +94,20 @@ pub fn tls_files(common_names: &[&str]) -> Vec<crate::tls::TlsFiles> {
         .iter()
         .map(|cn| {
             let key = KeyPair::generate().expect("key");
-            let mut params = CertificateParams::new(vec!["localhost".to_string(), "core-server".to_string()]).expect("params");
+            let mut params =
+                CertificateParams::new(vec!["localhost".to_string(), "core-server".to_string()])
+                    .expect("params");
             params.distinguished_name.push(DnType::CommonName, *cn);
-            params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+            params.extended_key_usages = vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ];
             let cert = params.signed_by(&key, &issuer).expect("cert");
-            crate::tls::TlsFiles { cert: cert.pem().into_bytes(), key: key.serialize_pem().into_bytes(), ca: ca_pem.clone().into_bytes() }
+            crate::tls::TlsFiles {
+                cert: cert.pem().into_bytes(),
+                key: key.serialize_pem().into_bytes(),
+                ca: ca_pem.clone().into_bytes(),
+            }
         })
         .collect()
 }

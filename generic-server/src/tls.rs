@@ -37,13 +37,20 @@ pub struct TlsFiles {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read { path: path.into(), source })
+    std::fs::read(path).map_err(|source| TlsError::Read {
+        path: path.into(),
+        source,
+    })
 }
 
 impl TlsFiles {
     /// Reads the three PEM files.
     pub fn load(cert: &Path, key: &Path, ca: &Path) -> Result<Self, TlsError> {
-        Ok(TlsFiles { cert: read(cert)?, key: read(key)?, ca: read(ca)? })
+        Ok(TlsFiles {
+            cert: read(cert)?,
+            key: read(key)?,
+            ca: read(ca)?,
+        })
     }
 
     fn certs(&self) -> Result<Vec<CertificateDer<'static>>, TlsError> {
@@ -67,7 +74,10 @@ impl TlsFiles {
     /// signed by other CAs (PEM bundles): an aggregated server trusts the
     /// cluster CA and the front-proxy CA. Which one signed a certificate is
     /// then told by a [`ChainVerifier`].
-    pub fn https_server_trusting(&self, extra_cas: &[&[u8]]) -> Result<rustls::ServerConfig, TlsError> {
+    pub fn https_server_trusting(
+        &self,
+        extra_cas: &[&[u8]],
+    ) -> Result<rustls::ServerConfig, TlsError> {
         install_crypto_provider();
         let mut roots = roots_of(&self.ca)?;
         for pem in extra_cas {
@@ -77,8 +87,9 @@ impl TlsFiles {
             .allow_unauthenticated()
             .build()
             .map_err(|e| TlsError::Invalid(format!("client verifier: {e}")))?;
-        let mut config =
-            rustls::ServerConfig::builder().with_client_cert_verifier(verifier).with_single_cert(self.certs()?, self.private_key()?)?;
+        let mut config = rustls::ServerConfig::builder()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(self.certs()?, self.private_key()?)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(config)
     }
@@ -114,7 +125,9 @@ pub fn parse_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError>
 fn roots_of(pem: &[u8]) -> Result<rustls::RootCertStore, TlsError> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in parse_certs(pem)? {
-        roots.add(cert).map_err(|e| TlsError::Invalid(format!("CA certificate: {e}")))?;
+        roots
+            .add(cert)
+            .map_err(|e| TlsError::Invalid(format!("CA certificate: {e}")))?;
     }
     Ok(roots)
 }
@@ -135,19 +148,29 @@ impl ChainVerifier {
     /// A verifier trusting the CAs of a PEM bundle.
     pub fn new(ca_pem: &[u8]) -> Result<Self, TlsError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots_of(ca_pem)?), provider)
-            .build()
-            .map_err(|e| TlsError::Invalid(format!("client verifier: {e}")))?;
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots_of(ca_pem)?),
+            provider,
+        )
+        .build()
+        .map_err(|e| TlsError::Invalid(format!("client verifier: {e}")))?;
         Ok(ChainVerifier(verifier))
     }
 
     /// Whether a chain (DER, leaf first) is a valid client certificate
     /// signed, through any intermediates, by one of the CAs.
     pub fn verifies(&self, chain: &[Vec<u8>]) -> bool {
-        let Some((leaf, intermediates)) = chain.split_first() else { return false };
-        let intermediates: Vec<CertificateDer<'_>> = intermediates.iter().map(|c| CertificateDer::from(c.as_slice())).collect();
+        let Some((leaf, intermediates)) = chain.split_first() else {
+            return false;
+        };
+        let intermediates: Vec<CertificateDer<'_>> = intermediates
+            .iter()
+            .map(|c| CertificateDer::from(c.as_slice()))
+            .collect();
         let now = rustls::pki_types::UnixTime::now();
-        self.0.verify_client_cert(&CertificateDer::from(leaf.as_slice()), &intermediates, now).is_ok()
+        self.0
+            .verify_client_cert(&CertificateDer::from(leaf.as_slice()), &intermediates, now)
+            .is_ok()
     }
 }
 
@@ -169,7 +192,18 @@ pub struct Subject {
 pub fn subject(der: &[u8]) -> Option<Subject> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let subject = cert.subject();
-    let common_name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
-    let organizations = subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect();
-    Some(Subject { common_name, organizations })
+    let common_name = subject
+        .iter_common_name()
+        .next()?
+        .as_str()
+        .ok()?
+        .to_string();
+    let organizations = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(str::to_string))
+        .collect();
+    Some(Subject {
+        common_name,
+        organizations,
+    })
 }

@@ -6,7 +6,8 @@ use serde_json::Value;
 use crate::error::FieldError;
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 
@@ -96,7 +97,11 @@ pub fn path_segment_name(s: &str) -> Vec<String> {
     if s == "." || s == ".." {
         return vec![format!("may not be '{s}'")];
     }
-    ["/", "%"].iter().filter(|bad| s.contains(*bad)).map(|bad| format!("may not contain '{bad}'")).collect()
+    ["/", "%"]
+        .iter()
+        .filter(|bad| s.contains(*bad))
+        .map(|bad| format!("may not contain '{bad}'"))
+        .collect()
 }
 
 fn is_qualified_name_part(s: &str) -> bool {
@@ -120,7 +125,11 @@ pub fn qualified_name(key: &str) -> Vec<String> {
             if prefix.is_empty() {
                 errs.push("prefix part must be non-empty".into());
             } else {
-                errs.extend(dns1123_subdomain(prefix).into_iter().map(|m| format!("prefix part {m}")));
+                errs.extend(
+                    dns1123_subdomain(prefix)
+                        .into_iter()
+                        .map(|m| format!("prefix part {m}")),
+                );
             }
             *name
         }
@@ -158,7 +167,9 @@ pub fn label_value(value: &str) -> Vec<String> {
 /// Validates `metadata.labels`.
 pub fn labels(labels: Option<&Value>, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let Some(Value::Object(map)) = labels else { return errs };
+    let Some(Value::Object(map)) = labels else {
+        return errs;
+    };
     for (key, value) in map {
         for msg in qualified_name(key) {
             errs.push(FieldError::invalid(path, key.as_str(), msg));
@@ -174,7 +185,9 @@ pub fn labels(labels: Option<&Value>, path: &str) -> Vec<FieldError> {
 /// Validates `metadata.annotations`.
 pub fn annotations(annotations: Option<&Value>, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let Some(Value::Object(map)) = annotations else { return errs };
+    let Some(Value::Object(map)) = annotations else {
+        return errs;
+    };
     let mut total = 0;
     for (key, value) in map {
         for msg in qualified_name(&key.to_lowercase()) {
@@ -191,11 +204,18 @@ pub fn annotations(annotations: Option<&Value>, path: &str) -> Vec<FieldError> {
 /// Validates the metadata of an object being created or updated.
 pub fn object_meta(obj: &Value, namespaced: bool, rule: NameRule) -> Vec<FieldError> {
     let meta = obj.get("metadata");
-    let get = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str).unwrap_or_default();
+    let get = |k: &str| {
+        meta.and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
     let mut errs = Vec::new();
     let (name, generate_name) = (get("name"), get("generateName"));
     if name.is_empty() {
-        errs.push(FieldError::required("metadata.name", "name or generateName is required"));
+        errs.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
     } else {
         for msg in rule.check(name) {
             errs.push(FieldError::invalid("metadata.name", name, msg));
@@ -203,7 +223,11 @@ pub fn object_meta(obj: &Value, namespaced: bool, rule: NameRule) -> Vec<FieldEr
     }
     if !generate_name.is_empty() && name.is_empty() {
         for msg in rule.check(&format!("{generate_name}a")) {
-            errs.push(FieldError::invalid("metadata.generateName", generate_name, msg));
+            errs.push(FieldError::invalid(
+                "metadata.generateName",
+                generate_name,
+                msg,
+            ));
         }
     }
     let namespace = get("namespace");
@@ -216,10 +240,19 @@ pub fn object_meta(obj: &Value, namespaced: bool, rule: NameRule) -> Vec<FieldEr
             }
         }
     } else if !namespace.is_empty() {
-        errs.push(FieldError::forbidden("metadata.namespace", "not allowed on this type"));
+        errs.push(FieldError::forbidden(
+            "metadata.namespace",
+            "not allowed on this type",
+        ));
     }
-    errs.extend(labels(meta.and_then(|m| m.get("labels")), "metadata.labels"));
-    errs.extend(annotations(meta.and_then(|m| m.get("annotations")), "metadata.annotations"));
+    errs.extend(labels(
+        meta.and_then(|m| m.get("labels")),
+        "metadata.labels",
+    ));
+    errs.extend(annotations(
+        meta.and_then(|m| m.get("annotations")),
+        "metadata.annotations",
+    ));
     errs
 }
 
@@ -228,7 +261,10 @@ pub fn object_meta(obj: &Value, namespaced: bool, rule: NameRule) -> Vec<FieldEr
 pub fn object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for field in ["name", "namespace", "uid", "creationTimestamp"] {
-        let (n, o) = (new.pointer(&format!("/metadata/{field}")), old.pointer(&format!("/metadata/{field}")));
+        let (n, o) = (
+            new.pointer(&format!("/metadata/{field}")),
+            old.pointer(&format!("/metadata/{field}")),
+        );
         if n != o {
             errs.push(FieldError::invalid(
                 format!("metadata.{field}"),
@@ -238,13 +274,25 @@ pub fn object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> {
         }
     }
     // An object being deleted may lose finalizers but gain none.
-    if old.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+    if old
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
         let names = |obj: &Value| -> Vec<String> {
-            let list = obj.pointer("/metadata/finalizers").and_then(Value::as_array);
-            list.into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
+            let list = obj
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array);
+            list.into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
         };
         let before = names(old);
-        let mut added: Vec<String> = names(new).into_iter().filter(|f| !before.contains(f)).collect();
+        let mut added: Vec<String> = names(new)
+            .into_iter()
+            .filter(|f| !before.contains(f))
+            .collect();
         added.sort();
         added.dedup();
         if !added.is_empty() {
@@ -269,15 +317,27 @@ mod tests {
         let fewer = json!({"metadata": {"name": "a", "deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["x/a"]}});
         assert!(object_meta_update(&fewer, &old).is_empty());
         let more = json!({"metadata": {"name": "a", "deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["x/a", "x/c"]}});
-        let errs: Vec<String> = object_meta_update(&more, &old).iter().map(ToString::to_string).collect();
-        assert_eq!(errs, [r#"metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{"x/c"}"#]);
+        let errs: Vec<String> = object_meta_update(&more, &old)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errs,
+            [
+                r#"metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{"x/c"}"#
+            ]
+        );
     }
 
     #[test]
     fn names() {
         assert!(dns1123_subdomain("a.b-c").is_empty());
         assert_eq!(dns1123_subdomain("Bad_Name").len(), 1);
-        assert!(dns1123_subdomain(&"a".repeat(254)).iter().any(|m| m.contains("253")));
+        assert!(
+            dns1123_subdomain(&"a".repeat(254))
+                .iter()
+                .any(|m| m.contains("253"))
+        );
         assert!(dns1123_label("kube-system").is_empty());
         assert!(!dns1123_label("a.b").is_empty());
         assert!(!dns1035_label("1abc").is_empty());
@@ -299,15 +359,25 @@ mod tests {
 
     #[test]
     fn metadata_rules() {
-        let errs = object_meta(&json!({"metadata":{"name":"Bad_Name","namespace":"default"}}), true, NameRule::Subdomain);
+        let errs = object_meta(
+            &json!({"metadata":{"name":"Bad_Name","namespace":"default"}}),
+            true,
+            NameRule::Subdomain,
+        );
         assert_eq!(errs.len(), 1);
         assert_eq!(
             errs[0].to_string(),
             "metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
         );
         let missing = object_meta(&json!({"metadata":{}}), false, NameRule::Label);
-        assert_eq!(missing[0].to_string(), "metadata.name: Required value: name or generateName is required");
-        let update = object_meta_update(&json!({"metadata":{"name":"a","uid":"2"}}), &json!({"metadata":{"name":"a","uid":"1"}}));
+        assert_eq!(
+            missing[0].to_string(),
+            "metadata.name: Required value: name or generateName is required"
+        );
+        let update = object_meta_update(
+            &json!({"metadata":{"name":"a","uid":"2"}}),
+            &json!({"metadata":{"name":"a","uid":"1"}}),
+        );
         assert_eq!(update.len(), 1);
     }
 }

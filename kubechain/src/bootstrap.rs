@@ -11,38 +11,75 @@ use crate::pki::Pki;
 /// An HTTPS client authenticated as the cluster admin.
 fn admin_client(pki: &Pki) -> Result<reqwest::Client> {
     let admin = pki.files("admin");
-    let tls = crate::bench::client::tls_config(&std::fs::read(pki.ca())?, &std::fs::read(&admin.cert)?, &std::fs::read(&admin.key)?)?;
-    Ok(reqwest::Client::builder().tls_backend_preconfigured(tls).build()?)
+    let tls = crate::bench::client::tls_config(
+        &std::fs::read(pki.ca())?,
+        &std::fs::read(&admin.cert)?,
+        &std::fs::read(&admin.key)?,
+    )?;
+    Ok(reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .build()?)
 }
 
 /// Creates an object, or replaces what exists; Ok once it is stored.
-async fn ensure(client: &reqwest::Client, base: &str, collection: &str, object: &Value) -> Result<()> {
+async fn ensure(
+    client: &reqwest::Client,
+    base: &str,
+    collection: &str,
+    object: &Value,
+) -> Result<()> {
     let url = format!("{base}{collection}");
     let body = object.to_string();
-    let created = client.post(&url).header("Content-Type", "application/json").body(body.clone()).send().await?;
+    let created = client
+        .post(&url)
+        .header("Content-Type", "application/json")
+        .body(body.clone())
+        .send()
+        .await?;
     match created.status().as_u16() {
         200..=299 => return Ok(()),
         409 => {}
-        code => bail!("creating {collection}: {code} {}", created.text().await.unwrap_or_default()),
+        code => bail!(
+            "creating {collection}: {code} {}",
+            created.text().await.unwrap_or_default()
+        ),
     }
-    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let item = format!("{url}/{name}");
     let current: Value = serde_json::from_slice(&client.get(&item).send().await?.bytes().await?)?;
     let mut replacement = object.clone();
     replacement["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-    let updated = client.put(&item).header("Content-Type", "application/json").body(replacement.to_string()).send().await?;
+    let updated = client
+        .put(&item)
+        .header("Content-Type", "application/json")
+        .body(replacement.to_string())
+        .send()
+        .await?;
     if !updated.status().is_success() {
-        bail!("updating {collection}/{name}: {}", updated.text().await.unwrap_or_default());
+        bail!(
+            "updating {collection}/{name}: {}",
+            updated.text().await.unwrap_or_default()
+        );
     }
     Ok(())
 }
 
 /// The host's CPU count and memory (KiB) from `/proc`.
 fn host_capacity() -> (usize, u64) {
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let memory = std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:").map(|v| v.trim().trim_end_matches("kB").trim().to_string())))
+        .and_then(|m| {
+            m.lines().find_map(|l| {
+                l.strip_prefix("MemTotal:")
+                    .map(|v| v.trim().trim_end_matches("kB").trim().to_string())
+            })
+        })
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     (cpus, memory)
@@ -55,9 +92,15 @@ fn host_node(name: &str) -> Value {
     let now = time::OffsetDateTime::now_utc()
         .replace_nanosecond(0)
         .ok()
-        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
         .unwrap_or_default();
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
     json!({
         "apiVersion": "v1",
         "kind": "Node",
@@ -82,12 +125,19 @@ fn host_node(name: &str) -> Value {
 
 /// Registers, through the front door at `base`, the host's Node and
 /// metrics-server with its replicas at `metrics` (all on one port).
-pub async fn register(pki: &Pki, base: &str, node: &str, metrics: &[std::net::SocketAddr]) -> Result<()> {
+pub async fn register(
+    pki: &Pki,
+    base: &str,
+    node: &str,
+    metrics: &[std::net::SocketAddr],
+) -> Result<()> {
     let client = admin_client(pki)?;
     let metrics_port = metrics.first().context("no metrics-server address")?.port();
     let addresses: Vec<String> = metrics.iter().map(|a| a.ip().to_string()).collect();
     let address_type = if metrics[0].is_ipv6() { "IPv6" } else { "IPv4" };
-    ensure(&client, base, "/api/v1/nodes", &host_node(node)).await.context("registering the host's Node")?;
+    ensure(&client, base, "/api/v1/nodes", &host_node(node))
+        .await
+        .context("registering the host's Node")?;
     let ca = base64::engine::general_purpose::STANDARD.encode(std::fs::read(pki.ca())?);
     let objects = [
         (
@@ -113,7 +163,9 @@ pub async fn register(pki: &Pki, base: &str, node: &str, metrics: &[std::net::So
         ),
     ];
     for (collection, object) in &objects {
-        ensure(&client, base, collection, object).await.with_context(|| format!("registering {collection}"))?;
+        ensure(&client, base, collection, object)
+            .await
+            .with_context(|| format!("registering {collection}"))?;
     }
     Ok(())
 }

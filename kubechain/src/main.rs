@@ -58,11 +58,17 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     match cli.command {
         Command::Up(args) => runtime.block_on(up::up(args)),
         Command::Bench(args) => runtime.block_on(bench::run(args)),
-        Command::Certs { dir, hosts, kubeconfig_server } => {
+        Command::Certs {
+            dir,
+            hosts,
+            kubeconfig_server,
+        } => {
             let pki = pki::Pki::new(&dir);
             pki.ensure(&hosts)?;
             if let Some(server) = kubeconfig_server {
@@ -71,8 +77,18 @@ fn main() -> anyhow::Result<()> {
             println!("certificates written to {}", dir.display());
             Ok(())
         }
-        Command::Addons { pki, server, node, metrics } => {
-            runtime.block_on(bootstrap::register(&pki::Pki::new(&pki), &server, &node, &metrics))?;
+        Command::Addons {
+            pki,
+            server,
+            node,
+            metrics,
+        } => {
+            runtime.block_on(bootstrap::register(
+                &pki::Pki::new(&pki),
+                &server,
+                &node,
+                &metrics,
+            ))?;
             println!("registered Node {node} and metrics-server at {metrics:?}");
             Ok(())
         }

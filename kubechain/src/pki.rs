@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType,
 };
 
 /// The components that get a certificate, with their certificate CN.
@@ -34,7 +35,9 @@ pub struct Pki {
 impl Pki {
     /// The PKI in `dir`.
     pub fn new(dir: &Path) -> Self {
-        Pki { dir: dir.to_path_buf() }
+        Pki {
+            dir: dir.to_path_buf(),
+        }
     }
 
     /// The CA certificate.
@@ -44,21 +47,31 @@ impl Pki {
 
     /// The files of a component or user.
     pub fn files(&self, name: &str) -> CertFiles {
-        CertFiles { cert: self.dir.join(format!("{name}.crt")), key: self.dir.join(format!("{name}.key")) }
+        CertFiles {
+            cert: self.dir.join(format!("{name}.crt")),
+            key: self.dir.join(format!("{name}.key")),
+        }
     }
 
     /// Creates whatever is missing: the CA, a certificate per component (valid
     /// for the component's name, `localhost`, loopback and `extra_hosts`), and
     /// the admin certificate.
     pub fn ensure(&self, extra_hosts: &[String]) -> Result<()> {
-        std::fs::create_dir_all(&self.dir).with_context(|| format!("creating {}", self.dir.display()))?;
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("creating {}", self.dir.display()))?;
         let ca_key_path = self.dir.join("ca.key");
         if !self.ca().exists() || !ca_key_path.exists() {
             let key = KeyPair::generate()?;
             let mut params = CertificateParams::new(Vec::<String>::new())?;
-            params.distinguished_name.push(DnType::CommonName, "kubechain-ca");
+            params
+                .distinguished_name
+                .push(DnType::CommonName, "kubechain-ca");
             params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-            params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+            params.key_usages = vec![
+                KeyUsagePurpose::KeyCertSign,
+                KeyUsagePurpose::CrlSign,
+                KeyUsagePurpose::DigitalSignature,
+            ];
             params.not_after = rcgen::date_time_ymd(2036, 1, 1);
             let cert = params.self_signed(&key)?;
             write(&self.ca(), &cert.pem())?;
@@ -67,11 +80,24 @@ impl Pki {
         let ca_key = KeyPair::from_pem(&std::fs::read_to_string(&ca_key_path)?)?;
         let issuer = Issuer::from_ca_cert_pem(&std::fs::read_to_string(self.ca())?, ca_key)?;
         for (name, cn) in COMPONENTS {
-            let mut hosts = vec![name.to_string(), format!("{name}.kube-system.svc"), "localhost".into(), "127.0.0.1".into(), "::1".into()];
+            let mut hosts = vec![
+                name.to_string(),
+                format!("{name}.kube-system.svc"),
+                "localhost".into(),
+                "127.0.0.1".into(),
+                "::1".into(),
+            ];
             hosts.extend(extra_hosts.iter().cloned());
             self.issue(&issuer, name, cn, &[], &hosts, true)?;
         }
-        self.issue(&issuer, "admin", "kubernetes-admin", &["system:masters"], &[], false)?;
+        self.issue(
+            &issuer,
+            "admin",
+            "kubernetes-admin",
+            &["system:masters"],
+            &[],
+            false,
+        )?;
         self.ensure_front_proxy()?;
         let (sa_key, sa_pub) = (self.dir.join("sa.key"), self.dir.join("sa.pub"));
         if !sa_key.exists() || !sa_pub.exists() {
@@ -85,19 +111,38 @@ impl Pki {
     /// The front-proxy CA and the aggregator's front-proxy client
     /// certificate (CN `front-proxy-client`), as kube-apiserver has them.
     fn ensure_front_proxy(&self) -> Result<()> {
-        let (ca_cert, ca_key) = (self.dir.join("front-proxy-ca.crt"), self.dir.join("front-proxy-ca.key"));
+        let (ca_cert, ca_key) = (
+            self.dir.join("front-proxy-ca.crt"),
+            self.dir.join("front-proxy-ca.key"),
+        );
         if !ca_cert.exists() || !ca_key.exists() {
             let key = KeyPair::generate()?;
             let mut params = CertificateParams::new(Vec::<String>::new())?;
-            params.distinguished_name.push(DnType::CommonName, "kubechain-front-proxy-ca");
+            params
+                .distinguished_name
+                .push(DnType::CommonName, "kubechain-front-proxy-ca");
             params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-            params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+            params.key_usages = vec![
+                KeyUsagePurpose::KeyCertSign,
+                KeyUsagePurpose::CrlSign,
+                KeyUsagePurpose::DigitalSignature,
+            ];
             params.not_after = rcgen::date_time_ymd(2036, 1, 1);
             write(&ca_cert, &params.self_signed(&key)?.pem())?;
             write_key(&ca_key, &key.serialize_pem())?;
         }
-        let issuer = Issuer::from_ca_cert_pem(&std::fs::read_to_string(&ca_cert)?, KeyPair::from_pem(&std::fs::read_to_string(&ca_key)?)?)?;
-        self.issue(&issuer, "front-proxy-client", "front-proxy-client", &[], &[], false)
+        let issuer = Issuer::from_ca_cert_pem(
+            &std::fs::read_to_string(&ca_cert)?,
+            KeyPair::from_pem(&std::fs::read_to_string(&ca_key)?)?,
+        )?;
+        self.issue(
+            &issuer,
+            "front-proxy-client",
+            "front-proxy-client",
+            &[],
+            &[],
+            false,
+        )
     }
 
     fn issue(
@@ -116,7 +161,9 @@ impl Pki {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.distinguished_name.push(DnType::CommonName, cn);
         for org in orgs {
-            params.distinguished_name.push(DnType::OrganizationName, *org);
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, *org);
         }
         for host in hosts {
             params.subject_alt_names.push(match host.parse() {
@@ -124,10 +171,15 @@ impl Pki {
                 Err(_) => SanType::DnsName(host.as_str().try_into()?),
             });
         }
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         if server {
-            params.extended_key_usages.push(ExtendedKeyUsagePurpose::ServerAuth);
+            params
+                .extended_key_usages
+                .push(ExtendedKeyUsagePurpose::ServerAuth);
         }
         params.not_after = rcgen::date_time_ymd(2035, 1, 1);
         let key = KeyPair::generate()?;
@@ -156,7 +208,8 @@ fn write_key(path: &Path, text: &str) -> Result<()> {
 pub fn write_kubeconfig(pki: &Pki, server: &str, path: &Path) -> Result<()> {
     use base64::Engine;
     let b64 = |p: &Path| -> Result<String> {
-        Ok(base64::engine::general_purpose::STANDARD.encode(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?))
+        Ok(base64::engine::general_purpose::STANDARD
+            .encode(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?))
     };
     let admin = pki.files("admin");
     let text = format!(

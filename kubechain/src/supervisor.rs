@@ -36,12 +36,19 @@ pub struct Supervisor {
 impl Supervisor {
     /// A supervisor writing logs into `logs`.
     pub fn new(logs: &Path) -> Self {
-        Supervisor { logs: logs.to_path_buf(), children: Vec::new() }
+        Supervisor {
+            logs: logs.to_path_buf(),
+            children: Vec::new(),
+        }
     }
 
     fn start(&self, spec: &ChildSpec) -> Result<Child> {
         let path = self.logs.join(format!("{}.log", spec.name));
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&path).with_context(|| format!("opening {}", path.display()))?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
         Command::new(&spec.program)
             .args(&spec.args)
             .stdin(Stdio::null())
@@ -55,22 +62,37 @@ impl Supervisor {
     /// Starts a child.
     pub fn spawn(&mut self, spec: ChildSpec) -> Result<()> {
         let child = self.start(&spec)?;
-        self.children.push(Running { spec, child, started: Instant::now() });
+        self.children.push(Running {
+            spec,
+            child,
+            started: Instant::now(),
+        });
         Ok(())
     }
 
     /// The first child that has exited, if any (checked without waiting).
     pub fn exited(&mut self) -> Option<(String, std::process::ExitStatus)> {
-        self.children.iter_mut().find_map(|r| r.child.try_wait().ok().flatten().map(|status| (r.spec.name.clone(), status)))
+        self.children.iter_mut().find_map(|r| {
+            r.child
+                .try_wait()
+                .ok()
+                .flatten()
+                .map(|status| (r.spec.name.clone(), status))
+        })
     }
 
     /// Restarts every child that has exited (a crash loop is slowed to one
     /// restart per second).
     pub async fn restart_exited(&mut self) -> Result<()> {
         for i in 0..self.children.len() {
-            let Ok(Some(status)) = self.children[i].child.try_wait() else { continue };
+            let Ok(Some(status)) = self.children[i].child.try_wait() else {
+                continue;
+            };
             let name = self.children[i].spec.name.clone();
-            eprintln!("kubechain: {name} exited ({status}); restarting (log: {}/{name}.log)", self.logs.display());
+            eprintln!(
+                "kubechain: {name} exited ({status}); restarting (log: {}/{name}.log)",
+                self.logs.display()
+            );
             let since = self.children[i].started.elapsed();
             if since < Duration::from_secs(1) {
                 tokio::time::sleep(Duration::from_secs(1) - since).await;
@@ -88,7 +110,10 @@ impl Supervisor {
             if let Some(pid) = running.child.id() {
                 let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
             }
-            if tokio::time::timeout(Duration::from_secs(5), running.child.wait()).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(5), running.child.wait())
+                .await
+                .is_err()
+            {
                 let _ = running.child.kill().await;
             }
         }

@@ -67,7 +67,10 @@ fn is_free(port: u16) -> bool {
 
 impl Ports {
     fn load_or_pick(path: &Path, cores: usize, extensions: usize) -> Result<Ports> {
-        let saved: Value = std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+        let saved: Value = std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
         let mut taken = Vec::new();
         let mut pick = |name: &str| -> Result<u16> {
             let port = match saved.get(name).and_then(Value::as_u64).map(|p| p as u16) {
@@ -85,10 +88,21 @@ impl Ports {
         let etcd = pick("etcd")?;
         let etcd_peer = pick("etcd_peer")?;
         let metrics = pick("metrics")?;
-        let core = (0..cores).map(|i| pick(&format!("core-{i}"))).collect::<Result<Vec<_>>>()?;
-        let extension = (0..extensions).map(|i| pick(&format!("extension-{i}"))).collect::<Result<Vec<_>>>()?;
-        let ports = Ports { etcd, etcd_peer, metrics, core, extension };
-        let mut text = json!({"etcd": ports.etcd, "etcd_peer": ports.etcd_peer, "metrics": ports.metrics});
+        let core = (0..cores)
+            .map(|i| pick(&format!("core-{i}")))
+            .collect::<Result<Vec<_>>>()?;
+        let extension = (0..extensions)
+            .map(|i| pick(&format!("extension-{i}")))
+            .collect::<Result<Vec<_>>>()?;
+        let ports = Ports {
+            etcd,
+            etcd_peer,
+            metrics,
+            core,
+            extension,
+        };
+        let mut text =
+            json!({"etcd": ports.etcd, "etcd_peer": ports.etcd_peer, "metrics": ports.metrics});
         for (i, p) in ports.core.iter().enumerate() {
             text[format!("core-{i}")] = json!(p);
         }
@@ -102,7 +116,11 @@ impl Ports {
 
 /// The supervisor's name of a replica: `core-server`, then `core-server-2`, ...
 fn replica_name(component: &str, index: usize) -> String {
-    if index == 0 { component.to_string() } else { format!("{component}-{}", index + 1) }
+    if index == 0 {
+        component.to_string()
+    } else {
+        format!("{component}-{}", index + 1)
+    }
 }
 
 /// A sibling binary of this executable (cargo puts them side by side).
@@ -110,13 +128,21 @@ fn sibling(name: &str) -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let path = exe.parent().context("executable directory")?.join(name);
     if !path.exists() {
-        bail!("{} not found next to {} (build the workspace first: cargo build)", name, exe.display());
+        bail!(
+            "{} not found next to {} (build the workspace first: cargo build)",
+            name,
+            exe.display()
+        );
     }
     Ok(path)
 }
 
 fn spec(name: &str, program: PathBuf, args: Vec<String>) -> ChildSpec {
-    ChildSpec { name: name.into(), program, args }
+    ChildSpec {
+        name: name.into(),
+        program,
+        args,
+    }
 }
 
 fn tls_args(pki: &Pki, component: &str) -> Vec<String> {
@@ -136,9 +162,21 @@ pub async fn up(args: UpArgs) -> Result<()> {
     let started = Instant::now();
     // If whoever started us dies, stop the cluster rather than orphan it.
     let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
-    let Cluster { logs, kubeconfig, mut children, .. } = start(&args).await?;
-    eprintln!("kubechain: ready in {:.1}s; logs in {}", started.elapsed().as_secs_f64(), logs.display());
-    println!("kubechain ready: export KUBECONFIG={}", kubeconfig.display());
+    let Cluster {
+        logs,
+        kubeconfig,
+        mut children,
+        ..
+    } = start(&args).await?;
+    eprintln!(
+        "kubechain: ready in {:.1}s; logs in {}",
+        started.elapsed().as_secs_f64(),
+        logs.display()
+    );
+    println!(
+        "kubechain ready: export KUBECONFIG={}",
+        kubeconfig.display()
+    );
 
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
@@ -159,77 +197,147 @@ pub async fn up(args: UpArgs) -> Result<()> {
 /// front door is ready; writes the kubeconfigs. The caller supervises and
 /// stops the returned children.
 pub async fn start(args: &UpArgs) -> Result<Cluster> {
-    std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
     let dir = std::fs::canonicalize(&args.data_dir)?;
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs)?;
     let pki = Pki::new(&dir.join("pki"));
     pki.ensure(&[]).context("creating certificates")?;
-    let front_ports: Vec<u16> = (0..args.aggregator_replicas.max(1)).map(|i| args.port + i as u16).collect();
+    let front_ports: Vec<u16> = (0..args.aggregator_replicas.max(1))
+        .map(|i| args.port + i as u16)
+        .collect();
     if let Some(busy) = front_ports.iter().find(|p| !is_free(**p)) {
         bail!("port {busy} is in use (another cluster?); choose one with --port");
     }
-    let ports = Ports::load_or_pick(&dir.join("ports.json"), args.core_replicas.max(1), args.extension_replicas.max(1))?;
+    let ports = Ports::load_or_pick(
+        &dir.join("ports.json"),
+        args.core_replicas.max(1),
+        args.extension_replicas.max(1),
+    )?;
     let etcd_url = format!("http://127.0.0.1:{}", ports.etcd);
     let peer_url = format!("http://127.0.0.1:{}", ports.etcd_peer);
 
     let mut children = Supervisor::new(&logs);
     let etcd_args = [
-        "--name", "default",
-        "--data-dir", &dir.join("etcd").display().to_string(),
-        "--listen-client-urls", &etcd_url,
-        "--advertise-client-urls", &etcd_url,
-        "--listen-peer-urls", &peer_url,
-        "--initial-advertise-peer-urls", &peer_url,
-        "--initial-cluster", &format!("default={peer_url}"),
-        "--auto-compaction-mode", "periodic",
-        "--auto-compaction-retention", "5m",
-        "--quota-backend-bytes", "8589934592",
+        "--name",
+        "default",
+        "--data-dir",
+        &dir.join("etcd").display().to_string(),
+        "--listen-client-urls",
+        &etcd_url,
+        "--advertise-client-urls",
+        &etcd_url,
+        "--listen-peer-urls",
+        &peer_url,
+        "--initial-advertise-peer-urls",
+        &peer_url,
+        "--initial-cluster",
+        &format!("default={peer_url}"),
+        "--auto-compaction-mode",
+        "periodic",
+        "--auto-compaction-retention",
+        "5m",
+        "--quota-backend-bytes",
+        "8589934592",
     ]
     .map(String::from)
     .to_vec();
     let etcd = which("etcd").context("etcd is not installed (apt-get install etcd-server)")?;
     children.spawn(spec("etcd", etcd, etcd_args))?;
-    wait_until(&mut children, Duration::from_secs(30), || async { tokio::net::TcpStream::connect(("127.0.0.1", ports.etcd)).await.is_ok() })
-        .await
-        .context("waiting for etcd")?;
+    wait_until(&mut children, Duration::from_secs(30), || async {
+        tokio::net::TcpStream::connect(("127.0.0.1", ports.etcd))
+            .await
+            .is_ok()
+    })
+    .await
+    .context("waiting for etcd")?;
 
     let etcd_flag = vec!["--etcd-servers".to_string(), etcd_url.clone()];
-    let urls = |ports: &[u16]| ports.iter().map(|p| format!("https://127.0.0.1:{p}")).collect::<Vec<_>>().join(",");
+    let urls = |ports: &[u16]| {
+        ports
+            .iter()
+            .map(|p| format!("https://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     for (i, port) in ports.extension.iter().enumerate() {
         let mut extension = vec!["--listen".into(), format!("127.0.0.1:{port}")];
         extension.extend(etcd_flag.clone());
         extension.extend(tls_args(&pki, "extension-server"));
-        children.spawn(spec(&replica_name("extension-server", i), sibling("extension-server")?, extension))?;
+        children.spawn(spec(
+            &replica_name("extension-server", i),
+            sibling("extension-server")?,
+            extension,
+        ))?;
     }
     for (i, port) in ports.core.iter().enumerate() {
-        let mut core = vec!["--listen".into(), format!("127.0.0.1:{port}"), "--extension-endpoint".into(), urls(&ports.extension)];
+        let mut core = vec![
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--extension-endpoint".into(),
+            urls(&ports.extension),
+        ];
         core.extend(["--advertise-port".to_string(), args.port.to_string()]);
-        core.extend(["--service-account-signing-key-file".to_string(), dir.join("pki/sa.key").display().to_string()]);
+        core.extend([
+            "--service-account-signing-key-file".to_string(),
+            dir.join("pki/sa.key").display().to_string(),
+        ]);
         core.extend(etcd_flag.clone());
         core.extend(tls_args(&pki, "core-server"));
-        children.spawn(spec(&replica_name("core-server", i), sibling("core-server")?, core))?;
+        children.spawn(spec(
+            &replica_name("core-server", i),
+            sibling("core-server")?,
+            core,
+        ))?;
     }
     for (i, port) in front_ports.iter().enumerate() {
-        let mut aggregator = vec!["--listen".into(), format!("0.0.0.0:{port}"), "--core-endpoint".into(), urls(&ports.core)];
-        aggregator.extend(["--service-account-key-file".to_string(), dir.join("pki/sa.pub").display().to_string()]);
+        let mut aggregator = vec![
+            "--listen".into(),
+            format!("0.0.0.0:{port}"),
+            "--core-endpoint".into(),
+            urls(&ports.core),
+        ];
+        aggregator.extend([
+            "--service-account-key-file".to_string(),
+            dir.join("pki/sa.pub").display().to_string(),
+        ]);
         for (flag, file) in [
             ("--proxy-client-cert-file", "front-proxy-client.crt"),
             ("--proxy-client-key-file", "front-proxy-client.key"),
             ("--requestheader-client-ca-file", "front-proxy-ca.crt"),
         ] {
-            aggregator.extend([flag.to_string(), dir.join("pki").join(file).display().to_string()]);
+            aggregator.extend([
+                flag.to_string(),
+                dir.join("pki").join(file).display().to_string(),
+            ]);
         }
         aggregator.extend(etcd_flag.clone());
         aggregator.extend(tls_args(&pki, "aggregator"));
-        children.spawn(spec(&replica_name("aggregator", i), sibling("aggregator")?, aggregator))?;
+        children.spawn(spec(
+            &replica_name("aggregator", i),
+            sibling("aggregator")?,
+            aggregator,
+        ))?;
     }
 
-    let node = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "localhost".into()).to_lowercase();
-    let mut metrics = vec!["--listen".into(), format!("127.0.0.1:{}", ports.metrics), "--node-name".into(), node.clone()];
+    let node = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
+        .to_lowercase();
+    let mut metrics = vec![
+        "--listen".into(),
+        format!("127.0.0.1:{}", ports.metrics),
+        "--node-name".into(),
+        node.clone(),
+    ];
     metrics.extend(etcd_flag.clone());
     metrics.extend(tls_args(&pki, "metrics-server"));
-    metrics.extend(["--requestheader-client-ca-file".to_string(), dir.join("pki/front-proxy-ca.crt").display().to_string()]);
+    metrics.extend([
+        "--requestheader-client-ca-file".to_string(),
+        dir.join("pki/front-proxy-ca.crt").display().to_string(),
+    ]);
     children.spawn(spec("metrics-server", sibling("metrics-server")?, metrics))?;
 
     let ca = std::fs::read(pki.ca())?;
@@ -240,16 +348,37 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
             async move { readyz(port, &ca).await.unwrap_or(false) }
         })
         .await
-        .with_context(|| format!("waiting for the cluster to be ready (logs in {})", logs.display()))?;
+        .with_context(|| {
+            format!(
+                "waiting for the cluster to be ready (logs in {})",
+                logs.display()
+            )
+        })?;
     }
-    crate::bootstrap::register(&pki, &format!("https://127.0.0.1:{}", args.port), &node, &[([127, 0, 0, 1], ports.metrics).into()])
-        .await.context("registering the host and metrics-server")?;
+    crate::bootstrap::register(
+        &pki,
+        &format!("https://127.0.0.1:{}", args.port),
+        &node,
+        &[([127, 0, 0, 1], ports.metrics).into()],
+    )
+    .await
+    .context("registering the host and metrics-server")?;
     let kubeconfig = dir.join("kubeconfig");
     for (i, port) in front_ports.iter().enumerate() {
-        let path = if i == 0 { kubeconfig.clone() } else { dir.join(format!("kubeconfig-{}", i + 1)) };
+        let path = if i == 0 {
+            kubeconfig.clone()
+        } else {
+            dir.join(format!("kubeconfig-{}", i + 1))
+        };
         pki::write_kubeconfig(&pki, &format!("https://127.0.0.1:{port}"), &path)?;
     }
-    Ok(Cluster { dir, logs, kubeconfig, etcd_url, children })
+    Ok(Cluster {
+        dir,
+        logs,
+        kubeconfig,
+        etcd_url,
+        children,
+    })
 }
 
 /// Waits for `ready`, failing early if a child exits.
@@ -282,11 +411,14 @@ async fn readyz(port: u16, ca_pem: &[u8]) -> Result<bool> {
     for cert in rustls_pemfile::certs(&mut &ca_pem[..]) {
         roots.add(cert?)?;
     }
-    let config = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
     let mut tls = connector.connect("localhost".try_into()?, tcp).await?;
-    tls.write_all(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").await?;
+    tls.write_all(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await?;
     let mut response = Vec::new();
     tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut response)).await??;
     Ok(response.starts_with(b"HTTP/1.1 200"))
@@ -294,5 +426,9 @@ async fn readyz(port: u16, ca_pem: &[u8]) -> Result<bool> {
 
 /// Finds a program on PATH.
 fn which(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(program)).find(|p| p.is_file())
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
 }

@@ -71,14 +71,30 @@ macro_rules! metrics_kind {
         }
     };
 }
-metrics_kind!(NodeMetrics, "NodeMetrics", "nodes", k8s_openapi::ClusterResourceScope);
-metrics_kind!(PodMetrics, "PodMetrics", "pods", k8s_openapi::NamespaceResourceScope);
+metrics_kind!(
+    NodeMetrics,
+    "NodeMetrics",
+    "nodes",
+    k8s_openapi::ClusterResourceScope
+);
+metrics_kind!(
+    PodMetrics,
+    "PodMetrics",
+    "pods",
+    k8s_openapi::NamespaceResourceScope
+);
 
 /// The resources and their endpoints.
 pub fn resources(nodes: Nodes) -> Vec<(Resource, Arc<dyn ReadOnly>)> {
     vec![
-        (Resource::builtin::<NodeMetrics>(Metrics).verbs(&["get", "list"]), Arc::new(nodes)),
-        (Resource::builtin::<PodMetrics>(Metrics).verbs(&["get", "list"]), Arc::new(Pods)),
+        (
+            Resource::builtin::<NodeMetrics>(Metrics).verbs(&["get", "list"]),
+            Arc::new(nodes),
+        ),
+        (
+            Resource::builtin::<PodMetrics>(Metrics).verbs(&["get", "list"]),
+            Arc::new(Pods),
+        ),
     ]
 }
 
@@ -102,9 +118,17 @@ struct Node {
 #[async_trait::async_trait]
 impl ReadOnly for Nodes {
     async fn list(&self, _req: &ApiRequest, _namespace: &str) -> Result<Vec<Value>> {
-        let Some(usage) = self.usage.borrow().clone() else { return Ok(Vec::new()) };
-        let stored = self.storage.get(&self.key).await.map_err(|e| Error::unavailable(e.to_string()))?;
-        let Some(kv) = stored else { return Ok(Vec::new()) };
+        let Some(usage) = self.usage.borrow().clone() else {
+            return Ok(Vec::new());
+        };
+        let stored = self
+            .storage
+            .get(&self.key)
+            .await
+            .map_err(|e| Error::unavailable(e.to_string()))?;
+        let Some(kv) = stored else {
+            return Ok(Vec::new());
+        };
         let node: Node = serde_json::from_slice(&kv.value).map_err(Error::internal)?;
         let metrics = NodeMetrics {
             metadata: ObjectMeta {
@@ -116,11 +140,19 @@ impl ReadOnly for Nodes {
             timestamp: usage.timestamp,
             window: format!("{}s", usage.window.as_millis() as f64 / 1000.0),
             usage: BTreeMap::from([
-                ("cpu".to_string(), Quantity(format!("{}n", usage.cpu_nanocores))),
-                ("memory".to_string(), Quantity(format!("{}Ki", usage.memory_kib))),
+                (
+                    "cpu".to_string(),
+                    Quantity(format!("{}n", usage.cpu_nanocores)),
+                ),
+                (
+                    "memory".to_string(),
+                    Quantity(format!("{}Ki", usage.memory_kib)),
+                ),
             ]),
         };
-        Ok(vec![serde_json::to_value(metrics).map_err(Error::internal)?])
+        Ok(vec![
+            serde_json::to_value(metrics).map_err(Error::internal)?,
+        ])
     }
 }
 
@@ -141,11 +173,21 @@ struct Metrics;
 impl Strategy for Metrics {
     fn columns(&self) -> Vec<Column> {
         let usage = |name: &str| Column::new(name, "string", &format!("{name} usage"));
-        vec![table::name_column(), usage("CPU"), usage("Memory"), Column::new("Window", "string", "Window of the measurement")]
+        vec![
+            table::name_column(),
+            usage("CPU"),
+            usage("Memory"),
+            Column::new("Window", "string", "Window of the measurement"),
+        ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
         let cell = |pointer: &str| obj.pointer(pointer).cloned().unwrap_or_default();
-        vec![table::name_cell(obj), cell("/usage/cpu"), cell("/usage/memory"), cell("/window")]
+        vec![
+            table::name_cell(obj),
+            cell("/usage/cpu"),
+            cell("/usage/memory"),
+            cell("/window"),
+        ]
     }
 }

@@ -32,7 +32,10 @@ use generic_server::storage::etcd::EtcdStorage;
 
 /// metrics-server's options.
 #[derive(Parser, Debug)]
-#[command(version, about = "kubechain metrics-server: metrics.k8s.io for the host's node")]
+#[command(
+    version,
+    about = "kubechain metrics-server: metrics.k8s.io for the host's node"
+)]
 struct Options {
     /// Address of the HTTPS server.
     #[arg(long, env = "KUBECHAIN_LISTEN", default_value = "0.0.0.0:4443")]
@@ -55,7 +58,10 @@ struct Options {
 }
 
 fn seconds(text: &str) -> Result<Duration, String> {
-    let secs: u64 = text.trim_end_matches('s').parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    let secs: u64 = text
+        .trim_end_matches('s')
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
     Ok(Duration::from_secs(secs.max(1)))
 }
 
@@ -65,9 +71,16 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(options: Options) -> anyhow::Result<()> {
     let tls = options.tls.load().context("loading TLS files")?;
-    let authenticator = options.requestheader.authenticator(&tls.ca).context("loading the front-proxy CA")?;
+    let authenticator = options
+        .requestheader
+        .authenticator(&tls.ca)
+        .context("loading the front-proxy CA")?;
     let https = tls.https_server_trusting(&[authenticator.front_proxy_ca()])?;
-    let storage: Arc<dyn Storage> = Arc::new(EtcdStorage::connect(&options.etcd.etcd_servers).await.context("connecting to etcd")?);
+    let storage: Arc<dyn Storage> = Arc::new(
+        EtcdStorage::connect(&options.etcd.etcd_servers)
+            .await
+            .context("connecting to etcd")?,
+    );
     let node = match options.node_name {
         Some(name) => name,
         None => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
@@ -77,15 +90,34 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let etcd = storage.clone();
     let etcd_check: HealthCheck = Arc::new(move || {
         let etcd = etcd.clone();
-        Box::pin(async move { etcd.current_revision().await.map(|_| ()).map_err(|e| e.to_string()) })
+        Box::pin(async move {
+            etcd.current_revision()
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
     });
     let collection_check = sampler::check(usage.clone(), options.metric_resolution);
-    let checks = vec![("etcd".to_string(), etcd_check), ("metric-collection".to_string(), collection_check)];
-    let server = Arc::new(ApiServer::new("metrics-server", Arc::new(Discovery::default()), Arc::new(NotFoundHandler), checks));
+    let checks = vec![
+        ("etcd".to_string(), etcd_check),
+        ("metric-collection".to_string(), collection_check),
+    ];
+    let server = Arc::new(ApiServer::new(
+        "metrics-server",
+        Arc::new(Discovery::default()),
+        Arc::new(NotFoundHandler),
+        checks,
+    ));
     let key = format!("{}/nodes/{node}", options.etcd.etcd_prefix);
-    server.install_read_only(api::resources(api::Nodes { storage, key, usage }));
+    server.install_read_only(api::resources(api::Nodes {
+        storage,
+        key,
+        usage,
+    }));
 
     let door = Arc::new(FrontDoor::new(authenticator, Box::new(MastersOnly), server));
     tracing::info!(listen = %options.listen, %node, "metrics-server serving");
-    front_door::serve_https(options.listen, https, door, options.workers).await.context("serving HTTPS")
+    front_door::serve_https(options.listen, https, door, options.workers)
+        .await
+        .context("serving HTTPS")
 }

@@ -22,11 +22,25 @@ pub struct CpuTimes {
 /// Parses `/proc/stat`.
 pub fn parse_stat(text: &str) -> Option<CpuTimes> {
     let line = text.lines().find_map(|l| l.strip_prefix("cpu "))?;
-    let ticks: Vec<u64> = line.split_whitespace().take(8).map(|f| f.parse().ok()).collect::<Option<_>>()?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .take(8)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
     let total: u64 = ticks.iter().sum();
     let idle = ticks.get(3)? + ticks.get(4).unwrap_or(&0);
-    let cores = text.lines().filter(|l| l.strip_prefix("cpu").is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit()))).count();
-    Some(CpuTimes { busy: total - idle, total, cores: cores.max(1) as u64 })
+    let cores = text
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("cpu")
+                .is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count();
+    Some(CpuTimes {
+        busy: total - idle,
+        total,
+        cores: cores.max(1) as u64,
+    })
 }
 
 /// CPU usage between two samples, in nanocores: the busy share of all
@@ -34,12 +48,25 @@ pub fn parse_stat(text: &str) -> Option<CpuTimes> {
 pub fn nanocores(before: CpuTimes, after: CpuTimes) -> u64 {
     let total = after.total.saturating_sub(before.total);
     let busy = after.busy.saturating_sub(before.busy).min(total);
-    if total == 0 { 0 } else { (busy as u128 * after.cores as u128 * 1_000_000_000 / total as u128) as u64 }
+    if total == 0 {
+        0
+    } else {
+        (busy as u128 * after.cores as u128 * 1_000_000_000 / total as u128) as u64
+    }
 }
 
 /// The memory working set in KiB, `MemTotal - MemAvailable`, from `/proc/meminfo`.
 pub fn working_set_kib(meminfo: &str) -> Option<u64> {
-    let field = |name: &str| meminfo.lines().find_map(|l| l.strip_prefix(name)?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok());
+    let field = |name: &str| {
+        meminfo.lines().find_map(|l| {
+            l.strip_prefix(name)?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+    };
     Some(field("MemTotal:")?.saturating_sub(field("MemAvailable:")?))
 }
 
@@ -59,7 +86,9 @@ pub struct Usage {
 
 /// The current time, as metadata carries it.
 pub fn now() -> Time {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
     Time(k8s_openapi::jiff::Timestamp::from_second(secs).unwrap_or_default())
 }
 
@@ -68,11 +97,15 @@ pub type Latest = watch::Receiver<Option<Usage>>;
 
 fn read_cpu() -> std::io::Result<(Instant, CpuTimes)> {
     let stat = std::fs::read_to_string("/proc/stat")?;
-    Ok((Instant::now(), parse_stat(&stat).ok_or_else(|| std::io::Error::other("unexpected /proc/stat"))?))
+    Ok((
+        Instant::now(),
+        parse_stat(&stat).ok_or_else(|| std::io::Error::other("unexpected /proc/stat"))?,
+    ))
 }
 
 fn read_memory() -> std::io::Result<u64> {
-    working_set_kib(&std::fs::read_to_string("/proc/meminfo")?).ok_or_else(|| std::io::Error::other("unexpected /proc/meminfo"))
+    working_set_kib(&std::fs::read_to_string("/proc/meminfo")?)
+        .ok_or_else(|| std::io::Error::other("unexpected /proc/meminfo"))
 }
 
 /// Samples the host every `resolution` (the first window is one second, so
@@ -80,7 +113,9 @@ fn read_memory() -> std::io::Result<u64> {
 pub fn start(resolution: Duration) -> Latest {
     let (tx, rx) = watch::channel(None);
     tokio::spawn(async move {
-        let mut before = read_cpu().inspect_err(|e| tracing::warn!(error = %e, "cannot read CPU usage")).ok();
+        let mut before = read_cpu()
+            .inspect_err(|e| tracing::warn!(error = %e, "cannot read CPU usage"))
+            .ok();
         let mut wait = resolution.min(Duration::from_secs(1));
         loop {
             tokio::time::sleep(wait).await;
@@ -148,7 +183,14 @@ Cached:          8705228 kB
 
     #[test]
     fn stat_counters() {
-        assert_eq!(parse_stat(STAT_1), Some(CpuTimes { busy: 160, total: 1180, cores: 2 }));
+        assert_eq!(
+            parse_stat(STAT_1),
+            Some(CpuTimes {
+                busy: 160,
+                total: 1180,
+                cores: 2
+            })
+        );
         assert_eq!(parse_stat("intr 1 2 3\n"), None);
         assert_eq!(parse_stat("cpu  1 2 x 4\n"), None);
     }

@@ -21,11 +21,17 @@ pub fn bin_dir() -> PathBuf {
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }
 
 /// A running local cluster.
@@ -63,19 +69,28 @@ impl Run {
 
     /// Panics with the output unless the command succeeded; returns stdout.
     pub fn ok(&self) -> &str {
-        assert_eq!(self.code, 0, "command failed\nstdout: {}\nstderr: {}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code, 0,
+            "command failed\nstdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
         &self.stdout
     }
 
     /// Panics unless the command failed; returns stderr.
     pub fn err(&self) -> &str {
-        assert_ne!(self.code, 0, "command unexpectedly succeeded\nstdout: {}", self.stdout);
+        assert_ne!(
+            self.code, 0,
+            "command unexpectedly succeeded\nstdout: {}",
+            self.stdout
+        );
         &self.stderr
     }
 
     /// Parses stdout as JSON.
     pub fn json(&self) -> Value {
-        serde_json::from_str(self.ok()).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+        serde_json::from_str(self.ok())
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
     }
 }
 
@@ -87,7 +102,13 @@ impl Cluster {
 
     /// Starts a cluster on a data directory and port.
     pub fn start_in(dir: PathBuf, port: u16) -> Cluster {
-        let mut cluster = Cluster { dir, port, launcher: None, startup: Duration::ZERO, up_args: Vec::new() };
+        let mut cluster = Cluster {
+            dir,
+            port,
+            launcher: None,
+            startup: Duration::ZERO,
+            up_args: Vec::new(),
+        };
         cluster.launch();
         cluster
     }
@@ -96,7 +117,13 @@ impl Cluster {
     fn launch(&mut self) {
         let started = Instant::now();
         let mut launcher = Command::new(bin_dir().join("kubechain"))
-            .args(["up", "--data-dir", &self.dir.display().to_string(), "--port", &self.port.to_string()])
+            .args([
+                "up",
+                "--data-dir",
+                &self.dir.display().to_string(),
+                "--port",
+                &self.port.to_string(),
+            ])
             .args(&self.up_args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -115,7 +142,10 @@ impl Cluster {
             match rx.recv_timeout(Duration::from_secs(90)) {
                 Ok(line) if line.starts_with("kubechain ready: export KUBECONFIG=") => break,
                 Ok(_) => continue,
-                Err(_) => panic!("kubechain up did not become ready; logs in {}", self.dir.join("logs").display()),
+                Err(_) => panic!(
+                    "kubechain up did not become ready; logs in {}",
+                    self.dir.join("logs").display()
+                ),
             }
         }
         self.startup = started.elapsed();
@@ -129,13 +159,19 @@ impl Cluster {
     /// A command with this cluster's kubeconfig and its own kubectl cache.
     pub fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
-        cmd.env("KUBECONFIG", self.kubeconfig()).env("KUBECACHEDIR", self.dir.join("kubectl-cache"));
+        cmd.env("KUBECONFIG", self.kubeconfig())
+            .env("KUBECACHEDIR", self.dir.join("kubectl-cache"));
         cmd
     }
 
     /// Runs the stock `kubectl` (the one on PATH) with arguments.
     pub fn kubectl(&self, args: &[&str]) -> Run {
-        Run::from(self.command("kubectl").args(args).output().expect("kubectl on PATH"))
+        Run::from(
+            self.command("kubectl")
+                .args(args)
+                .output()
+                .expect("kubectl on PATH"),
+        )
     }
 
     /// Runs kubectl with a manifest on stdin (`-f -`).
@@ -149,18 +185,31 @@ impl Cluster {
             .stderr(Stdio::piped())
             .spawn()
             .expect("kubectl on PATH");
-        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("writing manifest");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("writing manifest");
         Run::from(child.wait_with_output().expect("kubectl output"))
     }
 
     /// Starts kubectl without waiting (for `get -w`).
     pub fn kubectl_spawn(&self, args: &[&str]) -> Child {
-        self.command("kubectl").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("kubectl on PATH")
+        self.command("kubectl")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl on PATH")
     }
 
     /// The etcd client URL of this cluster.
     pub fn etcd_endpoint(&self) -> String {
-        let ports: Value = serde_json::from_slice(&std::fs::read(self.dir.join("ports.json")).expect("ports.json")).expect("ports json");
+        let ports: Value = serde_json::from_slice(
+            &std::fs::read(self.dir.join("ports.json")).expect("ports.json"),
+        )
+        .expect("ports json");
         format!("http://127.0.0.1:{}", ports["etcd"])
     }
 
@@ -183,16 +232,27 @@ impl Cluster {
 
     /// The launcher's children: (program name, pid).
     pub fn children(&self) -> Vec<(String, u32)> {
-        let Some(pid) = self.launcher_pid() else { return Vec::new() };
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default();
+        let Some(pid) = self.launcher_pid() else {
+            return Vec::new();
+        };
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| d.flatten().collect::<Vec<_>>())
+            .unwrap_or_default();
         tasks
             .iter()
             .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-            .flat_map(|c| c.split_whitespace().filter_map(|p| p.parse::<u32>().ok()).collect::<Vec<_>>())
+            .flat_map(|c| {
+                c.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok())
+                    .collect::<Vec<_>>()
+            })
             .filter_map(|child| {
                 let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).ok()?;
                 let argv0 = cmdline.split(|b| *b == 0).next()?;
-                let name = Path::new(std::str::from_utf8(argv0).ok()?).file_name()?.to_str()?.to_string();
+                let name = Path::new(std::str::from_utf8(argv0).ok()?)
+                    .file_name()?
+                    .to_str()?
+                    .to_string();
                 Some((name, child))
             })
             .collect()
@@ -200,7 +260,10 @@ impl Cluster {
 
     /// The pid of a child process by program name (`core-server`, `etcd`).
     pub fn child_pid(&self, name: &str) -> Option<u32> {
-        self.children().into_iter().find(|(n, _)| n == name).map(|(_, pid)| pid)
+        self.children()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, pid)| pid)
     }
 
     /// The resident memory (KiB) of each child process, by program name.
@@ -209,7 +272,14 @@ impl Cluster {
             .into_iter()
             .filter_map(|(name, pid)| {
                 let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-                let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+                let rss = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))?
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse()
+                    .ok()?;
                 Some((name, rss))
             })
             .collect()
@@ -223,7 +293,10 @@ impl Cluster {
     /// Stops the cluster (SIGTERM to the launcher) and waits.
     pub fn stop(&mut self) {
         if let Some(mut launcher) = self.launcher.take() {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(launcher.id() as i32), nix::sys::signal::Signal::SIGTERM);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(launcher.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
             let deadline = Instant::now() + Duration::from_secs(20);
             while launcher.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(50));
@@ -265,33 +338,58 @@ impl Cluster {
     /// Starts a fresh cluster with extra `kubechain up` arguments, e.g.
     /// `["--core-replicas", "3", "--extension-replicas", "2"]`.
     pub fn start_with(args: &[&str]) -> Cluster {
-        let dir = std::env::temp_dir().join(format!("kubechain-e2e-{}-{}", std::process::id(), free_port()));
-        let mut cluster =
-            Cluster { dir, port: free_port(), launcher: None, startup: Duration::ZERO, up_args: args.iter().map(|a| a.to_string()).collect() };
+        let dir = std::env::temp_dir().join(format!(
+            "kubechain-e2e-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        let mut cluster = Cluster {
+            dir,
+            port: free_port(),
+            launcher: None,
+            startup: Duration::ZERO,
+            up_args: args.iter().map(|a| a.to_string()).collect(),
+        };
         cluster.launch();
         cluster
     }
 
     /// The pids of every running child with this program name (`core-server`), sorted.
     pub fn child_pids(&self, name: &str) -> Vec<u32> {
-        let mut pids: Vec<u32> = self.children().into_iter().filter(|(n, _)| n == name).map(|(_, pid)| pid).collect();
+        let mut pids: Vec<u32> = self
+            .children()
+            .into_iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, pid)| pid)
+            .collect();
         pids.sort_unstable();
         pids
     }
 
     /// The replicas registered in etcd for a component, as (address, pid).
     pub fn registrations(&self, component: &str) -> Vec<(String, u32)> {
-        let run = self.etcdctl(&["get", "--prefix", &format!("/kubechain/endpoints/{component}/"), "--print-value-only"]);
+        let run = self.etcdctl(&[
+            "get",
+            "--prefix",
+            &format!("/kubechain/endpoints/{component}/"),
+            "--print-value-only",
+        ]);
         run.ok()
             .lines()
             .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter_map(|v| Some((v["address"].as_str()?.to_string(), u32::try_from(v["pid"].as_u64()?).ok()?)))
+            .filter_map(|v| {
+                Some((
+                    v["address"].as_str()?.to_string(),
+                    u32::try_from(v["pid"].as_u64()?).ok()?,
+                ))
+            })
             .collect()
     }
 
     /// The loopback ports `kubechain up` gave the replicas behind the front
     /// door, by name (`core-0`, `extension-1`, `etcd`).
     pub fn ports(&self) -> Value {
-        serde_json::from_slice(&std::fs::read(self.dir.join("ports.json")).expect("ports.json")).expect("ports json")
+        serde_json::from_slice(&std::fs::read(self.dir.join("ports.json")).expect("ports.json"))
+            .expect("ports json")
     }
 }

@@ -39,17 +39,29 @@ fn start_server(cluster: &Cluster, port: u16) -> Child {
         .spawn()
         .expect("python3");
     let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     assert_eq!(line.trim(), "ready");
     child
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn available(cluster: &Cluster) -> Option<String> {
-    let out = cluster.kubectl(&["get", "apiservice", "v1.wardle.example.com", "-o", "jsonpath={.status.conditions[0].status}"]);
+    let out = cluster.kubectl(&[
+        "get",
+        "apiservice",
+        "v1.wardle.example.com",
+        "-o",
+        "jsonpath={.status.conditions[0].status}",
+    ]);
     (out.code == 0).then(|| out.stdout.trim().to_string())
 }
 
@@ -75,41 +87,92 @@ fn a_third_party_aggregated_server_behind_the_proxy() {
          caBundle: {ca_bundle}, service: {{namespace: wardle, name: wardle-server, port: 443}}}}\n"
     );
     let created = Instant::now();
-    cluster.kubectl_stdin(&["apply", "-f", "-"], &apiservice).ok();
-    assert!(eventually(Duration::from_secs(20), || available(&cluster).as_deref() == Some("True")));
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &apiservice)
+        .ok();
+    assert!(eventually(Duration::from_secs(20), || available(&cluster)
+        .as_deref()
+        == Some("True")));
     let to_available = created.elapsed();
     assert!(eventually(Duration::from_secs(10), || {
-        cluster.kubectl(&["api-resources", "--api-group=wardle.example.com", "-o", "name"]).stdout.contains("flunders")
+        cluster
+            .kubectl(&[
+                "api-resources",
+                "--api-group=wardle.example.com",
+                "-o",
+                "name",
+            ])
+            .stdout
+            .contains("flunders")
     }));
     let to_discovery = created.elapsed();
-    eprintln!("APIService created → Available in {to_available:?}, → in discovery in {to_discovery:?}");
+    eprintln!(
+        "APIService created → Available in {to_available:?}, → in discovery in {to_discovery:?}"
+    );
     let listing = cluster.kubectl(&["get", "apiservices"]);
-    assert!(listing.ok().lines().any(|l| l.split_whitespace().collect::<Vec<_>>()[..3] == ["v1.wardle.example.com", "wardle/wardle-server", "True"]));
+    assert!(
+        listing
+            .ok()
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()[..3]
+                == ["v1.wardle.example.com", "wardle/wardle-server", "True"])
+    );
 
     // Identity: set by the aggregator, spoofed headers stripped, front-proxy certificate presented.
-    let echo = cluster.kubectl(&["get", "flunders", "-n", "team", "-o", "json"]).json();
+    let echo = cluster
+        .kubectl(&["get", "flunders", "-n", "team", "-o", "json"])
+        .json();
     let seen = &echo["items"][0]["spec"];
     assert_eq!(seen["user"], serde_json::json!(["kubernetes-admin"]));
-    assert!(seen["groups"].as_array().unwrap().iter().any(|g| g == "system:masters"), "{seen}");
+    assert!(
+        seen["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g == "system:masters"),
+        "{seen}"
+    );
     assert_eq!(seen["clientCN"], "front-proxy-client");
     assert!(seen["authorization"].is_null());
     let pki = cluster.dir.join("pki");
     let spoofed = Command::new("curl")
-        .args(["-sS", "-H", "X-Remote-User: mallory", "-H", "X-Remote-Group: system:masters", "-H", "Authorization: Bearer nope"])
-        .arg("--cacert").arg(pki.join("ca.crt"))
-        .arg("--cert").arg(pki.join("admin.crt"))
-        .arg("--key").arg(pki.join("admin.key"))
-        .arg(format!("https://localhost:{}/apis/wardle.example.com/v1/namespaces/team/flunders/echo", cluster.port))
+        .args([
+            "-sS",
+            "-H",
+            "X-Remote-User: mallory",
+            "-H",
+            "X-Remote-Group: system:masters",
+            "-H",
+            "Authorization: Bearer nope",
+        ])
+        .arg("--cacert")
+        .arg(pki.join("ca.crt"))
+        .arg("--cert")
+        .arg(pki.join("admin.crt"))
+        .arg("--key")
+        .arg(pki.join("admin.key"))
+        .arg(format!(
+            "https://localhost:{}/apis/wardle.example.com/v1/namespaces/team/flunders/echo",
+            cluster.port
+        ))
         .output()
         .unwrap();
     let spoofed: Value = serde_json::from_slice(&spoofed.stdout).unwrap();
-    assert_eq!(spoofed["spec"]["user"], serde_json::json!(["kubernetes-admin"]), "{spoofed}");
+    assert_eq!(
+        spoofed["spec"]["user"],
+        serde_json::json!(["kubernetes-admin"]),
+        "{spoofed}"
+    );
     assert!(spoofed["spec"]["authorization"].is_null());
 
     // A slow watch arrives event by event, not all at the end.
     let mut watch = cluster
         .command("kubectl")
-        .args(["get", "--raw", "/apis/wardle.example.com/v1/namespaces/team/flunders?watch=true"])
+        .args([
+            "get",
+            "--raw",
+            "/apis/wardle.example.com/v1/namespaces/team/flunders?watch=true",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -122,32 +185,67 @@ fn a_third_party_aggregated_server_behind_the_proxy() {
         assert_eq!(event["type"], "ADDED");
     }
     let _ = watch.wait();
-    assert!(arrivals[2] - arrivals[0] > Duration::from_millis(1500), "events were buffered: {arrivals:?}");
+    assert!(
+        arrivals[2] - arrivals[0] > Duration::from_millis(1500),
+        "events were buffered: {arrivals:?}"
+    );
 
     // The server dies: unavailable, its paths 503, everything else unaffected.
     server.kill().unwrap();
     server.wait().unwrap();
-    assert!(eventually(Duration::from_secs(20), || available(&cluster).as_deref() == Some("False")));
-    let reason = cluster.kubectl(&["get", "apiservice", "v1.wardle.example.com", "-o", "jsonpath={.status.conditions[0].reason}"]);
+    assert!(eventually(Duration::from_secs(20), || available(&cluster)
+        .as_deref()
+        == Some("False")));
+    let reason = cluster.kubectl(&[
+        "get",
+        "apiservice",
+        "v1.wardle.example.com",
+        "-o",
+        "jsonpath={.status.conditions[0].reason}",
+    ]);
     assert_eq!(reason.ok().trim(), "FailedDiscoveryCheck");
-    let down = cluster.kubectl(&["get", "--raw", "/apis/wardle.example.com/v1/namespaces/team/flunders"]);
+    let down = cluster.kubectl(&[
+        "get",
+        "--raw",
+        "/apis/wardle.example.com/v1/namespaces/team/flunders",
+    ]);
     assert!(down.err().contains("ServiceUnavailable"), "{}", down.stderr);
-    assert!(cluster.kubectl(&["get", "namespaces"]).ok().contains("wardle"));
+    assert!(
+        cluster
+            .kubectl(&["get", "namespaces"])
+            .ok()
+            .contains("wardle")
+    );
     let resources = cluster.kubectl(&["api-resources"]);
     assert!(resources.ok().contains("configmaps"));
     cluster.kubectl(&["create", "namespace", "doomed"]).ok();
-    cluster.kubectl(&["create", "configmap", "x", "-n", "doomed"]).ok();
-    cluster.kubectl(&["delete", "namespace", "doomed", "--timeout=30s"]).ok();
+    cluster
+        .kubectl(&["create", "configmap", "x", "-n", "doomed"])
+        .ok();
+    cluster
+        .kubectl(&["delete", "namespace", "doomed", "--timeout=30s"])
+        .ok();
 
     // It comes back: available and serving again within seconds.
     let mut server = start_server(&cluster, port);
     let restarted = Instant::now();
-    assert!(eventually(Duration::from_secs(20), || available(&cluster).as_deref() == Some("True")));
-    assert!(eventually(Duration::from_secs(10), || cluster.kubectl(&["get", "flunders", "-n", "team", "-o", "name"]).code == 0));
-    eprintln!("aggregated server restarted → Available again in {:?}", restarted.elapsed());
+    assert!(eventually(Duration::from_secs(20), || available(&cluster)
+        .as_deref()
+        == Some("True")));
+    assert!(eventually(Duration::from_secs(10), || cluster
+        .kubectl(&["get", "flunders", "-n", "team", "-o", "name"])
+        .code
+        == 0));
+    eprintln!(
+        "aggregated server restarted → Available again in {:?}",
+        restarted.elapsed()
+    );
     server.kill().unwrap();
     let mut rest = String::new();
-    let _ = server.stdout.take().map(|mut s| s.read_to_string(&mut rest));
+    let _ = server
+        .stdout
+        .take()
+        .map(|mut s| s.read_to_string(&mut rest));
 }
 
 #[test]
@@ -164,60 +262,141 @@ fn apiservice_validation_and_local_registration() {
         "spec.versionPriority: Invalid value: 5000: must be positive and less than 1000",
         "spec.insecureSkipTLSVerify: Invalid value: true: may not be true if caBundle is present",
     ] {
-        assert!(message.contains(expected), "missing {expected:?} in {message}");
+        assert!(
+            message.contains(expected),
+            "missing {expected:?} in {message}"
+        );
     }
     // Every built-in group/version has a local APIService, Available.
-    let list = cluster.kubectl(&["get", "apiservices", "-o", "json"]).json();
-    let names: Vec<&str> = list["items"].as_array().unwrap().iter().filter_map(|s| s["metadata"]["name"].as_str()).collect();
-    for name in ["v1.", "v1.apps", "v1.apiregistration.k8s.io", "v1.rbac.authorization.k8s.io", "v1.apiextensions.k8s.io"] {
+    let list = cluster
+        .kubectl(&["get", "apiservices", "-o", "json"])
+        .json();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["metadata"]["name"].as_str())
+        .collect();
+    for name in [
+        "v1.",
+        "v1.apps",
+        "v1.apiregistration.k8s.io",
+        "v1.rbac.authorization.k8s.io",
+        "v1.apiextensions.k8s.io",
+    ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     assert!(eventually(Duration::from_secs(10), || {
-        let list = cluster.kubectl(&["get", "apiservices", "-o", "json"]).json();
-        list["items"].as_array().unwrap().iter().all(|s| s["status"]["conditions"][0]["status"] == "True")
+        let list = cluster
+            .kubectl(&["get", "apiservices", "-o", "json"])
+            .json();
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["status"]["conditions"][0]["status"] == "True")
     }));
     // A CRD's version is registered, and unregistered when the CRD goes.
     let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gizmos.example.com}\n\
                spec: {group: example.com, scope: Namespaced, names: {plural: gizmos, kind: Gizmo},\n\
                versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]}\n";
     cluster.kubectl_stdin(&["apply", "-f", "-"], crd).ok();
-    assert!(eventually(Duration::from_secs(10), || cluster.kubectl(&["get", "apiservice", "v1.example.com"]).code == 0));
-    let registered = cluster.kubectl(&["get", "apiservice", "v1.example.com", "-o", "json"]).json();
+    assert!(eventually(Duration::from_secs(10), || cluster
+        .kubectl(&["get", "apiservice", "v1.example.com"])
+        .code
+        == 0));
+    let registered = cluster
+        .kubectl(&["get", "apiservice", "v1.example.com", "-o", "json"])
+        .json();
     assert_eq!(registered["spec"]["groupPriorityMinimum"], 1000);
     assert_eq!(registered["spec"]["versionPriority"], 100);
-    cluster.kubectl(&["delete", "crd", "gizmos.example.com"]).ok();
-    assert!(eventually(Duration::from_secs(10), || cluster.kubectl(&["get", "apiservice", "v1.example.com"]).code != 0));
+    cluster
+        .kubectl(&["delete", "crd", "gizmos.example.com"])
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || cluster
+        .kubectl(&["get", "apiservice", "v1.example.com"])
+        .code
+        != 0));
     // The published front-proxy configuration.
-    let auth = cluster.kubectl(&["get", "cm", "-n", "kube-system", "extension-apiserver-authentication", "-o", "json"]).json();
-    assert!(auth["data"]["requestheader-client-ca-file"].as_str().unwrap().contains("BEGIN CERTIFICATE"));
-    assert_eq!(auth["data"]["requestheader-allowed-names"], "[\"front-proxy-client\"]");
+    let auth = cluster
+        .kubectl(&[
+            "get",
+            "cm",
+            "-n",
+            "kube-system",
+            "extension-apiserver-authentication",
+            "-o",
+            "json",
+        ])
+        .json();
+    assert!(
+        auth["data"]["requestheader-client-ca-file"]
+            .as_str()
+            .unwrap()
+            .contains("BEGIN CERTIFICATE")
+    );
+    assert_eq!(
+        auth["data"]["requestheader-allowed-names"],
+        "[\"front-proxy-client\"]"
+    );
 }
 
 #[test]
 fn kubectl_top_node_through_the_launchers_metrics_server() {
     let cluster = Cluster::start();
     // `kubechain up` registers the host as a Node and metrics-server behind v1beta1.metrics.k8s.io.
-    let apiservice = cluster.kubectl(&["get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "json"]).json();
+    let apiservice = cluster
+        .kubectl(&["get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "json"])
+        .json();
     assert_eq!(apiservice["spec"]["service"]["name"], "metrics-server");
     assert!(eventually(Duration::from_secs(20), || {
-        cluster.kubectl(&["get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "jsonpath={.status.conditions[0].status}"]).stdout.trim()
+        cluster
+            .kubectl(&[
+                "get",
+                "apiservice",
+                "v1beta1.metrics.k8s.io",
+                "-o",
+                "jsonpath={.status.conditions[0].status}",
+            ])
+            .stdout
+            .trim()
             == "True"
     }));
-    let node = cluster.kubectl(&["get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"]).ok().trim().to_string();
+    let node = cluster
+        .kubectl(&["get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"])
+        .ok()
+        .trim()
+        .to_string();
     assert!(!node.is_empty());
     let mut top = cluster.kubectl(&["top", "node", "--no-headers"]);
-    assert!(eventually(Duration::from_secs(20), || {
-        top = cluster.kubectl(&["top", "node", "--no-headers"]);
-        top.code == 0
-    }), "{}", top.stderr);
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            top = cluster.kubectl(&["top", "node", "--no-headers"]);
+            top.code == 0
+        }),
+        "{}",
+        top.stderr
+    );
     let columns: Vec<&str> = top.stdout.split_whitespace().collect();
     assert_eq!(columns.len(), 5, "{}", top.stdout);
     assert_eq!(columns[0], node);
-    assert!(columns[1].ends_with('m') && columns[2].ends_with('%'), "{}", top.stdout);
-    assert!(columns[3].ends_with("Mi") && columns[4].ends_with('%'), "{}", top.stdout);
+    assert!(
+        columns[1].ends_with('m') && columns[2].ends_with('%'),
+        "{}",
+        top.stdout
+    );
+    assert!(
+        columns[3].ends_with("Mi") && columns[4].ends_with('%'),
+        "{}",
+        top.stdout
+    );
     let used_mib: u64 = columns[3].trim_end_matches("Mi").parse().unwrap();
     assert!(used_mib > 0);
     // A Node this host does not measure has no metrics: NotFound, as from a real metrics-server.
-    let missing = cluster.kubectl(&["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/not-a-node"]);
+    let missing = cluster.kubectl(&[
+        "get",
+        "--raw",
+        "/apis/metrics.k8s.io/v1beta1/nodes/not-a-node",
+    ]);
     assert!(missing.err().contains("NotFound"), "{}", missing.stderr);
 }

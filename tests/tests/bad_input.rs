@@ -8,12 +8,24 @@ use serde_json::Value;
 use tests::Cluster;
 
 /// Sends a request with curl; returns the status code and parsed body.
-fn request(cluster: &Cluster, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
+fn request(
+    cluster: &Cluster,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, Value) {
     let pki = cluster.dir.join("pki");
     let body_file = cluster.dir.join(format!("body-{}", std::process::id()));
     std::fs::write(&body_file, body).expect("writing body");
     let output = Command::new("curl")
-        .args(["-sS", "-X", method, "-H", &format!("Content-Type: {content_type}")])
+        .args([
+            "-sS",
+            "-X",
+            method,
+            "-H",
+            &format!("Content-Type: {content_type}"),
+        ])
         .arg("--cacert")
         .arg(pki.join("ca.crt"))
         .arg("--cert")
@@ -28,7 +40,10 @@ fn request(cluster: &Cluster, method: &str, path: &str, content_type: &str, body
         .expect("curl on PATH");
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').expect("status code line");
-    (code.trim().parse().expect("status code"), serde_json::from_str(body).unwrap_or(Value::Null))
+    (
+        code.trim().parse().expect("status code"),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
 }
 
 fn assert_status(answer: &(u16, Value), code: u16, reason: &str) {
@@ -41,27 +56,95 @@ fn assert_status(answer: &(u16, Value), code: u16, reason: &str) {
 #[test]
 fn bad_requests_get_statuses_and_change_nothing() {
     let cluster = Cluster::start();
-    cluster.kubectl(&["create", "configmap", "precious", "--from-literal=k=v"]).ok();
-    let before = cluster.kubectl(&["get", "cm", "precious", "-o", "json"]).json();
+    cluster
+        .kubectl(&["create", "configmap", "precious", "--from-literal=k=v"])
+        .ok();
+    let before = cluster
+        .kubectl(&["get", "cm", "precious", "-o", "json"])
+        .json();
     let collection = "/api/v1/namespaces/default/configmaps";
     let item = "/api/v1/namespaces/default/configmaps/precious";
 
-    assert_status(&request(&cluster, "POST", collection, "application/json", b"{\"metadata\": {"), 400, "BadRequest");
-    assert_status(&request(&cluster, "PUT", item, "application/json", b"not json"), 400, "BadRequest");
-    assert_status(&request(&cluster, "POST", collection, "application/yaml", b"metadata: [\n  name"), 400, "BadRequest");
-    assert_status(&request(&cluster, "POST", collection, "text/plain", b"name=x"), 415, "UnsupportedMediaType");
-    assert_status(&request(&cluster, "PATCH", item, "application/x-unknown-patch", b"{}"), 415, "UnsupportedMediaType");
-    assert_status(&request(&cluster, "PATCH", item, "application/merge-patch+json", b"{\"data\": "), 400, "BadRequest");
+    assert_status(
+        &request(
+            &cluster,
+            "POST",
+            collection,
+            "application/json",
+            b"{\"metadata\": {",
+        ),
+        400,
+        "BadRequest",
+    );
+    assert_status(
+        &request(&cluster, "PUT", item, "application/json", b"not json"),
+        400,
+        "BadRequest",
+    );
+    assert_status(
+        &request(
+            &cluster,
+            "POST",
+            collection,
+            "application/yaml",
+            b"metadata: [\n  name",
+        ),
+        400,
+        "BadRequest",
+    );
+    assert_status(
+        &request(&cluster, "POST", collection, "text/plain", b"name=x"),
+        415,
+        "UnsupportedMediaType",
+    );
+    assert_status(
+        &request(
+            &cluster,
+            "PATCH",
+            item,
+            "application/x-unknown-patch",
+            b"{}",
+        ),
+        415,
+        "UnsupportedMediaType",
+    );
+    assert_status(
+        &request(
+            &cluster,
+            "PATCH",
+            item,
+            "application/merge-patch+json",
+            b"{\"data\": ",
+        ),
+        400,
+        "BadRequest",
+    );
 
     let huge = format!(
         "{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"precious\"}},\"data\":{{\"k\":\"{}\"}}}}",
         "x".repeat(3 * 1024 * 1024 + 10)
     );
-    assert_status(&request(&cluster, "PUT", item, "application/json", huge.as_bytes()), 413, "RequestEntityTooLarge");
+    assert_status(
+        &request(&cluster, "PUT", item, "application/json", huge.as_bytes()),
+        413,
+        "RequestEntityTooLarge",
+    );
 
-    let selector = request(&cluster, "GET", &format!("{collection}?labelSelector=a%20in%20(b"), "application/json", b"");
+    let selector = request(
+        &cluster,
+        "GET",
+        &format!("{collection}?labelSelector=a%20in%20(b"),
+        "application/json",
+        b"",
+    );
     assert_status(&selector, 400, "BadRequest");
-    let fields = request(&cluster, "GET", &format!("{collection}?fieldSelector=spec.nothing%3Dx"), "application/json", b"");
+    let fields = request(
+        &cluster,
+        "GET",
+        &format!("{collection}?fieldSelector=spec.nothing%3Dx"),
+        "application/json",
+        b"",
+    );
     assert_status(&fields, 400, "BadRequest");
 
     let invalid = request(
@@ -74,7 +157,12 @@ fn bad_requests_get_statuses_and_change_nothing() {
     assert_status(&invalid, 422, "Invalid");
     let causes = invalid.1["details"]["causes"].as_array().expect("causes");
     let fields: Vec<&str> = causes.iter().filter_map(|c| c["field"].as_str()).collect();
-    assert_eq!(fields, vec!["metadata.name", "metadata.labels", "data[bad key!]"], "{}", invalid.1);
+    assert_eq!(
+        fields,
+        vec!["metadata.name", "metadata.labels", "data[bad key!]"],
+        "{}",
+        invalid.1
+    );
     assert!(causes.iter().all(|c| c["reason"] == "FieldValueInvalid"));
 
     let strict = request(
@@ -89,20 +177,68 @@ fn bad_requests_get_statuses_and_change_nothing() {
         strict.1["message"],
         "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
     );
-    let wrong_kind = request(&cluster, "POST", collection, "application/json", br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}"#);
+    let wrong_kind = request(
+        &cluster,
+        "POST",
+        collection,
+        "application/json",
+        br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}"#,
+    );
     assert_status(&wrong_kind, 400, "BadRequest");
-    let wrong_type = request(&cluster, "POST", collection, "application/json", br#"{"metadata":{"name":"x"},"data":{"k":1}}"#);
+    let wrong_type = request(
+        &cluster,
+        "POST",
+        collection,
+        "application/json",
+        br#"{"metadata":{"name":"x"},"data":{"k":1}}"#,
+    );
     assert_status(&wrong_type, 400, "BadRequest");
     let stale = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"precious","resourceVersion":"1"},"data":{"k":"overwritten"}}"#;
-    assert_status(&request(&cluster, "PUT", item, "application/json", stale), 409, "Conflict");
-    assert_status(&request(&cluster, "DELETE", "/api/v1/namespaces/default/configmaps/absent", "application/json", b""), 404, "NotFound");
-    assert_status(&request(&cluster, "POST", "/api/v1/namespaces/default/configmaps/precious", "application/json", b"{}"), 405, "MethodNotAllowed");
+    assert_status(
+        &request(&cluster, "PUT", item, "application/json", stale),
+        409,
+        "Conflict",
+    );
+    assert_status(
+        &request(
+            &cluster,
+            "DELETE",
+            "/api/v1/namespaces/default/configmaps/absent",
+            "application/json",
+            b"",
+        ),
+        404,
+        "NotFound",
+    );
+    assert_status(
+        &request(
+            &cluster,
+            "POST",
+            "/api/v1/namespaces/default/configmaps/precious",
+            "application/json",
+            b"{}",
+        ),
+        405,
+        "MethodNotAllowed",
+    );
 
-    let after = cluster.kubectl(&["get", "cm", "precious", "-o", "json"]).json();
+    let after = cluster
+        .kubectl(&["get", "cm", "precious", "-o", "json"])
+        .json();
     assert_eq!(before, after, "a bad request changed stored data");
-    assert!(cluster.kubectl(&["get", "--raw", "/readyz"]).ok().contains("ok"));
+    assert!(
+        cluster
+            .kubectl(&["get", "--raw", "/readyz"])
+            .ok()
+            .contains("ok")
+    );
     for name in ["strict", "x", "Not_Valid"] {
-        assert!(cluster.etcdctl(&["get", &format!("/registry/configmaps/default/{name}")]).ok().is_empty());
+        assert!(
+            cluster
+                .etcdctl(&["get", &format!("/registry/configmaps/default/{name}")])
+                .ok()
+                .is_empty()
+        );
     }
 }
 
@@ -111,21 +247,44 @@ fn field_validation_warn_answers_with_a_warning_header() {
     let cluster = Cluster::start();
     let pki = cluster.dir.join("pki");
     let output = Command::new("curl")
-        .args(["-sS", "-i", "-X", "POST", "-H", "Content-Type: application/json"])
+        .args([
+            "-sS",
+            "-i",
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+        ])
         .arg("--cacert")
         .arg(pki.join("ca.crt"))
         .arg("--cert")
         .arg(pki.join("admin.crt"))
         .arg("--key")
         .arg(pki.join("admin.key"))
-        .args(["--data-binary", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"warned"},"extra":1}"#])
-        .arg(format!("https://localhost:{}/api/v1/namespaces/default/configmaps?fieldValidation=Warn", cluster.port))
+        .args([
+            "--data-binary",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"warned"},"extra":1}"#,
+        ])
+        .arg(format!(
+            "https://localhost:{}/api/v1/namespaces/default/configmaps?fieldValidation=Warn",
+            cluster.port
+        ))
         .output()
         .expect("curl on PATH");
     let text = String::from_utf8_lossy(&output.stdout).to_lowercase();
-    assert!(text.lines().next().is_some_and(|status| status.contains(" 201")), "{text}");
-    assert!(text.contains("warning: 299 - \"unknown field \\\"extra\\\"\""), "{text}");
-    let stored = cluster.kubectl(&["get", "cm", "warned", "-o", "json"]).json();
+    assert!(
+        text.lines()
+            .next()
+            .is_some_and(|status| status.contains(" 201")),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: 299 - \"unknown field \\\"extra\\\"\""),
+        "{text}"
+    );
+    let stored = cluster
+        .kubectl(&["get", "cm", "warned", "-o", "json"])
+        .json();
     assert!(stored.get("extra").is_none());
 }
 

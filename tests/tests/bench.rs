@@ -18,7 +18,11 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     eprintln!("{stdout}");
-    assert!(output.status.success(), "kubechain bench failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}", output.status);
+    assert!(
+        output.status.success(),
+        "kubechain bench failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
     let rows = [
         "creates/s",
         "GET/s (one object)",
@@ -36,12 +40,25 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
         "JSON of cached objects",
     ];
     for row in rows {
-        assert!(stdout.lines().any(|l| l.starts_with(row)), "no row {row:?} in:\n{stdout}");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(row)),
+            "no row {row:?} in:\n{stdout}"
+        );
     }
     assert!(stdout.contains("errors: none"), "{stdout}");
     // Every throughput row has a number on both sides and a verdict.
-    for line in stdout.lines().filter(|l| rows[..3].iter().any(|r| l.starts_with(r))) {
-        assert!(line.ends_with("PASS") || line.ends_with("MISS"), "no verdict: {line}");
+    for line in stdout
+        .lines()
+        .filter(|l| rows[..3].iter().any(|r| l.starts_with(r)))
+    {
+        assert!(
+            line.ends_with("PASS") || line.ends_with("MISS"),
+            "no verdict: {line}"
+        );
     }
-    assert!(started.elapsed() < Duration::from_secs(120), "the smoke bench took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "the smoke bench took {:?}",
+        started.elapsed()
+    );
 }

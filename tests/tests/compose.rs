@@ -23,13 +23,19 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn docker_unavailable() -> Option<String> {
     match Command::new("docker").arg("info").output() {
         Err(e) => Some(format!("docker is not installed ({e})")),
-        Ok(out) if !out.status.success() => Some(format!("`docker info` failed: {}", String::from_utf8_lossy(&out.stderr).trim())),
+        Ok(out) if !out.status.success() => Some(format!(
+            "`docker info` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
         Ok(_) => None,
     }
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }
 
 /// A compose project started by `deploy/compose-up.sh`, torn down on drop.
@@ -48,7 +54,10 @@ impl Project {
             ("KUBECHAIN_COMPOSE_PROJECT", name.clone()),
             ("KUBECHAIN_COMPOSE_PORT", free_port().to_string()),
             ("KUBECHAIN_PKI_DIR", dir.join("pki").display().to_string()),
-            ("KUBECHAIN_COMPOSE_KUBECONFIG", dir.join("kubeconfig").display().to_string()),
+            (
+                "KUBECHAIN_COMPOSE_KUBECONFIG",
+                dir.join("kubeconfig").display().to_string(),
+            ),
             ("KUBECHAIN_IMAGE_TAG", name.clone()),
             ("KUBECHAIN_PROFILE", "debug".to_string()),
             ("KUBECHAIN_BIN_DIR", bin_dir().display().to_string()),
@@ -67,8 +76,15 @@ impl Project {
     /// `deploy/compose-up.sh ARGS`; panics with its output if it fails.
     fn up(&self, args: &[&str]) {
         let out = self.script("compose-up.sh", args);
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success(), "compose-up.sh {args:?} failed:\n{text}");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success(),
+            "compose-up.sh {args:?} failed:\n{text}"
+        );
         assert!(text.contains("compose-up: ready"), "no ready line:\n{text}");
     }
 
@@ -95,12 +111,19 @@ impl Project {
             .arg(format!("label=com.docker.compose.service={service}"))
             .output()
             .expect("docker ps");
-        String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect()
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
     }
 
     fn docker(&self, args: &[&str]) -> String {
         let out = Command::new("docker").args(args).output().expect("docker");
-        assert!(out.status.success(), "docker {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "docker {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -114,13 +137,30 @@ impl Project {
     /// The core servers registered in etcd.
     fn core_registrations(&self) -> usize {
         let etcd = self.containers("etcd");
-        let keys = self.etcdctl(&etcd[0], &["get", "--prefix", "--keys-only", "/kubechain/endpoints/core-server/"]);
+        let keys = self.etcdctl(
+            &etcd[0],
+            &[
+                "get",
+                "--prefix",
+                "--keys-only",
+                "/kubechain/endpoints/core-server/",
+            ],
+        );
         keys.lines().filter(|l| !l.is_empty()).count()
     }
 
     /// Creates a configmap; whether kubectl succeeded.
     fn create_configmap(&self, namespace: &str, name: &str) -> bool {
-        self.kubectl(&["create", "configmap", name, "-n", namespace, "--from-literal=k=v"]).code == 0
+        self.kubectl(&[
+            "create",
+            "configmap",
+            name,
+            "-n",
+            namespace,
+            "--from-literal=k=v",
+        ])
+        .code
+            == 0
     }
 }
 
@@ -132,12 +172,19 @@ impl Drop for Project {
                 .arg(format!("label=com.docker.compose.project={}", self.name))
                 .output();
             if let Ok(out) = logs {
-                eprintln!("containers of {}:\n{}", self.name, String::from_utf8_lossy(&out.stdout));
+                eprintln!(
+                    "containers of {}:\n{}",
+                    self.name,
+                    String::from_utf8_lossy(&out.stdout)
+                );
             }
         }
         let out = self.script("compose-down.sh", &["--volumes", "--rmi", "all"]);
         if !out.status.success() {
-            eprintln!("compose-down.sh failed: {}", String::from_utf8_lossy(&out.stderr));
+            eprintln!(
+                "compose-down.sh failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -154,7 +201,11 @@ fn compose_with_three_core_servers_serves_through_the_loss_of_one() {
     project.up(&["--scale", "core-server=3"]);
 
     let namespaces = project.kubectl(&["get", "namespaces", "-o", "name"]);
-    assert!(namespaces.ok().contains("namespace/default"), "{}", namespaces.stdout);
+    assert!(
+        namespaces.ok().contains("namespace/default"),
+        "{}",
+        namespaces.stdout
+    );
     project.kubectl(&["create", "namespace", "compose"]).ok();
     assert!(project.create_configmap("compose", "before"));
     // metrics-server, registered by compose-up.sh, answers through the aggregator's proxy.
@@ -167,21 +218,44 @@ fn compose_with_three_core_servers_serves_through_the_loss_of_one() {
         "kubectl top node: {}",
         top.stderr
     );
-    assert_eq!(top.stdout.split_whitespace().next(), Some("kubechain-compose"), "{}", top.stdout);
+    assert_eq!(
+        top.stdout.split_whitespace().next(),
+        Some("kubechain-compose"),
+        "{}",
+        top.stdout
+    );
     let cores = project.containers("core-server");
     assert_eq!(cores.len(), 3, "core containers: {cores:?}");
-    assert!(eventually(Duration::from_secs(20), || project.core_registrations() == 3), "three core servers registered");
+    assert!(
+        eventually(Duration::from_secs(20), || project.core_registrations()
+            == 3),
+        "three core servers registered"
+    );
 
     project.docker(&["stop", &cores[0]]);
     assert_eq!(project.containers("core-server").len(), 2);
     // A clean stop unregisters at once.
-    assert!(eventually(Duration::from_secs(10), || project.core_registrations() == 2), "the stopped core server is still registered");
+    assert!(
+        eventually(Duration::from_secs(10), || project.core_registrations()
+            == 2),
+        "the stopped core server is still registered"
+    );
     for n in 0..10 {
-        assert!(project.create_configmap("compose", &format!("after-{n}")), "create {n} after the stop failed");
+        assert!(
+            project.create_configmap("compose", &format!("after-{n}")),
+            "create {n} after the stop failed"
+        );
     }
     let listed = project.kubectl(&["get", "configmaps", "-n", "compose", "-o", "name"]);
     let names = listed.ok();
-    assert_eq!(names.lines().filter(|l| l.starts_with("configmap/after-") || *l == "configmap/before").count(), 11, "{names}");
+    assert_eq!(
+        names
+            .lines()
+            .filter(|l| l.starts_with("configmap/after-") || *l == "configmap/before")
+            .count(),
+        11,
+        "{names}"
+    );
 }
 
 /// The member id of the etcd leader and the container that runs it.
@@ -216,14 +290,36 @@ fn compose_with_three_etcd_members_serves_through_the_loss_of_the_leader() {
     project.docker(&["stop", &leader]);
     // A new leader is elected within seconds; from then on every write goes through.
     let first = || {
-        let run = project.kubectl(&["create", "configmap", "after-0", "-n", "ha", "--from-literal=k=v"]);
+        let run = project.kubectl(&[
+            "create",
+            "configmap",
+            "after-0",
+            "-n",
+            "ha",
+            "--from-literal=k=v",
+        ]);
         // A create that timed out during the election may still have been applied.
         run.code == 0 || run.stderr.contains("already exists")
     };
-    assert!(eventually(Duration::from_secs(30), first), "no write after losing the leader");
+    assert!(
+        eventually(Duration::from_secs(30), first),
+        "no write after losing the leader"
+    );
     for n in 1..6 {
-        assert!(project.create_configmap("ha", &format!("after-{n}")), "create {n} with two of three members failed");
+        assert!(
+            project.create_configmap("ha", &format!("after-{n}")),
+            "create {n} with two of three members failed"
+        );
     }
     let listed = project.kubectl(&["get", "configmaps", "-n", "ha", "-o", "name"]);
-    assert_eq!(listed.ok().lines().filter(|l| l.starts_with("configmap/")).count(), 7, "{}", listed.stdout);
+    assert_eq!(
+        listed
+            .ok()
+            .lines()
+            .filter(|l| l.starts_with("configmap/"))
+            .count(),
+        7,
+        "{}",
+        listed.stdout
+    );
 }

@@ -75,79 +75,260 @@ fn custom_resources_behave_like_built_ins() {
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    assert!(eventually(Duration::from_secs(5), || apis("/apis").contains("example.com")));
+    assert!(eventually(Duration::from_secs(5), || apis("/apis")
+        .contains("example.com")));
     let visible = started.elapsed();
     eprintln!("CRD created → group visible in /apis after {visible:?}");
-    assert!(visible < Duration::from_secs(1), "discovery took {visible:?}");
-    cluster.kubectl(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=10s"]).ok();
-    let crd = cluster.kubectl(&["get", "crd", "widgets.example.com", "-o", "json"]).json();
+    assert!(
+        visible < Duration::from_secs(1),
+        "discovery took {visible:?}"
+    );
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=10s",
+        ])
+        .ok();
+    let crd = cluster
+        .kubectl(&["get", "crd", "widgets.example.com", "-o", "json"])
+        .json();
     assert_eq!(crd["status"]["acceptedNames"]["kind"], "Widget");
     assert_eq!(crd["status"]["storedVersions"], serde_json::json!(["v1"]));
-    assert!(crd["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "NamesAccepted" && c["status"] == "True"));
+    assert!(
+        crd["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "NamesAccepted" && c["status"] == "True")
+    );
 
     // Create with defaults; read through short name, category, printer columns.
-    cluster.kubectl_stdin(&["apply", "-f", "-"], &widget("w1", "{color: red, replicas: 2}")).ok();
-    cluster.kubectl_stdin(&["apply", "-f", "-"], &widget("w2", "{color: blue}")).ok();
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &widget("w1", "{color: red, replicas: 2}"),
+        )
+        .ok();
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &widget("w2", "{color: blue}"))
+        .ok();
     let w1 = cluster.kubectl(&["get", "wd", "w1", "-o", "json"]).json();
-    assert_eq!((w1["spec"]["size"].as_str(), w1["spec"]["maxReplicas"].as_i64()), (Some("medium"), Some(10)));
+    assert_eq!(
+        (
+            w1["spec"]["size"].as_str(),
+            w1["spec"]["maxReplicas"].as_i64()
+        ),
+        (Some("medium"), Some(10))
+    );
     let table = cluster.kubectl(&["get", "widgets"]);
-    let header: Vec<&str> = table.ok().lines().next().unwrap().split_whitespace().collect();
+    let header: Vec<&str> = table
+        .ok()
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
     assert_eq!(header, ["NAME", "COLOR", "REPLICAS", "AGE"]);
-    assert!(table.ok().lines().any(|l| l.split_whitespace().take(3).collect::<Vec<_>>() == ["w2", "blue", "1"]));
-    assert!(cluster.kubectl(&["get", "all"]).ok().contains("widget.example.com/w1"));
-    let selected = cluster.kubectl(&["get", "widgets", "--field-selector", "spec.color=blue", "-o", "name"]);
+    assert!(
+        table
+            .ok()
+            .lines()
+            .any(|l| l.split_whitespace().take(3).collect::<Vec<_>>() == ["w2", "blue", "1"])
+    );
+    assert!(
+        cluster
+            .kubectl(&["get", "all"])
+            .ok()
+            .contains("widget.example.com/w1")
+    );
+    let selected = cluster.kubectl(&[
+        "get",
+        "widgets",
+        "--field-selector",
+        "spec.color=blue",
+        "-o",
+        "name",
+    ]);
     assert_eq!(selected.ok().trim(), "widget.example.com/w2");
 
     // Schema, CEL, pruning, strict field validation, strategic merge refused.
     let bad = cluster.kubectl_stdin(&["apply", "-f", "-"], &widget("w3", "{color: pink}"));
     assert!(bad.err().contains("spec.color: Unsupported value: \"pink\": supported values: \"red\", \"blue\", \"green\""), "{}", bad.stderr);
-    let over = cluster.kubectl_stdin(&["apply", "-f", "-"], &widget("w4", "{color: red, replicas: 20, maxReplicas: 5}"));
-    assert!(over.err().contains("replicas must not exceed maxReplicas"), "{}", over.stderr);
-    let strict = cluster.kubectl_stdin(&["apply", "-f", "-"], &widget("w5", "{color: red, bogus: 1}"));
-    assert!(strict.err().contains("unknown field \"spec.bogus\""), "{}", strict.stderr);
-    cluster.kubectl_stdin(&["apply", "--validate=false", "-f", "-"], &widget("w6", "{color: red, bogus: 1}")).ok();
-    assert!(cluster.kubectl(&["get", "wd", "w6", "-o", "json"]).json()["spec"].get("bogus").is_none());
+    let over = cluster.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &widget("w4", "{color: red, replicas: 20, maxReplicas: 5}"),
+    );
+    assert!(
+        over.err().contains("replicas must not exceed maxReplicas"),
+        "{}",
+        over.stderr
+    );
+    let strict = cluster.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &widget("w5", "{color: red, bogus: 1}"),
+    );
+    assert!(
+        strict.err().contains("unknown field \"spec.bogus\""),
+        "{}",
+        strict.stderr
+    );
+    cluster
+        .kubectl_stdin(
+            &["apply", "--validate=false", "-f", "-"],
+            &widget("w6", "{color: red, bogus: 1}"),
+        )
+        .ok();
+    assert!(
+        cluster.kubectl(&["get", "wd", "w6", "-o", "json"]).json()["spec"]
+            .get("bogus")
+            .is_none()
+    );
     let smp = cluster.kubectl(&["patch", "wd", "w1", "-p", r#"{"spec":{"color":"green"}}"#]);
-    assert!(smp.err().contains("application/strategic-merge-patch+json is not supported"), "{}", smp.stderr);
-    cluster.kubectl(&["patch", "wd", "w1", "--type=merge", "-p", r#"{"spec":{"color":"green"}}"#]).ok();
+    assert!(
+        smp.err()
+            .contains("application/strategic-merge-patch+json is not supported"),
+        "{}",
+        smp.stderr
+    );
+    cluster
+        .kubectl(&[
+            "patch",
+            "wd",
+            "w1",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"color":"green"}}"#,
+        ])
+        .ok();
 
     // Status and scale subresources; generation tracks spec only.
     let before = cluster.kubectl(&["get", "wd", "w1", "-o", "json"]).json();
-    cluster.kubectl(&["patch", "wd", "w1", "--subresource=status", "--type=merge", "-p", r#"{"status":{"replicas":2,"selector":"app=w1"}}"#]).ok();
+    cluster
+        .kubectl(&[
+            "patch",
+            "wd",
+            "w1",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"replicas":2,"selector":"app=w1"}}"#,
+        ])
+        .ok();
     let after = cluster.kubectl(&["get", "wd", "w1", "-o", "json"]).json();
     assert_eq!(after["status"]["replicas"], 2);
-    assert_eq!(after["metadata"]["generation"], before["metadata"]["generation"]);
-    cluster.kubectl(&["scale", "widget", "w1", "--replicas=4"]).ok();
-    let scale = cluster.kubectl(&["get", "--raw", "/apis/example.com/v1/namespaces/default/widgets/w1/scale"]).json();
-    assert_eq!((scale["kind"].as_str(), scale["spec"]["replicas"].as_i64()), (Some("Scale"), Some(4)));
+    assert_eq!(
+        after["metadata"]["generation"],
+        before["metadata"]["generation"]
+    );
+    cluster
+        .kubectl(&["scale", "widget", "w1", "--replicas=4"])
+        .ok();
+    let scale = cluster
+        .kubectl(&[
+            "get",
+            "--raw",
+            "/apis/example.com/v1/namespaces/default/widgets/w1/scale",
+        ])
+        .json();
+    assert_eq!(
+        (scale["kind"].as_str(), scale["spec"]["replicas"].as_i64()),
+        (Some("Scale"), Some(4))
+    );
     assert_eq!(scale["status"]["selector"], "app=w1");
     let scaled = cluster.kubectl(&["get", "wd", "w1", "-o", "json"]).json();
     assert!(scaled["metadata"]["generation"].as_i64() > after["metadata"]["generation"].as_i64());
-    let main_write = cluster.kubectl(&["patch", "wd", "w1", "--type=merge", "-p", r#"{"status":{"replicas":9}}"#]);
+    let main_write = cluster.kubectl(&[
+        "patch",
+        "wd",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":9}}"#,
+    ]);
     main_write.ok();
-    assert_eq!(cluster.kubectl(&["get", "wd", "w1", "-o", "json"]).json()["status"]["replicas"], 2);
+    assert_eq!(
+        cluster.kubectl(&["get", "wd", "w1", "-o", "json"]).json()["status"]["replicas"],
+        2
+    );
 
     // Server-side apply with managed fields; explain from the published schema.
-    let applied = cluster.kubectl_stdin(&["apply", "--server-side", "--field-manager=ops", "-f", "-"], &widget("w7", "{color: green}"));
+    let applied = cluster.kubectl_stdin(
+        &["apply", "--server-side", "--field-manager=ops", "-f", "-"],
+        &widget("w7", "{color: green}"),
+    );
     applied.ok();
-    let managed = cluster.kubectl(&["get", "wd", "w7", "-o", "json", "--show-managed-fields"]).json();
+    let managed = cluster
+        .kubectl(&["get", "wd", "w7", "-o", "json", "--show-managed-fields"])
+        .json();
     assert_eq!(managed["metadata"]["managedFields"][0]["manager"], "ops");
-    assert!(cluster.kubectl(&["explain", "widget.spec.color"]).ok().contains("FIELD: color <string>"));
+    assert!(
+        cluster
+            .kubectl(&["explain", "widget.spec.color"])
+            .ok()
+            .contains("FIELD: color <string>")
+    );
 
     // Deleting the CRD: watchers see DELETED, finalizers are honoured, then it is gone.
-    cluster.kubectl(&["patch", "wd", "w2", "--type=merge", "-p", r#"{"metadata":{"finalizers":["example.com/hold"]}}"#]).ok();
-    let mut watch = cluster.kubectl_spawn(&["get", "--raw", "/apis/example.com/v1/namespaces/default/widgets?watch=true"]);
+    cluster
+        .kubectl(&[
+            "patch",
+            "wd",
+            "w2",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+        ])
+        .ok();
+    let mut watch = cluster.kubectl_spawn(&[
+        "get",
+        "--raw",
+        "/apis/example.com/v1/namespaces/default/widgets?watch=true",
+    ]);
     std::thread::sleep(Duration::from_secs(1));
-    cluster.kubectl(&["delete", "crd", "widgets.example.com", "--wait=false"]).ok();
-    assert!(eventually(Duration::from_secs(15), || cluster.kubectl(&["get", "wd", "-o", "name"]).stdout.trim() == "widget.example.com/w2"));
-    let terminating = cluster.kubectl(&["get", "crd", "widgets.example.com", "-o", "json"]).json();
-    assert!(terminating["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Terminating" && c["status"] == "True"));
-    cluster.kubectl(&["patch", "wd", "w2", "--type=merge", "-p", r#"{"metadata":{"finalizers":[]}}"#]).ok();
-    assert!(eventually(Duration::from_secs(15), || cluster.kubectl(&["get", "crd", "widgets.example.com"]).code != 0));
-    assert!(eventually(Duration::from_secs(5), || !apis("/apis").contains("example.com")));
+    cluster
+        .kubectl(&["delete", "crd", "widgets.example.com", "--wait=false"])
+        .ok();
+    assert!(eventually(Duration::from_secs(15), || cluster
+        .kubectl(&["get", "wd", "-o", "name"])
+        .stdout
+        .trim()
+        == "widget.example.com/w2"));
+    let terminating = cluster
+        .kubectl(&["get", "crd", "widgets.example.com", "-o", "json"])
+        .json();
+    assert!(
+        terminating["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Terminating" && c["status"] == "True")
+    );
+    cluster
+        .kubectl(&[
+            "patch",
+            "wd",
+            "w2",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":[]}}"#,
+        ])
+        .ok();
+    assert!(eventually(Duration::from_secs(15), || cluster
+        .kubectl(&["get", "crd", "widgets.example.com"])
+        .code
+        != 0));
+    assert!(eventually(Duration::from_secs(5), || !apis("/apis")
+        .contains("example.com")));
     let _ = watch.kill();
     let mut seen = String::new();
-    watch.stdout.take().unwrap().read_to_string(&mut seen).unwrap();
+    watch
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut seen)
+        .unwrap();
     let deleted: Vec<String> = seen
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -155,7 +336,10 @@ fn custom_resources_behave_like_built_ins() {
         .filter_map(|e| e["object"]["metadata"]["name"].as_str().map(str::to_string))
         .collect();
     for name in ["w1", "w2", "w6", "w7"] {
-        assert!(deleted.iter().any(|d| d == name), "{name} not deleted: {seen}");
+        assert!(
+            deleted.iter().any(|d| d == name),
+            "{name} not deleted: {seen}"
+        );
     }
 }
 
@@ -168,22 +352,46 @@ fn names_conflict_and_invalid_crds_are_rejected() {
                  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]}\n";
     cluster.kubectl_stdin(&["apply", "-f", "-"], clash).ok();
     assert!(eventually(Duration::from_secs(10), || {
-        let crd = cluster.kubectl(&["get", "crd", "gadgets.example.com", "-o", "json"]).json();
-        crd["status"]["conditions"].as_array().into_iter().flatten().any(|c| c["type"] == "NamesAccepted" && c["status"] == "False" && c["reason"] == "KindConflict")
+        let crd = cluster
+            .kubectl(&["get", "crd", "gadgets.example.com", "-o", "json"])
+            .json();
+        crd["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| {
+                c["type"] == "NamesAccepted"
+                    && c["status"] == "False"
+                    && c["reason"] == "KindConflict"
+            })
     }));
     let invalid = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: things.example.com}\n\
                    spec: {group: example.com, scope: Namespaced, names: {plural: things, kind: Thing},\n\
                    versions: [{name: v1, served: true, storage: false, schema: {openAPIV3Schema: {type: object, properties: {spec: {properties: {a: {type: string}}}}}}}]}\n";
     let err = cluster.kubectl_stdin(&["apply", "-f", "-"], invalid);
-    assert!(err.err().contains("must have exactly one version marked as storage version"), "{}", err.stderr);
-    assert!(err.stderr.contains("Required value: must not be empty for specified object fields"), "{}", err.stderr);
+    assert!(
+        err.err()
+            .contains("must have exactly one version marked as storage version"),
+        "{}",
+        err.stderr
+    );
+    assert!(
+        err.stderr
+            .contains("Required value: must not be empty for specified object fields"),
+        "{}",
+        err.stderr
+    );
     let cel = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: costly.example.com}\n\
                spec: {group: example.com, scope: Namespaced, names: {plural: costly, kind: Costly},\n\
                versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object,\n\
                x-kubernetes-validations: [{rule: \"self.a.all(x, self.a.all(y, x.startsWith(y)))\"}],\n\
                properties: {a: {type: array, items: {type: string}}}}}}}}]}\n";
     let costly = cluster.kubectl_stdin(&["apply", "-f", "-"], cel);
-    assert!(costly.err().contains("estimated rule cost exceeds budget"), "{}", costly.stderr);
+    assert!(
+        costly.err().contains("estimated rule cost exceeds budget"),
+        "{}",
+        costly.stderr
+    );
     assert!(cluster.kubectl(&["get", "crd", "costly.example.com"]).code != 0);
 }
 
@@ -196,7 +404,10 @@ fn webhook_certificates(dir: &std::path::Path) -> String {
     let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
     let issuer = Issuer::new(ca, ca_key);
     let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["converter.webhooks.svc".to_string()]).unwrap().signed_by(&key, &issuer).unwrap();
+    let cert = CertificateParams::new(vec!["converter.webhooks.svc".to_string()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
     std::fs::write(dir.join("webhook.crt"), cert.pem()).unwrap();
     std::fs::write(dir.join("webhook.key"), key.serialize_pem()).unwrap();
     base64::engine::general_purpose::STANDARD.encode(ca_pem)
@@ -211,19 +422,59 @@ fn versions_convert_with_none_and_with_a_webhook() {
                 versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}},\n\
                            {name: v2, served: true, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}\n";
     cluster.kubectl_stdin(&["apply", "-f", "-"], pets).ok();
-    cluster.kubectl(&["wait", "--for=condition=Established", "crd/pets.example.com"]).ok();
-    assert!(eventually(Duration::from_secs(5), || cluster.kubectl(&["get", "pets.v2.example.com"]).code == 0));
-    cluster.kubectl_stdin(&["apply", "-f", "-"], "apiVersion: example.com/v2\nkind: Pet\nmetadata: {name: rex}\nspec: {sound: woof}\n").ok();
-    let v1 = cluster.kubectl(&["get", "--raw", "/apis/example.com/v1/namespaces/default/pets/rex"]).json();
-    let v2 = cluster.kubectl(&["get", "--raw", "/apis/example.com/v2/namespaces/default/pets/rex"]).json();
-    assert_eq!((v1["apiVersion"].as_str(), v2["apiVersion"].as_str()), (Some("example.com/v1"), Some("example.com/v2")));
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/pets.example.com",
+        ])
+        .ok();
+    assert!(eventually(Duration::from_secs(5), || cluster
+        .kubectl(&["get", "pets.v2.example.com"])
+        .code
+        == 0));
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            "apiVersion: example.com/v2\nkind: Pet\nmetadata: {name: rex}\nspec: {sound: woof}\n",
+        )
+        .ok();
+    let v1 = cluster
+        .kubectl(&[
+            "get",
+            "--raw",
+            "/apis/example.com/v1/namespaces/default/pets/rex",
+        ])
+        .json();
+    let v2 = cluster
+        .kubectl(&[
+            "get",
+            "--raw",
+            "/apis/example.com/v2/namespaces/default/pets/rex",
+        ])
+        .json();
+    assert_eq!(
+        (v1["apiVersion"].as_str(), v2["apiVersion"].as_str()),
+        (Some("example.com/v1"), Some("example.com/v2"))
+    );
     assert_eq!(v1["spec"], v2["spec"]);
-    let stored = cluster.etcdctl(&["get", "/registry/example.com/pets/default/rex", "--print-value-only"]);
-    assert_eq!(serde_json::from_str::<Value>(stored.ok().trim()).unwrap()["apiVersion"], "example.com/v1");
+    let stored = cluster.etcdctl(&[
+        "get",
+        "/registry/example.com/pets/default/rex",
+        "--print-value-only",
+    ]);
+    assert_eq!(
+        serde_json::from_str::<Value>(stored.ok().trim()).unwrap()["apiVersion"],
+        "example.com/v1"
+    );
 
     // A conversion webhook behind a Service, verified by its caBundle.
     let ca_bundle = webhook_certificates(&cluster.dir);
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut webhook = Command::new("python3")
         .arg(workspace().join("tests/python/conversion_webhook.py"))
         .arg(port.to_string())
@@ -234,7 +485,9 @@ fn versions_convert_with_none_and_with_a_webhook() {
         .spawn()
         .unwrap();
     let mut ready = String::new();
-    BufReader::new(webhook.stdout.as_mut().unwrap()).read_line(&mut ready).unwrap();
+    BufReader::new(webhook.stdout.as_mut().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
     let plumbing = format!(
         "apiVersion: v1\nkind: Namespace\nmetadata: {{name: webhooks}}\n---\n\
          apiVersion: v1\nkind: Service\nmetadata: {{name: converter, namespace: webhooks}}\nspec: {{ports: [{{name: https, port: 443, targetPort: {port}}}]}}\n---\n\
@@ -252,27 +505,83 @@ fn versions_convert_with_none_and_with_a_webhook() {
          \x20 - {{name: v2, served: true, storage: false, schema: {{openAPIV3Schema: {{type: object, properties: {{spec: {{type: object, properties: {{data: {{type: string}}}}}}}}}}}}}}\n"
     );
     cluster.kubectl_stdin(&["apply", "-f", "-"], &tokens).ok();
-    cluster.kubectl(&["wait", "--for=condition=Established", "crd/tokens.example.com"]).ok();
-    assert!(eventually(Duration::from_secs(5), || cluster.kubectl(&["get", "tokens.v1.example.com"]).code == 0));
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/tokens.example.com",
+        ])
+        .ok();
+    assert!(eventually(Duration::from_secs(5), || cluster
+        .kubectl(&["get", "tokens.v1.example.com"])
+        .code
+        == 0));
     cluster.kubectl_stdin(&["apply", "-f", "-"], "apiVersion: example.com/v1\nkind: Token\nmetadata: {name: t1}\nspec: {value: secret}\n").ok();
-    let as_v2 = cluster.kubectl(&["get", "--raw", "/apis/example.com/v2/namespaces/default/tokens/t1"]).json();
-    assert_eq!(as_v2["spec"], serde_json::json!({"data": "secret"}), "{as_v2}");
+    let as_v2 = cluster
+        .kubectl(&[
+            "get",
+            "--raw",
+            "/apis/example.com/v2/namespaces/default/tokens/t1",
+        ])
+        .json();
+    assert_eq!(
+        as_v2["spec"],
+        serde_json::json!({"data": "secret"}),
+        "{as_v2}"
+    );
     assert_eq!(as_v2["metadata"]["annotations"]["converted-by"], "webhook");
-    cluster.kubectl_stdin(&["apply", "-f", "-"], "apiVersion: example.com/v2\nkind: Token\nmetadata: {name: t2}\nspec: {data: other}\n").ok();
-    let stored = cluster.etcdctl(&["get", "/registry/example.com/tokens/default/t2", "--print-value-only"]);
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            "apiVersion: example.com/v2\nkind: Token\nmetadata: {name: t2}\nspec: {data: other}\n",
+        )
+        .ok();
+    let stored = cluster.etcdctl(&[
+        "get",
+        "/registry/example.com/tokens/default/t2",
+        "--print-value-only",
+    ]);
     let stored: Value = serde_json::from_str(stored.ok().trim()).unwrap();
-    assert_eq!((stored["apiVersion"].as_str(), &stored["spec"]), (Some("example.com/v1"), &serde_json::json!({"value": "other"})));
-    let listed = cluster.kubectl(&["get", "--raw", "/apis/example.com/v2/namespaces/default/tokens"]).json();
+    assert_eq!(
+        (stored["apiVersion"].as_str(), &stored["spec"]),
+        (
+            Some("example.com/v1"),
+            &serde_json::json!({"value": "other"})
+        )
+    );
+    let listed = cluster
+        .kubectl(&[
+            "get",
+            "--raw",
+            "/apis/example.com/v2/namespaces/default/tokens",
+        ])
+        .json();
     assert_eq!(listed["items"].as_array().unwrap().len(), 2);
-    assert!(listed["items"].as_array().unwrap().iter().all(|t| t["apiVersion"] == "example.com/v2" && t["spec"].get("data").is_some()));
+    assert!(
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["apiVersion"] == "example.com/v2" && t["spec"].get("data").is_some())
+    );
     webhook.kill().unwrap();
 }
 
 #[test]
 fn python_client_drives_custom_resources() {
     let cluster = Cluster::start();
-    let output = cluster.command("python3").arg(workspace().join("tests/python/crd_test.py")).output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    let output = cluster
+        .command("python3")
+        .arg(workspace().join("tests/python/crd_test.py"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(
+        output.status.success(),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     assert!(stdout.contains("python crd: all checks passed"));
 }

@@ -51,13 +51,19 @@ struct Api {
 }
 
 fn tls_config(pki: &Path) -> rustls::ClientConfig {
-    let read = |name: &str| std::fs::read(pki.join(name)).unwrap_or_else(|e| panic!("reading {name}: {e}"));
+    let read = |name: &str| {
+        std::fs::read(pki.join(name)).unwrap_or_else(|e| panic!("reading {name}: {e}"))
+    };
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut &read("ca.crt")[..]) {
         roots.add(cert.expect("CA PEM")).expect("CA certificate");
     }
-    let certs = rustls_pemfile::certs(&mut &read("admin.crt")[..]).collect::<Result<Vec<_>, _>>().expect("admin certificate");
-    let key = rustls_pemfile::private_key(&mut &read("admin.key")[..]).expect("admin key PEM").expect("an admin key");
+    let certs = rustls_pemfile::certs(&mut &read("admin.crt")[..])
+        .collect::<Result<Vec<_>, _>>()
+        .expect("admin certificate");
+    let key = rustls_pemfile::private_key(&mut &read("admin.key")[..])
+        .expect("admin key PEM")
+        .expect("an admin key");
     rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .expect("TLS versions")
@@ -75,7 +81,10 @@ impl Api {
             .no_proxy()
             .build()
             .expect("an HTTPS client");
-        Api { http, base: format!("https://127.0.0.1:{}", cluster.port) }
+        Api {
+            http,
+            base: format!("https://127.0.0.1:{}", cluster.port),
+        }
     }
 
     /// Sends a request; status 0 when no HTTP response came back.
@@ -83,7 +92,10 @@ impl Api {
         match request.send() {
             Ok(resp) => {
                 let status = resp.status().as_u16();
-                let body = resp.bytes().map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null)).unwrap_or(Value::Null);
+                let body = resp
+                    .bytes()
+                    .map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null))
+                    .unwrap_or(Value::Null);
                 (status, body)
             }
             Err(e) => (0, Value::String(e.to_string())),
@@ -91,7 +103,12 @@ impl Api {
     }
 
     fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        self.send(self.http.post(format!("{}{path}", self.base)).header("content-type", "application/json").body(body.to_string()))
+        self.send(
+            self.http
+                .post(format!("{}{path}", self.base))
+                .header("content-type", "application/json")
+                .body(body.to_string()),
+        )
     }
 
     fn get(&self, path: &str) -> (u16, Value) {
@@ -99,7 +116,10 @@ impl Api {
     }
 
     fn create_namespace(&self, name: &str) {
-        let (status, body) = self.post("/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}));
+        let (status, body) = self.post(
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+        );
         assert_eq!(status, 201, "creating namespace {name}: {body}");
     }
 }
@@ -126,7 +146,14 @@ fn widget(name: &str) -> Value {
 
 /// Creates `object(name)` at `path` from `clients` threads until `stop`
 /// (names `<prefix>-<client>-<n>`); every outcome, in no particular order.
-fn load(api: &Api, path: &str, object: fn(&str) -> Value, prefix: &str, clients: usize, stop: &AtomicBool) -> Vec<Outcome> {
+fn load(
+    api: &Api,
+    path: &str,
+    object: fn(&str) -> Value,
+    prefix: &str,
+    clients: usize,
+    stop: &AtomicBool,
+) -> Vec<Outcome> {
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..clients)
             .map(|client| {
@@ -139,28 +166,53 @@ fn load(api: &Api, path: &str, object: fn(&str) -> Value, prefix: &str, clients:
                         let name = format!("{prefix}-{client}-{n}");
                         let started = Instant::now();
                         let (status, body) = api.post(path, &object(&name));
-                        let detail = if status == 201 { String::new() } else { body["message"].as_str().map_or(body.to_string(), str::to_string) };
-                        outcomes.push(Outcome { name, status, detail, started, ended: Instant::now() });
+                        let detail = if status == 201 {
+                            String::new()
+                        } else {
+                            body["message"]
+                                .as_str()
+                                .map_or(body.to_string(), str::to_string)
+                        };
+                        outcomes.push(Outcome {
+                            name,
+                            status,
+                            detail,
+                            started,
+                            ended: Instant::now(),
+                        });
                     }
                     outcomes
                 })
             })
             .collect();
-        workers.into_iter().flat_map(|w| w.join().expect("a load client")).collect()
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a load client"))
+            .collect()
     })
 }
 
 /// The names stored in etcd under a key prefix.
 fn stored(cluster: &Cluster, prefix: &str) -> BTreeSet<String> {
     let run = cluster.etcdctl(&["get", "--prefix", "--keys-only", prefix]);
-    run.ok().lines().filter(|l| !l.is_empty()).filter_map(|key| key.rsplit('/').next()).map(str::to_string).collect()
+    run.ok()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .filter_map(|key| key.rsplit('/').next())
+        .map(str::to_string)
+        .collect()
 }
 
 /// Bytes a server listening on `port` has received on its accepted
 /// connections (the kernel's tcp_info, through `ss`).
 fn bytes_received(port: u16) -> u64 {
     let out = Command::new("ss")
-        .args(["-Htin", "state", "established", &format!("( sport = :{port} )")])
+        .args([
+            "-Htin",
+            "state",
+            "established",
+            &format!("( sport = :{port} )"),
+        ])
         .output()
         .expect("ss (iproute2) on PATH");
     String::from_utf8_lossy(&out.stdout)
@@ -171,7 +223,11 @@ fn bytes_received(port: u16) -> u64 {
 }
 
 fn port_of(address: &str) -> u16 {
-    address.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("no port in {address}"))
+    address
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {address}"))
 }
 
 /// One replica's death and return, as seen from outside.
@@ -191,9 +247,13 @@ struct Kill {
 /// is gone from etcd.
 fn kill_replica(cluster: &Cluster, component: &str, victim: u32) -> Kill {
     let before = cluster.registrations(component);
-    let address = before.iter().find(|(_, pid)| *pid == victim).map(|(a, _)| a.clone()).unwrap_or_else(|| {
-        panic!("{component} pid {victim} is not registered: {before:?}");
-    });
+    let address = before
+        .iter()
+        .find(|(_, pid)| *pid == victim)
+        .map(|(a, _)| a.clone())
+        .unwrap_or_else(|| {
+            panic!("{component} pid {victim} is not registered: {before:?}");
+        });
     let replicas = before.len();
     let at = Instant::now();
     Cluster::signal(victim, Signal::SIGKILL);
@@ -204,28 +264,54 @@ fn kill_replica(cluster: &Cluster, component: &str, victim: u32) -> Kill {
         if unregistered_after.is_none() && !now.iter().any(|(_, pid)| *pid == victim) {
             unregistered_after = Some(at.elapsed());
         }
-        if replaced_after.is_none() && now.iter().any(|(a, pid)| *a == address && !before.iter().any(|(_, old)| old == pid)) {
+        if replaced_after.is_none()
+            && now
+                .iter()
+                .any(|(a, pid)| *a == address && !before.iter().any(|(_, old)| old == pid))
+        {
             replaced_after = Some(at.elapsed());
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let unregistered_after = unregistered_after.unwrap_or_else(|| panic!("the dead {component}'s registration stayed in etcd for 60 s"));
-    let replaced_after = replaced_after.unwrap_or_else(|| panic!("the launcher did not bring {component} back within 60 s"));
+    let unregistered_after = unregistered_after
+        .unwrap_or_else(|| panic!("the dead {component}'s registration stayed in etcd for 60 s"));
+    let replaced_after = replaced_after
+        .unwrap_or_else(|| panic!("the launcher did not bring {component} back within 60 s"));
     let pids = cluster.child_pids(component);
-    assert_eq!(pids.len(), replicas, "{component} children after the restart: {pids:?}");
+    assert_eq!(
+        pids.len(),
+        replicas,
+        "{component} children after the restart: {pids:?}"
+    );
     assert!(!pids.contains(&victim), "{victim} still runs");
-    Kill { at, port: port_of(&address), unregistered_after, replaced_after }
+    Kill {
+        at,
+        port: port_of(&address),
+        unregistered_after,
+        replaced_after,
+    }
 }
 
 /// Checks a load that saw a kill: no acknowledged create lost, errors at
 /// most the requests in flight at the kill. Prints what it found.
 fn check_load(what: &str, outcomes: &[Outcome], stored: &BTreeSet<String>, kill: &Kill) {
     let acknowledged: Vec<&Outcome> = outcomes.iter().filter(|o| o.status == 201).collect();
-    let lost: Vec<&str> = acknowledged.iter().filter(|o| !stored.contains(&o.name)).map(|o| o.name.as_str()).collect();
-    let in_flight = outcomes.iter().filter(|o| o.started <= kill.at && o.ended >= kill.at).count();
+    let lost: Vec<&str> = acknowledged
+        .iter()
+        .filter(|o| !stored.contains(&o.name))
+        .map(|o| o.name.as_str())
+        .collect();
+    let in_flight = outcomes
+        .iter()
+        .filter(|o| o.started <= kill.at && o.ended >= kill.at)
+        .count();
     let errors: Vec<&Outcome> = outcomes.iter().filter(|o| o.status != 201).collect();
     let applied_anyway = errors.iter().filter(|o| stored.contains(&o.name)).count();
-    let after: Vec<Duration> = outcomes.iter().filter(|o| o.started >= kill.at).map(|o| o.ended - o.started).collect();
+    let after: Vec<Duration> = outcomes
+        .iter()
+        .filter(|o| o.started >= kill.at)
+        .map(|o| o.ended - o.started)
+        .collect();
     let slowest_after = after.iter().max().copied().unwrap_or_default();
     println!(
         "MEASURE {what}: {} creates, {} acknowledged, {} errors ({} of them stored anyway), {in_flight} in flight at the kill; \
@@ -239,31 +325,70 @@ fn check_load(what: &str, outcomes: &[Outcome], stored: &BTreeSet<String>, kill:
         kill.replaced_after.as_secs_f64(),
     );
     for e in &errors {
-        let when = if e.started <= kill.at && e.ended >= kill.at { "in flight at the kill" } else { "NOT in flight at the kill" };
-        println!("  {what} error: {} -> {} {} ({when}; stored: {})", e.name, e.status, e.detail, stored.contains(&e.name));
+        let when = if e.started <= kill.at && e.ended >= kill.at {
+            "in flight at the kill"
+        } else {
+            "NOT in flight at the kill"
+        };
+        println!(
+            "  {what} error: {} -> {} {} ({when}; stored: {})",
+            e.name,
+            e.status,
+            e.detail,
+            stored.contains(&e.name)
+        );
     }
-    assert!(acknowledged.len() > 50, "{what}: too little load to mean anything ({} acknowledged)", acknowledged.len());
-    assert!(lost.is_empty(), "{what}: {} acknowledged creates are not in etcd: {lost:?}", lost.len());
-    assert!(errors.len() <= in_flight, "{what}: {} errors but only {in_flight} requests were in flight at the kill", errors.len());
+    assert!(
+        acknowledged.len() > 50,
+        "{what}: too little load to mean anything ({} acknowledged)",
+        acknowledged.len()
+    );
+    assert!(
+        lost.is_empty(),
+        "{what}: {} acknowledged creates are not in etcd: {lost:?}",
+        lost.len()
+    );
+    assert!(
+        errors.len() <= in_flight,
+        "{what}: {} errors but only {in_flight} requests were in flight at the kill",
+        errors.len()
+    );
 }
 
 /// Sends `count` creates one by one and checks that the replica on `port`
 /// received a share of them (bytes on its accepted connections grew).
-fn check_takes_traffic(what: &str, api: &Api, path: &str, object: fn(&str) -> Value, prefix: &str, port: u16) {
+fn check_takes_traffic(
+    what: &str,
+    api: &Api,
+    path: &str,
+    object: fn(&str) -> Value,
+    prefix: &str,
+    port: u16,
+) {
     let before = bytes_received(port);
     for n in 0..60 {
         let (status, body) = api.post(path, &object(&format!("{prefix}-{n}")));
         assert_eq!(status, 201, "{what}: create after the restart: {body}");
     }
     let received = bytes_received(port).saturating_sub(before);
-    println!("MEASURE {what}: the restarted replica (port {port}) received {received} bytes during 60 creates");
-    assert!(received > 1000, "{what}: the restarted replica took no traffic ({received} bytes received during 60 creates)");
+    println!(
+        "MEASURE {what}: the restarted replica (port {port}) received {received} bytes during 60 creates"
+    );
+    assert!(
+        received > 1000,
+        "{what}: the restarted replica took no traffic ({received} bytes received during 60 creates)"
+    );
 }
 
 /// Waits until the dead replica is no longer skipped by its callers and its
 /// replacement is the only registration at its address.
 fn settle(kill: &Kill) {
-    let ready = kill.at + kill.unregistered_after.max(kill.replaced_after).max(EJECTION) + Duration::from_millis(500);
+    let ready = kill.at
+        + kill
+            .unregistered_after
+            .max(kill.replaced_after)
+            .max(EJECTION)
+        + Duration::from_millis(500);
     std::thread::sleep(ready.saturating_duration_since(Instant::now()));
 }
 
@@ -275,7 +400,13 @@ fn a_core_replica_killed_under_load_loses_no_acknowledged_write() {
     api.create_namespace("load");
     let cores = cluster.child_pids("core-server");
     assert_eq!(cores.len(), 3, "core replicas: {cores:?}");
-    assert!(eventually(Duration::from_secs(20), || cluster.registrations("core-server").len() == 3), "three core registrations");
+    assert!(
+        eventually(Duration::from_secs(20), || cluster
+            .registrations("core-server")
+            .len()
+            == 3),
+        "three core registrations"
+    );
 
     let path = "/api/v1/namespaces/load/configmaps";
     let stop = AtomicBool::new(false);
@@ -287,7 +418,12 @@ fn a_core_replica_killed_under_load_loses_no_acknowledged_write() {
         stop.store(true, Ordering::Relaxed);
         (clients.join().expect("the load"), kill)
     });
-    check_load("core failover", &outcomes, &stored(&cluster, "/registry/configmaps/load/"), &kill);
+    check_load(
+        "core failover",
+        &outcomes,
+        &stored(&cluster, "/registry/configmaps/load/"),
+        &kill,
+    );
 
     settle(&kill);
     check_takes_traffic("core failover", &api, path, configmap, "after", kill.port);
@@ -311,15 +447,26 @@ fn an_extension_replica_killed_under_load_loses_no_acknowledged_custom_resource(
             }}}],
         },
     });
-    let (status, body) = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd);
+    let (status, body) = api.post(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    );
     assert_eq!(status, 201, "creating the CRD: {body}");
     let path = "/apis/example.com/v1/namespaces/load/widgets";
     // Served by every replica: ten lists in a row (spread round robin) succeed.
-    let served = eventually(Duration::from_secs(30), || (0..10).all(|_| api.get(path).0 == 200));
+    let served = eventually(Duration::from_secs(30), || {
+        (0..10).all(|_| api.get(path).0 == 200)
+    });
     assert!(served, "widgets are not served: {:?}", api.get(path));
     let extensions = cluster.child_pids("extension-server");
     assert_eq!(extensions.len(), 2, "extension replicas: {extensions:?}");
-    assert!(eventually(Duration::from_secs(20), || cluster.registrations("extension-server").len() == 2), "two extension registrations");
+    assert!(
+        eventually(Duration::from_secs(20), || cluster
+            .registrations("extension-server")
+            .len()
+            == 2),
+        "two extension registrations"
+    );
 
     let stop = AtomicBool::new(false);
     let (outcomes, kill) = std::thread::scope(|scope| {
@@ -330,7 +477,12 @@ fn an_extension_replica_killed_under_load_loses_no_acknowledged_custom_resource(
         stop.store(true, Ordering::Relaxed);
         (clients.join().expect("the load"), kill)
     });
-    check_load("extension failover", &outcomes, &stored(&cluster, "/registry/example.com/widgets/load/"), &kill);
+    check_load(
+        "extension failover",
+        &outcomes,
+        &stored(&cluster, "/registry/example.com/widgets/load/"),
+        &kill,
+    );
 
     settle(&kill);
     check_takes_traffic("extension failover", &api, path, widget, "after", kill.port);
@@ -367,15 +519,24 @@ fn informer(api: Api, path: String, seen: Arc<Mutex<Informed>>, stop: Arc<Atomic
                 let mut informed = seen.lock().unwrap_or_else(|e| e.into_inner());
                 // A relist replaces the state: only names not seen yet count as added.
                 for item in list["items"].as_array().into_iter().flatten() {
-                    let name = item["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                    let name = item["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
                     if !informed.added.contains(&name) {
                         informed.added.push(name);
                     }
                 }
-                list["metadata"]["resourceVersion"].as_str().unwrap_or_default().to_string()
+                list["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
             }
         };
-        let url = format!("{}{path}?watch=1&allowWatchBookmarks=true&resourceVersion={rv}", api.base);
+        let url = format!(
+            "{}{path}?watch=1&allowWatchBookmarks=true&resourceVersion={rv}",
+            api.base
+        );
         let end = match api.http.get(url).timeout(Duration::from_secs(600)).send() {
             Err(e) => format!("watch request failed: {e}"),
             Ok(resp) if resp.status() == 410 => {
@@ -392,7 +553,9 @@ fn informer(api: Api, path: String, seen: Arc<Mutex<Informed>>, stop: Arc<Atomic
                         why = "stream broke".into();
                         break;
                     };
-                    let Ok(event) = serde_json::from_str::<Value>(&line) else { continue };
+                    let Ok(event) = serde_json::from_str::<Value>(&line) else {
+                        continue;
+                    };
                     let object = &event["object"];
                     if event["type"] == "ERROR" {
                         why = format!("ERROR event: {object}");
@@ -402,10 +565,19 @@ fn informer(api: Api, path: String, seen: Arc<Mutex<Informed>>, stop: Arc<Atomic
                         }
                         break;
                     }
-                    resource_version = object["metadata"]["resourceVersion"].as_str().map(str::to_string).or(resource_version);
+                    resource_version = object["metadata"]["resourceVersion"]
+                        .as_str()
+                        .map(str::to_string)
+                        .or(resource_version);
                     if event["type"] == "ADDED" {
-                        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
-                        seen.lock().unwrap_or_else(|e| e.into_inner()).added.push(name);
+                        let name = object["metadata"]["name"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string();
+                        seen.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .added
+                            .push(name);
                     }
                 }
                 why
@@ -431,12 +603,23 @@ fn a_watch_survives_the_death_of_every_core_replica_and_misses_no_event() {
     let path = "/api/v1/namespaces/watched/configmaps";
     let originals = cluster.child_pids("core-server");
     assert_eq!(originals.len(), 3, "core replicas: {originals:?}");
-    assert!(eventually(Duration::from_secs(20), || cluster.registrations("core-server").len() == 3), "three core registrations");
+    assert!(
+        eventually(Duration::from_secs(20), || cluster
+            .registrations("core-server")
+            .len()
+            == 3),
+        "three core registrations"
+    );
 
     let seen = Arc::new(Mutex::new(Informed::default()));
     let stop_watch = Arc::new(AtomicBool::new(false));
     {
-        let (api, path, seen, stop) = (api.clone(), path.to_string(), seen.clone(), stop_watch.clone());
+        let (api, path, seen, stop) = (
+            api.clone(),
+            path.to_string(),
+            seen.clone(),
+            stop_watch.clone(),
+        );
         std::thread::spawn(move || informer(api, path, seen, stop));
     }
     // The watch is served by one of the original replicas; killing each of
@@ -452,7 +635,13 @@ fn a_watch_survives_the_death_of_every_core_replica_and_misses_no_event() {
                 let name = format!("watched-{n}");
                 let started = Instant::now();
                 let (status, body) = api.post(path, &configmap(&name));
-                outcomes.push(Outcome { name, status, detail: body["message"].to_string(), started, ended: Instant::now() });
+                outcomes.push(Outcome {
+                    name,
+                    status,
+                    detail: body["message"].to_string(),
+                    started,
+                    ended: Instant::now(),
+                });
                 std::thread::sleep(Duration::from_millis(20));
             }
             outcomes
@@ -472,9 +661,16 @@ fn a_watch_survives_the_death_of_every_core_replica_and_misses_no_event() {
     });
 
     let in_etcd = stored(&cluster, "/registry/configmaps/watched/");
-    let acknowledged: BTreeSet<String> = outcomes.iter().filter(|o| o.status == 201).map(|o| o.name.clone()).collect();
+    let acknowledged: BTreeSet<String> = outcomes
+        .iter()
+        .filter(|o| o.status == 201)
+        .map(|o| o.name.clone())
+        .collect();
     let lost: Vec<&String> = acknowledged.difference(&in_etcd).collect();
-    assert!(lost.is_empty(), "acknowledged creates missing from etcd: {lost:?}");
+    assert!(
+        lost.is_empty(),
+        "acknowledged creates missing from etcd: {lost:?}"
+    );
     let complete = eventually(Duration::from_secs(30), || {
         let informed = seen.lock().unwrap_or_else(|e| e.into_inner());
         in_etcd.iter().all(|name| informed.added.contains(name))
@@ -485,9 +681,20 @@ fn a_watch_survives_the_death_of_every_core_replica_and_misses_no_event() {
     for name in &informed.added {
         *counts.entry(name.as_str()).or_default() += 1;
     }
-    let missed: Vec<&String> = in_etcd.iter().filter(|n| !counts.contains_key(n.as_str())).collect();
-    let twice: Vec<&str> = counts.iter().filter(|(_, c)| **c > 1).map(|(n, _)| *n).collect();
-    let unknown: Vec<&str> = counts.keys().filter(|n| !in_etcd.contains(**n)).copied().collect();
+    let missed: Vec<&String> = in_etcd
+        .iter()
+        .filter(|n| !counts.contains_key(n.as_str()))
+        .collect();
+    let twice: Vec<&str> = counts
+        .iter()
+        .filter(|(_, c)| **c > 1)
+        .map(|(n, _)| *n)
+        .collect();
+    let unknown: Vec<&str> = counts
+        .keys()
+        .filter(|n| !in_etcd.contains(**n))
+        .copied()
+        .collect();
     println!(
         "MEASURE watch failover: {} creates ({} acknowledged, {} stored), {} ADDED events seen, {} resumes, {} relists; ends: {:?}",
         outcomes.len(),
@@ -499,10 +706,24 @@ fn a_watch_survives_the_death_of_every_core_replica_and_misses_no_event() {
         informed.ends
     );
     // The aggregator carries the watch across the deaths: the client never has to resume.
-    assert_eq!(informed.resumes, 0, "the watch ended under the client: {:?}", informed.ends);
-    assert!(complete && missed.is_empty(), "the resumed watch missed {} stored objects: {missed:?}", missed.len());
-    assert!(twice.is_empty(), "ADDED more than once after a resume: {twice:?}");
-    assert!(unknown.is_empty(), "ADDED for objects that are not stored: {unknown:?}");
+    assert_eq!(
+        informed.resumes, 0,
+        "the watch ended under the client: {:?}",
+        informed.ends
+    );
+    assert!(
+        complete && missed.is_empty(),
+        "the resumed watch missed {} stored objects: {missed:?}",
+        missed.len()
+    );
+    assert!(
+        twice.is_empty(),
+        "ADDED more than once after a resume: {twice:?}"
+    );
+    assert!(
+        unknown.is_empty(),
+        "ADDED for objects that are not stored: {unknown:?}"
+    );
 }
 
 /// Creates/s through the front door from `CLIENTS` clients for `duration`.
@@ -524,7 +745,11 @@ fn throughput(cluster: &Cluster, duration: Duration) -> f64 {
     });
     let elapsed = started.elapsed().as_secs_f64();
     let created = outcomes.iter().filter(|o| o.status == 201).count();
-    assert_eq!(created, outcomes.len(), "every create of the benchmark succeeds");
+    assert_eq!(
+        created,
+        outcomes.len(),
+        "every create of the benchmark succeeds"
+    );
     created as f64 / elapsed
 }
 
@@ -555,17 +780,27 @@ fn kubectl_get_watch_across_the_death_of_its_replica() {
     let cluster = Cluster::start_with(REPLICAS);
     cluster.kubectl(&["create", "namespace", "kw"]).ok();
     let originals = cluster.child_pids("core-server");
-    assert!(eventually(Duration::from_secs(20), || cluster.registrations("core-server").len() == 3), "three core registrations");
+    assert!(
+        eventually(Duration::from_secs(20), || cluster
+            .registrations("core-server")
+            .len()
+            == 3),
+        "three core registrations"
+    );
     let mut watch = cluster.kubectl_spawn(&["get", "configmaps", "-n", "kw", "-w", "-o", "name"]);
     std::thread::sleep(Duration::from_secs(2));
     let mut created = vec!["first".to_string()];
-    cluster.kubectl(&["create", "configmap", "first", "-n", "kw"]).ok();
+    cluster
+        .kubectl(&["create", "configmap", "first", "-n", "kw"])
+        .ok();
     // One of the originals serves the watch: kill each in turn, creating one
     // object after each death.
     for victim in &originals {
         kill_replica(&cluster, "core-server", *victim);
         let name = format!("after-{victim}");
-        cluster.kubectl(&["create", "configmap", &name, "-n", "kw"]).ok();
+        cluster
+            .kubectl(&["create", "configmap", &name, "-n", "kw"])
+            .ok();
         created.push(name);
     }
     std::thread::sleep(Duration::from_secs(3));
@@ -573,9 +808,22 @@ fn kubectl_get_watch_across_the_death_of_its_replica() {
     let _ = watch.kill();
     let output = watch.wait_with_output().expect("kubectl's output");
     let seen = String::from_utf8_lossy(&output.stdout).into_owned();
-    let missed: Vec<&String> = created.iter().filter(|n| !seen.lines().any(|l| l == format!("configmap/{n}"))).collect();
-    assert!(exited.is_none(), "kubectl get -w exited ({exited:?}) when its core replica died; it printed:\n{seen}");
-    assert!(missed.is_empty(), "kubectl get -w kept running but missed {missed:?}; it printed:\n{seen}");
+    let missed: Vec<&String> = created
+        .iter()
+        .filter(|n| !seen.lines().any(|l| l == format!("configmap/{n}")))
+        .collect();
+    assert!(
+        exited.is_none(),
+        "kubectl get -w exited ({exited:?}) when its core replica died; it printed:\n{seen}"
+    );
+    assert!(
+        missed.is_empty(),
+        "kubectl get -w kept running but missed {missed:?}; it printed:\n{seen}"
+    );
     let shown = seen.lines().filter(|l| l.starts_with("configmap/")).count();
-    assert_eq!(shown, created.len(), "each object shown once, no replays; it printed:\n{seen}");
+    assert_eq!(
+        shown,
+        created.len(),
+        "each object shown once, no replays; it printed:\n{seen}"
+    );
 }

@@ -32,7 +32,9 @@ fn deployment(name: &str, replicas: i32, labels: Value) -> Value {
 
 async fn client(cluster: &Cluster) -> Client {
     let kubeconfig = Kubeconfig::read_from(cluster.kubeconfig()).expect("kubeconfig");
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.expect("config from kubeconfig");
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("config from kubeconfig");
     Client::try_from(config).expect("client")
 }
 
@@ -46,7 +48,15 @@ fn status(err: kube::Error) -> kube::core::Status {
 
 /// The managers recorded in an object's managedFields, with their operations.
 fn managers(d: &Deployment) -> Vec<(String, String)> {
-    d.managed_fields().iter().map(|m| (m.manager.clone().unwrap_or_default(), m.operation.clone().unwrap_or_default())).collect()
+    d.managed_fields()
+        .iter()
+        .map(|m| {
+            (
+                m.manager.clone().unwrap_or_default(),
+                m.operation.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 /// The next event of a watcher, or a panic after `within`.
@@ -63,7 +73,10 @@ where
 }
 
 /// Events until one is an `Apply` or `Delete` of `name` matching `wanted`.
-async fn wait_for<S>(events: &mut S, wanted: impl Fn(&Event<Deployment>) -> bool) -> Event<Deployment>
+async fn wait_for<S>(
+    events: &mut S,
+    wanted: impl Fn(&Event<Deployment>) -> bool,
+) -> Event<Deployment>
 where
     S: futures::Stream<Item = Result<Event<Deployment>, watcher::Error>> + Unpin,
 {
@@ -82,7 +95,11 @@ fn is_apply_of(name: &str) -> impl Fn(&Event<Deployment>) -> bool + '_ {
 #[test]
 fn kube_rs_api_server_side_apply_and_watcher() {
     let cluster = Cluster::start();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     runtime.block_on(async {
         let client = client(&cluster).await;
         let api: Api<Deployment> = Api::namespaced(client.clone(), "default");

@@ -28,47 +28,141 @@ data: {a: \"1\", c: \"3\"}
 fn configmaps_through_every_write_verb() {
     let cluster = Cluster::start();
     // `create configmap` sends a protobuf body.
-    assert_eq!(cluster.kubectl(&["create", "configmap", "pb", "--from-literal=greeting=hello"]).ok().trim(), "configmap/pb created");
-    let pb = cluster.kubectl(&["get", "configmap", "pb", "-o", "json"]).json();
+    assert_eq!(
+        cluster
+            .kubectl(&["create", "configmap", "pb", "--from-literal=greeting=hello"])
+            .ok()
+            .trim(),
+        "configmap/pb created"
+    );
+    let pb = cluster
+        .kubectl(&["get", "configmap", "pb", "-o", "json"])
+        .json();
     assert_eq!(pb["data"]["greeting"], "hello");
     assert_eq!(pb["metadata"]["namespace"], "default");
-    assert!(pb["metadata"]["uid"].as_str().is_some_and(|u| u.len() == 36));
+    assert!(
+        pb["metadata"]["uid"]
+            .as_str()
+            .is_some_and(|u| u.len() == 36)
+    );
     assert!(pb["metadata"]["creationTimestamp"].is_string());
 
     // apply twice, changing and removing a key and a label.
-    assert!(cluster.kubectl_stdin(&["apply", "-f", "-"], APPLIED_V1).ok().contains("configmap/applied created"));
-    assert!(cluster.kubectl_stdin(&["apply", "-f", "-"], APPLIED_V2).ok().contains("configmap/applied configured"));
-    let applied = cluster.kubectl(&["get", "cm", "applied", "-o", "json"]).json();
+    assert!(
+        cluster
+            .kubectl_stdin(&["apply", "-f", "-"], APPLIED_V1)
+            .ok()
+            .contains("configmap/applied created")
+    );
+    assert!(
+        cluster
+            .kubectl_stdin(&["apply", "-f", "-"], APPLIED_V2)
+            .ok()
+            .contains("configmap/applied configured")
+    );
+    let applied = cluster
+        .kubectl(&["get", "cm", "applied", "-o", "json"])
+        .json();
     assert_eq!(applied["data"], serde_json::json!({"a": "1", "c": "3"}));
-    assert_eq!(applied["metadata"]["labels"], serde_json::json!({"tier": "two"}));
+    assert_eq!(
+        applied["metadata"]["labels"],
+        serde_json::json!({"tier": "two"})
+    );
 
-    cluster.kubectl(&["label", "cm", "applied", "env=prod"]).ok();
-    cluster.kubectl(&["annotate", "cm", "applied", "note=hi"]).ok();
-    cluster.kubectl(&["patch", "cm", "applied", "--type=merge", "-p", r#"{"data":{"merged":"m"}}"#]).ok();
-    cluster.kubectl(&["patch", "cm", "applied", "--type=json", "-p", r#"[{"op":"add","path":"/data/json","value":"j"},{"op":"remove","path":"/data/a"}]"#]).ok();
-    cluster.kubectl(&["patch", "cm", "applied", "-p", r#"{"data":{"strategic":"s","c":null}}"#]).ok();
-    let patched = cluster.kubectl(&["get", "cm", "applied", "-o", "json"]).json();
-    assert_eq!(patched["data"], serde_json::json!({"merged": "m", "json": "j", "strategic": "s"}));
+    cluster
+        .kubectl(&["label", "cm", "applied", "env=prod"])
+        .ok();
+    cluster
+        .kubectl(&["annotate", "cm", "applied", "note=hi"])
+        .ok();
+    cluster
+        .kubectl(&[
+            "patch",
+            "cm",
+            "applied",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"merged":"m"}}"#,
+        ])
+        .ok();
+    cluster
+        .kubectl(&[
+            "patch",
+            "cm",
+            "applied",
+            "--type=json",
+            "-p",
+            r#"[{"op":"add","path":"/data/json","value":"j"},{"op":"remove","path":"/data/a"}]"#,
+        ])
+        .ok();
+    cluster
+        .kubectl(&[
+            "patch",
+            "cm",
+            "applied",
+            "-p",
+            r#"{"data":{"strategic":"s","c":null}}"#,
+        ])
+        .ok();
+    let patched = cluster
+        .kubectl(&["get", "cm", "applied", "-o", "json"])
+        .json();
+    assert_eq!(
+        patched["data"],
+        serde_json::json!({"merged": "m", "json": "j", "strategic": "s"})
+    );
     assert_eq!(patched["metadata"]["labels"]["env"], "prod");
     assert_eq!(patched["metadata"]["annotations"]["note"], "hi");
-    let rv_before: i64 = patched["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+    let rv_before: i64 = patched["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
 
     // What etcd holds: JSON under kube-apiserver's key, without resourceVersion.
-    let stored = cluster.etcdctl(&["get", "/registry/configmaps/default/applied", "--print-value-only"]);
+    let stored = cluster.etcdctl(&[
+        "get",
+        "/registry/configmaps/default/applied",
+        "--print-value-only",
+    ]);
     let stored: Value = serde_json::from_str(stored.ok().trim()).expect("stored JSON");
     assert_eq!(stored["data"]["strategic"], "s");
     assert!(stored["metadata"].get("resourceVersion").is_none());
-    let revision = cluster.etcdctl(&["get", "/registry/configmaps/default/applied", "-w", "json"]).json();
+    let revision = cluster
+        .etcdctl(&["get", "/registry/configmaps/default/applied", "-w", "json"])
+        .json();
     assert_eq!(revision["kvs"][0]["mod_revision"].as_i64(), Some(rv_before));
 
     // dry run changes nothing.
-    cluster.kubectl(&["patch", "cm", "applied", "--dry-run=server", "-p", r#"{"data":{"dry":"run"}}"#]).ok();
-    let after = cluster.kubectl(&["get", "cm", "applied", "-o", "json"]).json();
+    cluster
+        .kubectl(&[
+            "patch",
+            "cm",
+            "applied",
+            "--dry-run=server",
+            "-p",
+            r#"{"data":{"dry":"run"}}"#,
+        ])
+        .ok();
+    let after = cluster
+        .kubectl(&["get", "cm", "applied", "-o", "json"])
+        .json();
     assert!(after["data"].get("dry").is_none());
-    assert_eq!(after["metadata"]["resourceVersion"], patched["metadata"]["resourceVersion"]);
+    assert_eq!(
+        after["metadata"]["resourceVersion"],
+        patched["metadata"]["resourceVersion"]
+    );
 
-    assert_eq!(cluster.kubectl(&["delete", "cm", "applied"]).ok().trim(), "configmap \"applied\" deleted");
-    assert!(cluster.etcdctl(&["get", "/registry/configmaps/default/applied"]).ok().is_empty());
+    assert_eq!(
+        cluster.kubectl(&["delete", "cm", "applied"]).ok().trim(),
+        "configmap \"applied\" deleted"
+    );
+    assert!(
+        cluster
+            .etcdctl(&["get", "/registry/configmaps/default/applied"])
+            .ok()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -76,11 +170,20 @@ fn kubectl_error_messages() {
     let cluster = Cluster::start();
     cluster.kubectl(&["create", "configmap", "taken"]).ok();
     assert_eq!(
-        cluster.kubectl(&["create", "configmap", "taken"]).err().trim(),
+        cluster
+            .kubectl(&["create", "configmap", "taken"])
+            .err()
+            .trim(),
         "error: failed to create configmap: configmaps \"taken\" already exists"
     );
     assert_eq!(
-        cluster.kubectl_stdin(&["create", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: taken}\n").err().trim(),
+        cluster
+            .kubectl_stdin(
+                &["create", "-f", "-"],
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: taken}\n"
+            )
+            .err()
+            .trim(),
         "Error from server (AlreadyExists): error when creating \"STDIN\": configmaps \"taken\" already exists"
     );
     assert_eq!(
@@ -92,15 +195,31 @@ fn kubectl_error_messages() {
         "Error from server (NotFound): secrets \"nope\" not found"
     );
     assert_eq!(
-        cluster.kubectl_stdin(&["apply", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\n").err().trim(),
+        cluster
+            .kubectl_stdin(
+                &["apply", "-f", "-"],
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\n"
+            )
+            .err()
+            .trim(),
         "The ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
     );
     assert_eq!(
-        cluster.kubectl(&["create", "configmap", "x", "-n", "missing"]).err().trim(),
+        cluster
+            .kubectl(&["create", "configmap", "x", "-n", "missing"])
+            .err()
+            .trim(),
         "error: failed to create configmap: namespaces \"missing\" not found"
     );
-    let strict = cluster.kubectl_stdin(&["apply", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: strict}\nbogus: 1\n");
-    assert!(strict.err().contains("unknown field \"bogus\""), "{}", strict.stderr);
+    let strict = cluster.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: strict}\nbogus: 1\n",
+    );
+    assert!(
+        strict.err().contains("unknown field \"bogus\""),
+        "{}",
+        strict.stderr
+    );
 }
 
 #[test]
@@ -108,32 +227,90 @@ fn namespaces_secrets_and_cascading_deletion() {
     let cluster = Cluster::start();
     let names = cluster.kubectl(&["get", "ns", "-o", "jsonpath={.items[*].metadata.name}"]);
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-        assert!(names.ok().split(' ').any(|n| n == ns), "{ns} missing: {}", names.stdout);
+        assert!(
+            names.ok().split(' ').any(|n| n == ns),
+            "{ns} missing: {}",
+            names.stdout
+        );
     }
     cluster.kubectl(&["create", "namespace", "team"]).ok();
     let ns = cluster.kubectl(&["get", "ns", "team", "-o", "json"]).json();
     assert_eq!(ns["status"]["phase"], "Active");
     assert_eq!(ns["spec"]["finalizers"], serde_json::json!(["kubernetes"]));
-    assert_eq!(ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "team");
-    assert!(eventually(Duration::from_secs(10), || cluster.kubectl(&["get", "sa", "default", "-n", "team"]).code == 0));
+    assert_eq!(
+        ns["metadata"]["labels"]["kubernetes.io/metadata.name"],
+        "team"
+    );
+    assert!(eventually(Duration::from_secs(10), || cluster
+        .kubectl(&["get", "sa", "default", "-n", "team"])
+        .code
+        == 0));
 
-    cluster.kubectl(&["create", "secret", "generic", "creds", "-n", "team", "--from-literal=password=hunter2"]).ok();
+    cluster
+        .kubectl(&[
+            "create",
+            "secret",
+            "generic",
+            "creds",
+            "-n",
+            "team",
+            "--from-literal=password=hunter2",
+        ])
+        .ok();
     let secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: mixed, namespace: team}\ndata: {a: YWJj}\nstringData: {b: plain}\n";
     cluster.kubectl_stdin(&["apply", "-f", "-"], secret).ok();
-    let mixed = cluster.kubectl(&["get", "secret", "mixed", "-n", "team", "-o", "json"]).json();
-    assert_eq!(mixed["data"], serde_json::json!({"a": "YWJj", "b": "cGxhaW4="}));
+    let mixed = cluster
+        .kubectl(&["get", "secret", "mixed", "-n", "team", "-o", "json"])
+        .json();
+    assert_eq!(
+        mixed["data"],
+        serde_json::json!({"a": "YWJj", "b": "cGxhaW4="})
+    );
     assert_eq!(mixed["type"], "Opaque");
     assert!(mixed.get("stringData").is_none());
     let table = cluster.kubectl(&["get", "secrets", "-n", "team"]);
-    assert!(table.ok().lines().next().is_some_and(|h| h.split_whitespace().collect::<Vec<_>>() == ["NAME", "TYPE", "DATA", "AGE"]));
-    cluster.kubectl(&["create", "configmap", "inside", "-n", "team"]).ok();
+    assert!(table.ok().lines().next().is_some_and(
+        |h| h.split_whitespace().collect::<Vec<_>>() == ["NAME", "TYPE", "DATA", "AGE"]
+    ));
+    cluster
+        .kubectl(&["create", "configmap", "inside", "-n", "team"])
+        .ok();
 
-    assert_eq!(cluster.kubectl(&["delete", "namespace", "team"]).ok().trim(), "namespace \"team\" deleted");
-    assert_eq!(cluster.kubectl(&["get", "ns", "team"]).err().trim(), "Error from server (NotFound): namespaces \"team\" not found");
-    assert!(cluster.etcdctl(&["get", "--prefix", "/registry/configmaps/team/", "--keys-only"]).ok().trim().is_empty());
-    assert!(cluster.etcdctl(&["get", "--prefix", "/registry/secrets/team/", "--keys-only"]).ok().trim().is_empty());
+    assert_eq!(
+        cluster
+            .kubectl(&["delete", "namespace", "team"])
+            .ok()
+            .trim(),
+        "namespace \"team\" deleted"
+    );
+    assert_eq!(
+        cluster.kubectl(&["get", "ns", "team"]).err().trim(),
+        "Error from server (NotFound): namespaces \"team\" not found"
+    );
     assert!(
-        cluster.kubectl(&["delete", "namespace", "default"]).err().contains("namespaces \"default\" is forbidden: this namespace may not be deleted")
+        cluster
+            .etcdctl(&[
+                "get",
+                "--prefix",
+                "/registry/configmaps/team/",
+                "--keys-only"
+            ])
+            .ok()
+            .trim()
+            .is_empty()
+    );
+    assert!(
+        cluster
+            .etcdctl(&["get", "--prefix", "/registry/secrets/team/", "--keys-only"])
+            .ok()
+            .trim()
+            .is_empty()
+    );
+    assert!(
+        cluster
+            .kubectl(&["delete", "namespace", "default"])
+            .err()
+            .contains("namespaces \"default\" is forbidden: this namespace may not be deleted")
     );
 }
 
@@ -143,14 +320,29 @@ fn watch_sees_added_modified_deleted() {
     let mut watch = cluster.kubectl_spawn(&["get", "configmaps", "-w", "--output-watch-events"]);
     // Let the watch start before writing.
     std::thread::sleep(Duration::from_secs(2));
-    cluster.kubectl(&["create", "configmap", "watched", "--from-literal=a=1"]).ok();
-    cluster.kubectl(&["patch", "configmap", "watched", "-p", r#"{"data":{"a":"2"}}"#]).ok();
+    cluster
+        .kubectl(&["create", "configmap", "watched", "--from-literal=a=1"])
+        .ok();
+    cluster
+        .kubectl(&[
+            "patch",
+            "configmap",
+            "watched",
+            "-p",
+            r#"{"data":{"a":"2"}}"#,
+        ])
+        .ok();
     cluster.kubectl(&["delete", "configmap", "watched"]).ok();
     // Give the last event time to arrive, then stop the watch and read it.
     std::thread::sleep(Duration::from_secs(2));
     let _ = watch.kill();
     let mut seen = String::new();
-    watch.stdout.take().expect("stdout").read_to_string(&mut seen).expect("watch output");
+    watch
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut seen)
+        .expect("watch output");
     let events: Vec<(&str, &str)> = seen
         .lines()
         .skip(1)
@@ -159,21 +351,52 @@ fn watch_sees_added_modified_deleted() {
             Some((fields.next()?, fields.next()?))
         })
         .collect();
-    assert_eq!(events, vec![("ADDED", "watched"), ("MODIFIED", "watched"), ("DELETED", "watched")], "{seen}");
+    assert_eq!(
+        events,
+        vec![
+            ("ADDED", "watched"),
+            ("MODIFIED", "watched"),
+            ("DELETED", "watched")
+        ],
+        "{seen}"
+    );
 }
 
 #[test]
 fn restart_keeps_every_object() {
     let mut cluster = Cluster::start();
     cluster.kubectl(&["create", "namespace", "kept"]).ok();
-    cluster.kubectl(&["create", "configmap", "survivor", "-n", "kept", "--from-literal=k=v"]).ok();
-    let before = cluster.kubectl(&["get", "cm", "survivor", "-n", "kept", "-o", "json"]).json();
+    cluster
+        .kubectl(&[
+            "create",
+            "configmap",
+            "survivor",
+            "-n",
+            "kept",
+            "--from-literal=k=v",
+        ])
+        .ok();
+    let before = cluster
+        .kubectl(&["get", "cm", "survivor", "-n", "kept", "-o", "json"])
+        .json();
     cluster.restart();
-    let after = cluster.kubectl(&["get", "cm", "survivor", "-n", "kept", "-o", "json"]).json();
+    let after = cluster
+        .kubectl(&["get", "cm", "survivor", "-n", "kept", "-o", "json"])
+        .json();
     assert_eq!(before, after);
-    cluster.kubectl(&["create", "configmap", "newer", "-n", "kept"]).ok();
-    let newer = cluster.kubectl(&["get", "cm", "newer", "-n", "kept", "-o", "json"]).json();
-    let rv = |v: &Value| v["metadata"]["resourceVersion"].as_str().unwrap().parse::<i64>().unwrap();
+    cluster
+        .kubectl(&["create", "configmap", "newer", "-n", "kept"])
+        .ok();
+    let newer = cluster
+        .kubectl(&["get", "cm", "newer", "-n", "kept", "-o", "json"])
+        .json();
+    let rv = |v: &Value| {
+        v["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse::<i64>()
+            .unwrap()
+    };
     assert!(rv(&newer) > rv(&after));
 }
 
@@ -181,19 +404,49 @@ fn restart_keeps_every_object() {
 fn discovery_openapi_and_health() {
     let cluster = Cluster::start();
     let resources = cluster.kubectl(&["api-resources", "--api-group="]);
-    for line in ["configmaps", "namespaces", "secrets", "serviceaccounts", "events"] {
-        assert!(resources.ok().lines().any(|l| l.starts_with(line)), "{line} missing:\n{}", resources.stdout);
+    for line in [
+        "configmaps",
+        "namespaces",
+        "secrets",
+        "serviceaccounts",
+        "events",
+    ] {
+        assert!(
+            resources.ok().lines().any(|l| l.starts_with(line)),
+            "{line} missing:\n{}",
+            resources.stdout
+        );
     }
-    assert!(resources.ok().lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["configmaps", "cm", "v1", "true", "ConfigMap"]));
+    assert!(
+        resources
+            .ok()
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["configmaps", "cm", "v1", "true", "ConfigMap"])
+    );
     let explain = cluster.kubectl(&["explain", "configmap.data"]);
-    assert!(explain.ok().contains("FIELD: data <map[string]string>"), "{}", explain.stdout);
+    assert!(
+        explain.ok().contains("FIELD: data <map[string]string>"),
+        "{}",
+        explain.stdout
+    );
     let version = cluster.kubectl(&["version", "-o", "json"]).json();
     assert_eq!(version["serverVersion"]["minor"], "33");
     let readyz = cluster.kubectl(&["get", "--raw", "/readyz?verbose"]);
-    assert!(readyz.ok().contains("[+]etcd ok") && readyz.ok().contains("readyz check passed"), "{}", readyz.stdout);
+    assert!(
+        readyz.ok().contains("[+]etcd ok") && readyz.ok().contains("readyz check passed"),
+        "{}",
+        readyz.stdout
+    );
     let group = cluster.kubectl(&["get", "--raw", "/api/v1"]).json();
     assert_eq!(group["kind"], "APIResourceList");
-    assert!(group["resources"].as_array().unwrap().iter().any(|r| r["name"] == "namespaces/finalize"));
+    assert!(
+        group["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "namespaces/finalize")
+    );
     let unknown = cluster.kubectl(&["get", "--raw", "/apis/nothing.example.com/v1/widgets"]);
     assert!(unknown.err().contains("NotFound"), "{}", unknown.stderr);
 }
@@ -202,7 +455,13 @@ fn discovery_openapi_and_health() {
 fn every_write_verb_on_namespaces_and_secrets() {
     let cluster = Cluster::start();
     let manifests = [
-        ("namespace", "verbs", "apiVersion: v1\nkind: Namespace\nmetadata: {name: verbs, labels: {step: one}}\n", "step: one", "step: two"),
+        (
+            "namespace",
+            "verbs",
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: verbs, labels: {step: one}}\n",
+            "step: one",
+            "step: two",
+        ),
         (
             "secret",
             "token",
@@ -212,14 +471,53 @@ fn every_write_verb_on_namespaces_and_secrets() {
         ),
     ];
     for (kind, name, manifest, from, to) in manifests {
-        assert!(cluster.kubectl_stdin(&["apply", "-f", "-"], manifest).ok().contains("created"));
+        assert!(
+            cluster
+                .kubectl_stdin(&["apply", "-f", "-"], manifest)
+                .ok()
+                .contains("created")
+        );
         let changed = manifest.replace(from, to);
-        assert!(cluster.kubectl_stdin(&["apply", "-f", "-"], &changed).ok().contains("configured"), "{kind}");
+        assert!(
+            cluster
+                .kubectl_stdin(&["apply", "-f", "-"], &changed)
+                .ok()
+                .contains("configured"),
+            "{kind}"
+        );
         cluster.kubectl(&["label", kind, name, "labelled=yes"]).ok();
-        cluster.kubectl(&["annotate", kind, name, "annotated=yes"]).ok();
-        cluster.kubectl(&["patch", kind, name, "--type=merge", "-p", r#"{"metadata":{"labels":{"merge":"yes"}}}"#]).ok();
-        cluster.kubectl(&["patch", kind, name, "--type=json", "-p", r#"[{"op":"add","path":"/metadata/labels/json","value":"yes"}]"#]).ok();
-        cluster.kubectl(&["patch", kind, name, "-p", r#"{"metadata":{"labels":{"strategic":"yes"}}}"#]).ok();
+        cluster
+            .kubectl(&["annotate", kind, name, "annotated=yes"])
+            .ok();
+        cluster
+            .kubectl(&[
+                "patch",
+                kind,
+                name,
+                "--type=merge",
+                "-p",
+                r#"{"metadata":{"labels":{"merge":"yes"}}}"#,
+            ])
+            .ok();
+        cluster
+            .kubectl(&[
+                "patch",
+                kind,
+                name,
+                "--type=json",
+                "-p",
+                r#"[{"op":"add","path":"/metadata/labels/json","value":"yes"}]"#,
+            ])
+            .ok();
+        cluster
+            .kubectl(&[
+                "patch",
+                kind,
+                name,
+                "-p",
+                r#"{"metadata":{"labels":{"strategic":"yes"}}}"#,
+            ])
+            .ok();
         let obj = cluster.kubectl(&["get", kind, name, "-o", "json"]).json();
         let labels = &obj["metadata"]["labels"];
         for key in ["labelled", "merge", "json", "strategic"] {
@@ -227,7 +525,17 @@ fn every_write_verb_on_namespaces_and_secrets() {
         }
         assert_eq!(labels["step"], "two");
         assert_eq!(obj["metadata"]["annotations"]["annotated"], "yes");
-        assert!(cluster.kubectl(&["delete", kind, name]).ok().contains("deleted"));
-        assert!(cluster.kubectl(&["get", kind, name]).err().contains("NotFound"));
+        assert!(
+            cluster
+                .kubectl(&["delete", kind, name])
+                .ok()
+                .contains("deleted")
+        );
+        assert!(
+            cluster
+                .kubectl(&["get", kind, name])
+                .err()
+                .contains("NotFound")
+        );
     }
 }

@@ -7,12 +7,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+};
 use serde_json::{Value, json};
 use tests::{bin_dir, eventually};
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }
 
 /// A child process killed when dropped.
@@ -31,22 +36,46 @@ fn ca(dir: &Path, name: &str) -> Issuer<'static, KeyPair> {
     let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.distinguished_name.push(DnType::CommonName, name);
-    std::fs::write(dir.join(format!("{name}.crt")), params.self_signed(&key).expect("ca").pem()).expect("writing CA");
+    std::fs::write(
+        dir.join(format!("{name}.crt")),
+        params.self_signed(&key).expect("ca").pem(),
+    )
+    .expect("writing CA");
     Issuer::new(params, key)
 }
 
 /// Writes `dir/<file>.crt` and `.key`, signed by `issuer`.
-fn issue(dir: &Path, issuer: &Issuer<'static, KeyPair>, file: &str, cn: &str, orgs: &[&str], server: bool) {
+fn issue(
+    dir: &Path,
+    issuer: &Issuer<'static, KeyPair>,
+    file: &str,
+    cn: &str,
+    orgs: &[&str],
+    server: bool,
+) {
     let key = KeyPair::generate().expect("key");
-    let sans = if server { vec!["localhost".to_string(), "127.0.0.1".to_string()] } else { Vec::new() };
+    let sans = if server {
+        vec!["localhost".to_string(), "127.0.0.1".to_string()]
+    } else {
+        Vec::new()
+    };
     let mut params = CertificateParams::new(sans).expect("params");
     params.distinguished_name.push(DnType::CommonName, cn);
     for org in orgs {
-        params.distinguished_name.push(DnType::OrganizationName, *org);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, *org);
     }
-    params.extended_key_usages =
-        vec![if server { ExtendedKeyUsagePurpose::ServerAuth } else { ExtendedKeyUsagePurpose::ClientAuth }];
-    std::fs::write(dir.join(format!("{file}.crt")), params.signed_by(&key, issuer).expect("cert").pem()).expect("writing cert");
+    params.extended_key_usages = vec![if server {
+        ExtendedKeyUsagePurpose::ServerAuth
+    } else {
+        ExtendedKeyUsagePurpose::ClientAuth
+    }];
+    std::fs::write(
+        dir.join(format!("{file}.crt")),
+        params.signed_by(&key, issuer).expect("cert").pem(),
+    )
+    .expect("writing cert");
     std::fs::write(dir.join(format!("{file}.key")), key.serialize_pem()).expect("writing key");
 }
 
@@ -70,14 +99,21 @@ impl Setup {
     /// headers; the status code (0 if TLS failed) and the body.
     fn get(&self, client: Option<&str>, headers: &[&str], path: &str) -> (u16, String) {
         let mut curl = Command::new("curl");
-        curl.args(["-sS", "-w", "\n%{http_code}", "--cacert"]).arg(self.dir.join("ca.crt"));
+        curl.args(["-sS", "-w", "\n%{http_code}", "--cacert"])
+            .arg(self.dir.join("ca.crt"));
         if let Some(client) = client {
-            curl.arg("--cert").arg(self.dir.join(format!("{client}.crt"))).arg("--key").arg(self.dir.join(format!("{client}.key")));
+            curl.arg("--cert")
+                .arg(self.dir.join(format!("{client}.crt")))
+                .arg("--key")
+                .arg(self.dir.join(format!("{client}.key")));
         }
         for header in headers {
             curl.args(["-H", header]);
         }
-        let output = curl.arg(format!("https://localhost:{}{path}", self.port)).output().expect("curl on PATH");
+        let output = curl
+            .arg(format!("https://localhost:{}{path}", self.port))
+            .output()
+            .expect("curl on PATH");
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
         let (body, code) = text.rsplit_once('\n').unwrap_or_default();
         (code.trim().parse().unwrap_or(0), body.to_string())
@@ -85,7 +121,11 @@ impl Setup {
 
     /// GET through the "aggregator": front-proxy certificate, the admin's identity in headers.
     fn proxied(&self, path: &str, accept: &str) -> Value {
-        let headers = ["X-Remote-User: kubernetes-admin", "X-Remote-Group: system:masters", &format!("Accept: {accept}")];
+        let headers = [
+            "X-Remote-User: kubernetes-admin",
+            "X-Remote-Group: system:masters",
+            &format!("Accept: {accept}"),
+        ];
         let (code, body) = self.get(Some("front-proxy-client"), &headers, path);
         assert_eq!(code, 200, "{path}: {body}");
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {body}"))
@@ -95,32 +135,82 @@ impl Setup {
 /// Starts etcd with Node objects for `nodes`, and metrics-server trusting the
 /// front proxy named `front-proxy-client`.
 fn start(nodes: &[&str]) -> Setup {
-    let dir = std::env::temp_dir().join(format!("kubechain-metrics-{}-{}", std::process::id(), free_port()));
+    let dir = std::env::temp_dir().join(format!(
+        "kubechain-metrics-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let cluster = ca(&dir, "ca");
     let front_proxy = ca(&dir, "front-proxy-ca");
     let stranger = ca(&dir, "stranger-ca");
-    issue(&dir, &cluster, "metrics-server", "metrics-server", &[], true);
-    issue(&dir, &cluster, "admin", "kubernetes-admin", &["system:masters"], false);
-    issue(&dir, &front_proxy, "front-proxy-client", "front-proxy-client", &[], false);
+    issue(
+        &dir,
+        &cluster,
+        "metrics-server",
+        "metrics-server",
+        &[],
+        true,
+    );
+    issue(
+        &dir,
+        &cluster,
+        "admin",
+        "kubernetes-admin",
+        &["system:masters"],
+        false,
+    );
+    issue(
+        &dir,
+        &front_proxy,
+        "front-proxy-client",
+        "front-proxy-client",
+        &[],
+        false,
+    );
     issue(&dir, &front_proxy, "intruder", "intruder", &[], false);
     issue(&dir, &stranger, "forged", "front-proxy-client", &[], false);
 
     let (client_port, peer_port) = (free_port(), free_port());
-    let (client, peer) = (format!("http://127.0.0.1:{client_port}"), format!("http://127.0.0.1:{peer_port}"));
+    let (client, peer) = (
+        format!("http://127.0.0.1:{client_port}"),
+        format!("http://127.0.0.1:{peer_port}"),
+    );
     let etcd = Killed(
         Command::new("etcd")
             .arg("--data-dir")
             .arg(dir.join("etcd"))
-            .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("default={peer}"), "--log-level", "error"])
+            .args([
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .args([
+                "--initial-cluster",
+                &format!("default={peer}"),
+                "--log-level",
+                "error",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("etcd on PATH"),
     );
-    assert!(eventually(Duration::from_secs(20), || std::net::TcpStream::connect(("127.0.0.1", client_port)).is_ok()), "etcd did not start");
+    assert!(
+        eventually(Duration::from_secs(20), || std::net::TcpStream::connect((
+            "127.0.0.1",
+            client_port
+        ))
+        .is_ok()),
+        "etcd did not start"
+    );
     for node in nodes {
         let object = json!({
             "kind": "Node", "apiVersion": "v1",
@@ -130,10 +220,20 @@ fn start(nodes: &[&str]) -> Setup {
         });
         let put = Command::new("etcdctl")
             .env("ETCDCTL_API", "3")
-            .args(["--endpoints", &client, "put", &format!("/registry/nodes/{node}"), &object.to_string()])
+            .args([
+                "--endpoints",
+                &client,
+                "put",
+                &format!("/registry/nodes/{node}"),
+                &object.to_string(),
+            ])
             .output()
             .expect("etcdctl on PATH");
-        assert!(put.status.success(), "etcdctl put: {}", String::from_utf8_lossy(&put.stderr));
+        assert!(
+            put.status.success(),
+            "etcdctl put: {}",
+            String::from_utf8_lossy(&put.stderr)
+        );
     }
 
     let port = free_port();
@@ -141,24 +241,57 @@ fn start(nodes: &[&str]) -> Setup {
     let file = |name: &str| dir.join(name).display().to_string();
     let server = Killed(
         Command::new(bin_dir().join("metrics-server"))
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--etcd-servers", &client])
-            .args(["--tls-cert-file", &file("metrics-server.crt"), "--tls-private-key-file", &file("metrics-server.key")])
-            .args(["--client-ca-file", &file("ca.crt"), "--requestheader-client-ca-file", &file("front-proxy-ca.crt")])
-            .args(["--requestheader-allowed-names", "front-proxy-client,aggregator"])
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--etcd-servers",
+                &client,
+            ])
+            .args([
+                "--tls-cert-file",
+                &file("metrics-server.crt"),
+                "--tls-private-key-file",
+                &file("metrics-server.key"),
+            ])
+            .args([
+                "--client-ca-file",
+                &file("ca.crt"),
+                "--requestheader-client-ca-file",
+                &file("front-proxy-ca.crt"),
+            ])
+            .args([
+                "--requestheader-allowed-names",
+                "front-proxy-client,aggregator",
+            ])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("metrics-server binary (cargo build --workspace first)"),
     );
-    let setup = Setup { dir, port, _etcd: etcd, _server: server };
+    let setup = Setup {
+        dir,
+        port,
+        _etcd: etcd,
+        _server: server,
+    };
     // Ready once the first measurement (a one-second window) exists.
-    let ready = eventually(Duration::from_secs(20), || setup.get(None, &[], "/readyz") == (200, "ok".to_string()));
-    assert!(ready, "metrics-server not ready: {:?}; log in {}", setup.get(None, &[], "/readyz?verbose"), setup.dir.display());
+    let ready = eventually(Duration::from_secs(20), || {
+        setup.get(None, &[], "/readyz") == (200, "ok".to_string())
+    });
+    assert!(
+        ready,
+        "metrics-server not ready: {:?}; log in {}",
+        setup.get(None, &[], "/readyz?verbose"),
+        setup.dir.display()
+    );
     setup
 }
 
 fn hostname() -> String {
-    nix::unistd::gethostname().expect("host name").to_string_lossy().into_owned()
+    nix::unistd::gethostname()
+        .expect("host name")
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Parses a CPU quantity into nanocores (`187654321n`, `250m`, `2`).
@@ -177,40 +310,97 @@ fn node_metrics_report_the_hosts_real_usage() {
     let host = hostname();
     let setup = start(&[&host, "other-node"]);
 
-    let metrics = setup.proxied(&format!("/apis/metrics.k8s.io/v1beta1/nodes/{host}"), "application/vnd.kubernetes.protobuf, */*");
-    assert_eq!((metrics["kind"].as_str(), metrics["apiVersion"].as_str()), (Some("NodeMetrics"), Some("metrics.k8s.io/v1beta1")));
+    let metrics = setup.proxied(
+        &format!("/apis/metrics.k8s.io/v1beta1/nodes/{host}"),
+        "application/vnd.kubernetes.protobuf, */*",
+    );
+    assert_eq!(
+        (metrics["kind"].as_str(), metrics["apiVersion"].as_str()),
+        (Some("NodeMetrics"), Some("metrics.k8s.io/v1beta1"))
+    );
     assert_eq!(metrics["metadata"]["name"], host.as_str());
-    assert_eq!(metrics["metadata"]["labels"]["kubernetes.io/hostname"], host.as_str(), "labels are the Node's");
+    assert_eq!(
+        metrics["metadata"]["labels"]["kubernetes.io/hostname"],
+        host.as_str(),
+        "labels are the Node's"
+    );
     let memory = metrics["usage"]["memory"].as_str().expect("memory");
-    let kib: u64 = memory.strip_suffix("Ki").and_then(|k| k.parse().ok()).unwrap_or_else(|| panic!("memory {memory}"));
+    let kib: u64 = memory
+        .strip_suffix("Ki")
+        .and_then(|k| k.parse().ok())
+        .unwrap_or_else(|| panic!("memory {memory}"));
     assert!(kib > 0, "{metrics}");
     let cpu = metrics["usage"]["cpu"].as_str().expect("cpu");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    assert!(nanocores(cpu).is_some_and(|n| n <= cores * 1_000_000_000), "cpu {cpu}");
-    assert!(metrics["window"].as_str().is_some_and(|w| w.ends_with('s')), "{metrics}");
-    assert!(metrics["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')), "{metrics}");
+    assert!(
+        nanocores(cpu).is_some_and(|n| n <= cores * 1_000_000_000),
+        "cpu {cpu}"
+    );
+    assert!(
+        metrics["window"].as_str().is_some_and(|w| w.ends_with('s')),
+        "{metrics}"
+    );
+    assert!(
+        metrics["timestamp"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{metrics}"
+    );
 
     // Only Nodes that exist and that this host measures: the other Node has no metrics.
     let list = setup.proxied("/apis/metrics.k8s.io/v1beta1/nodes", "application/json");
     assert_eq!(list["kind"], "NodeMetricsList");
-    let names: Vec<&str> = list["items"].as_array().expect("items").iter().filter_map(|i| i["metadata"]["name"].as_str()).collect();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
     assert_eq!(names, [host.as_str()]);
-    let (code, body) =
-        setup.get(Some("front-proxy-client"), &["X-Remote-User: admin", "X-Remote-Group: system:masters"], "/apis/metrics.k8s.io/v1beta1/nodes/other-node");
+    let (code, body) = setup.get(
+        Some("front-proxy-client"),
+        &["X-Remote-User: admin", "X-Remote-Group: system:masters"],
+        "/apis/metrics.k8s.io/v1beta1/nodes/other-node",
+    );
     assert_eq!(code, 404, "{body}");
-    let selected = setup.proxied(&format!("/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=kubernetes.io/hostname%3D{host}"), "application/json");
+    let selected = setup.proxied(
+        &format!(
+            "/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=kubernetes.io/hostname%3D{host}"
+        ),
+        "application/json",
+    );
     assert_eq!(selected["items"].as_array().map(Vec::len), Some(1));
-    let none = setup.proxied("/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=kubernetes.io/os%3Dwindows", "application/json");
+    let none = setup.proxied(
+        "/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=kubernetes.io/os%3Dwindows",
+        "application/json",
+    );
     assert_eq!(none["items"], json!([]));
 
     // No kubelet runs containers, so no pod has usage: empty lists, honestly.
-    let pods = setup.proxied("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods", "application/json");
-    assert_eq!((pods["kind"].as_str(), &pods["items"]), (Some("PodMetricsList"), &json!([])));
-    assert_eq!(setup.proxied("/apis/metrics.k8s.io/v1beta1/pods", "application/json")["items"], json!([]));
+    let pods = setup.proxied(
+        "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods",
+        "application/json",
+    );
+    assert_eq!(
+        (pods["kind"].as_str(), &pods["items"]),
+        (Some("PodMetricsList"), &json!([]))
+    );
+    assert_eq!(
+        setup.proxied("/apis/metrics.k8s.io/v1beta1/pods", "application/json")["items"],
+        json!([])
+    );
 
     // kubectl get nodes.metrics.k8s.io asks for a Table.
-    let table = setup.proxied("/apis/metrics.k8s.io/v1beta1/nodes", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json");
-    let columns: Vec<&str> = table["columnDefinitions"].as_array().expect("columns").iter().filter_map(|c| c["name"].as_str()).collect();
+    let table = setup.proxied(
+        "/apis/metrics.k8s.io/v1beta1/nodes",
+        "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+    );
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
     assert_eq!(columns, ["Name", "CPU", "Memory", "Window"]);
     assert_eq!(table["rows"][0]["cells"][2], memory);
 }
@@ -220,7 +410,10 @@ fn only_the_front_proxy_may_name_the_user() {
     let host = hostname();
     let setup = start(&[&host]);
     let path = format!("/apis/metrics.k8s.io/v1beta1/nodes/{host}");
-    let admin_headers = ["X-Remote-User: kubernetes-admin", "X-Remote-Group: system:masters"];
+    let admin_headers = [
+        "X-Remote-User: kubernetes-admin",
+        "X-Remote-Group: system:masters",
+    ];
 
     // Without the front-proxy certificate, identity headers are not trusted.
     let (code, body) = setup.get(None, &admin_headers, &path);
@@ -229,49 +422,109 @@ fn only_the_front_proxy_may_name_the_user() {
     // A certificate from the front-proxy CA whose CN is not an allowed name.
     assert_eq!(setup.get(Some("intruder"), &admin_headers, &path).0, 401);
     // A certificate with the right CN from a CA nobody trusts fails the handshake (or is refused).
-    assert!(matches!(setup.get(Some("forged"), &admin_headers, &path).0, 0 | 401));
+    assert!(matches!(
+        setup.get(Some("forged"), &admin_headers, &path).0,
+        0 | 401
+    ));
     // The front proxy without a user name authenticates nobody.
-    assert_eq!(setup.get(Some("front-proxy-client"), &["X-Remote-Group: system:masters"], &path).0, 401);
+    assert_eq!(
+        setup
+            .get(
+                Some("front-proxy-client"),
+                &["X-Remote-Group: system:masters"],
+                &path
+            )
+            .0,
+        401
+    );
     // The front proxy's user is authorized as that user: not an admin, no metrics.
-    let (code, body) = setup.get(Some("front-proxy-client"), &["X-Remote-User: jane", "X-Remote-Group: developers"], &path);
+    let (code, body) = setup.get(
+        Some("front-proxy-client"),
+        &["X-Remote-User: jane", "X-Remote-Group: developers"],
+        &path,
+    );
     assert_eq!(code, 403, "{body}");
     assert!(body.contains("User \\\"jane\\\" cannot get resource \\\"nodes\\\" in API group \\\"metrics.k8s.io\\\""), "{body}");
     // An admin certificate from the cluster CA works directly; its headers are ignored.
-    assert_eq!(setup.get(Some("admin"), &["X-Remote-User: jane"], &path).0, 200);
+    assert_eq!(
+        setup.get(Some("admin"), &["X-Remote-User: jane"], &path).0,
+        200
+    );
     assert_eq!(setup.get(Some("admin"), &[], "/version").0, 200);
 }
 
 #[test]
 fn discovery_and_openapi_describe_the_metrics_group() {
     let setup = start(&[]);
-    let aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let aggregated =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
     let apis = setup.proxied("/apis", aggregated);
     assert_eq!(apis["kind"], "APIGroupDiscoveryList", "{apis}");
     let group = &apis["items"][0];
     assert_eq!(group["metadata"]["name"], "metrics.k8s.io");
-    let resources: Vec<&str> =
-        group["versions"][0]["resources"].as_array().expect("resources").iter().filter_map(|r| r["resource"].as_str()).collect();
-    assert_eq!((group["versions"][0]["version"].as_str(), resources), (Some("v1beta1"), vec!["nodes", "pods"]));
+    let resources: Vec<&str> = group["versions"][0]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["resource"].as_str())
+        .collect();
+    assert_eq!(
+        (group["versions"][0]["version"].as_str(), resources),
+        (Some("v1beta1"), vec!["nodes", "pods"])
+    );
 
     let legacy = setup.proxied("/apis", "application/json");
-    assert_eq!(legacy["groups"][0]["preferredVersion"]["groupVersion"], "metrics.k8s.io/v1beta1", "{legacy}");
-    assert_eq!(setup.proxied("/apis/metrics.k8s.io", "application/json")["kind"], "APIGroup");
+    assert_eq!(
+        legacy["groups"][0]["preferredVersion"]["groupVersion"], "metrics.k8s.io/v1beta1",
+        "{legacy}"
+    );
+    assert_eq!(
+        setup.proxied("/apis/metrics.k8s.io", "application/json")["kind"],
+        "APIGroup"
+    );
     let list = setup.proxied("/apis/metrics.k8s.io/v1beta1", "application/json");
     let entries: Vec<(String, bool, Value)> = list["resources"]
         .as_array()
         .expect("resources")
         .iter()
-        .map(|r| (r["name"].as_str().unwrap_or_default().to_string(), r["namespaced"] == true, r["verbs"].clone()))
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or_default().to_string(),
+                r["namespaced"] == true,
+                r["verbs"].clone(),
+            )
+        })
         .collect();
-    assert_eq!(entries, [("nodes".into(), false, json!(["get", "list"])), ("pods".into(), true, json!(["get", "list"]))]);
+    assert_eq!(
+        entries,
+        [
+            ("nodes".into(), false, json!(["get", "list"])),
+            ("pods".into(), true, json!(["get", "list"]))
+        ]
+    );
 
     let index = setup.proxied("/openapi/v3", "application/json");
-    let url = index["paths"]["apis/metrics.k8s.io/v1beta1"]["serverRelativeURL"].as_str().expect("metrics document").to_string();
+    let url = index["paths"]["apis/metrics.k8s.io/v1beta1"]["serverRelativeURL"]
+        .as_str()
+        .expect("metrics document")
+        .to_string();
     let doc = setup.proxied(&url, "application/json");
-    let schema = &doc["components"]["schemas"]["io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics"];
-    assert_eq!(schema["x-kubernetes-group-version-kind"], json!([{"group": "metrics.k8s.io", "kind": "NodeMetrics", "version": "v1beta1"}]));
-    assert!(doc["components"]["schemas"]["io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetricsList"].is_object());
-    assert!(doc["paths"]["/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/{name}"]["get"].is_object(), "{}", doc["paths"]);
+    let schema =
+        &doc["components"]["schemas"]["io.k8s.metrics.pkg.apis.metrics.v1beta1.NodeMetrics"];
+    assert_eq!(
+        schema["x-kubernetes-group-version-kind"],
+        json!([{"group": "metrics.k8s.io", "kind": "NodeMetrics", "version": "v1beta1"}])
+    );
+    assert!(
+        doc["components"]["schemas"]["io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetricsList"]
+            .is_object()
+    );
+    assert!(
+        doc["paths"]["/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/{name}"]["get"]
+            .is_object(),
+        "{}",
+        doc["paths"]
+    );
 
     for path in ["/healthz", "/livez", "/readyz"] {
         assert_eq!(setup.get(None, &[], path), (200, "ok".to_string()));

@@ -10,9 +10,19 @@ use tests::{Cluster, workspace};
 fn python_apply_conflicts_bookmarks_resume_and_initial_events() {
     let cluster = Cluster::start();
     let script = workspace().join("tests/python/semantics_test.py");
-    let output = cluster.command("python3").arg(script).output().expect("python3 on PATH");
+    let output = cluster
+        .command("python3")
+        .arg(script)
+        .output()
+        .expect("python3 on PATH");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "python semantics test failed\nstdout: {stdout}\nstderr: {stderr}");
-    assert!(stdout.contains("python semantics: all checks passed"), "{stdout}");
+    assert!(
+        output.status.success(),
+        "python semantics test failed\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        stdout.contains("python semantics: all checks passed"),
+        "{stdout}"
+    );
 }

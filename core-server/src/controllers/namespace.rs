@@ -29,7 +29,11 @@ pub struct NamespaceController {
 impl NamespaceController {
     /// A controller acting through `client`, finding resources in `discovery`.
     pub fn new(client: Loopback, discovery: Arc<Discovery>) -> Self {
-        NamespaceController { client, discovery, busy: HashSet::new() }
+        NamespaceController {
+            client,
+            discovery,
+            busy: HashSet::new(),
+        }
     }
 }
 
@@ -54,10 +58,23 @@ impl Handler<Sync> for NamespaceController {
     type Result = ();
 
     fn handle(&mut self, Sync(ns): Sync, ctx: &mut Context<Self>) {
-        let deleting = ns.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
-        let finalizers = ns.pointer("/spec/finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
-        let name = ns.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-        if !deleting || !finalizers.iter().any(|f| f == FINALIZER) || !self.busy.insert(name.clone()) {
+        let deleting = ns
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null());
+        let finalizers = ns
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let name = ns
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if !deleting
+            || !finalizers.iter().any(|f| f == FINALIZER)
+            || !self.busy.insert(name.clone())
+        {
             return;
         }
         let (client, discovery) = (self.client.clone(), self.discovery.clone());
@@ -87,7 +104,10 @@ impl Handler<Finished> for NamespaceController {
         ctx.run_later(RETRY, move |_, ctx| {
             let me = ctx.address();
             tokio::spawn(async move {
-                if let Ok(ns) = client.get(&format!("/api/v1/namespaces/{}", msg.name)).await {
+                if let Ok(ns) = client
+                    .get(&format!("/api/v1/namespaces/{}", msg.name))
+                    .await
+                {
                     me.do_send(Sync(ns));
                 }
             });
@@ -101,14 +121,31 @@ fn collections(discovery: &Discovery, namespace: &str) -> Vec<String> {
     let docs = discovery.documents();
     let mut paths = Vec::new();
     for group in &docs.groups {
-        let name = group.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-        let Some(version) = group.pointer("/versions/0") else { continue };
+        let name = group
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some(version) = group.pointer("/versions/0") else {
+            continue;
+        };
         let v = version["version"].as_str().unwrap_or_default();
-        for r in version.get("resources").and_then(Value::as_array).into_iter().flatten() {
-            let verbs = r.get("verbs").and_then(Value::as_array).cloned().unwrap_or_default();
+        for r in version
+            .get("resources")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let verbs = r
+                .get("verbs")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             if r["scope"] == "Namespaced" && verbs.iter().any(|v| v == "deletecollection") {
                 let plural = r["resource"].as_str().unwrap_or_default();
-                paths.push(format!("{}/namespaces/{namespace}/{plural}", group_version_path(name, v)));
+                paths.push(format!(
+                    "{}/namespaces/{namespace}/{plural}",
+                    group_version_path(name, v)
+                ));
             }
         }
     }
@@ -116,7 +153,11 @@ fn collections(discovery: &Discovery, namespace: &str) -> Vec<String> {
 }
 
 /// Deletes the namespace's content; finalizes it once nothing is left.
-async fn finalize(client: &Loopback, discovery: &Discovery, name: &str) -> generic_server::Result<bool> {
+async fn finalize(
+    client: &Loopback,
+    discovery: &Discovery,
+    name: &str,
+) -> generic_server::Result<bool> {
     let paths = collections(discovery, name);
     for path in &paths {
         match client.delete(path).await {
@@ -131,7 +172,11 @@ async fn finalize(client: &Loopback, discovery: &Discovery, name: &str) -> gener
             Err(e) if e.reason() == Reason::NotFound => continue,
             Err(e) => return Err(e),
         };
-        if list.get("items").and_then(Value::as_array).is_some_and(|items| !items.is_empty()) {
+        if list
+            .get("items")
+            .and_then(Value::as_array)
+            .is_some_and(|items| !items.is_empty())
+        {
             return Ok(false);
         }
     }

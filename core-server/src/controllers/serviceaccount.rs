@@ -32,8 +32,16 @@ impl Handler<Sync> for ServiceAccountController {
 
     fn handle(&mut self, Sync(ns): Sync, _ctx: &mut Context<Self>) {
         let active = ns.pointer("/status/phase").and_then(Value::as_str) == Some("Active")
-            && ns.pointer("/metadata/deletionTimestamp").is_none_or(Value::is_null);
-        let Some(name) = ns.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string) else { return };
+            && ns
+                .pointer("/metadata/deletionTimestamp")
+                .is_none_or(Value::is_null);
+        let Some(name) = ns
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            return;
+        };
         if !active {
             return;
         }
@@ -45,12 +53,17 @@ impl Handler<Sync> for ServiceAccountController {
                 Err(e) if e.reason() == Reason::NotFound => {
                     let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
                     if let Err(e) = client.create(&path, &sa).await {
-                        if !matches!(e.reason(), Reason::AlreadyExists | Reason::NotFound | Reason::Forbidden) {
+                        if !matches!(
+                            e.reason(),
+                            Reason::AlreadyExists | Reason::NotFound | Reason::Forbidden
+                        ) {
                             tracing::warn!(namespace = %name, error = %e, "creating the default service account failed");
                         }
                     }
                 }
-                Err(e) => tracing::warn!(namespace = %name, error = %e, "reading the default service account failed"),
+                Err(e) => {
+                    tracing::warn!(namespace = %name, error = %e, "reading the default service account failed")
+                }
             }
         });
     }

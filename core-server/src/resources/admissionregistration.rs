@@ -37,7 +37,13 @@ fn default_match_resources(obj: &mut Value, pointer: &str) {
     default_rules(obj, &format!("{pointer}/excludeResourceRules"));
 }
 
-fn not_supported_if_set(obj: &Value, pointer: &str, field: &str, allowed: &[&str], errs: &mut Vec<FieldError>) {
+fn not_supported_if_set(
+    obj: &Value,
+    pointer: &str,
+    field: &str,
+    allowed: &[&str],
+    errs: &mut Vec<FieldError>,
+) {
     let value = text(obj, pointer);
     if is_set(obj, pointer) && !allowed.contains(&value) {
         errs.push(FieldError::not_supported(field, value, allowed));
@@ -50,26 +56,65 @@ fn validate_webhook(hook: &Value, path: &str, mutating: bool) -> Vec<FieldError>
     if name.is_empty() {
         errs.push(FieldError::required(format!("{path}.name"), ""));
     } else if name.split('.').filter(|s| !s.is_empty()).count() < 3 {
-        errs.push(FieldError::invalid(format!("{path}.name"), name, "should be a domain with at least three segments separated by dots"));
+        errs.push(FieldError::invalid(
+            format!("{path}.name"),
+            name,
+            "should be a domain with at least three segments separated by dots",
+        ));
     }
     if items(hook, "/admissionReviewVersions").is_empty() {
-        errs.push(FieldError::required(format!("{path}.admissionReviewVersions"), "must specify one of v1, v1beta1"));
+        errs.push(FieldError::required(
+            format!("{path}.admissionReviewVersions"),
+            "must specify one of v1, v1beta1",
+        ));
     }
     match text(hook, "/sideEffects") {
         "None" | "NoneOnDryRun" => {}
-        "" => errs.push(FieldError::required(format!("{path}.sideEffects"), "must specify one of None, NoneOnDryRun")),
-        other => errs.push(FieldError::not_supported(format!("{path}.sideEffects"), other, &["None", "NoneOnDryRun"])),
+        "" => errs.push(FieldError::required(
+            format!("{path}.sideEffects"),
+            "must specify one of None, NoneOnDryRun",
+        )),
+        other => errs.push(FieldError::not_supported(
+            format!("{path}.sideEffects"),
+            other,
+            &["None", "NoneOnDryRun"],
+        )),
     }
     if is_set(hook, "/clientConfig/url") == is_set(hook, "/clientConfig/service") {
-        errs.push(FieldError::required(format!("{path}.clientConfig"), "exactly one of url or service is required"));
+        errs.push(FieldError::required(
+            format!("{path}.clientConfig"),
+            "exactly one of url or service is required",
+        ));
     }
-    not_supported_if_set(hook, "/failurePolicy", &format!("{path}.failurePolicy"), &["Fail", "Ignore"], &mut errs);
-    not_supported_if_set(hook, "/matchPolicy", &format!("{path}.matchPolicy"), &["Equivalent", "Exact"], &mut errs);
+    not_supported_if_set(
+        hook,
+        "/failurePolicy",
+        &format!("{path}.failurePolicy"),
+        &["Fail", "Ignore"],
+        &mut errs,
+    );
+    not_supported_if_set(
+        hook,
+        "/matchPolicy",
+        &format!("{path}.matchPolicy"),
+        &["Equivalent", "Exact"],
+        &mut errs,
+    );
     if mutating {
-        not_supported_if_set(hook, "/reinvocationPolicy", &format!("{path}.reinvocationPolicy"), &["Never", "IfNeeded"], &mut errs);
+        not_supported_if_set(
+            hook,
+            "/reinvocationPolicy",
+            &format!("{path}.reinvocationPolicy"),
+            &["Never", "IfNeeded"],
+            &mut errs,
+        );
     }
     if let Some(timeout) = int(hook, "/timeoutSeconds").filter(|t| !(1..=30).contains(t)) {
-        errs.push(FieldError::invalid(format!("{path}.timeoutSeconds"), timeout, "the timeout value must be between 1 and 30 seconds"));
+        errs.push(FieldError::invalid(
+            format!("{path}.timeoutSeconds"),
+            timeout,
+            "the timeout value must be between 1 and 30 seconds",
+        ));
     }
     for selector in ["namespaceSelector", "objectSelector"] {
         if let Some(s) = hook.get(selector).filter(|s| !s.is_null()) {
@@ -82,7 +127,11 @@ fn validate_webhook(hook: &Value, path: &str, mutating: bool) -> Vec<FieldError>
 fn webhook_count_columns(what: &str) -> Vec<Column> {
     vec![
         table::name_column(),
-        Column::new(what, "integer", "Webhooks indicates the number of webhooks registered in this configuration"),
+        Column::new(
+            what,
+            "integer",
+            "Webhooks indicates the number of webhooks registered in this configuration",
+        ),
         table::age_column(),
     ]
 }
@@ -130,7 +179,11 @@ impl Strategy for WebhookConfigurationStrategy {
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![table::name_cell(obj), json!(items(obj, "/webhooks").len()), table::age_cell(obj)]
+        vec![
+            table::name_cell(obj),
+            json!(items(obj, "/webhooks").len()),
+            table::age_cell(obj),
+        ]
     }
 }
 
@@ -152,19 +205,34 @@ impl Strategy for ValidatingAdmissionPolicyStrategy {
         let mut errs = Vec::new();
         let validations = items(obj, "/spec/validations");
         if validations.is_empty() && items(obj, "/spec/auditAnnotations").is_empty() {
-            errs.push(FieldError::required("spec.validations", "validations or auditAnnotations must contain at least one item"));
+            errs.push(FieldError::required(
+                "spec.validations",
+                "validations or auditAnnotations must contain at least one item",
+            ));
         }
         for (i, v) in validations.iter().enumerate() {
             if text(v, "/expression").trim().is_empty() {
-                errs.push(FieldError::required(format!("spec.validations[{i}].expression"), ""));
+                errs.push(FieldError::required(
+                    format!("spec.validations[{i}].expression"),
+                    "",
+                ));
             }
         }
         if !is_set(obj, "/spec/matchConstraints") {
             errs.push(FieldError::required("spec.matchConstraints", ""));
         } else if items(obj, "/spec/matchConstraints/resourceRules").is_empty() {
-            errs.push(FieldError::required("spec.matchConstraints.resourceRules", ""));
+            errs.push(FieldError::required(
+                "spec.matchConstraints.resourceRules",
+                "",
+            ));
         }
-        not_supported_if_set(obj, "/spec/failurePolicy", "spec.failurePolicy", &["Fail", "Ignore"], &mut errs);
+        not_supported_if_set(
+            obj,
+            "/spec/failurePolicy",
+            "spec.failurePolicy",
+            &["Fail", "Ignore"],
+            &mut errs,
+        );
         if is_set(obj, "/spec/paramKind") {
             for field in ["apiVersion", "kind"] {
                 if text(obj, &format!("/spec/paramKind/{field}")).is_empty() {
@@ -178,19 +246,36 @@ impl Strategy for ValidatingAdmissionPolicyStrategy {
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("Validations", "integer", "Validations indicates the number of validation rules defined in this configuration"),
-            Column::new("ParamKind", "string", "ParamKind specifies the kind of resources used to parameterize this policy"),
+            Column::new(
+                "Validations",
+                "integer",
+                "Validations indicates the number of validation rules defined in this configuration",
+            ),
+            Column::new(
+                "ParamKind",
+                "string",
+                "ParamKind specifies the kind of resources used to parameterize this policy",
+            ),
             table::age_column(),
         ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
         let param_kind = if is_set(obj, "/spec/paramKind") {
-            format!("{}/{}", text(obj, "/spec/paramKind/apiVersion"), text(obj, "/spec/paramKind/kind"))
+            format!(
+                "{}/{}",
+                text(obj, "/spec/paramKind/apiVersion"),
+                text(obj, "/spec/paramKind/kind")
+            )
         } else {
             "<unset>".into()
         };
-        vec![table::name_cell(obj), json!(items(obj, "/spec/validations").len()), json!(param_kind), table::age_cell(obj)]
+        vec![
+            table::name_cell(obj),
+            json!(items(obj, "/spec/validations").len()),
+            json!(param_kind),
+            table::age_cell(obj),
+        ]
     }
 }
 
@@ -210,12 +295,19 @@ impl Strategy for ValidatingAdmissionPolicyBindingStrategy {
         }
         let actions = items(obj, "/spec/validationActions");
         if actions.is_empty() {
-            errs.push(FieldError::required("spec.validationActions", "at least one validation action is required"));
+            errs.push(FieldError::required(
+                "spec.validationActions",
+                "at least one validation action is required",
+            ));
         }
         for (i, action) in actions.iter().enumerate() {
             let action = action.as_str().unwrap_or_default();
             if !["Audit", "Deny", "Warn"].contains(&action) {
-                errs.push(FieldError::not_supported(format!("spec.validationActions[{i}]"), action, &["Audit", "Deny", "Warn"]));
+                errs.push(FieldError::not_supported(
+                    format!("spec.validationActions[{i}]"),
+                    action,
+                    &["Audit", "Deny", "Warn"],
+                ));
             }
         }
         if is_set(obj, "/spec/paramRef") {
@@ -227,7 +319,10 @@ impl Strategy for ValidatingAdmissionPolicyBindingStrategy {
                 &mut errs,
             );
             if !is_set(obj, "/spec/paramRef/parameterNotFoundAction") {
-                errs.push(FieldError::required("spec.paramRef.parameterNotFoundAction", ""));
+                errs.push(FieldError::required(
+                    "spec.paramRef.parameterNotFoundAction",
+                    "",
+                ));
             }
         }
         errs
@@ -236,21 +331,41 @@ impl Strategy for ValidatingAdmissionPolicyBindingStrategy {
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("PolicyName", "string", "PolicyName indicates the policy definition which the policy binding binded to"),
-            Column::new("ParamRef", "string", "ParamRef indicates the param resource which sets the configration param"),
+            Column::new(
+                "PolicyName",
+                "string",
+                "PolicyName indicates the policy definition which the policy binding binded to",
+            ),
+            Column::new(
+                "ParamRef",
+                "string",
+                "ParamRef indicates the param resource which sets the configration param",
+            ),
             table::age_column(),
         ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
         let param_ref = if is_set(obj, "/spec/paramRef") {
-            let (namespace, name) = (text(obj, "/spec/paramRef/namespace"), text(obj, "/spec/paramRef/name"));
+            let (namespace, name) = (
+                text(obj, "/spec/paramRef/namespace"),
+                text(obj, "/spec/paramRef/name"),
+            );
             let name = if name.is_empty() { "*" } else { name };
-            if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") }
+            if namespace.is_empty() {
+                name.to_string()
+            } else {
+                format!("{namespace}/{name}")
+            }
         } else {
             "<unset>".into()
         };
-        vec![table::name_cell(obj), fields::text_cell(obj, "/spec/policyName"), json!(param_ref), table::age_cell(obj)]
+        vec![
+            table::name_cell(obj),
+            fields::text_cell(obj, "/spec/policyName"),
+            json!(param_ref),
+            table::age_cell(obj),
+        ]
     }
 }
 
@@ -265,14 +380,28 @@ mod tests {
             "sideEffects": "None", "clientConfig": {"service": {"name": "hook", "namespace": "default"}}, "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]}]});
         strategy.defaults(&mut config);
         let hook = &config["webhooks"][0];
-        assert_eq!((hook["failurePolicy"].clone(), hook["timeoutSeconds"].clone()), (json!("Fail"), json!(10)));
+        assert_eq!(
+            (
+                hook["failurePolicy"].clone(),
+                hook["timeoutSeconds"].clone()
+            ),
+            (json!("Fail"), json!(10))
+        );
         assert_eq!(hook["reinvocationPolicy"], "Never");
         assert_eq!(hook["clientConfig"]["service"]["port"], 443);
         assert_eq!(hook["rules"][0]["scope"], "*");
-        assert!(strategy.validate(&config).is_empty(), "{:?}", strategy.validate(&config));
+        assert!(
+            strategy.validate(&config).is_empty(),
+            "{:?}",
+            strategy.validate(&config)
+        );
         assert_eq!(strategy.cells(&config)[1], 1);
         let bad = json!({"webhooks": [{"name": "short"}]});
-        let errs: Vec<String> = strategy.validate(&bad).iter().map(ToString::to_string).collect();
+        let errs: Vec<String> = strategy
+            .validate(&bad)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(
             errs[0],
             "webhooks[0].name: Invalid value: \"short\": should be a domain with at least three segments separated by dots"
@@ -285,9 +414,19 @@ mod tests {
             "validations": [{"expression": "object.spec.replicas <= 5"}]}});
         ValidatingAdmissionPolicyStrategy.defaults(&mut policy);
         assert_eq!(policy["spec"]["failurePolicy"], "Fail");
-        assert_eq!(policy["spec"]["matchConstraints"]["matchPolicy"], "Equivalent");
-        assert!(ValidatingAdmissionPolicyStrategy.validate(&policy).is_empty());
-        assert_eq!(ValidatingAdmissionPolicyStrategy.cells(&policy)[2], "<unset>");
+        assert_eq!(
+            policy["spec"]["matchConstraints"]["matchPolicy"],
+            "Equivalent"
+        );
+        assert!(
+            ValidatingAdmissionPolicyStrategy
+                .validate(&policy)
+                .is_empty()
+        );
+        assert_eq!(
+            ValidatingAdmissionPolicyStrategy.cells(&policy)[2],
+            "<unset>"
+        );
         let binding = json!({"metadata": {"name": "b"}, "spec": {"policyName": "p"}});
         assert_eq!(
             ValidatingAdmissionPolicyBindingStrategy.validate(&binding)[0].to_string(),

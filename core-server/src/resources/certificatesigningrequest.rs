@@ -64,18 +64,29 @@ fn signer_name_errors(name: &str) -> Vec<FieldError> {
         return vec![FieldError::invalid("spec.signerName", name, message)];
     };
     let mut errs = Vec::new();
-    if path.is_empty() || !domain.contains('.') || !generic_server::validation::dns1123_subdomain(domain).is_empty() {
+    if path.is_empty()
+        || !domain.contains('.')
+        || !generic_server::validation::dns1123_subdomain(domain).is_empty()
+    {
         errs.push(FieldError::invalid("spec.signerName", name, message));
     }
     if name == "kubernetes.io/legacy-unknown" {
-        errs.push(FieldError::invalid("spec.signerName", name, "the legacy signerName is not allowed via this API version"));
+        errs.push(FieldError::invalid(
+            "spec.signerName",
+            name,
+            "the legacy signerName is not allowed via this API version",
+        ));
     }
     errs
 }
 
 /// kube's `extractCSRStatus`: Pending, Approved or Denied, then Failed and Issued.
 fn condition_cell(obj: &Value) -> String {
-    let has = |kind: &str| items(obj, "/status/conditions").iter().any(|c| text(c, "/type") == kind);
+    let has = |kind: &str| {
+        items(obj, "/status/conditions")
+            .iter()
+            .any(|c| text(c, "/type") == kind)
+    };
     let mut status = if has("Denied") {
         "Denied"
     } else if has("Approved") {
@@ -101,15 +112,23 @@ pub struct CsrRequester;
 #[async_trait::async_trait]
 impl AdmissionPlugin for CsrRequester {
     async fn admit(&self, attrs: &Attributes<'_>, obj: &mut Value) -> Result<()> {
-        let is_csr = attrs.resource.group == "certificates.k8s.io" && attrs.resource.plural == "certificatesigningrequests";
-        if !is_csr || attrs.operation != Operation::Create || !attrs.subresource.is_empty() || !obj["spec"].is_object() {
+        let is_csr = attrs.resource.group == "certificates.k8s.io"
+            && attrs.resource.plural == "certificatesigningrequests";
+        if !is_csr
+            || attrs.operation != Operation::Create
+            || !attrs.subresource.is_empty()
+            || !obj["spec"].is_object()
+        {
             return Ok(());
         }
         let user = attrs.user;
         let spec = &mut obj["spec"];
-        for (field, value) in
-            [("username", json!(user.name)), ("uid", json!(user.uid)), ("groups", json!(user.groups)), ("extra", json!(user.extra))]
-        {
+        for (field, value) in [
+            ("username", json!(user.name)),
+            ("uid", json!(user.uid)),
+            ("groups", json!(user.groups)),
+            ("extra", json!(user.extra)),
+        ] {
             let empty = value.as_str().is_some_and(str::is_empty)
                 || value.as_array().is_some_and(Vec::is_empty)
                 || value.as_object().is_some_and(|m| m.is_empty());
@@ -136,12 +155,24 @@ impl Strategy for CertificateSigningRequestStrategy {
         let mut merged = old.clone();
         match subresource {
             "approval" => {
-                fields::set(&mut merged, "/status/conditions", fields::value(new, "/status/conditions"));
+                fields::set(
+                    &mut merged,
+                    "/status/conditions",
+                    fields::value(new, "/status/conditions"),
+                );
             }
             "status" => {
                 let mut status = fields::value(new, "/status");
-                let kept: Vec<Value> = items(old, "/status/conditions").iter().filter(|c| is_decision(c)).cloned().collect();
-                let mut conditions: Vec<Value> = items(&status, "/conditions").iter().filter(|c| !is_decision(c)).cloned().collect();
+                let kept: Vec<Value> = items(old, "/status/conditions")
+                    .iter()
+                    .filter(|c| is_decision(c))
+                    .cloned()
+                    .collect();
+                let mut conditions: Vec<Value> = items(&status, "/conditions")
+                    .iter()
+                    .filter(|c| !is_decision(c))
+                    .cloned()
+                    .collect();
                 conditions.extend(kept);
                 if !status.is_object() {
                     status = json!({});
@@ -151,7 +182,11 @@ impl Strategy for CertificateSigningRequestStrategy {
             }
             _ => return None,
         }
-        fields::set(&mut merged, "/metadata/resourceVersion", fields::value(new, "/metadata/resourceVersion"));
+        fields::set(
+            &mut merged,
+            "/metadata/resourceVersion",
+            fields::value(new, "/metadata/resourceVersion"),
+        );
         stamp_conditions(&mut merged);
         Some(merged)
     }
@@ -159,9 +194,15 @@ impl Strategy for CertificateSigningRequestStrategy {
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();
         let request = text(obj, "/spec/request");
-        let pem = base64::engine::general_purpose::STANDARD.decode(request).unwrap_or_default();
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(request)
+            .unwrap_or_default();
         if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE REQUEST-----") {
-            errs.push(FieldError::invalid("spec.request", request, "PEM block type must be CERTIFICATE REQUEST"));
+            errs.push(FieldError::invalid(
+                "spec.request",
+                request,
+                "PEM block type must be CERTIFICATE REQUEST",
+            ));
         }
         let signer = text(obj, "/spec/signerName");
         if signer.is_empty() {
@@ -172,10 +213,16 @@ impl Strategy for CertificateSigningRequestStrategy {
         for (i, usage) in items(obj, "/spec/usages").iter().enumerate() {
             let usage = usage.as_str().unwrap_or_default();
             if !USAGES.contains(&usage) {
-                errs.push(FieldError::not_supported(format!("spec.usages[{i}]"), usage, USAGES));
+                errs.push(FieldError::not_supported(
+                    format!("spec.usages[{i}]"),
+                    usage,
+                    USAGES,
+                ));
             }
         }
-        if let Some(seconds) = int(obj, "/spec/expirationSeconds").filter(|s| *s < MIN_EXPIRATION_SECONDS) {
+        if let Some(seconds) =
+            int(obj, "/spec/expirationSeconds").filter(|s| *s < MIN_EXPIRATION_SECONDS)
+        {
             errs.push(FieldError::invalid(
                 "spec.expirationSeconds",
                 seconds,
@@ -184,13 +231,23 @@ impl Strategy for CertificateSigningRequestStrategy {
         }
         for (i, c) in items(obj, "/status/conditions").iter().enumerate() {
             if text(c, "/type").is_empty() {
-                errs.push(FieldError::required(format!("status.conditions[{i}].type"), ""));
+                errs.push(FieldError::required(
+                    format!("status.conditions[{i}].type"),
+                    "",
+                ));
             }
         }
-        let decided =
-            |kind: &str| items(obj, "/status/conditions").iter().any(|c| text(c, "/type") == kind && text(c, "/status") != "False");
+        let decided = |kind: &str| {
+            items(obj, "/status/conditions")
+                .iter()
+                .any(|c| text(c, "/type") == kind && text(c, "/status") != "False")
+        };
         if decided("Approved") && decided("Denied") {
-            errs.push(FieldError::invalid("status.conditions", "", "Approved and Denied conditions are mutually exclusive"));
+            errs.push(FieldError::invalid(
+                "status.conditions",
+                "",
+                "Approved and Denied conditions are mutually exclusive",
+            ));
         }
         errs
     }
@@ -199,16 +256,38 @@ impl Strategy for CertificateSigningRequestStrategy {
         vec![
             table::name_column(),
             table::age_column(),
-            Column::new("SignerName", "string", "Only one signer may sign a given certificate."),
-            Column::new("Requestor", "string", "Name of the user that requested the certificate."),
-            Column::new("RequestedDuration", "string", "The requested validity of the issued certificate."),
-            Column::new("Condition", "string", "The current approval state of the request."),
+            Column::new(
+                "SignerName",
+                "string",
+                "Only one signer may sign a given certificate.",
+            ),
+            Column::new(
+                "Requestor",
+                "string",
+                "Name of the user that requested the certificate.",
+            ),
+            Column::new(
+                "RequestedDuration",
+                "string",
+                "The requested validity of the issued certificate.",
+            ),
+            Column::new(
+                "Condition",
+                "string",
+                "The current approval state of the request.",
+            ),
         ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        let duration = int(obj, "/spec/expirationSeconds").map(table::human_duration).unwrap_or_else(|| "<none>".into());
-        let signer = if is_set(obj, "/spec/signerName") { text(obj, "/spec/signerName") } else { "<none>" };
+        let duration = int(obj, "/spec/expirationSeconds")
+            .map(table::human_duration)
+            .unwrap_or_else(|| "<none>".into());
+        let signer = if is_set(obj, "/spec/signerName") {
+            text(obj, "/spec/signerName")
+        } else {
+            "<none>"
+        };
         vec![
             table::name_cell(obj),
             table::age_cell(obj),
@@ -243,15 +322,30 @@ mod tests {
     #[test]
     fn validation_and_row() {
         let c = csr();
-        assert!(CertificateSigningRequestStrategy.validate(&c).is_empty(), "{:?}", CertificateSigningRequestStrategy.validate(&c));
+        assert!(
+            CertificateSigningRequestStrategy.validate(&c).is_empty(),
+            "{:?}",
+            CertificateSigningRequestStrategy.validate(&c)
+        );
         let cells = CertificateSigningRequestStrategy.cells(&c);
         assert_eq!(
             (cells[2].clone(), cells[4].clone(), cells[5].clone()),
-            (json!("kubernetes.io/kube-apiserver-client"), json!("24h"), json!("Pending"))
+            (
+                json!("kubernetes.io/kube-apiserver-client"),
+                json!("24h"),
+                json!("Pending")
+            )
         );
         let bad = json!({"spec": {"request": "eA==", "signerName": "nodomain"}});
-        let errs: Vec<String> = CertificateSigningRequestStrategy.validate(&bad).iter().map(ToString::to_string).collect();
-        assert_eq!(errs[0], "spec.request: Invalid value: \"eA==\": PEM block type must be CERTIFICATE REQUEST");
+        let errs: Vec<String> = CertificateSigningRequestStrategy
+            .validate(&bad)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errs[0],
+            "spec.request: Invalid value: \"eA==\": PEM block type must be CERTIFICATE REQUEST"
+        );
         assert_eq!(
             errs[1],
             "spec.signerName: Invalid value: \"nodomain\": must be a fully qualified domain and path of the form 'example.com/signer-name'"
@@ -264,13 +358,24 @@ mod tests {
         let mut request = old.clone();
         request["spec"]["signerName"] = json!("example.com/other");
         request["status"] = json!({"conditions": [{"type": "Approved", "status": "True", "reason": "OK"}], "certificate": "eA=="});
-        let merged = CertificateSigningRequestStrategy.update_subresource("approval", &request, &old).expect("approval is handled");
+        let merged = CertificateSigningRequestStrategy
+            .update_subresource("approval", &request, &old)
+            .expect("approval is handled");
         assert_eq!(merged["spec"], old["spec"]);
         assert_eq!(merged["status"]["conditions"][0]["type"], "Approved");
         assert!(merged["status"].get("certificate").is_none());
-        assert!(merged["status"]["conditions"][0].get("lastUpdateTime").is_some());
-        assert_eq!(CertificateSigningRequestStrategy.cells(&merged)[5], "Approved");
-        let through_status = CertificateSigningRequestStrategy.update_subresource("status", &request, &old).expect("status is handled");
+        assert!(
+            merged["status"]["conditions"][0]
+                .get("lastUpdateTime")
+                .is_some()
+        );
+        assert_eq!(
+            CertificateSigningRequestStrategy.cells(&merged)[5],
+            "Approved"
+        );
+        let through_status = CertificateSigningRequestStrategy
+            .update_subresource("status", &request, &old)
+            .expect("status is handled");
         assert_eq!(through_status["status"]["conditions"], json!([]));
         assert_eq!(through_status["status"]["certificate"], "eA==");
     }

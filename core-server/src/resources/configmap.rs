@@ -29,11 +29,19 @@ impl Strategy for ConfigMapStrategy {
     }
 
     fn columns(&self) -> Vec<Column> {
-        vec![table::name_column(), Column::new("Data", "string", "Data contains the configuration data"), table::age_column()]
+        vec![
+            table::name_column(),
+            Column::new("Data", "string", "Data contains the configuration data"),
+            table::age_column(),
+        ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![table::name_cell(obj), json!(data::count(obj, FIELDS)), table::age_cell(obj)]
+        vec![
+            table::name_cell(obj),
+            json!(data::count(obj, FIELDS)),
+            table::age_cell(obj),
+        ]
     }
 }
 
@@ -43,14 +51,28 @@ mod tests {
 
     #[test]
     fn keys_size_and_immutability() {
-        assert!(ConfigMapStrategy.validate(&json!({"data": {"ok.key": "v"}})).is_empty());
-        let bad = ConfigMapStrategy.validate(&json!({"data": {"bad key": "v"}, "binaryData": {"x": "eA=="}}));
+        assert!(
+            ConfigMapStrategy
+                .validate(&json!({"data": {"ok.key": "v"}}))
+                .is_empty()
+        );
+        let bad = ConfigMapStrategy
+            .validate(&json!({"data": {"bad key": "v"}, "binaryData": {"x": "eA=="}}));
         assert_eq!(bad.len(), 1);
         assert_eq!(bad[0].field, "data[bad key]");
-        let dup = ConfigMapStrategy.validate(&json!({"data": {"x": "v"}, "binaryData": {"x": "eA=="}}));
+        let dup =
+            ConfigMapStrategy.validate(&json!({"data": {"x": "v"}, "binaryData": {"x": "eA=="}}));
         assert_eq!(dup.len(), 1);
         let old = json!({"immutable": true, "data": {"a": "1"}});
-        assert_eq!(ConfigMapStrategy.validate_update(&json!({"immutable": true, "data": {"a": "2"}}), &old).len(), 1);
-        assert_eq!(ConfigMapStrategy.cells(&json!({"metadata":{"name":"c"},"data":{"a":"1","b":"2"}}))[1], 2);
+        assert_eq!(
+            ConfigMapStrategy
+                .validate_update(&json!({"immutable": true, "data": {"a": "2"}}), &old)
+                .len(),
+            1
+        );
+        assert_eq!(
+            ConfigMapStrategy.cells(&json!({"metadata":{"name":"c"},"data":{"a":"1","b":"2"}}))[1],
+            2
+        );
     }
 }

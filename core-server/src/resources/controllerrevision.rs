@@ -12,16 +12,29 @@ pub struct ControllerRevisionStrategy;
 
 /// The controlling owner as kube prints it: `daemonset.apps/name`, `<none>` if none.
 pub fn controller_of(obj: &Value) -> String {
-    let owner = fields::items(obj, "/metadata/ownerReferences").iter().find(|o| o.get("controller") == Some(&Value::Bool(true)));
-    let Some(owner) = owner else { return "<none>".into() };
-    let group = text(owner, "/apiVersion").rsplit_once('/').map(|(g, _)| g).unwrap_or_default();
-    let kind = if group.is_empty() { text(owner, "/kind").to_string() } else { format!("{}.{group}", text(owner, "/kind")) };
+    let owner = fields::items(obj, "/metadata/ownerReferences")
+        .iter()
+        .find(|o| o.get("controller") == Some(&Value::Bool(true)));
+    let Some(owner) = owner else {
+        return "<none>".into();
+    };
+    let group = text(owner, "/apiVersion")
+        .rsplit_once('/')
+        .map(|(g, _)| g)
+        .unwrap_or_default();
+    let kind = if group.is_empty() {
+        text(owner, "/kind").to_string()
+    } else {
+        format!("{}.{group}", text(owner, "/kind"))
+    };
     format!("{}/{}", kind.to_lowercase(), text(owner, "/name"))
 }
 
 impl Strategy for ControllerRevisionStrategy {
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        fields::non_negative(obj, "/revision", "revision").into_iter().collect()
+        fields::non_negative(obj, "/revision", "revision")
+            .into_iter()
+            .collect()
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
@@ -34,13 +47,22 @@ impl Strategy for ControllerRevisionStrategy {
         vec![
             table::name_column(),
             Column::new("Controller", "string", "Controller of the object"),
-            Column::new("Revision", "integer", "Revision indicates the revision of the state represented by Data."),
+            Column::new(
+                "Revision",
+                "integer",
+                "Revision indicates the revision of the state represented by Data.",
+            ),
             table::age_column(),
         ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![table::name_cell(obj), json!(controller_of(obj)), fields::int_cell(obj, "/revision"), table::age_cell(obj)]
+        vec![
+            table::name_cell(obj),
+            json!(controller_of(obj)),
+            fields::int_cell(obj, "/revision"),
+            table::age_cell(obj),
+        ]
     }
 }
 
@@ -51,10 +73,19 @@ mod tests {
     #[test]
     fn controller_column_and_immutable_data() {
         let rev = json!({"metadata": {"name": "r", "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "controller": true}]}, "revision": 2, "data": {"a": 1}});
-        assert_eq!(ControllerRevisionStrategy.cells(&rev)[1], "daemonset.apps/agent");
+        assert_eq!(
+            ControllerRevisionStrategy.cells(&rev)[1],
+            "daemonset.apps/agent"
+        );
         let mut changed = rev.clone();
         changed["data"] = json!({"a": 2});
-        assert_eq!(ControllerRevisionStrategy.validate_update(&changed, &rev)[0].detail, "field is immutable");
-        assert_eq!(ControllerRevisionStrategy.validate(&json!({"revision": -1}))[0].field, "revision");
+        assert_eq!(
+            ControllerRevisionStrategy.validate_update(&changed, &rev)[0].detail,
+            "field is immutable"
+        );
+        assert_eq!(
+            ControllerRevisionStrategy.validate(&json!({"revision": -1}))[0].field,
+            "revision"
+        );
     }
 }

@@ -14,7 +14,15 @@ use super::{job, pod_template, workload};
 const MAX_NAME: usize = 52;
 
 /// The cron descriptors kube's parser accepts.
-const DESCRIPTORS: &[&str] = &["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"];
+const DESCRIPTORS: &[&str] = &[
+    "@yearly",
+    "@annually",
+    "@monthly",
+    "@weekly",
+    "@daily",
+    "@midnight",
+    "@hourly",
+];
 
 /// The rules of `batch/v1/CronJob`.
 pub struct CronJobStrategy;
@@ -27,18 +35,42 @@ struct CronField {
 }
 
 const CRON_FIELDS: [CronField; 5] = [
-    CronField { min: 0, max: 59, names: &[] },
-    CronField { min: 0, max: 23, names: &[] },
-    CronField { min: 1, max: 31, names: &[] },
-    CronField { min: 1, max: 12, names: &["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"] },
-    CronField { min: 0, max: 6, names: &["sun", "mon", "tue", "wed", "thu", "fri", "sat"] },
+    CronField {
+        min: 0,
+        max: 59,
+        names: &[],
+    },
+    CronField {
+        min: 0,
+        max: 23,
+        names: &[],
+    },
+    CronField {
+        min: 1,
+        max: 31,
+        names: &[],
+    },
+    CronField {
+        min: 1,
+        max: 12,
+        names: &[
+            "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+        ],
+    },
+    CronField {
+        min: 0,
+        max: 6,
+        names: &["sun", "mon", "tue", "wed", "thu", "fri", "sat"],
+    },
 ];
 
 fn cron_number(s: &str, field: &CronField) -> Result<i64, String> {
     if let Some(i) = field.names.iter().position(|n| n.eq_ignore_ascii_case(s)) {
         return Ok(i as i64 + if field.min == 1 { 1 } else { 0 });
     }
-    let n: i64 = s.parse().map_err(|_| format!("failed to parse int from {s}: strconv.Atoi: parsing {s:?}: invalid syntax"))?;
+    let n: i64 = s.parse().map_err(|_| {
+        format!("failed to parse int from {s}: strconv.Atoi: parsing {s:?}: invalid syntax")
+    })?;
     if n < 0 {
         return Err(format!("negative number ({n}) not allowed: {s}"));
     }
@@ -66,13 +98,21 @@ fn cron_range(expr: &str, field: &CronField) -> Result<(), String> {
         return Err(format!("step of range should be a positive number: {expr}"));
     }
     if start < field.min {
-        return Err(format!("beginning of range ({start}) below minimum ({}): {expr}", field.min));
+        return Err(format!(
+            "beginning of range ({start}) below minimum ({}): {expr}",
+            field.min
+        ));
     }
     if end > field.max {
-        return Err(format!("end of range ({end}) above maximum ({}): {expr}", field.max));
+        return Err(format!(
+            "end of range ({end}) above maximum ({}): {expr}",
+            field.max
+        ));
     }
     if start > end {
-        return Err(format!("beginning of range ({start}) beyond end of range ({end}): {expr}"));
+        return Err(format!(
+            "beginning of range ({start}) beyond end of range ({end}): {expr}"
+        ));
     }
     Ok(())
 }
@@ -84,15 +124,33 @@ pub fn check_schedule(schedule: &str) -> Result<(), String> {
         return Err("empty spec string".into());
     }
     if let Some(every) = schedule.strip_prefix("@every ") {
-        let ok = every.len() > 1 && every.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse::<f64>().is_ok();
-        return if ok { Ok(()) } else { Err(format!("failed to parse duration {schedule}: time: invalid duration {every:?}")) };
+        let ok = every.len() > 1
+            && every
+                .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                .parse::<f64>()
+                .is_ok();
+        return if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "failed to parse duration {schedule}: time: invalid duration {every:?}"
+            ))
+        };
     }
     if schedule.starts_with('@') {
-        return if DESCRIPTORS.contains(&schedule) { Ok(()) } else { Err(format!("unrecognized descriptor: {schedule}")) };
+        return if DESCRIPTORS.contains(&schedule) {
+            Ok(())
+        } else {
+            Err(format!("unrecognized descriptor: {schedule}"))
+        };
     }
     let parts: Vec<&str> = schedule.split_whitespace().collect();
     if parts.len() != CRON_FIELDS.len() {
-        return Err(format!("expected exactly 5 fields, found {}: [{}]", parts.len(), parts.join(" ")));
+        return Err(format!(
+            "expected exactly 5 fields, found {}: [{}]",
+            parts.len(),
+            parts.join(" ")
+        ));
     }
     for (part, field) in parts.iter().zip(CRON_FIELDS.iter()) {
         for expr in part.split(',') {
@@ -123,44 +181,81 @@ impl Strategy for CronJobStrategy {
         let mut errs = Vec::new();
         let name = text(obj, "/metadata/name");
         if name.len() > MAX_NAME {
-            errs.push(FieldError::invalid("metadata.name", name, format!("must be no more than {MAX_NAME} characters")));
+            errs.push(FieldError::invalid(
+                "metadata.name",
+                name,
+                format!("must be no more than {MAX_NAME} characters"),
+            ));
         }
         let schedule = text(obj, "/spec/schedule");
         if schedule.is_empty() {
             errs.push(FieldError::required("spec.schedule", ""));
         } else if schedule.contains("TZ") {
-            errs.push(FieldError::invalid("spec.schedule", schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"));
+            errs.push(FieldError::invalid(
+                "spec.schedule",
+                schedule,
+                "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+            ));
         } else if let Err(msg) = check_schedule(schedule) {
             errs.push(FieldError::invalid("spec.schedule", schedule, msg));
         }
         let zone = text(obj, "/spec/timeZone");
         if fields::is_set(obj, "/spec/timeZone") && (zone.is_empty() || zone.contains(' ')) {
-            errs.push(FieldError::invalid("spec.timeZone", zone, format!("unknown time zone {zone}")));
+            errs.push(FieldError::invalid(
+                "spec.timeZone",
+                zone,
+                format!("unknown time zone {zone}"),
+            ));
         }
         match text(obj, "/spec/concurrencyPolicy") {
             "Allow" | "Forbid" | "Replace" => {}
             "" => errs.push(FieldError::required("spec.concurrencyPolicy", "")),
-            other => errs.push(FieldError::not_supported("spec.concurrencyPolicy", other, &["Allow", "Forbid", "Replace"])),
+            other => errs.push(FieldError::not_supported(
+                "spec.concurrencyPolicy",
+                other,
+                &["Allow", "Forbid", "Replace"],
+            )),
         }
         errs.extend(fields::non_negatives(
             obj,
             &[
-                ("/spec/startingDeadlineSeconds", "spec.startingDeadlineSeconds"),
-                ("/spec/successfulJobsHistoryLimit", "spec.successfulJobsHistoryLimit"),
-                ("/spec/failedJobsHistoryLimit", "spec.failedJobsHistoryLimit"),
+                (
+                    "/spec/startingDeadlineSeconds",
+                    "spec.startingDeadlineSeconds",
+                ),
+                (
+                    "/spec/successfulJobsHistoryLimit",
+                    "spec.successfulJobsHistoryLimit",
+                ),
+                (
+                    "/spec/failedJobsHistoryLimit",
+                    "spec.failedJobsHistoryLimit",
+                ),
             ],
         ));
         if obj.pointer("/spec/jobTemplate/spec/manualSelector") == Some(&Value::Bool(true)) {
-            errs.push(FieldError::not_supported("spec.jobTemplate.spec.manualSelector", true, &["nil", "false"]));
+            errs.push(FieldError::not_supported(
+                "spec.jobTemplate.spec.manualSelector",
+                true,
+                &["nil", "false"],
+            ));
         }
-        errs.extend(job::validate_job_spec(&fields::value(obj, "/spec/jobTemplate/spec"), "spec.jobTemplate.spec", false));
+        errs.extend(job::validate_job_spec(
+            &fields::value(obj, "/spec/jobTemplate/spec"),
+            "spec.jobTemplate.spec",
+            false,
+        ));
         errs
     }
 
     fn columns(&self) -> Vec<Column> {
         let mut columns = vec![
             table::name_column(),
-            Column::new("Schedule", "string", "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
+            Column::new(
+                "Schedule",
+                "string",
+                "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.",
+            ),
             Column::new(
                 "Timezone",
                 "string",
@@ -171,8 +266,16 @@ impl Strategy for CronJobStrategy {
                 "boolean",
                 "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.",
             ),
-            Column::new("Active", "integer", "A list of pointers to currently running jobs."),
-            Column::new("Last Schedule", "string", "Information when was the last time the job was successfully scheduled."),
+            Column::new(
+                "Active",
+                "integer",
+                "A list of pointers to currently running jobs.",
+            ),
+            Column::new(
+                "Last Schedule",
+                "string",
+                "Information when was the last time the job was successfully scheduled.",
+            ),
             table::age_column(),
         ];
         columns.extend(workload::wide_columns(true));
@@ -186,17 +289,27 @@ impl Strategy for CronJobStrategy {
             _ => "<unset>",
         };
         let last = text(obj, "/status/lastScheduleTime");
-        let last = if last.is_empty() { "<none>".to_string() } else { table::age_of(Some(last)) };
+        let last = if last.is_empty() {
+            "<none>".to_string()
+        } else {
+            table::age_of(Some(last))
+        };
         let mut cells = vec![
             table::name_cell(obj),
             fields::text_cell(obj, "/spec/schedule"),
-            json!(fields::none_if_empty(text(obj, "/spec/timeZone").to_string())),
+            json!(fields::none_if_empty(
+                text(obj, "/spec/timeZone").to_string()
+            )),
             json!(suspend),
             json!(items(obj, "/status/active").len()),
             json!(last),
             table::age_cell(obj),
         ];
-        cells.extend(job::wide_cells(obj, "/spec/jobTemplate/spec/template", "/spec/jobTemplate/spec/selector"));
+        cells.extend(job::wide_cells(
+            obj,
+            "/spec/jobTemplate/spec/template",
+            "/spec/jobTemplate/spec/selector",
+        ));
         cells
     }
 }
@@ -220,10 +333,17 @@ mod tests {
         assert_eq!(c["spec"]["suspend"], false);
         assert_eq!(c["spec"]["successfulJobsHistoryLimit"], 3);
         assert_eq!(c["spec"]["failedJobsHistoryLimit"], 1);
-        assert!(CronJobStrategy.validate(&c).is_empty(), "{:?}", CronJobStrategy.validate(&c));
+        assert!(
+            CronJobStrategy.validate(&c).is_empty(),
+            "{:?}",
+            CronJobStrategy.validate(&c)
+        );
         assert!(check_schedule("0 9 * * MON-FRI").is_ok());
         assert!(check_schedule("@hourly").is_ok());
-        assert_eq!(check_schedule("61 * * * *").expect_err("out of range"), "end of range (61) above maximum (59): 61");
+        assert_eq!(
+            check_schedule("61 * * * *").expect_err("out of range"),
+            "end of range (61) above maximum (59): 61"
+        );
         let bad = cronjob("every minute");
         assert_eq!(
             CronJobStrategy.validate(&bad)[0].to_string(),

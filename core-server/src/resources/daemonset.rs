@@ -17,25 +17,49 @@ fn validate_update_strategy(obj: &Value) -> Vec<FieldError> {
     match text(obj, "/spec/updateStrategy/type") {
         "OnDelete" => Vec::new(),
         "RollingUpdate" => {
-            let Some(rolling) = obj.pointer("/spec/updateStrategy/rollingUpdate").filter(|v| !v.is_null()) else {
-                return vec![FieldError::required("spec.updateStrategy.rollingUpdate", "")];
+            let Some(rolling) = obj
+                .pointer("/spec/updateStrategy/rollingUpdate")
+                .filter(|v| !v.is_null())
+            else {
+                return vec![FieldError::required(
+                    "spec.updateStrategy.rollingUpdate",
+                    "",
+                )];
             };
             let path = "spec.updateStrategy.rollingUpdate";
             let (unavailable, surge) = (rolling.get("maxUnavailable"), rolling.get("maxSurge"));
-            let mut errs = workload::validate_int_or_percent(unavailable, &format!("{path}.maxUnavailable"), true);
-            errs.extend(workload::validate_int_or_percent(surge, &format!("{path}.maxSurge"), true));
-            match (workload::int_or_percent_value(unavailable) != 0, workload::int_or_percent_value(surge) != 0) {
+            let mut errs = workload::validate_int_or_percent(
+                unavailable,
+                &format!("{path}.maxUnavailable"),
+                true,
+            );
+            errs.extend(workload::validate_int_or_percent(
+                surge,
+                &format!("{path}.maxSurge"),
+                true,
+            ));
+            match (
+                workload::int_or_percent_value(unavailable) != 0,
+                workload::int_or_percent_value(surge) != 0,
+            ) {
                 (true, true) => errs.push(FieldError::invalid(
                     format!("{path}.maxSurge"),
                     surge.cloned().unwrap_or(Value::Null),
                     "may not be set when maxUnavailable is non-zero",
                 )),
-                (false, false) => errs.push(FieldError::required(format!("{path}.maxUnavailable"), "cannot be 0 when maxSurge is 0")),
+                (false, false) => errs.push(FieldError::required(
+                    format!("{path}.maxUnavailable"),
+                    "cannot be 0 when maxSurge is 0",
+                )),
                 _ => {}
             }
             errs
         }
-        other => vec![FieldError::not_supported("spec.updateStrategy", other, &["RollingUpdate", "OnDelete"])],
+        other => vec![FieldError::not_supported(
+            "spec.updateStrategy",
+            other,
+            &["RollingUpdate", "OnDelete"],
+        )],
     }
 }
 
@@ -43,7 +67,11 @@ impl Strategy for DaemonSetStrategy {
     fn defaults(&self, obj: &mut Value) {
         default(obj, "/spec/updateStrategy/type", json!("RollingUpdate"));
         if text(obj, "/spec/updateStrategy/type") == "RollingUpdate" {
-            default(obj, "/spec/updateStrategy/rollingUpdate/maxUnavailable", json!(1));
+            default(
+                obj,
+                "/spec/updateStrategy/rollingUpdate/maxUnavailable",
+                json!(1),
+            );
             default(obj, "/spec/updateStrategy/rollingUpdate/maxSurge", json!(0));
         }
         default(obj, "/spec/revisionHistoryLimit", json!(10));
@@ -61,7 +89,10 @@ impl Strategy for DaemonSetStrategy {
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = fields::non_negatives(
             obj,
-            &[("/spec/minReadySeconds", "spec.minReadySeconds"), ("/spec/revisionHistoryLimit", "spec.revisionHistoryLimit")],
+            &[
+                ("/spec/minReadySeconds", "spec.minReadySeconds"),
+                ("/spec/revisionHistoryLimit", "spec.revisionHistoryLimit"),
+            ],
         );
         errs.extend(workload::validate_selector_and_template(obj, "DaemonSet"));
         errs.extend(validate_update_strategy(obj));
@@ -77,7 +108,11 @@ impl Strategy for DaemonSetStrategy {
     fn columns(&self) -> Vec<Column> {
         let mut columns = vec![
             table::name_column(),
-            Column::new("Desired", "integer", "The total number of nodes that should be running the daemon pod."),
+            Column::new(
+                "Desired",
+                "integer",
+                "The total number of nodes that should be running the daemon pod.",
+            ),
             Column::new(
                 "Current",
                 "integer",
@@ -88,13 +123,21 @@ impl Strategy for DaemonSetStrategy {
                 "integer",
                 "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition.",
             ),
-            Column::new("Up-to-date", "integer", "The total number of nodes that are running updated daemon pod"),
+            Column::new(
+                "Up-to-date",
+                "integer",
+                "The total number of nodes that are running updated daemon pod",
+            ),
             Column::new(
                 "Available",
                 "integer",
                 "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available.",
             ),
-            Column::new("Node Selector", "string", "NodeSelector is a selector which must be true for the pod to fit on a node."),
+            Column::new(
+                "Node Selector",
+                "string",
+                "NodeSelector is a selector which must be true for the pod to fit on a node.",
+            ),
             table::age_column(),
         ];
         columns.extend(workload::wide_columns(true));
@@ -110,7 +153,9 @@ impl Strategy for DaemonSetStrategy {
             fields::int_cell(obj, "/status/numberReady"),
             fields::int_cell(obj, "/status/updatedNumberScheduled"),
             fields::int_cell(obj, "/status/numberAvailable"),
-            json!(fields::format_labels(obj.pointer("/spec/template/spec/nodeSelector"))),
+            json!(fields::format_labels(
+                obj.pointer("/spec/template/spec/nodeSelector")
+            )),
             table::age_cell(obj),
             containers,
             images,
@@ -131,9 +176,16 @@ mod tests {
         }});
         DaemonSetStrategy.prepare_for_create(&mut ds);
         DaemonSetStrategy.defaults(&mut ds);
-        assert_eq!(ds["spec"]["updateStrategy"], json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}));
+        assert_eq!(
+            ds["spec"]["updateStrategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+        );
         assert_eq!(ds["spec"]["revisionHistoryLimit"], 10);
-        assert!(DaemonSetStrategy.validate(&ds).is_empty(), "{:?}", DaemonSetStrategy.validate(&ds));
+        assert!(
+            DaemonSetStrategy.validate(&ds).is_empty(),
+            "{:?}",
+            DaemonSetStrategy.validate(&ds)
+        );
         ds["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = json!(0);
         assert_eq!(
             DaemonSetStrategy.validate(&ds)[0].to_string(),

@@ -14,20 +14,38 @@ use super::{pod_template, workload};
 pub struct DeploymentStrategy;
 
 fn validate_strategy(obj: &Value) -> Vec<FieldError> {
-    let rolling = obj.pointer("/spec/strategy/rollingUpdate").filter(|v| !v.is_null());
+    let rolling = obj
+        .pointer("/spec/strategy/rollingUpdate")
+        .filter(|v| !v.is_null());
     match text(obj, "/spec/strategy/type") {
         "Recreate" if rolling.is_some() => {
-            vec![FieldError::forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'")]
+            vec![FieldError::forbidden(
+                "spec.strategy.rollingUpdate",
+                "may not be specified when strategy `type` is 'Recreate'",
+            )]
         }
         "Recreate" => Vec::new(),
         "RollingUpdate" => {
             let Some(rolling) = rolling else {
-                return vec![FieldError::required("spec.strategy.rollingUpdate", "this should be defaulted and never be nil")];
+                return vec![FieldError::required(
+                    "spec.strategy.rollingUpdate",
+                    "this should be defaulted and never be nil",
+                )];
             };
             let (unavailable, surge) = (rolling.get("maxUnavailable"), rolling.get("maxSurge"));
-            let mut errs = workload::validate_int_or_percent(unavailable, "spec.strategy.rollingUpdate.maxUnavailable", true);
-            errs.extend(workload::validate_int_or_percent(surge, "spec.strategy.rollingUpdate.maxSurge", false));
-            if workload::int_or_percent_value(unavailable) == 0 && workload::int_or_percent_value(surge) == 0 {
+            let mut errs = workload::validate_int_or_percent(
+                unavailable,
+                "spec.strategy.rollingUpdate.maxUnavailable",
+                true,
+            );
+            errs.extend(workload::validate_int_or_percent(
+                surge,
+                "spec.strategy.rollingUpdate.maxSurge",
+                false,
+            ));
+            if workload::int_or_percent_value(unavailable) == 0
+                && workload::int_or_percent_value(surge) == 0
+            {
                 errs.push(FieldError::invalid(
                     "spec.strategy.rollingUpdate.maxUnavailable",
                     unavailable.cloned().unwrap_or(json!(0)),
@@ -36,7 +54,11 @@ fn validate_strategy(obj: &Value) -> Vec<FieldError> {
             }
             errs
         }
-        other => vec![FieldError::not_supported("spec.strategy.type", other, &["Recreate", "RollingUpdate"])],
+        other => vec![FieldError::not_supported(
+            "spec.strategy.type",
+            other,
+            &["Recreate", "RollingUpdate"],
+        )],
     }
 }
 
@@ -45,7 +67,11 @@ impl Strategy for DeploymentStrategy {
         default(obj, "/spec/replicas", json!(1));
         default(obj, "/spec/strategy/type", json!("RollingUpdate"));
         if text(obj, "/spec/strategy/type") == "RollingUpdate" {
-            default(obj, "/spec/strategy/rollingUpdate/maxUnavailable", json!("25%"));
+            default(
+                obj,
+                "/spec/strategy/rollingUpdate/maxUnavailable",
+                json!("25%"),
+            );
             default(obj, "/spec/strategy/rollingUpdate/maxSurge", json!("25%"));
         }
         default(obj, "/spec/revisionHistoryLimit", json!(10));
@@ -68,7 +94,10 @@ impl Strategy for DeploymentStrategy {
                 ("/spec/replicas", "spec.replicas"),
                 ("/spec/minReadySeconds", "spec.minReadySeconds"),
                 ("/spec/revisionHistoryLimit", "spec.revisionHistoryLimit"),
-                ("/spec/progressDeadlineSeconds", "spec.progressDeadlineSeconds"),
+                (
+                    "/spec/progressDeadlineSeconds",
+                    "spec.progressDeadlineSeconds",
+                ),
             ],
         );
         errs.extend(workload::validate_selector_and_template(obj, "ReplicaSet"));
@@ -77,7 +106,11 @@ impl Strategy for DeploymentStrategy {
             && is_set(obj, "/spec/progressDeadlineSeconds")
             && deadline <= int(obj, "/spec/minReadySeconds").unwrap_or(0)
         {
-            errs.push(FieldError::invalid("spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"));
+            errs.push(FieldError::invalid(
+                "spec.progressDeadlineSeconds",
+                deadline,
+                "must be greater than minReadySeconds",
+            ));
         }
         errs
     }
@@ -143,11 +176,18 @@ mod tests {
     fn defaults() {
         let d = deployment();
         assert_eq!(d["spec"]["replicas"], 1);
-        assert_eq!(d["spec"]["strategy"], json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}));
+        assert_eq!(
+            d["spec"]["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
         assert_eq!(d["spec"]["revisionHistoryLimit"], 10);
         assert_eq!(d["spec"]["progressDeadlineSeconds"], 600);
         assert_eq!(d["spec"]["template"]["spec"]["restartPolicy"], "Always");
-        assert!(DeploymentStrategy.validate(&d).is_empty(), "{:?}", DeploymentStrategy.validate(&d));
+        assert!(
+            DeploymentStrategy.validate(&d).is_empty(),
+            "{:?}",
+            DeploymentStrategy.validate(&d)
+        );
     }
 
     #[test]
@@ -155,8 +195,17 @@ mod tests {
         let mut d = deployment();
         d["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
         d["spec"]["replicas"] = json!(-1);
-        let errs: Vec<String> = DeploymentStrategy.validate(&d).iter().map(ToString::to_string).collect();
-        assert!(errs.contains(&"spec.replicas: Invalid value: -1: must be greater than or equal to 0".to_string()), "{errs:?}");
+        let errs: Vec<String> = DeploymentStrategy
+            .validate(&d)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            errs.contains(
+                &"spec.replicas: Invalid value: -1: must be greater than or equal to 0".to_string()
+            ),
+            "{errs:?}"
+        );
         assert!(
             errs.contains(
                 &"spec.template.metadata.labels: Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`"
@@ -173,7 +222,10 @@ mod tests {
         assert_eq!(errs[0].detail, "field is immutable");
         let mut none = deployment();
         none["spec"]["selector"] = json!({});
-        assert_eq!(DeploymentStrategy.validate(&none)[0].to_string(), "spec.selector: Required value");
+        assert_eq!(
+            DeploymentStrategy.validate(&none)[0].to_string(),
+            "spec.selector: Required value"
+        );
     }
 
     #[test]

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use super::fields::{self, default, int, items, text};
 
 /// The warning kube 1.33 returns for v1 Endpoints.
-const DEPRECATED: &str = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice";
+const DEPRECATED: &str =
+    "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice";
 
 /// How many endpoints the table shows before `+ N more...`.
 const SHOWN: usize = 3;
@@ -38,7 +39,11 @@ fn endpoints_cell(obj: &Value) -> String {
             let number = int(port, "/port").unwrap_or(0);
             list.extend(addresses.iter().map(|a| {
                 let ip = text(a, "/ip");
-                if ip.contains(':') { format!("[{ip}]:{number}") } else { format!("{ip}:{number}") }
+                if ip.contains(':') {
+                    format!("[{ip}]:{number}")
+                } else {
+                    format!("{ip}:{number}")
+                }
             }));
         }
     }
@@ -52,7 +57,9 @@ fn endpoints_cell(obj: &Value) -> String {
 
 impl Strategy for EndpointsStrategy {
     fn defaults(&self, obj: &mut Value) {
-        fields::each_mut(obj, "/subsets", |s| fields::each_mut(s, "/ports", |p| default(p, "/protocol", json!("TCP"))));
+        fields::each_mut(obj, "/subsets", |s| {
+            fields::each_mut(s, "/ports", |p| default(p, "/protocol", json!("TCP")))
+        });
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
@@ -61,7 +68,10 @@ impl Strategy for EndpointsStrategy {
             for list in ["addresses", "notReadyAddresses"] {
                 for (j, address) in items(subset, &format!("/{list}")).iter().enumerate() {
                     if text(address, "/ip").is_empty() {
-                        errs.push(FieldError::required(format!("subsets[{i}].{list}[{j}].ip"), ""));
+                        errs.push(FieldError::required(
+                            format!("subsets[{i}].{list}[{j}].ip"),
+                            "",
+                        ));
                     }
                 }
             }
@@ -71,10 +81,17 @@ impl Strategy for EndpointsStrategy {
                 if ports.len() > 1 && text(port, "/name").is_empty() {
                     errs.push(FieldError::required(format!("{path}.name"), ""));
                 }
-                errs.extend(fields::port_number(int(port, "/port").unwrap_or(0), &format!("{path}.port")));
+                errs.extend(fields::port_number(
+                    int(port, "/port").unwrap_or(0),
+                    &format!("{path}.port"),
+                ));
                 let protocol = text(port, "/protocol");
                 if !matches!(protocol, "TCP" | "UDP" | "SCTP") {
-                    errs.push(FieldError::not_supported(format!("{path}.protocol"), protocol, &["SCTP", "TCP", "UDP"]));
+                    errs.push(FieldError::not_supported(
+                        format!("{path}.protocol"),
+                        protocol,
+                        &["SCTP", "TCP", "UDP"],
+                    ));
                 }
             }
         }
@@ -92,13 +109,21 @@ impl Strategy for EndpointsStrategy {
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("Endpoints", "string", "The set of all endpoints is the union of all subsets."),
+            Column::new(
+                "Endpoints",
+                "string",
+                "The set of all endpoints is the union of all subsets.",
+            ),
             table::age_column(),
         ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![table::name_cell(obj), json!(endpoints_cell(obj)), table::age_cell(obj)]
+        vec![
+            table::name_cell(obj),
+            json!(endpoints_cell(obj)),
+            table::age_cell(obj),
+        ]
     }
 }
 
@@ -111,8 +136,17 @@ mod tests {
         let mut ep = json!({"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "10.1.0.1"}, {"ip": "10.1.0.2"}], "ports": [{"port": 80}, {"port": 443}]}]});
         EndpointsStrategy.defaults(&mut ep);
         assert_eq!(ep["subsets"][0]["ports"][0]["protocol"], "TCP");
-        assert_eq!(EndpointsStrategy.validate(&ep)[0].to_string(), "subsets[0].ports[0].name: Required value");
-        assert_eq!(EndpointsStrategy.cells(&ep)[1], "10.1.0.1:80,10.1.0.2:80,10.1.0.1:443 + 1 more...");
-        assert_eq!(EndpointsStrategy.cells(&json!({"metadata": {"name": "x"}}))[1], "<none>");
+        assert_eq!(
+            EndpointsStrategy.validate(&ep)[0].to_string(),
+            "subsets[0].ports[0].name: Required value"
+        );
+        assert_eq!(
+            EndpointsStrategy.cells(&ep)[1],
+            "10.1.0.1:80,10.1.0.2:80,10.1.0.1:443 + 1 more..."
+        );
+        assert_eq!(
+            EndpointsStrategy.cells(&json!({"metadata": {"name": "x"}}))[1],
+            "<none>"
+        );
     }
 }

@@ -52,7 +52,11 @@ impl Strategy for EndpointSliceStrategy {
         match address_type {
             "IPv4" | "IPv6" | "FQDN" => {}
             "" => errs.push(FieldError::required("addressType", "")),
-            other => errs.push(FieldError::not_supported("addressType", other, &["FQDN", "IPv4", "IPv6"])),
+            other => errs.push(FieldError::not_supported(
+                "addressType",
+                other,
+                &["FQDN", "IPv4", "IPv6"],
+            )),
         }
         let endpoints = items(obj, "/endpoints");
         if endpoints.len() > MAX_ITEMS {
@@ -61,9 +65,15 @@ impl Strategy for EndpointSliceStrategy {
         for (i, endpoint) in endpoints.iter().enumerate() {
             let addresses = items(endpoint, "/addresses");
             if addresses.is_empty() {
-                errs.push(FieldError::required(format!("endpoints[{i}].addresses"), "must contain at least 1 address"));
+                errs.push(FieldError::required(
+                    format!("endpoints[{i}].addresses"),
+                    "must contain at least 1 address",
+                ));
             } else if addresses.len() > MAX_ADDRESSES {
-                errs.push(fields::too_many(format!("endpoints[{i}].addresses"), MAX_ADDRESSES));
+                errs.push(fields::too_many(
+                    format!("endpoints[{i}].addresses"),
+                    MAX_ADDRESSES,
+                ));
             }
         }
         let mut names: Vec<&str> = Vec::new();
@@ -71,7 +81,11 @@ impl Strategy for EndpointSliceStrategy {
             let path = format!("ports[{i}]");
             let name = text(port, "/name");
             if !name.is_empty() {
-                errs.extend(validation::dns1123_label(name).into_iter().map(|m| FieldError::invalid(format!("{path}.name"), name, m)));
+                errs.extend(
+                    validation::dns1123_label(name)
+                        .into_iter()
+                        .map(|m| FieldError::invalid(format!("{path}.name"), name, m)),
+                );
             }
             if names.contains(&name) {
                 errs.push(FieldError::duplicate(format!("{path}.name"), name));
@@ -82,7 +96,11 @@ impl Strategy for EndpointSliceStrategy {
             }
             let protocol = text(port, "/protocol");
             if !matches!(protocol, "TCP" | "UDP" | "SCTP") {
-                errs.push(FieldError::not_supported(format!("{path}.protocol"), protocol, &["SCTP", "TCP", "UDP"]));
+                errs.push(FieldError::not_supported(
+                    format!("{path}.protocol"),
+                    protocol,
+                    &["SCTP", "TCP", "UDP"],
+                ));
             }
         }
         errs
@@ -115,7 +133,12 @@ impl Strategy for EndpointSliceStrategy {
             .collect();
         let addresses = items(obj, "/endpoints")
             .iter()
-            .flat_map(|e| items(e, "/addresses").iter().filter_map(Value::as_str).map(str::to_string))
+            .flat_map(|e| {
+                items(e, "/addresses")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+            })
             .collect();
         vec![
             table::name_cell(obj),
@@ -136,7 +159,10 @@ mod tests {
         let mut slice = json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4", "ports": [{"port": 80}],
             "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": ["10.0.0.2"]}, {"addresses": ["10.0.0.3"]}, {"addresses": ["10.0.0.4"]}]});
         EndpointSliceStrategy.defaults(&mut slice);
-        assert_eq!(slice["ports"][0], json!({"port": 80, "protocol": "TCP", "name": ""}));
+        assert_eq!(
+            slice["ports"][0],
+            json!({"port": 80, "protocol": "TCP", "name": ""})
+        );
         assert!(EndpointSliceStrategy.validate(&slice).is_empty());
         let cells = EndpointSliceStrategy.cells(&slice);
         assert_eq!(cells[2], "80");

@@ -8,15 +8,22 @@ use serde_json::{Value, json};
 pub struct EventStrategy;
 
 fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    obj.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// When the event was last seen: lastTimestamp, else eventTime, else creation.
 fn last_seen(obj: &Value) -> String {
-    let ts = ["/lastTimestamp", "/eventTime", "/firstTimestamp", "/metadata/creationTimestamp"]
-        .iter()
-        .map(|p| text(obj, p))
-        .find(|t| !t.is_empty());
+    let ts = [
+        "/lastTimestamp",
+        "/eventTime",
+        "/firstTimestamp",
+        "/metadata/creationTimestamp",
+    ]
+    .iter()
+    .map(|p| text(obj, p))
+    .find(|t| !t.is_empty());
     let age = table::age_of(ts);
     let count = obj.get("count").and_then(Value::as_i64).unwrap_or(0);
     let first = text(obj, "/firstTimestamp");
@@ -36,19 +43,44 @@ impl Strategy for EventStrategy {
         vec![
             Column::new("Last Seen", "string", "Time since the event was last seen"),
             Column::new("Type", "string", "Type of this event"),
-            Column::new("Reason", "string", "Short, machine understandable string that gives the reason for this event"),
+            Column::new(
+                "Reason",
+                "string",
+                "Short, machine understandable string that gives the reason for this event",
+            ),
             Column::new("Object", "string", "The object this Event is about"),
             Column::new("Subobject", "string", "The field of the object").wide(),
             Column::new("Source", "string", "The component reporting this event").wide(),
-            Column::new("Message", "string", "A human-readable description of the status of this operation"),
-            Column::new("First Seen", "string", "The time at which the event was first recorded").wide(),
-            Column::new("Count", "string", "The number of times this event has occurred").wide(),
-            Column { format: "name".into(), ..Column::new("Name", "string", "The event's name").wide() },
+            Column::new(
+                "Message",
+                "string",
+                "A human-readable description of the status of this operation",
+            ),
+            Column::new(
+                "First Seen",
+                "string",
+                "The time at which the event was first recorded",
+            )
+            .wide(),
+            Column::new(
+                "Count",
+                "string",
+                "The number of times this event has occurred",
+            )
+            .wide(),
+            Column {
+                format: "name".into(),
+                ..Column::new("Name", "string", "The event's name").wide()
+            },
         ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        let object = format!("{}/{}", text(obj, "/involvedObject/kind").to_lowercase(), text(obj, "/involvedObject/name"));
+        let object = format!(
+            "{}/{}",
+            text(obj, "/involvedObject/kind").to_lowercase(),
+            text(obj, "/involvedObject/name")
+        );
         let source = [text(obj, "/source/component"), text(obj, "/source/host")]
             .iter()
             .filter(|s| !s.is_empty())
@@ -64,8 +96,17 @@ impl Strategy for EventStrategy {
             json!(text(obj, "/involvedObject/fieldPath")),
             json!(source),
             json!(text(obj, "/message")),
-            json!(if first.is_empty() { "<unknown>".to_string() } else { table::age_of(Some(first)) }),
-            json!(obj.get("count").and_then(Value::as_i64).unwrap_or(1).to_string()),
+            json!(if first.is_empty() {
+                "<unknown>".to_string()
+            } else {
+                table::age_of(Some(first))
+            }),
+            json!(
+                obj.get("count")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1)
+                    .to_string()
+            ),
             table::name_cell(obj),
         ]
     }
@@ -103,8 +144,21 @@ mod tests {
         let ev = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "ConfigMap", "name": "c", "uid": "u"}, "type": "Normal", "reason": "X", "source": {"component": "me"}});
         let cells = EventStrategy.cells(&ev);
         assert_eq!(cells[3], "configmap/c");
-        assert_eq!(EventStrategy.field_value(&ev, "involvedObject.uid").as_deref(), Some("u"));
-        assert_eq!(EventStrategy.field_value(&ev, "source").as_deref(), Some("me"));
-        assert_eq!(EventStrategy.field_value(&ev, "involvedObject.namespace").as_deref(), Some(""));
+        assert_eq!(
+            EventStrategy
+                .field_value(&ev, "involvedObject.uid")
+                .as_deref(),
+            Some("u")
+        );
+        assert_eq!(
+            EventStrategy.field_value(&ev, "source").as_deref(),
+            Some("me")
+        );
+        assert_eq!(
+            EventStrategy
+                .field_value(&ev, "involvedObject.namespace")
+                .as_deref(),
+            Some("")
+        );
     }
 }

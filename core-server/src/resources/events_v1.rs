@@ -21,7 +21,13 @@ pub struct EventsV1Strategy;
 
 /// The same event in core v1 terms, for the printer.
 fn as_core(obj: &Value) -> Value {
-    let first_of = |pointers: &[&str]| pointers.iter().map(|p| fields::value(obj, p)).find(|v| !v.is_null()).unwrap_or(Value::Null);
+    let first_of = |pointers: &[&str]| {
+        pointers
+            .iter()
+            .map(|p| fields::value(obj, p))
+            .find(|v| !v.is_null())
+            .unwrap_or(Value::Null)
+    };
     json!({
         "metadata": fields::value(obj, "/metadata"),
         "involvedObject": fields::value(obj, "/regarding"),
@@ -41,7 +47,11 @@ fn as_core(obj: &Value) -> Value {
 
 fn length(obj: &Value, field: &str, limit: usize, errs: &mut Vec<FieldError>) {
     if text(obj, &format!("/{field}")).len() > limit {
-        errs.push(FieldError::invalid(field, "", format!("can have at most {limit} characters")));
+        errs.push(FieldError::invalid(
+            field,
+            "",
+            format!("can have at most {limit} characters"),
+        ));
     }
 }
 
@@ -53,15 +63,24 @@ impl Strategy for EventsV1Strategy {
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();
         let namespace = text(obj, "/metadata/namespace");
-        if text(obj, "/regarding/namespace").is_empty() && !["default", "kube-system"].contains(&namespace) && is_set(obj, "/regarding") {
-            errs.push(FieldError::invalid("regarding.namespace", "", "does not match event.namespace"));
+        if text(obj, "/regarding/namespace").is_empty()
+            && !["default", "kube-system"].contains(&namespace)
+            && is_set(obj, "/regarding")
+        {
+            errs.push(FieldError::invalid(
+                "regarding.namespace",
+                "",
+                "does not match event.namespace",
+            ));
         }
         let controller = text(obj, "/reportingController");
         if controller.is_empty() {
             errs.push(FieldError::required("reportingController", ""));
         } else {
             errs.extend(
-                validation::qualified_name(controller).into_iter().map(|m| FieldError::invalid("reportingController", controller, m)),
+                validation::qualified_name(controller)
+                    .into_iter()
+                    .map(|m| FieldError::invalid("reportingController", controller, m)),
             );
         }
         for field in ["reportingInstance", "action", "reason"] {
@@ -76,16 +95,29 @@ impl Strategy for EventsV1Strategy {
         }
         let kind = text(obj, "/type");
         if kind != "Normal" && kind != "Warning" {
-            errs.push(FieldError::invalid("type", "", format!("has invalid value: {kind}")));
+            errs.push(FieldError::invalid(
+                "type",
+                "",
+                format!("has invalid value: {kind}"),
+            ));
         }
-        for field in ["deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedCount", "deprecatedSource"] {
+        for field in [
+            "deprecatedFirstTimestamp",
+            "deprecatedLastTimestamp",
+            "deprecatedCount",
+            "deprecatedSource",
+        ] {
             if has(obj, &format!("/{field}")) {
                 errs.push(FieldError::invalid(field, "", "needs to be unset"));
             }
         }
         if is_set(obj, "/series") {
             if fields::int(obj, "/series/count").unwrap_or(0) < 2 {
-                errs.push(FieldError::invalid("series.count", "", "should be at least 2"));
+                errs.push(FieldError::invalid(
+                    "series.count",
+                    "",
+                    "should be at least 2",
+                ));
             }
             if !is_set(obj, "/series/lastObservedTime") {
                 errs.push(FieldError::required("series.lastObservedTime", ""));
@@ -96,7 +128,16 @@ impl Strategy for EventsV1Strategy {
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();
-        for field in ["action", "reason", "reportingController", "reportingInstance", "regarding", "related", "type", "eventTime"] {
+        for field in [
+            "action",
+            "reason",
+            "reportingController",
+            "reportingInstance",
+            "regarding",
+            "related",
+            "type",
+            "eventTime",
+        ] {
             errs.extend(fields::immutable(new, old, &format!("/{field}"), field));
         }
         errs
@@ -139,14 +180,25 @@ mod tests {
         let ev = json!({"metadata": {"name": "e", "namespace": "default"}, "eventTime": "2024-01-01T00:00:00.000000Z",
             "reportingController": "example.com/ctl", "reportingInstance": "ctl-1", "action": "Sync", "reason": "Synced",
             "type": "Normal", "note": "all good", "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}});
-        assert!(EventsV1Strategy.validate(&ev).is_empty(), "{:?}", EventsV1Strategy.validate(&ev));
+        assert!(
+            EventsV1Strategy.validate(&ev).is_empty(),
+            "{:?}",
+            EventsV1Strategy.validate(&ev)
+        );
         let cells = EventsV1Strategy.cells(&ev);
         assert_eq!(cells[3], "pod/p");
         assert_eq!(cells[5], "example.com/ctl, ctl-1");
         assert_eq!(cells[6], "all good");
         let bad = json!({"metadata": {"name": "e", "namespace": "default"}, "type": "Odd"});
-        let errs: Vec<String> = EventsV1Strategy.validate(&bad).iter().map(ToString::to_string).collect();
-        assert!(errs.contains(&"type: Invalid value: \"\": has invalid value: Odd".to_string()), "{errs:?}");
+        let errs: Vec<String> = EventsV1Strategy
+            .validate(&bad)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            errs.contains(&"type: Invalid value: \"\": has invalid value: Odd".to_string()),
+            "{errs:?}"
+        );
         assert!(errs.contains(&"eventTime: Required value".to_string()));
     }
 }

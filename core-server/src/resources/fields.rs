@@ -10,7 +10,9 @@ use serde_json::{Map, Value, json};
 
 /// The string at a JSON pointer, `""` if absent.
 pub fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    obj.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// The integer at a JSON pointer.
@@ -20,7 +22,10 @@ pub fn int(obj: &Value, pointer: &str) -> Option<i64> {
 
 /// The array at a JSON pointer, empty if absent.
 pub fn items<'a>(obj: &'a Value, pointer: &str) -> &'a [Value] {
-    obj.pointer(pointer).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+    obj.pointer(pointer)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
 }
 
 /// The object at a JSON pointer.
@@ -59,13 +64,21 @@ pub fn default(obj: &mut Value, pointer: &str, value: Value) {
 /// Sets a value at a JSON pointer (`~1` and `~0` escapes allowed), creating objects on the way.
 pub fn set(obj: &mut Value, pointer: &str, value: Value) {
     let mut cur = obj;
-    let parts: Vec<String> = pointer.trim_start_matches('/').split('/').map(unescape).collect();
-    let Some((last, parents)) = parts.split_last() else { return };
+    let parts: Vec<String> = pointer
+        .trim_start_matches('/')
+        .split('/')
+        .map(unescape)
+        .collect();
+    let Some((last, parents)) = parts.split_last() else {
+        return;
+    };
     for part in parents {
         if !cur.is_object() {
             *cur = json!({});
         }
-        let Some(map) = cur.as_object_mut() else { return };
+        let Some(map) = cur.as_object_mut() else {
+            return;
+        };
         cur = map.entry(part.clone()).or_insert_with(|| json!({}));
     }
     if !cur.is_object() {
@@ -88,7 +101,11 @@ fn unescape(part: &str) -> String {
 /// Removes the field at a JSON pointer.
 pub fn remove(obj: &mut Value, pointer: &str) {
     let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
-    let target = if parent.is_empty() { Some(obj) } else { obj.pointer_mut(parent) };
+    let target = if parent.is_empty() {
+        Some(obj)
+    } else {
+        obj.pointer_mut(parent)
+    };
     if let Some(map) = target.and_then(Value::as_object_mut) {
         map.remove(&unescape(key));
     }
@@ -108,27 +125,39 @@ pub fn value(obj: &Value, pointer: &str) -> Value {
 
 /// kube's `ValidateNonnegativeField`, when the field is set.
 pub fn non_negative(obj: &Value, pointer: &str, field: &str) -> Option<FieldError> {
-    int(obj, pointer).filter(|n| *n < 0).map(|n| FieldError::invalid(field, n, "must be greater than or equal to 0"))
+    int(obj, pointer)
+        .filter(|n| *n < 0)
+        .map(|n| FieldError::invalid(field, n, "must be greater than or equal to 0"))
 }
 
 /// Collects the non-negative checks of several `(pointer, field)` pairs.
 pub fn non_negatives(obj: &Value, fields: &[(&str, &str)]) -> Vec<FieldError> {
-    fields.iter().filter_map(|(pointer, field)| non_negative(obj, pointer, field)).collect()
+    fields
+        .iter()
+        .filter_map(|(pointer, field)| non_negative(obj, pointer, field))
+        .collect()
 }
 
 /// A field that may not change on update (`field is immutable`).
 pub fn immutable(new: &Value, old: &Value, pointer: &str, field: &str) -> Option<FieldError> {
-    (new.pointer(pointer) != old.pointer(pointer)).then(|| FieldError::invalid(field, value(new, pointer), "field is immutable"))
+    (new.pointer(pointer) != old.pointer(pointer))
+        .then(|| FieldError::invalid(field, value(new, pointer), "field is immutable"))
 }
 
 /// A list longer than allowed (`Too many`).
 pub fn too_many(field: impl Into<String>, max: usize) -> FieldError {
-    FieldError { kind: FieldErrorKind::TooMany, field: field.into(), value: None, detail: format!("must have at most {max} items") }
+    FieldError {
+        kind: FieldErrorKind::TooMany,
+        field: field.into(),
+        value: None,
+        detail: format!("must have at most {max} items"),
+    }
 }
 
 /// kube's `IsValidPortNum` for a port number field.
 pub fn port_number(port: i64, field: &str) -> Option<FieldError> {
-    (!(1..=65535).contains(&port)).then(|| FieldError::invalid(field, port, "must be between 1 and 65535, inclusive"))
+    (!(1..=65535).contains(&port))
+        .then(|| FieldError::invalid(field, port, "must be between 1 and 65535, inclusive"))
 }
 
 /// kube's `IsValidPortName` (an IANA service name).
@@ -137,8 +166,13 @@ pub fn port_name(name: &str) -> Vec<String> {
     if name.len() > 15 {
         errs.push("must be no more than 15 characters".to_string());
     }
-    if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
-        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_string());
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        errs.push(
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_string(),
+        );
     }
     if !name.chars().any(|c| c.is_ascii_lowercase()) {
         errs.push("must contain at least one letter (a-z)".to_string());
@@ -159,15 +193,20 @@ pub fn label_selector(selector: &Value, field: &str) -> Vec<FieldError> {
         let path = format!("{field}.matchExpressions[{i}]");
         let values = items(expr, "/values");
         match text(expr, "/operator") {
-            "In" | "NotIn" if values.is_empty() => {
-                errs.push(FieldError::required(format!("{path}.values"), "must be specified when `operator` is 'In' or 'NotIn'"))
-            }
+            "In" | "NotIn" if values.is_empty() => errs.push(FieldError::required(
+                format!("{path}.values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
             "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(FieldError::forbidden(
                 format!("{path}.values"),
                 "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
             )),
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            other => errs.push(FieldError::invalid(format!("{path}.operator"), other, "not a valid selector operator")),
+            other => errs.push(FieldError::invalid(
+                format!("{path}.operator"),
+                other,
+                "not a valid selector operator",
+            )),
         }
         let key = text(expr, "/key");
         for msg in validation::qualified_name(key) {
@@ -184,13 +223,17 @@ pub fn selector_is_empty(selector: Option<&Value>) -> bool {
 
 /// A label selector object as a selector (nothing for null or malformed).
 pub fn selector_of(selector: Option<&Value>) -> LabelSelector {
-    selector.and_then(|s| LabelSelector::from_label_selector_object(s).ok()).unwrap_or_else(LabelSelector::nothing)
+    selector
+        .and_then(|s| LabelSelector::from_label_selector_object(s).ok())
+        .unwrap_or_else(LabelSelector::nothing)
 }
 
 /// kube's `FormatLabelSelector`: the selector string, `<none>` if empty.
 pub fn format_selector(selector: Option<&Value>) -> String {
     let formatted = match selector {
-        Some(s) if !s.is_null() => LabelSelector::from_label_selector_object(s).map(|s| s.to_string()).unwrap_or_else(|_| "<error>".into()),
+        Some(s) if !s.is_null() => LabelSelector::from_label_selector_object(s)
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| "<error>".into()),
         _ => String::new(),
     };
     none_if_empty(formatted)
@@ -198,8 +241,12 @@ pub fn format_selector(selector: Option<&Value>) -> String {
 
 /// kube's `FormatLabels`: `k=v` pairs sorted by key, `<none>` if empty.
 pub fn format_labels(labels: Option<&Value>) -> String {
-    let mut pairs: Vec<String> =
-        labels.and_then(Value::as_object).into_iter().flatten().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
+    let mut pairs: Vec<String> = labels
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
     pairs.sort();
     none_if_empty(pairs.join(","))
 }
@@ -247,7 +294,9 @@ pub fn epoch_seconds(ts: &str) -> Option<i64> {
 
 /// A condition of `status.conditions` by type.
 pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
-    items(obj, "/status/conditions").iter().find(|c| text(c, "/type") == kind)
+    items(obj, "/status/conditions")
+        .iter()
+        .find(|c| text(c, "/type") == kind)
 }
 
 /// Whether a condition of this type has status `True`.
@@ -287,7 +336,10 @@ mod tests {
     fn timestamps_and_defaults() {
         assert_eq!(epoch_seconds("1970-01-01T00:00:00Z"), Some(0));
         assert_eq!(epoch_seconds("2024-03-01T12:00:05Z"), Some(1_709_294_405));
-        assert_eq!(epoch_seconds("2024-03-01T13:00:05+01:00"), Some(1_709_294_405));
+        assert_eq!(
+            epoch_seconds("2024-03-01T13:00:05+01:00"),
+            Some(1_709_294_405)
+        );
         assert_eq!(epoch_seconds("nope"), None);
         let mut obj = json!({"spec": {"a": ""}});
         default(&mut obj, "/spec/a", json!("x"));
@@ -296,7 +348,11 @@ mod tests {
         assert_eq!(obj, json!({"spec": {"a": "x", "b": {"c": 1}}}));
         remove(&mut obj, "/spec/b");
         assert_eq!(obj, json!({"spec": {"a": "x"}}));
-        set(&mut obj, &format!("/spec/{}", escape("example.com/gpu")), json!(1));
+        set(
+            &mut obj,
+            &format!("/spec/{}", escape("example.com/gpu")),
+            json!(1),
+        );
         assert_eq!(obj["spec"]["example.com/gpu"], 1);
     }
 
@@ -308,7 +364,10 @@ mod tests {
             errs[0].to_string(),
             "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"
         );
-        assert_eq!(format_selector(Some(&json!({"matchLabels": {"b": "2", "a": "1"}}))), "a=1,b=2");
+        assert_eq!(
+            format_selector(Some(&json!({"matchLabels": {"b": "2", "a": "1"}}))),
+            "a=1,b=2"
+        );
         assert_eq!(format_selector(None), "<none>");
         assert_eq!(format_labels(Some(&json!({"z": "1", "a": "2"}))), "a=2,z=1");
         assert!(selector_is_empty(Some(&json!({}))));

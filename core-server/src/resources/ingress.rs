@@ -19,7 +19,11 @@ pub struct IngressStrategy;
 /// A host or TLS host: a DNS subdomain, optionally with a leading `*.`, never an IP.
 fn validate_host(host: &str, field: &str) -> Vec<FieldError> {
     if host.parse::<std::net::IpAddr>().is_ok() {
-        return vec![FieldError::invalid(field, host, "must be a DNS name, not an IP address")];
+        return vec![FieldError::invalid(
+            field,
+            host,
+            "must be a DNS name, not an IP address",
+        )];
     }
     let (name, wildcard) = match host.strip_prefix("*.") {
         Some(rest) => (rest, true),
@@ -43,26 +47,51 @@ pub fn validate_backend(backend: &Value, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let (has_service, has_resource) = (is_set(backend, "/service"), is_set(backend, "/resource"));
     match (has_service, has_resource) {
-        (true, true) => errs.push(FieldError::invalid(path, "", "cannot set both resource and service backends")),
-        (false, false) => errs.push(FieldError::invalid(path, "", "resource or service backend is required")),
+        (true, true) => errs.push(FieldError::invalid(
+            path,
+            "",
+            "cannot set both resource and service backends",
+        )),
+        (false, false) => errs.push(FieldError::invalid(
+            path,
+            "",
+            "resource or service backend is required",
+        )),
         (true, false) => {
             let name = text(backend, "/service/name");
             if name.is_empty() {
                 errs.push(FieldError::required(format!("{path}.service.name"), ""));
             } else {
                 errs.extend(
-                    validation::dns1035_label(name).into_iter().map(|m| FieldError::invalid(format!("{path}.service.name"), name, m)),
+                    validation::dns1035_label(name)
+                        .into_iter()
+                        .map(|m| FieldError::invalid(format!("{path}.service.name"), name, m)),
                 );
             }
             let port_path = format!("{path}.service.port");
-            let (port_name, number) = (text(backend, "/service/port/name"), fields::int(backend, "/service/port/number"));
+            let (port_name, number) = (
+                text(backend, "/service/port/name"),
+                fields::int(backend, "/service/port/number"),
+            );
             match (port_name.is_empty(), number.filter(|n| *n != 0)) {
-                (false, Some(_)) => errs.push(FieldError::invalid(port_path, "", "cannot set both port name & port number")),
-                (true, None) => errs.push(FieldError::invalid(port_path, "", "port name or number is required")),
+                (false, Some(_)) => errs.push(FieldError::invalid(
+                    port_path,
+                    "",
+                    "cannot set both port name & port number",
+                )),
+                (true, None) => errs.push(FieldError::invalid(
+                    port_path,
+                    "",
+                    "port name or number is required",
+                )),
                 (false, None) => errs.extend(
-                    fields::port_name(port_name).into_iter().map(|m| FieldError::invalid(format!("{port_path}.name"), port_name, m)),
+                    fields::port_name(port_name)
+                        .into_iter()
+                        .map(|m| FieldError::invalid(format!("{port_path}.name"), port_name, m)),
                 ),
-                (true, Some(n)) => errs.extend(fields::port_number(n, &format!("{port_path}.number"))),
+                (true, Some(n)) => {
+                    errs.extend(fields::port_number(n, &format!("{port_path}.number")))
+                }
             }
         }
         (false, true) => {
@@ -91,25 +120,45 @@ fn validate_rules(obj: &Value) -> Vec<FieldError> {
             let ppath = format!("{rpath}.http.paths[{j}]");
             let value = text(path, "/path");
             match text(path, "/pathType") {
-                "" => errs.push(FieldError::required(format!("{ppath}.pathType"), "pathType must be specified")),
+                "" => errs.push(FieldError::required(
+                    format!("{ppath}.pathType"),
+                    "pathType must be specified",
+                )),
                 "Exact" | "Prefix" => {
                     if !value.starts_with('/') {
-                        errs.push(FieldError::invalid(format!("{ppath}.path"), value, "must be an absolute path"));
+                        errs.push(FieldError::invalid(
+                            format!("{ppath}.path"),
+                            value,
+                            "must be an absolute path",
+                        ));
                     }
                     if value.contains("//") {
-                        errs.push(FieldError::invalid(format!("{ppath}.path"), value, "must not contain '//'"));
+                        errs.push(FieldError::invalid(
+                            format!("{ppath}.path"),
+                            value,
+                            "must not contain '//'",
+                        ));
                     }
                 }
                 "ImplementationSpecific" => {
                     if !value.is_empty() && !value.starts_with('/') {
-                        errs.push(FieldError::invalid(format!("{ppath}.path"), value, "must be an absolute path"));
+                        errs.push(FieldError::invalid(
+                            format!("{ppath}.path"),
+                            value,
+                            "must be an absolute path",
+                        ));
                     }
                 }
-                other => {
-                    errs.push(FieldError::not_supported(format!("{ppath}.pathType"), other, &["Exact", "ImplementationSpecific", "Prefix"]))
-                }
+                other => errs.push(FieldError::not_supported(
+                    format!("{ppath}.pathType"),
+                    other,
+                    &["Exact", "ImplementationSpecific", "Prefix"],
+                )),
             }
-            errs.extend(validate_backend(&fields::value(path, "/backend"), &format!("{ppath}.backend")));
+            errs.extend(validate_backend(
+                &fields::value(path, "/backend"),
+                &format!("{ppath}.backend"),
+            ));
         }
     }
     errs
@@ -128,20 +177,34 @@ impl Strategy for IngressStrategy {
         let mut errs = Vec::new();
         let has_default = is_set(obj, "/spec/defaultBackend");
         if !has_default && items(obj, "/spec/rules").is_empty() {
-            errs.push(FieldError::invalid("spec", fields::value(obj, "/spec"), "either `defaultBackend` or `rules` must be specified"));
+            errs.push(FieldError::invalid(
+                "spec",
+                fields::value(obj, "/spec"),
+                "either `defaultBackend` or `rules` must be specified",
+            ));
         }
         if has_default {
-            errs.extend(validate_backend(&fields::value(obj, "/spec/defaultBackend"), "spec.defaultBackend"));
+            errs.extend(validate_backend(
+                &fields::value(obj, "/spec/defaultBackend"),
+                "spec.defaultBackend",
+            ));
         }
         errs.extend(validate_rules(obj));
         for (i, tls) in items(obj, "/spec/tls").iter().enumerate() {
             for (j, host) in items(tls, "/hosts").iter().enumerate() {
-                errs.extend(validate_host(host.as_str().unwrap_or_default(), &format!("spec.tls[{i}].hosts[{j}]")));
+                errs.extend(validate_host(
+                    host.as_str().unwrap_or_default(),
+                    &format!("spec.tls[{i}].hosts[{j}]"),
+                ));
             }
         }
         let class = text(obj, "/spec/ingressClassName");
         if !class.is_empty() {
-            errs.extend(validation::dns1123_subdomain(class).into_iter().map(|m| FieldError::invalid("spec.ingressClassName", class, m)));
+            errs.extend(
+                validation::dns1123_subdomain(class)
+                    .into_iter()
+                    .map(|m| FieldError::invalid("spec.ingressClassName", class, m)),
+            );
         }
         errs
     }
@@ -149,9 +212,21 @@ impl Strategy for IngressStrategy {
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("Class", "string", "The name of the IngressClass resource that should be used for this Ingress."),
-            Column::new("Hosts", "string", "Hosts that incoming requests are matched against before the ingress rule"),
-            Column::new("Address", "string", "Address is a list containing ingress points for the load-balancer"),
+            Column::new(
+                "Class",
+                "string",
+                "The name of the IngressClass resource that should be used for this Ingress.",
+            ),
+            Column::new(
+                "Hosts",
+                "string",
+                "Hosts that incoming requests are matched against before the ingress rule",
+            ),
+            Column::new(
+                "Address",
+                "string",
+                "Address is a list containing ingress points for the load-balancer",
+            ),
             Column::new("Ports", "string", "Ports of TLS configurations that open"),
             table::age_column(),
         ]
@@ -159,14 +234,27 @@ impl Strategy for IngressStrategy {
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
         let rules = items(obj, "/spec/rules");
-        let hosts: Vec<&str> = rules.iter().take(SHOWN).map(|r| text(r, "/host")).filter(|h| !h.is_empty()).collect();
+        let hosts: Vec<&str> = rules
+            .iter()
+            .take(SHOWN)
+            .map(|r| text(r, "/host"))
+            .filter(|h| !h.is_empty())
+            .collect();
         let hosts = match (hosts.is_empty(), rules.len() > SHOWN) {
             (true, _) => "*".to_string(),
             (false, true) => format!("{} + {} more...", hosts.join(","), rules.len() - SHOWN),
             (false, false) => hosts.join(","),
         };
-        let class = if is_set(obj, "/spec/ingressClassName") { text(obj, "/spec/ingressClassName") } else { "<none>" };
-        let ports = if items(obj, "/spec/tls").is_empty() { "80" } else { "80, 443" };
+        let class = if is_set(obj, "/spec/ingressClassName") {
+            text(obj, "/spec/ingressClassName")
+        } else {
+            "<none>"
+        };
+        let ports = if items(obj, "/spec/tls").is_empty() {
+            "80"
+        } else {
+            "80, 443"
+        };
         vec![
             table::name_cell(obj),
             json!(class),
@@ -186,15 +274,27 @@ mod tests {
     fn validation_and_row() {
         let ing = json!({"metadata": {"name": "web"}, "spec": {"ingressClassName": "nginx", "rules": [{"host": "example.com", "http": {"paths": [
             {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}});
-        assert!(IngressStrategy.validate(&ing).is_empty(), "{:?}", IngressStrategy.validate(&ing));
+        assert!(
+            IngressStrategy.validate(&ing).is_empty(),
+            "{:?}",
+            IngressStrategy.validate(&ing)
+        );
         let cells = IngressStrategy.cells(&ing);
-        assert_eq!((cells[1].clone(), cells[2].clone(), cells[4].clone()), (json!("nginx"), json!("example.com"), json!("80")));
+        assert_eq!(
+            (cells[1].clone(), cells[2].clone(), cells[4].clone()),
+            (json!("nginx"), json!("example.com"), json!("80"))
+        );
         let mut no_type = ing.clone();
-        no_type["spec"]["rules"][0]["http"]["paths"][0].as_object_mut().map(|p| p.remove("pathType"));
+        no_type["spec"]["rules"][0]["http"]["paths"][0]
+            .as_object_mut()
+            .map(|p| p.remove("pathType"));
         assert_eq!(
             IngressStrategy.validate(&no_type)[0].to_string(),
             "spec.rules[0].http.paths[0].pathType: Required value: pathType must be specified"
         );
-        assert_eq!(IngressStrategy.validate(&json!({"spec": {}}))[0].detail, "either `defaultBackend` or `rules` must be specified");
+        assert_eq!(
+            IngressStrategy.validate(&json!({"spec": {}}))[0].detail,
+            "either `defaultBackend` or `rules` must be specified"
+        );
     }
 }

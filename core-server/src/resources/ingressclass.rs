@@ -36,16 +36,25 @@ impl Strategy for IngressClassStrategy {
                     errs.push(FieldError::required(format!("spec.parameters.{field}"), ""));
                 }
             }
-            let (scope, namespace) = (text(obj, "/spec/parameters/scope"), text(obj, "/spec/parameters/namespace"));
+            let (scope, namespace) = (
+                text(obj, "/spec/parameters/scope"),
+                text(obj, "/spec/parameters/namespace"),
+            );
             match scope {
-                "Cluster" if !namespace.is_empty() => {
-                    errs.push(FieldError::forbidden("spec.parameters.namespace", "`parameters.scope` is set to 'Cluster'"))
-                }
-                "Namespace" if namespace.is_empty() => {
-                    errs.push(FieldError::required("spec.parameters.namespace", "`parameters.scope` is set to 'Namespace'"))
-                }
+                "Cluster" if !namespace.is_empty() => errs.push(FieldError::forbidden(
+                    "spec.parameters.namespace",
+                    "`parameters.scope` is set to 'Cluster'",
+                )),
+                "Namespace" if namespace.is_empty() => errs.push(FieldError::required(
+                    "spec.parameters.namespace",
+                    "`parameters.scope` is set to 'Namespace'",
+                )),
                 "Cluster" | "Namespace" => {}
-                other => errs.push(FieldError::not_supported("spec.parameters.scope", other, &["Cluster", "Namespace"])),
+                other => errs.push(FieldError::not_supported(
+                    "spec.parameters.scope",
+                    other,
+                    &["Cluster", "Namespace"],
+                )),
             }
         }
         errs
@@ -53,15 +62,28 @@ impl Strategy for IngressClassStrategy {
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self.validate(new);
-        errs.extend(fields::immutable(new, old, "/spec/controller", "spec.controller"));
+        errs.extend(fields::immutable(
+            new,
+            old,
+            "/spec/controller",
+            "spec.controller",
+        ));
         errs
     }
 
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("Controller", "string", "Controller that is responsible for handling this class"),
-            Column::new("Parameters", "string", "A reference to a resource with additional parameters"),
+            Column::new(
+                "Controller",
+                "string",
+                "Controller that is responsible for handling this class",
+            ),
+            Column::new(
+                "Parameters",
+                "string",
+                "A reference to a resource with additional parameters",
+            ),
             table::age_column(),
         ]
     }
@@ -78,7 +100,12 @@ impl Strategy for IngressClassStrategy {
         } else {
             "<none>".into()
         };
-        vec![table::name_cell(obj), fields::text_cell(obj, "/spec/controller"), json!(parameters), table::age_cell(obj)]
+        vec![
+            table::name_cell(obj),
+            fields::text_cell(obj, "/spec/controller"),
+            json!(parameters),
+            table::age_cell(obj),
+        ]
     }
 }
 
@@ -92,9 +119,15 @@ mod tests {
         IngressClassStrategy.defaults(&mut class);
         assert_eq!(class["spec"]["parameters"]["scope"], "Cluster");
         assert!(IngressClassStrategy.validate(&class).is_empty());
-        assert_eq!(IngressClassStrategy.cells(&class)[2], "IngressParameters.k8s.example.com/external-lb");
+        assert_eq!(
+            IngressClassStrategy.cells(&class)[2],
+            "IngressParameters.k8s.example.com/external-lb"
+        );
         let mut changed = class.clone();
         changed["spec"]["controller"] = json!("example.com/other");
-        assert_eq!(IngressClassStrategy.validate_update(&changed, &class)[0].detail, "field is immutable");
+        assert_eq!(
+            IngressClassStrategy.validate_update(&changed, &class)[0].detail,
+            "field is immutable"
+        );
     }
 }

@@ -14,25 +14,48 @@ impl Strategy for LeaseStrategy {
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();
         if let Some(duration) = int(obj, "/spec/leaseDurationSeconds").filter(|d| *d <= 0) {
-            errs.push(FieldError::invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"));
+            errs.push(FieldError::invalid(
+                "spec.leaseDurationSeconds",
+                duration,
+                "must be greater than 0",
+            ));
         }
-        errs.extend(fields::non_negative(obj, "/spec/leaseTransitions", "spec.leaseTransitions"));
+        errs.extend(fields::non_negative(
+            obj,
+            "/spec/leaseTransitions",
+            "spec.leaseTransitions",
+        ));
         let strategy = text(obj, "/spec/strategy");
         if is_set(obj, "/spec/strategy") && strategy != "OldestEmulationVersion" {
-            errs.push(FieldError::not_supported("spec.strategy", strategy, &["OldestEmulationVersion"]));
+            errs.push(FieldError::not_supported(
+                "spec.strategy",
+                strategy,
+                &["OldestEmulationVersion"],
+            ));
         }
         if is_set(obj, "/spec/preferredHolder") && !is_set(obj, "/spec/strategy") {
-            errs.push(FieldError::forbidden("spec.preferredHolder", "may only be specified if `strategy` is defined"));
+            errs.push(FieldError::forbidden(
+                "spec.preferredHolder",
+                "may only be specified if `strategy` is defined",
+            ));
         }
         errs
     }
 
     fn columns(&self) -> Vec<Column> {
-        vec![table::name_column(), Column::new("Holder", "string", "The holder of the lease"), table::age_column()]
+        vec![
+            table::name_column(),
+            Column::new("Holder", "string", "The holder of the lease"),
+            table::age_column(),
+        ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![table::name_cell(obj), json!(text(obj, "/spec/holderIdentity")), table::age_cell(obj)]
+        vec![
+            table::name_cell(obj),
+            json!(text(obj, "/spec/holderIdentity")),
+            table::age_cell(obj),
+        ]
     }
 }
 
@@ -46,6 +69,9 @@ mod tests {
         assert!(LeaseStrategy.validate(&lease).is_empty());
         assert_eq!(LeaseStrategy.cells(&lease)[1], "node-1_abc");
         let bad = json!({"spec": {"leaseDurationSeconds": 0}});
-        assert_eq!(LeaseStrategy.validate(&bad)[0].to_string(), "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0");
+        assert_eq!(
+            LeaseStrategy.validate(&bad)[0].to_string(),
+            "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0"
+        );
     }
 }

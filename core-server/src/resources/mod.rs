@@ -47,13 +47,17 @@ pub use namespace::FINALIZER as NAMESPACE_FINALIZER;
 
 use generic_server::resource::{GroupVersionKind, Resource, ScaleSelector, ScaleSpec};
 use k8s_openapi::api::{
-    admissionregistration::v1 as admission_v1, apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch,
-    certificates::v1 as certificates, coordination::v1 as coordination, core::v1, discovery::v1 as discovery, events::v1 as events,
-    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac_v1, scheduling::v1 as scheduling, storage::v1 as storage,
+    admissionregistration::v1 as admission_v1, apps::v1 as apps, autoscaling::v2 as autoscaling,
+    batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
+    core::v1, discovery::v1 as discovery, events::v1 as events, networking::v1 as networking,
+    policy::v1 as policy, rbac::v1 as rbac_v1, scheduling::v1 as scheduling,
+    storage::v1 as storage,
 };
 
 /// The verbs of resources that cannot be deleted as a collection (namespaces).
-const NO_DELETECOLLECTION: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+const NO_DELETECOLLECTION: &[&str] = &[
+    "create", "delete", "get", "list", "patch", "update", "watch",
+];
 
 /// Every resource of the core server, in discovery order (core v1
 /// alphabetically, then each group's resources alphabetically).
@@ -68,70 +72,136 @@ fn core_v1() -> Vec<Resource> {
         Resource::builtin::<v1::ConfigMap>(configmap::ConfigMapStrategy).short_names(&["cm"]),
         Resource::builtin::<v1::Endpoints>(endpoints::EndpointsStrategy).short_names(&["ep"]),
         Resource::builtin::<v1::Event>(event::EventStrategy).short_names(&["ev"]),
-        Resource::builtin::<v1::LimitRange>(limitrange::LimitRangeStrategy).short_names(&["limits"]),
+        Resource::builtin::<v1::LimitRange>(limitrange::LimitRangeStrategy)
+            .short_names(&["limits"]),
         Resource::builtin::<v1::Namespace>(namespace::NamespaceStrategy)
             .short_names(&["ns"])
             .verbs(NO_DELETECOLLECTION)
             .subresource("finalize", &["update"])
             .subresource("status", &["get", "patch", "update"]),
-        Resource::builtin::<v1::Node>(node::NodeStrategy).short_names(&["no"]).status(),
-        Resource::builtin::<v1::PersistentVolumeClaim>(persistentvolumeclaim::PersistentVolumeClaimStrategy).short_names(&["pvc"]).status(),
-        Resource::builtin::<v1::PersistentVolume>(persistentvolume::PersistentVolumeStrategy).short_names(&["pv"]).status(),
-        Resource::builtin::<v1::Pod>(pod::PodStrategy).short_names(&["po"]).categories(&["all"]).status(),
-        Resource::builtin::<v1::PodTemplate>(podtemplate::PodTemplateStrategy),
-        Resource::builtin::<v1::ReplicationController>(replicationcontroller::ReplicationControllerStrategy)
-            .short_names(&["rc"])
+        Resource::builtin::<v1::Node>(node::NodeStrategy)
+            .short_names(&["no"])
+            .status(),
+        Resource::builtin::<v1::PersistentVolumeClaim>(
+            persistentvolumeclaim::PersistentVolumeClaimStrategy,
+        )
+        .short_names(&["pvc"])
+        .status(),
+        Resource::builtin::<v1::PersistentVolume>(persistentvolume::PersistentVolumeStrategy)
+            .short_names(&["pv"])
+            .status(),
+        Resource::builtin::<v1::Pod>(pod::PodStrategy)
+            .short_names(&["po"])
             .categories(&["all"])
-            .status()
-            .scale(ScaleSpec { selector: ScaleSelector::Map("/spec/selector".into()), ..ScaleSpec::standard() }),
-        Resource::builtin::<v1::ResourceQuota>(resourcequota::ResourceQuotaStrategy).short_names(&["quota"]).status(),
+            .status(),
+        Resource::builtin::<v1::PodTemplate>(podtemplate::PodTemplateStrategy),
+        Resource::builtin::<v1::ReplicationController>(
+            replicationcontroller::ReplicationControllerStrategy,
+        )
+        .short_names(&["rc"])
+        .categories(&["all"])
+        .status()
+        .scale(ScaleSpec {
+            selector: ScaleSelector::Map("/spec/selector".into()),
+            ..ScaleSpec::standard()
+        }),
+        Resource::builtin::<v1::ResourceQuota>(resourcequota::ResourceQuotaStrategy)
+            .short_names(&["quota"])
+            .status(),
         Resource::builtin::<v1::Secret>(secret::SecretStrategy),
         Resource::builtin::<v1::ServiceAccount>(serviceaccount::ServiceAccountStrategy)
             .short_names(&["sa"])
-            .subresource_of_kind("token", GroupVersionKind::new("authentication.k8s.io", "v1", "TokenRequest"), &["create"]),
-        Resource::builtin::<v1::Service>(service::ServiceStrategy).short_names(&["svc"]).categories(&["all"]).status(),
+            .subresource_of_kind(
+                "token",
+                GroupVersionKind::new("authentication.k8s.io", "v1", "TokenRequest"),
+                &["create"],
+            ),
+        Resource::builtin::<v1::Service>(service::ServiceStrategy)
+            .short_names(&["svc"])
+            .categories(&["all"])
+            .status(),
     ]
 }
 
 fn named_groups() -> Vec<Resource> {
     let workload = |r: Resource, short: &str| r.short_names(&[short]).categories(&["all"]).status();
     vec![
-        Resource::builtin::<apps::ControllerRevision>(controllerrevision::ControllerRevisionStrategy),
-        workload(Resource::builtin::<apps::DaemonSet>(daemonset::DaemonSetStrategy), "ds"),
-        workload(Resource::builtin::<apps::Deployment>(deployment::DeploymentStrategy), "deploy").scale(ScaleSpec::standard()),
-        workload(Resource::builtin::<apps::ReplicaSet>(replicaset::ReplicaSetStrategy), "rs").scale(ScaleSpec::standard()),
-        workload(Resource::builtin::<apps::StatefulSet>(statefulset::StatefulSetStrategy), "sts").scale(ScaleSpec::standard()),
+        Resource::builtin::<apps::ControllerRevision>(
+            controllerrevision::ControllerRevisionStrategy,
+        ),
+        workload(
+            Resource::builtin::<apps::DaemonSet>(daemonset::DaemonSetStrategy),
+            "ds",
+        ),
+        workload(
+            Resource::builtin::<apps::Deployment>(deployment::DeploymentStrategy),
+            "deploy",
+        )
+        .scale(ScaleSpec::standard()),
+        workload(
+            Resource::builtin::<apps::ReplicaSet>(replicaset::ReplicaSetStrategy),
+            "rs",
+        )
+        .scale(ScaleSpec::standard()),
+        workload(
+            Resource::builtin::<apps::StatefulSet>(statefulset::StatefulSetStrategy),
+            "sts",
+        )
+        .scale(ScaleSpec::standard()),
         Resource::builtin::<events::Event>(events_v1::EventsV1Strategy).short_names(&["ev"]),
         workload(
-            Resource::builtin::<autoscaling::HorizontalPodAutoscaler>(horizontalpodautoscaler::HorizontalPodAutoscalerStrategy),
+            Resource::builtin::<autoscaling::HorizontalPodAutoscaler>(
+                horizontalpodautoscaler::HorizontalPodAutoscalerStrategy,
+            ),
             "hpa",
         ),
-        workload(Resource::builtin::<batch::CronJob>(cronjob::CronJobStrategy), "cj"),
-        Resource::builtin::<batch::Job>(job::JobStrategy).categories(&["all"]).status(),
-        Resource::builtin::<certificates::CertificateSigningRequest>(certificatesigningrequest::CertificateSigningRequestStrategy)
-            .short_names(&["csr"])
-            .subresource("approval", &["get", "patch", "update"])
+        workload(
+            Resource::builtin::<batch::CronJob>(cronjob::CronJobStrategy),
+            "cj",
+        ),
+        Resource::builtin::<batch::Job>(job::JobStrategy)
+            .categories(&["all"])
             .status(),
+        Resource::builtin::<certificates::CertificateSigningRequest>(
+            certificatesigningrequest::CertificateSigningRequestStrategy,
+        )
+        .short_names(&["csr"])
+        .subresource("approval", &["get", "patch", "update"])
+        .status(),
         Resource::builtin::<networking::IngressClass>(ingressclass::IngressClassStrategy),
-        Resource::builtin::<networking::Ingress>(ingress::IngressStrategy).short_names(&["ing"]).status(),
-        Resource::builtin::<networking::NetworkPolicy>(networkpolicy::NetworkPolicyStrategy).short_names(&["netpol"]),
-        Resource::builtin::<policy::PodDisruptionBudget>(poddisruptionbudget::PodDisruptionBudgetStrategy).short_names(&["pdb"]).status(),
-        Resource::builtin::<rbac_v1::ClusterRoleBinding>(rbac::RoleBindingStrategy { namespaced: false }),
+        Resource::builtin::<networking::Ingress>(ingress::IngressStrategy)
+            .short_names(&["ing"])
+            .status(),
+        Resource::builtin::<networking::NetworkPolicy>(networkpolicy::NetworkPolicyStrategy)
+            .short_names(&["netpol"]),
+        Resource::builtin::<policy::PodDisruptionBudget>(
+            poddisruptionbudget::PodDisruptionBudgetStrategy,
+        )
+        .short_names(&["pdb"])
+        .status(),
+        Resource::builtin::<rbac_v1::ClusterRoleBinding>(rbac::RoleBindingStrategy {
+            namespaced: false,
+        }),
         Resource::builtin::<rbac_v1::ClusterRole>(rbac::RoleStrategy { namespaced: false }),
         Resource::builtin::<rbac_v1::RoleBinding>(rbac::RoleBindingStrategy { namespaced: true }),
         Resource::builtin::<rbac_v1::Role>(rbac::RoleStrategy { namespaced: true }),
-        Resource::builtin::<storage::StorageClass>(storageclass::StorageClassStrategy).short_names(&["sc"]),
-        Resource::builtin::<admission_v1::MutatingWebhookConfiguration>(admissionregistration::WebhookConfigurationStrategy {
-            mutating: true,
-        }),
-        Resource::builtin::<admission_v1::ValidatingAdmissionPolicy>(admissionregistration::ValidatingAdmissionPolicyStrategy).status(),
+        Resource::builtin::<storage::StorageClass>(storageclass::StorageClassStrategy)
+            .short_names(&["sc"]),
+        Resource::builtin::<admission_v1::MutatingWebhookConfiguration>(
+            admissionregistration::WebhookConfigurationStrategy { mutating: true },
+        ),
+        Resource::builtin::<admission_v1::ValidatingAdmissionPolicy>(
+            admissionregistration::ValidatingAdmissionPolicyStrategy,
+        )
+        .status(),
         Resource::builtin::<admission_v1::ValidatingAdmissionPolicyBinding>(
             admissionregistration::ValidatingAdmissionPolicyBindingStrategy,
         ),
-        Resource::builtin::<admission_v1::ValidatingWebhookConfiguration>(admissionregistration::WebhookConfigurationStrategy {
-            mutating: false,
-        }),
-        Resource::builtin::<scheduling::PriorityClass>(priorityclass::PriorityClassStrategy).short_names(&["pc"]),
+        Resource::builtin::<admission_v1::ValidatingWebhookConfiguration>(
+            admissionregistration::WebhookConfigurationStrategy { mutating: false },
+        ),
+        Resource::builtin::<scheduling::PriorityClass>(priorityclass::PriorityClassStrategy)
+            .short_names(&["pc"]),
         Resource::builtin::<coordination::Lease>(lease::LeaseStrategy),
         Resource::builtin::<discovery::EndpointSlice>(endpointslice::EndpointSliceStrategy),
     ]
@@ -150,7 +220,9 @@ pub(crate) mod data {
             && key.len() <= 253
             && key != "."
             && key != ".."
-            && key.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
     }
 
     /// Problems with the keys of the given maps, and keys present in two of them.
@@ -158,7 +230,12 @@ pub(crate) mod data {
         let mut errs = Vec::new();
         let mut seen: Vec<&str> = Vec::new();
         for field in fields {
-            for key in obj.get(*field).and_then(Value::as_object).into_iter().flat_map(|m| m.keys()) {
+            for key in obj
+                .get(*field)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flat_map(|m| m.keys())
+            {
                 if !valid_key(key) {
                     errs.push(FieldError::invalid(
                         format!("{field}[{key}]"),
@@ -167,7 +244,11 @@ pub(crate) mod data {
                     ));
                 }
                 if seen.contains(&key.as_str()) {
-                    errs.push(FieldError::invalid(format!("{field}[{key}]"), key.as_str(), "duplicate of key present in another map"));
+                    errs.push(FieldError::invalid(
+                        format!("{field}[{key}]"),
+                        key.as_str(),
+                        "duplicate of key present in another map",
+                    ));
                 }
                 seen.push(key);
             }
@@ -187,7 +268,11 @@ pub(crate) mod data {
 
     /// The number of entries in the given maps.
     pub fn count(obj: &Value, fields: &[&str]) -> usize {
-        fields.iter().filter_map(|f| obj.get(*f).and_then(Value::as_object)).map(|m| m.len()).sum()
+        fields
+            .iter()
+            .filter_map(|f| obj.get(*f).and_then(Value::as_object))
+            .map(|m| m.len())
+            .sum()
     }
 
     /// Errors for changing data of an object marked `immutable`.
@@ -197,11 +282,17 @@ pub(crate) mod data {
             return errs;
         }
         if new.get("immutable") != Some(&Value::Bool(true)) {
-            errs.push(FieldError::forbidden("immutable", "field is immutable when `immutable` is set"));
+            errs.push(FieldError::forbidden(
+                "immutable",
+                "field is immutable when `immutable` is set",
+            ));
         }
         for field in fields {
             if new.get(*field) != old.get(*field) {
-                errs.push(FieldError::forbidden(*field, "field is immutable when `immutable` is set"));
+                errs.push(FieldError::forbidden(
+                    *field,
+                    "field is immutable when `immutable` is set",
+                ));
             }
         }
         errs
@@ -213,60 +304,323 @@ mod tests {
     use super::*;
 
     /// group, plural, kind, namespaced, short names, categories, subresources.
-    type Expected =
-        (&'static str, &'static str, &'static str, bool, &'static [&'static str], &'static [&'static str], &'static [&'static str]);
+    type Expected = (
+        &'static str,
+        &'static str,
+        &'static str,
+        bool,
+        &'static [&'static str],
+        &'static [&'static str],
+        &'static [&'static str],
+    );
 
     const EXPECTED: &[Expected] = &[
         ("", "configmaps", "ConfigMap", true, &["cm"], &[], &[]),
         ("", "endpoints", "Endpoints", true, &["ep"], &[], &[]),
         ("", "events", "Event", true, &["ev"], &[], &[]),
         ("", "limitranges", "LimitRange", true, &["limits"], &[], &[]),
-        ("", "namespaces", "Namespace", false, &["ns"], &[], &["finalize", "status"]),
+        (
+            "",
+            "namespaces",
+            "Namespace",
+            false,
+            &["ns"],
+            &[],
+            &["finalize", "status"],
+        ),
         ("", "nodes", "Node", false, &["no"], &[], &["status"]),
-        ("", "persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"], &[], &["status"]),
-        ("", "persistentvolumes", "PersistentVolume", false, &["pv"], &[], &["status"]),
+        (
+            "",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            true,
+            &["pvc"],
+            &[],
+            &["status"],
+        ),
+        (
+            "",
+            "persistentvolumes",
+            "PersistentVolume",
+            false,
+            &["pv"],
+            &[],
+            &["status"],
+        ),
         ("", "pods", "Pod", true, &["po"], &["all"], &["status"]),
         ("", "podtemplates", "PodTemplate", true, &[], &[], &[]),
-        ("", "replicationcontrollers", "ReplicationController", true, &["rc"], &["all"], &["status", "scale"]),
-        ("", "resourcequotas", "ResourceQuota", true, &["quota"], &[], &["status"]),
+        (
+            "",
+            "replicationcontrollers",
+            "ReplicationController",
+            true,
+            &["rc"],
+            &["all"],
+            &["status", "scale"],
+        ),
+        (
+            "",
+            "resourcequotas",
+            "ResourceQuota",
+            true,
+            &["quota"],
+            &[],
+            &["status"],
+        ),
         ("", "secrets", "Secret", true, &[], &[], &[]),
-        ("", "serviceaccounts", "ServiceAccount", true, &["sa"], &[], &["token"]),
-        ("", "services", "Service", true, &["svc"], &["all"], &["status"]),
-        ("apps", "controllerrevisions", "ControllerRevision", true, &[], &[], &[]),
-        ("apps", "daemonsets", "DaemonSet", true, &["ds"], &["all"], &["status"]),
-        ("apps", "deployments", "Deployment", true, &["deploy"], &["all"], &["status", "scale"]),
-        ("apps", "replicasets", "ReplicaSet", true, &["rs"], &["all"], &["status", "scale"]),
-        ("apps", "statefulsets", "StatefulSet", true, &["sts"], &["all"], &["status", "scale"]),
+        (
+            "",
+            "serviceaccounts",
+            "ServiceAccount",
+            true,
+            &["sa"],
+            &[],
+            &["token"],
+        ),
+        (
+            "",
+            "services",
+            "Service",
+            true,
+            &["svc"],
+            &["all"],
+            &["status"],
+        ),
+        (
+            "apps",
+            "controllerrevisions",
+            "ControllerRevision",
+            true,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "apps",
+            "daemonsets",
+            "DaemonSet",
+            true,
+            &["ds"],
+            &["all"],
+            &["status"],
+        ),
+        (
+            "apps",
+            "deployments",
+            "Deployment",
+            true,
+            &["deploy"],
+            &["all"],
+            &["status", "scale"],
+        ),
+        (
+            "apps",
+            "replicasets",
+            "ReplicaSet",
+            true,
+            &["rs"],
+            &["all"],
+            &["status", "scale"],
+        ),
+        (
+            "apps",
+            "statefulsets",
+            "StatefulSet",
+            true,
+            &["sts"],
+            &["all"],
+            &["status", "scale"],
+        ),
         ("events.k8s.io", "events", "Event", true, &["ev"], &[], &[]),
-        ("autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", true, &["hpa"], &["all"], &["status"]),
-        ("batch", "cronjobs", "CronJob", true, &["cj"], &["all"], &["status"]),
+        (
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            true,
+            &["hpa"],
+            &["all"],
+            &["status"],
+        ),
+        (
+            "batch",
+            "cronjobs",
+            "CronJob",
+            true,
+            &["cj"],
+            &["all"],
+            &["status"],
+        ),
         ("batch", "jobs", "Job", true, &[], &["all"], &["status"]),
-        ("certificates.k8s.io", "certificatesigningrequests", "CertificateSigningRequest", false, &["csr"], &[], &["approval", "status"]),
-        ("networking.k8s.io", "ingressclasses", "IngressClass", false, &[], &[], &[]),
-        ("networking.k8s.io", "ingresses", "Ingress", true, &["ing"], &[], &["status"]),
-        ("networking.k8s.io", "networkpolicies", "NetworkPolicy", true, &["netpol"], &[], &[]),
-        ("policy", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], &[], &["status"]),
-        ("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", false, &[], &[], &[]),
-        ("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", false, &[], &[], &[]),
-        ("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", true, &[], &[], &[]),
-        ("rbac.authorization.k8s.io", "roles", "Role", true, &[], &[], &[]),
-        ("storage.k8s.io", "storageclasses", "StorageClass", false, &["sc"], &[], &[]),
-        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false, &[], &[], &[]),
-        ("admissionregistration.k8s.io", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false, &[], &[], &["status"]),
-        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false, &[], &[], &[]),
-        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false, &[], &[], &[]),
-        ("scheduling.k8s.io", "priorityclasses", "PriorityClass", false, &["pc"], &[], &[]),
-        ("coordination.k8s.io", "leases", "Lease", true, &[], &[], &[]),
-        ("discovery.k8s.io", "endpointslices", "EndpointSlice", true, &[], &[], &[]),
+        (
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            "CertificateSigningRequest",
+            false,
+            &["csr"],
+            &[],
+            &["approval", "status"],
+        ),
+        (
+            "networking.k8s.io",
+            "ingressclasses",
+            "IngressClass",
+            false,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "networking.k8s.io",
+            "ingresses",
+            "Ingress",
+            true,
+            &["ing"],
+            &[],
+            &["status"],
+        ),
+        (
+            "networking.k8s.io",
+            "networkpolicies",
+            "NetworkPolicy",
+            true,
+            &["netpol"],
+            &[],
+            &[],
+        ),
+        (
+            "policy",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            true,
+            &["pdb"],
+            &[],
+            &["status"],
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            false,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            "ClusterRole",
+            false,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+            "RoleBinding",
+            true,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "roles",
+            "Role",
+            true,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "storage.k8s.io",
+            "storageclasses",
+            "StorageClass",
+            false,
+            &["sc"],
+            &[],
+            &[],
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+            false,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicies",
+            "ValidatingAdmissionPolicy",
+            false,
+            &[],
+            &[],
+            &["status"],
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+            false,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+            false,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "scheduling.k8s.io",
+            "priorityclasses",
+            "PriorityClass",
+            false,
+            &["pc"],
+            &[],
+            &[],
+        ),
+        (
+            "coordination.k8s.io",
+            "leases",
+            "Lease",
+            true,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "discovery.k8s.io",
+            "endpointslices",
+            "EndpointSlice",
+            true,
+            &[],
+            &[],
+            &[],
+        ),
     ];
 
     #[test]
     fn every_resource_is_declared_as_kube_has_it() {
         let resources = all();
-        let got: Vec<(String, String)> = resources.iter().map(|r| (r.group.clone(), r.plural.clone())).collect();
-        let want: Vec<(String, String)> = EXPECTED.iter().map(|e| (e.0.to_string(), e.1.to_string())).collect();
+        let got: Vec<(String, String)> = resources
+            .iter()
+            .map(|r| (r.group.clone(), r.plural.clone()))
+            .collect();
+        let want: Vec<(String, String)> = EXPECTED
+            .iter()
+            .map(|e| (e.0.to_string(), e.1.to_string()))
+            .collect();
         assert_eq!(got, want);
-        for (r, (group, plural, kind, namespaced, short, categories, subresources)) in resources.iter().zip(EXPECTED) {
+        for (r, (group, plural, kind, namespaced, short, categories, subresources)) in
+            resources.iter().zip(EXPECTED)
+        {
             let what = format!("{group}/{plural}");
             assert_eq!(r.kind, *kind, "{what}");
             assert_eq!(r.namespaced, *namespaced, "{what}");
@@ -274,12 +628,18 @@ mod tests {
             assert_eq!(r.categories, *categories, "{what}");
             let subs: Vec<&str> = r.subresources.iter().map(|s| s.name.as_str()).collect();
             assert_eq!(subs, *subresources, "{what}");
-            let verbs: &[&str] = if *plural == "namespaces" { NO_DELETECOLLECTION } else { generic_server::resource::ALL_VERBS };
+            let verbs: &[&str] = if *plural == "namespaces" {
+                NO_DELETECOLLECTION
+            } else {
+                generic_server::resource::ALL_VERBS
+            };
             assert_eq!(r.verbs, verbs, "{what}");
             assert_eq!(r.scale.is_some(), subresources.contains(&"scale"), "{what}");
             let columns = r.strategy.columns();
             assert_eq!(
-                r.strategy.cells(&serde_json::json!({"metadata": {"name": "x"}})).len(),
+                r.strategy
+                    .cells(&serde_json::json!({"metadata": {"name": "x"}}))
+                    .len(),
                 columns.len(),
                 "{what}: one cell per column"
             );
@@ -288,8 +648,16 @@ mod tests {
 
     #[test]
     fn rbac_names_are_path_segments() {
-        for r in all().iter().filter(|r| r.group == "rbac.authorization.k8s.io") {
-            assert_eq!(r.strategy.name_rule(), generic_server::validation::NameRule::PathSegment, "{}", r.plural);
+        for r in all()
+            .iter()
+            .filter(|r| r.group == "rbac.authorization.k8s.io")
+        {
+            assert_eq!(
+                r.strategy.name_rule(),
+                generic_server::validation::NameRule::PathSegment,
+                "{}",
+                r.plural
+            );
         }
     }
 }

@@ -18,12 +18,18 @@ const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 pub struct NamespaceStrategy;
 
 fn finalizers(obj: &Value) -> &[Value] {
-    obj.pointer("/spec/finalizers").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
 }
 
 impl Strategy for NamespaceStrategy {
     fn defaults(&self, obj: &mut Value) {
-        let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+        let name = obj
+            .pointer("/metadata/name")
+            .cloned()
+            .unwrap_or(Value::Null);
         if !obj["metadata"]["labels"].is_object() {
             obj["metadata"]["labels"] = json!({});
         }
@@ -44,7 +50,10 @@ impl Strategy for NamespaceStrategy {
             return None;
         }
         let mut merged = old.clone();
-        merged["spec"]["finalizers"] = new.pointer("/spec/finalizers").cloned().unwrap_or(json!([]));
+        merged["spec"]["finalizers"] = new
+            .pointer("/spec/finalizers")
+            .cloned()
+            .unwrap_or(json!([]));
         Some(merged)
     }
 
@@ -52,8 +61,17 @@ impl Strategy for NamespaceStrategy {
         finalizers(obj)
             .iter()
             .enumerate()
-            .filter(|(_, f)| f.as_str().is_none_or(|f| !generic_server::validation::qualified_name(f).is_empty()))
-            .map(|(i, f)| FieldError::invalid(format!("spec.finalizers[{i}]"), f.clone(), "name is neither a standard finalizer name nor is it fully qualified"))
+            .filter(|(_, f)| {
+                f.as_str()
+                    .is_none_or(|f| !generic_server::validation::qualified_name(f).is_empty())
+            })
+            .map(|(i, f)| {
+                FieldError::invalid(
+                    format!("spec.finalizers[{i}]"),
+                    f.clone(),
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                )
+            })
             .collect()
     }
 
@@ -66,8 +84,14 @@ impl Strategy for NamespaceStrategy {
     }
 
     fn begin_delete(&self, obj: &mut Value) -> Result<bool> {
-        if obj.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
-            let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        if obj
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null())
+        {
+            let name = obj
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             return Err(Error::Conflict {
                 resource: GroupResource::new("", "namespaces"),
                 name: name.into(),
@@ -86,7 +110,11 @@ impl Strategy for NamespaceStrategy {
     }
 
     fn columns(&self) -> Vec<Column> {
-        vec![table::name_column(), Column::new("Status", "string", "The status of the namespace"), table::age_column()]
+        vec![
+            table::name_column(),
+            Column::new("Status", "string", "The status of the namespace"),
+            table::age_column(),
+        ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
@@ -115,8 +143,13 @@ mod tests {
         assert_eq!(ns["status"]["phase"], "Terminating");
         assert!(!NamespaceStrategy.may_remove(&ns));
         ns["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
-        assert_eq!(NamespaceStrategy.begin_delete(&mut ns).unwrap_err().code(), 409);
-        let finalized = NamespaceStrategy.update_subresource("finalize", &json!({"spec": {"finalizers": []}}), &ns).unwrap();
+        assert_eq!(
+            NamespaceStrategy.begin_delete(&mut ns).unwrap_err().code(),
+            409
+        );
+        let finalized = NamespaceStrategy
+            .update_subresource("finalize", &json!({"spec": {"finalizers": []}}), &ns)
+            .unwrap();
         assert!(NamespaceStrategy.may_remove(&finalized));
     }
 }

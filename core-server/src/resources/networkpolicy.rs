@@ -16,7 +16,11 @@ fn validate_ports(ports: &[Value], path: &str, errs: &mut Vec<FieldError>) {
         let ppath = format!("{path}.ports[{i}]");
         let protocol = text(port, "/protocol");
         if !matches!(protocol, "TCP" | "UDP" | "SCTP") {
-            errs.push(FieldError::not_supported(format!("{ppath}.protocol"), protocol, &["SCTP", "TCP", "UDP"]));
+            errs.push(FieldError::not_supported(
+                format!("{ppath}.protocol"),
+                protocol,
+                &["SCTP", "TCP", "UDP"],
+            ));
         }
         match port.get("port") {
             Some(Value::Number(n)) => {
@@ -25,11 +29,19 @@ fn validate_ports(ports: &[Value], path: &str, errs: &mut Vec<FieldError>) {
                 if let Some(end) = int(port, "/endPort")
                     && end < start
                 {
-                    errs.push(FieldError::invalid(format!("{ppath}.endPort"), end, "must be greater than or equal to `port`"));
+                    errs.push(FieldError::invalid(
+                        format!("{ppath}.endPort"),
+                        end,
+                        "must be greater than or equal to `port`",
+                    ));
                 }
             }
             Some(Value::String(name)) => {
-                errs.extend(fields::port_name(name).into_iter().map(|m| FieldError::invalid(format!("{ppath}.port"), name.as_str(), m)));
+                errs.extend(
+                    fields::port_name(name)
+                        .into_iter()
+                        .map(|m| FieldError::invalid(format!("{ppath}.port"), name.as_str(), m)),
+                );
                 if is_set(port, "/endPort") {
                     errs.push(FieldError::invalid(
                         format!("{ppath}.endPort"),
@@ -38,9 +50,10 @@ fn validate_ports(ports: &[Value], path: &str, errs: &mut Vec<FieldError>) {
                     ));
                 }
             }
-            _ if is_set(port, "/endPort") => {
-                errs.push(FieldError::required(format!("{ppath}.port"), "must be specified when `endPort` is specified"))
-            }
+            _ if is_set(port, "/endPort") => errs.push(FieldError::required(
+                format!("{ppath}.port"),
+                "must be specified when `endPort` is specified",
+            )),
             _ => {}
         }
     }
@@ -49,10 +62,16 @@ fn validate_ports(ports: &[Value], path: &str, errs: &mut Vec<FieldError>) {
 fn validate_peers(peers: &[Value], path: &str, errs: &mut Vec<FieldError>) {
     for (i, peer) in peers.iter().enumerate() {
         let ppath = format!("{path}[{i}]");
-        let selectors = ["podSelector", "namespaceSelector"].iter().filter(|s| is_set(peer, &format!("/{s}"))).count();
+        let selectors = ["podSelector", "namespaceSelector"]
+            .iter()
+            .filter(|s| is_set(peer, &format!("/{s}")))
+            .count();
         if is_set(peer, "/ipBlock") {
             if selectors > 0 {
-                errs.push(FieldError::forbidden(ppath.clone(), "may not specify both ipBlock and another peer"));
+                errs.push(FieldError::forbidden(
+                    ppath.clone(),
+                    "may not specify both ipBlock and another peer",
+                ));
             }
             if text(peer, "/ipBlock/cidr").is_empty() {
                 errs.push(FieldError::required(format!("{ppath}.ipBlock.cidr"), ""));
@@ -71,10 +90,16 @@ fn validate_peers(peers: &[Value], path: &str, errs: &mut Vec<FieldError>) {
 impl Strategy for NetworkPolicyStrategy {
     fn defaults(&self, obj: &mut Value) {
         for rules in ["/spec/ingress", "/spec/egress"] {
-            fields::each_mut(obj, rules, |rule| fields::each_mut(rule, "/ports", |p| default(p, "/protocol", json!("TCP"))));
+            fields::each_mut(obj, rules, |rule| {
+                fields::each_mut(rule, "/ports", |p| default(p, "/protocol", json!("TCP")))
+            });
         }
         if items(obj, "/spec/policyTypes").is_empty() {
-            let types = if items(obj, "/spec/egress").is_empty() { json!(["Ingress"]) } else { json!(["Ingress", "Egress"]) };
+            let types = if items(obj, "/spec/egress").is_empty() {
+                json!(["Ingress"])
+            } else {
+                json!(["Ingress", "Egress"])
+            };
             fields::set(obj, "/spec/policyTypes", types);
         }
     }
@@ -84,7 +109,8 @@ impl Strategy for NetworkPolicyStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = fields::label_selector(&fields::value(obj, "/spec/podSelector"), "spec.podSelector");
+        let mut errs =
+            fields::label_selector(&fields::value(obj, "/spec/podSelector"), "spec.podSelector");
         for (i, rule) in items(obj, "/spec/ingress").iter().enumerate() {
             let path = format!("spec.ingress[{i}]");
             validate_ports(items(rule, "/ports"), &path, &mut errs);
@@ -99,11 +125,19 @@ impl Strategy for NetworkPolicyStrategy {
         for (i, kind) in types.iter().enumerate() {
             let kind = kind.as_str().unwrap_or_default();
             if kind != "Ingress" && kind != "Egress" {
-                errs.push(FieldError::not_supported(format!("spec.policyTypes[{i}]"), kind, &["Ingress", "Egress"]));
+                errs.push(FieldError::not_supported(
+                    format!("spec.policyTypes[{i}]"),
+                    kind,
+                    &["Ingress", "Egress"],
+                ));
             }
         }
         if types.len() > 2 {
-            errs.push(FieldError::invalid("spec.policyTypes", json!(types), "may not specify more than two policyTypes"));
+            errs.push(FieldError::invalid(
+                "spec.policyTypes",
+                json!(types),
+                "may not specify more than two policyTypes",
+            ));
         }
         errs
     }
@@ -111,13 +145,21 @@ impl Strategy for NetworkPolicyStrategy {
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("Pod-Selector", "string", "podSelector selects the pods to which this NetworkPolicy object applies."),
+            Column::new(
+                "Pod-Selector",
+                "string",
+                "podSelector selects the pods to which this NetworkPolicy object applies.",
+            ),
             table::age_column(),
         ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![table::name_cell(obj), json!(fields::format_selector(obj.pointer("/spec/podSelector"))), table::age_cell(obj)]
+        vec![
+            table::name_cell(obj),
+            json!(fields::format_selector(obj.pointer("/spec/podSelector"))),
+            table::age_cell(obj),
+        ]
     }
 }
 
@@ -132,10 +174,17 @@ mod tests {
         NetworkPolicyStrategy.defaults(&mut np);
         assert_eq!(np["spec"]["policyTypes"], json!(["Ingress"]));
         assert_eq!(np["spec"]["ingress"][0]["ports"][0]["protocol"], "TCP");
-        assert!(NetworkPolicyStrategy.validate(&np).is_empty(), "{:?}", NetworkPolicyStrategy.validate(&np));
+        assert!(
+            NetworkPolicyStrategy.validate(&np).is_empty(),
+            "{:?}",
+            NetworkPolicyStrategy.validate(&np)
+        );
         assert_eq!(NetworkPolicyStrategy.cells(&np)[1], "app=db");
         np["spec"]["ingress"][0]["ports"][0]["port"] = json!(70000);
-        assert_eq!(NetworkPolicyStrategy.validate(&np)[0].field, "spec.ingress[0].ports[0].port");
+        assert_eq!(
+            NetworkPolicyStrategy.validate(&np)[0].field,
+            "spec.ingress[0].ports[0].port"
+        );
         let all = json!({"spec": {"podSelector": {}}});
         assert_eq!(NetworkPolicyStrategy.cells(&all)[1], "<none>");
     }

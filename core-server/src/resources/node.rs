@@ -45,15 +45,28 @@ fn status(obj: &Value) -> String {
 }
 
 fn address(obj: &Value, kind: &str) -> String {
-    let found = items(obj, "/status/addresses").iter().find(|a| text(a, "/type") == kind).map(|a| text(a, "/address"));
+    let found = items(obj, "/status/addresses")
+        .iter()
+        .find(|a| text(a, "/type") == kind)
+        .map(|a| text(a, "/address"));
     found.unwrap_or("<none>").to_string()
 }
 
-fn set_once(new: &Value, old: &Value, pointer: &str, name: &str, field: &str) -> Option<FieldError> {
+fn set_once(
+    new: &Value,
+    old: &Value,
+    pointer: &str,
+    name: &str,
+    field: &str,
+) -> Option<FieldError> {
     let before = fields::value(old, pointer);
     let empty = before.is_null() || before == json!("") || before == json!([]);
-    (!empty && fields::value(new, pointer) != before)
-        .then(|| FieldError::forbidden(field, format!("node updates may not change {name} except from \"\" to valid")))
+    (!empty && fields::value(new, pointer) != before).then(|| {
+        FieldError::forbidden(
+            field,
+            format!("node updates may not change {name} except from \"\" to valid"),
+        )
+    })
 }
 
 impl Strategy for NodeStrategy {
@@ -71,13 +84,19 @@ impl Strategy for NodeStrategy {
         for (i, taint) in items(obj, "/spec/taints").iter().enumerate() {
             let path = format!("spec.taints[{i}]");
             let (key, effect) = (text(taint, "/key"), text(taint, "/effect"));
-            errs.extend(validation::qualified_name(key).into_iter().map(|m| FieldError::invalid(format!("{path}.key"), key, m)));
+            errs.extend(
+                validation::qualified_name(key)
+                    .into_iter()
+                    .map(|m| FieldError::invalid(format!("{path}.key"), key, m)),
+            );
             match effect {
                 "NoSchedule" | "PreferNoSchedule" | "NoExecute" => {}
                 "" => errs.push(FieldError::required(format!("{path}.effect"), "")),
-                other => {
-                    errs.push(FieldError::not_supported(format!("{path}.effect"), other, &["NoSchedule", "PreferNoSchedule", "NoExecute"]))
-                }
+                other => errs.push(FieldError::not_supported(
+                    format!("{path}.effect"),
+                    other,
+                    &["NoSchedule", "PreferNoSchedule", "NoExecute"],
+                )),
             }
             if seen.contains(&(key, effect)) {
                 errs.push(FieldError::duplicate(path, taint.clone()));
@@ -89,9 +108,27 @@ impl Strategy for NodeStrategy {
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self.validate(new);
-        errs.extend(set_once(new, old, "/spec/podCIDR", "podCIDR", "spec.podCIDR"));
-        errs.extend(set_once(new, old, "/spec/podCIDRs", "podCIDRs", "spec.podCIDRs"));
-        errs.extend(set_once(new, old, "/spec/providerID", "providerID", "spec.providerID"));
+        errs.extend(set_once(
+            new,
+            old,
+            "/spec/podCIDR",
+            "podCIDR",
+            "spec.podCIDR",
+        ));
+        errs.extend(set_once(
+            new,
+            old,
+            "/spec/podCIDRs",
+            "podCIDRs",
+            "spec.podCIDRs",
+        ));
+        errs.extend(set_once(
+            new,
+            old,
+            "/spec/providerID",
+            "providerID",
+            "spec.providerID",
+        ));
         errs
     }
 
@@ -142,7 +179,9 @@ impl Strategy for NodeStrategy {
 
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         Some(match field {
-            "spec.unschedulable" => (obj.pointer("/spec/unschedulable") == Some(&Value::Bool(true))).to_string(),
+            "spec.unschedulable" => {
+                (obj.pointer("/spec/unschedulable") == Some(&Value::Bool(true))).to_string()
+            }
             other => fields::field_string(obj, other),
         })
     }
@@ -166,7 +205,12 @@ mod tests {
         assert_eq!(cells[4], "v1.33.0");
         assert_eq!(cells[5], "192.168.1.2");
         assert_eq!(cells[6], "<none>");
-        assert_eq!(NodeStrategy.field_value(&node, "spec.unschedulable").as_deref(), Some("true"));
+        assert_eq!(
+            NodeStrategy
+                .field_value(&node, "spec.unschedulable")
+                .as_deref(),
+            Some("true")
+        );
         let mut moved = node.clone();
         moved["spec"]["podCIDR"] = json!("10.0.1.0/24");
         assert_eq!(
@@ -174,6 +218,9 @@ mod tests {
             "spec.podCIDR: Forbidden: node updates may not change podCIDR except from \"\" to valid"
         );
         let tainted = json!({"spec": {"taints": [{"key": "a", "effect": "Sometimes"}]}});
-        assert_eq!(NodeStrategy.validate(&tainted)[0].field, "spec.taints[0].effect");
+        assert_eq!(
+            NodeStrategy.validate(&tainted)[0].field,
+            "spec.taints[0].effect"
+        );
     }
 }

@@ -36,8 +36,12 @@ const SOURCES: &[&str] = &[
 ];
 
 /// The access modes kube knows, with the abbreviations its printers use.
-const ACCESS_MODES: &[(&str, &str)] =
-    &[("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"), ("ReadWriteOncePod", "RWOP")];
+const ACCESS_MODES: &[(&str, &str)] = &[
+    ("ReadWriteOnce", "RWO"),
+    ("ReadOnlyMany", "ROX"),
+    ("ReadWriteMany", "RWX"),
+    ("ReadWriteOncePod", "RWOP"),
+];
 
 /// The rules of `v1/PersistentVolume`.
 pub struct PersistentVolumeStrategy;
@@ -63,7 +67,10 @@ pub fn validate_access_modes(modes: &[Value], field: &str) -> Vec<FieldError> {
         }
     }
     if modes.iter().any(|m| m == "ReadWriteOncePod") && modes.len() > 1 {
-        errs.push(FieldError::forbidden(field, "may not use ReadWriteOncePod with other access modes"));
+        errs.push(FieldError::forbidden(
+            field,
+            "may not use ReadWriteOncePod with other access modes",
+        ));
     }
     errs
 }
@@ -72,7 +79,11 @@ pub fn validate_access_modes(modes: &[Value], field: &str) -> Vec<FieldError> {
 pub fn storage_class(obj: &Value) -> String {
     let class = text(obj, "/spec/storageClassName");
     if class.is_empty() {
-        text(obj, "/metadata/annotations/volume.beta.kubernetes.io~1storage-class").to_string()
+        text(
+            obj,
+            "/metadata/annotations/volume.beta.kubernetes.io~1storage-class",
+        )
+        .to_string()
     } else {
         class.to_string()
     }
@@ -80,7 +91,11 @@ pub fn storage_class(obj: &Value) -> String {
 
 /// An optional string cell, `<unset>` when absent.
 pub fn unset_if_absent(obj: &Value, pointer: &str) -> Value {
-    if is_set(obj, pointer) { fields::text_cell(obj, pointer) } else { json!("<unset>") }
+    if is_set(obj, pointer) {
+        fields::text_cell(obj, pointer)
+    } else {
+        json!("<unset>")
+    }
 }
 
 impl Strategy for PersistentVolumeStrategy {
@@ -107,29 +122,54 @@ impl Strategy for PersistentVolumeStrategy {
         if !has(obj, "/spec/capacity") {
             errs.push(FieldError::required("spec.capacity", ""));
         } else if !is_set(obj, "/spec/capacity/storage") {
-            errs.push(FieldError::not_supported("spec.capacity", json!(fields::value(obj, "/spec/capacity")), &["storage"]));
+            errs.push(FieldError::not_supported(
+                "spec.capacity",
+                json!(fields::value(obj, "/spec/capacity")),
+                &["storage"],
+            ));
         }
-        errs.extend(quantity::validate_list(obj.pointer("/spec/capacity"), "spec.capacity"));
+        errs.extend(quantity::validate_list(
+            obj.pointer("/spec/capacity"),
+            "spec.capacity",
+        ));
         let policy = text(obj, "/spec/persistentVolumeReclaimPolicy");
         if !matches!(policy, "Delete" | "Recycle" | "Retain") {
-            errs.push(FieldError::not_supported("spec.persistentVolumeReclaimPolicy", policy, &["Delete", "Recycle", "Retain"]));
+            errs.push(FieldError::not_supported(
+                "spec.persistentVolumeReclaimPolicy",
+                policy,
+                &["Delete", "Recycle", "Retain"],
+            ));
         }
         let mode = text(obj, "/spec/volumeMode");
         if !matches!(mode, "Block" | "Filesystem") {
-            errs.push(FieldError::not_supported("spec.volumeMode", mode, &["Block", "Filesystem"]));
+            errs.push(FieldError::not_supported(
+                "spec.volumeMode",
+                mode,
+                &["Block", "Filesystem"],
+            ));
         }
-        let sources: Vec<&str> = SOURCES.iter().copied().filter(|s| is_set(obj, &format!("/spec/{s}"))).collect();
+        let sources: Vec<&str> = SOURCES
+            .iter()
+            .copied()
+            .filter(|s| is_set(obj, &format!("/spec/{s}")))
+            .collect();
         match sources.as_slice() {
             [] => errs.push(FieldError::required("spec", "must specify a volume type")),
             [_] => {}
-            [_, second, ..] => errs.push(FieldError::forbidden(format!("spec.{second}"), "may not specify more than 1 volume type")),
+            [_, second, ..] => errs.push(FieldError::forbidden(
+                format!("spec.{second}"),
+                "may not specify more than 1 volume type",
+            )),
         }
         errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self.validate(new);
-        for (pointer, field) in [("/spec/volumeMode", "spec.volumeMode"), ("/spec/nodeAffinity", "spec.nodeAffinity")] {
+        for (pointer, field) in [
+            ("/spec/volumeMode", "spec.volumeMode"),
+            ("/spec/nodeAffinity", "spec.nodeAffinity"),
+        ] {
             if is_set(old, pointer) {
                 errs.extend(fields::immutable(new, old, pointer, field));
             }
@@ -172,11 +212,19 @@ impl Strategy for PersistentVolumeStrategy {
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
         let claim = if is_set(obj, "/spec/claimRef") {
-            format!("{}/{}", text(obj, "/spec/claimRef/namespace"), text(obj, "/spec/claimRef/name"))
+            format!(
+                "{}/{}",
+                text(obj, "/spec/claimRef/namespace"),
+                text(obj, "/spec/claimRef/name")
+            )
         } else {
             String::new()
         };
-        let phase = if is_set(obj, "/metadata/deletionTimestamp") { "Terminating" } else { text(obj, "/status/phase") };
+        let phase = if is_set(obj, "/metadata/deletionTimestamp") {
+            "Terminating"
+        } else {
+            text(obj, "/status/phase")
+        };
         vec![
             table::name_cell(obj),
             fields::text_cell(obj, "/spec/capacity/storage"),
@@ -205,16 +253,31 @@ mod tests {
         assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
         assert_eq!(pv["spec"]["volumeMode"], "Filesystem");
         assert_eq!(pv["status"]["phase"], "Pending");
-        assert!(PersistentVolumeStrategy.validate(&pv).is_empty(), "{:?}", PersistentVolumeStrategy.validate(&pv));
+        assert!(
+            PersistentVolumeStrategy.validate(&pv).is_empty(),
+            "{:?}",
+            PersistentVolumeStrategy.validate(&pv)
+        );
         let cells = PersistentVolumeStrategy.cells(&pv);
-        assert_eq!((cells[1].clone(), cells[2].clone(), cells[4].clone()), (json!("1Gi"), json!("RWO"), json!("Pending")));
+        assert_eq!(
+            (cells[1].clone(), cells[2].clone(), cells[4].clone()),
+            (json!("1Gi"), json!("RWO"), json!("Pending"))
+        );
         assert_eq!(cells[7], "<unset>");
         assert_eq!(cells.len(), PersistentVolumeStrategy.columns().len());
         let bare = json!({"spec": {"persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem"}});
-        let errs: Vec<String> = PersistentVolumeStrategy.validate(&bare).iter().map(ToString::to_string).collect();
+        let errs: Vec<String> = PersistentVolumeStrategy
+            .validate(&bare)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(
             errs,
-            ["spec.accessModes: Required value", "spec.capacity: Required value", "spec: Required value: must specify a volume type"]
+            [
+                "spec.accessModes: Required value",
+                "spec.capacity: Required value",
+                "spec: Required value: must specify a volume type"
+            ]
         );
     }
 }

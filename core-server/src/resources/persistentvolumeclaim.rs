@@ -8,7 +8,9 @@ use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, is_set, items, text};
-use super::persistentvolume::{access_modes_string, storage_class, unset_if_absent, validate_access_modes};
+use super::persistentvolume::{
+    access_modes_string, storage_class, unset_if_absent, validate_access_modes,
+};
 use super::quantity;
 
 /// The rules of `v1/PersistentVolumeClaim`.
@@ -33,16 +35,26 @@ impl Strategy for PersistentVolumeClaimStrategy {
         let mut errs = Vec::new();
         let modes = items(obj, "/spec/accessModes");
         if modes.is_empty() && !is_set(obj, "/spec/dataSourceRef") {
-            errs.push(FieldError::required("spec.accessModes", "at least 1 access mode is required"));
+            errs.push(FieldError::required(
+                "spec.accessModes",
+                "at least 1 access mode is required",
+            ));
         }
         errs.extend(validate_access_modes(modes, "spec.accessModes"));
         if !is_set(obj, "/spec/resources/requests/storage") {
             errs.push(FieldError::required("spec.resources[storage]", ""));
         }
-        errs.extend(quantity::validate_list(obj.pointer("/spec/resources/requests"), "spec.resources.requests"));
+        errs.extend(quantity::validate_list(
+            obj.pointer("/spec/resources/requests"),
+            "spec.resources.requests",
+        ));
         let mode = text(obj, "/spec/volumeMode");
         if !matches!(mode, "Block" | "Filesystem") {
-            errs.push(FieldError::not_supported("spec.volumeMode", mode, &["Block", "Filesystem"]));
+            errs.push(FieldError::not_supported(
+                "spec.volumeMode",
+                mode,
+                &["Block", "Filesystem"],
+            ));
         }
         if let Some(selector) = obj.pointer("/spec/selector").filter(|s| !s.is_null()) {
             errs.extend(fields::label_selector(selector, "spec.selector"));
@@ -77,26 +89,58 @@ impl Strategy for PersistentVolumeClaimStrategy {
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("Status", "string", "phase represents the current phase of PersistentVolumeClaim."),
-            Column::new("Volume", "string", "volumeName is the binding reference to the PersistentVolume backing this claim."),
-            Column::new("Capacity", "string", "capacity represents the actual resources of the underlying volume."),
-            Column::new("Access Modes", "string", "accessModes contains the desired access modes the volume should have."),
-            Column::new("StorageClass", "string", "storageClassName is the name of the StorageClass required by the claim."),
+            Column::new(
+                "Status",
+                "string",
+                "phase represents the current phase of PersistentVolumeClaim.",
+            ),
+            Column::new(
+                "Volume",
+                "string",
+                "volumeName is the binding reference to the PersistentVolume backing this claim.",
+            ),
+            Column::new(
+                "Capacity",
+                "string",
+                "capacity represents the actual resources of the underlying volume.",
+            ),
+            Column::new(
+                "Access Modes",
+                "string",
+                "accessModes contains the desired access modes the volume should have.",
+            ),
+            Column::new(
+                "StorageClass",
+                "string",
+                "storageClassName is the name of the StorageClass required by the claim.",
+            ),
             Column::new(
                 "VolumeAttributesClass",
                 "string",
                 "volumeAttributesClassName may be used to set the VolumeAttributesClass used by this claim.",
             ),
             table::age_column(),
-            Column::new("VolumeMode", "string", "volumeMode defines what type of volume is required by the claim.").wide(),
+            Column::new(
+                "VolumeMode",
+                "string",
+                "volumeMode defines what type of volume is required by the claim.",
+            )
+            .wide(),
         ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        let phase = if is_set(obj, "/metadata/deletionTimestamp") { "Terminating" } else { text(obj, "/status/phase") };
+        let phase = if is_set(obj, "/metadata/deletionTimestamp") {
+            "Terminating"
+        } else {
+            text(obj, "/status/phase")
+        };
         let bound = !text(obj, "/spec/volumeName").is_empty();
         let (capacity, modes) = if bound {
-            (text(obj, "/status/capacity/storage").to_string(), access_modes_string(items(obj, "/status/accessModes")))
+            (
+                text(obj, "/status/capacity/storage").to_string(),
+                access_modes_string(items(obj, "/status/accessModes")),
+            )
         } else {
             (String::new(), String::new())
         };
@@ -133,7 +177,11 @@ mod tests {
         assert!(PersistentVolumeClaimStrategy.validate(&pvc).is_empty());
         let mut bound = pvc.clone();
         bound["spec"]["volumeName"] = json!("pv1");
-        assert!(PersistentVolumeClaimStrategy.validate_update(&bound, &pvc).is_empty());
+        assert!(
+            PersistentVolumeClaimStrategy
+                .validate_update(&bound, &pvc)
+                .is_empty()
+        );
         let mut changed = pvc.clone();
         changed["spec"]["accessModes"] = json!(["ReadWriteMany"]);
         assert!(
@@ -145,6 +193,9 @@ mod tests {
         assert_eq!(cells[1], "Pending");
         assert_eq!(cells[8], "Filesystem");
         let empty = json!({"spec": {"volumeMode": "Filesystem"}});
-        assert_eq!(PersistentVolumeClaimStrategy.validate(&empty)[1].to_string(), "spec.resources[storage]: Required value");
+        assert_eq!(
+            PersistentVolumeClaimStrategy.validate(&empty)[1].to_string(),
+            "spec.resources[storage]: Required value"
+        );
     }
 }

@@ -22,7 +22,10 @@ pub struct PodStrategy;
 
 /// Adds the tolerations kube's DefaultTolerationSeconds admission adds.
 fn add_default_tolerations(spec: &mut Value) {
-    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
         let tolerated = items(spec, "/tolerations").iter().any(|t| {
             let k = text(t, "/key");
             let effect = text(t, "/effect");
@@ -44,7 +47,11 @@ fn add_default_tolerations(spec: &mut Value) {
 /// What kube's ServiceAccount, Priority and DefaultTolerationSeconds admission set on a pod.
 fn admit(spec: &mut Value) {
     default(spec, "/serviceAccountName", json!("default"));
-    default(spec, "/serviceAccount", json!(text(spec, "/serviceAccountName")));
+    default(
+        spec,
+        "/serviceAccount",
+        json!(text(spec, "/serviceAccountName")),
+    );
     if !is_set(spec, "/priority") {
         let priority = match text(spec, "/priorityClassName") {
             "system-node-critical" => Some(2_000_001_000),
@@ -66,11 +73,19 @@ fn qos_class(spec: &Value) -> &'static str {
     let mut limits = [0.0f64; 2];
     let mut seen_limits = [true; 2];
     let mut any = false;
-    let containers = items(spec, "/containers").iter().chain(items(spec, "/initContainers"));
+    let containers = items(spec, "/containers")
+        .iter()
+        .chain(items(spec, "/initContainers"));
     for c in containers {
         for (i, resource) in ["cpu", "memory"].iter().enumerate() {
-            let request = c.pointer(&format!("/resources/requests/{resource}")).and_then(quantity::of).unwrap_or(0.0);
-            let limit = c.pointer(&format!("/resources/limits/{resource}")).and_then(quantity::of).unwrap_or(0.0);
+            let request = c
+                .pointer(&format!("/resources/requests/{resource}"))
+                .and_then(quantity::of)
+                .unwrap_or(0.0);
+            let limit = c
+                .pointer(&format!("/resources/limits/{resource}"))
+                .and_then(quantity::of)
+                .unwrap_or(0.0);
             any |= request > 0.0 || limit > 0.0;
             requests[i] += request;
             limits[i] += limit;
@@ -79,7 +94,12 @@ fn qos_class(spec: &Value) -> &'static str {
     }
     if !any {
         "BestEffort"
-    } else if seen_limits.iter().all(|s| *s) && requests.iter().zip(limits).all(|(r, l)| (*r - l).abs() < f64::EPSILON * l.max(1.0)) {
+    } else if seen_limits.iter().all(|s| *s)
+        && requests
+            .iter()
+            .zip(limits)
+            .all(|(r, l)| (*r - l).abs() < f64::EPSILON * l.max(1.0))
+    {
         "Guaranteed"
     } else {
         "Burstable"
@@ -88,9 +108,19 @@ fn qos_class(spec: &Value) -> &'static str {
 
 /// Requests default to limits, for pods only (not templates).
 fn default_requests_from_limits(c: &mut Value) {
-    let Some(limits) = c.pointer("/resources/limits").and_then(Value::as_object).cloned() else { return };
+    let Some(limits) = c
+        .pointer("/resources/limits")
+        .and_then(Value::as_object)
+        .cloned()
+    else {
+        return;
+    };
     for (name, limit) in limits {
-        default(c, &format!("/resources/requests/{}", fields::escape(&name)), limit);
+        default(
+            c,
+            &format!("/resources/requests/{}", fields::escape(&name)),
+            limit,
+        );
     }
 }
 
@@ -118,10 +148,15 @@ fn munged(spec: &Value) -> Value {
 
 fn validate_spec_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    match (int(new, "/activeDeadlineSeconds"), int(old, "/activeDeadlineSeconds")) {
-        (Some(n), Some(o)) if n > o => {
-            errs.push(FieldError::invalid("spec.activeDeadlineSeconds", n, "must be less than or equal to previous value"))
-        }
+    match (
+        int(new, "/activeDeadlineSeconds"),
+        int(old, "/activeDeadlineSeconds"),
+    ) {
+        (Some(n), Some(o)) if n > o => errs.push(FieldError::invalid(
+            "spec.activeDeadlineSeconds",
+            n,
+            "must be less than or equal to previous value",
+        )),
         (None, Some(_)) => errs.push(FieldError::invalid(
             "spec.activeDeadlineSeconds",
             Value::Null,
@@ -140,14 +175,20 @@ fn validate_spec_update(new: &Value, old: &Value) -> Vec<FieldError> {
         })
     });
     if !kept {
-        errs.push(FieldError::forbidden("spec.tolerations", "existing toleration can not be modified except its tolerationSeconds"));
+        errs.push(FieldError::forbidden(
+            "spec.tolerations",
+            "existing toleration can not be modified except its tolerationSeconds",
+        ));
     }
     let old_gates = items(old, "/schedulingGates");
     for (i, gate) in items(new, "/schedulingGates").iter().enumerate() {
         if !old_gates.contains(gate) {
             errs.push(FieldError::forbidden(
                 format!("spec.schedulingGates[{i}]"),
-                format!("only deletion is allowed, but found new scheduling gate '{}'", text(gate, "/name")),
+                format!(
+                    "only deletion is allowed, but found new scheduling gate '{}'",
+                    text(gate, "/name")
+                ),
             ));
         }
     }
@@ -158,7 +199,10 @@ fn validate_spec_update(new: &Value, old: &Value) -> Vec<FieldError> {
         new_munged["terminationGracePeriodSeconds"] = json!(old_grace);
     }
     if new_munged != old_munged {
-        errs.push(FieldError::forbidden("spec", format!("pod updates may not change fields other than {UPDATABLE}")));
+        errs.push(FieldError::forbidden(
+            "spec",
+            format!("pod updates may not change fields other than {UPDATABLE}"),
+        ));
     }
     errs
 }
@@ -183,11 +227,16 @@ fn status_and_restarts(pod: &Value) -> (String, String, i64) {
     let mut ready = 0;
     let mut initializing = false;
     let mut sidecar_restarts = 0;
-    for (i, status) in items(pod, "/status/initContainerStatuses").iter().enumerate() {
+    for (i, status) in items(pod, "/status/initContainerStatuses")
+        .iter()
+        .enumerate()
+    {
         restarts += int(status, "/restartCount").unwrap_or(0);
         note_restart(status);
         let name = text(status, "/name");
-        let sidecar = init_specs.iter().any(|c| text(c, "/name") == name && text(c, "/restartPolicy") == "Always");
+        let sidecar = init_specs
+            .iter()
+            .any(|c| text(c, "/name") == name && text(c, "/restartPolicy") == "Always");
         if sidecar {
             sidecar_restarts += int(status, "/restartCount").unwrap_or(0);
             if status.get("started") == Some(&Value::Bool(true)) {
@@ -205,9 +254,13 @@ fn status_and_restarts(pod: &Value) -> (String, String, i64) {
         initializing = true;
         reason = match terminated {
             Some(t) if !text(t, "/reason").is_empty() => format!("Init:{}", text(t, "/reason")),
-            Some(t) if int(t, "/signal").unwrap_or(0) != 0 => format!("Init:Signal:{}", int(t, "/signal").unwrap_or(0)),
+            Some(t) if int(t, "/signal").unwrap_or(0) != 0 => {
+                format!("Init:Signal:{}", int(t, "/signal").unwrap_or(0))
+            }
             Some(t) => format!("Init:ExitCode:{}", int(t, "/exitCode").unwrap_or(0)),
-            None if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" => format!("Init:{waiting_reason}"),
+            None if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" => {
+                format!("Init:{waiting_reason}")
+            }
             None => format!("Init:{i}/{}", init_specs.len()),
         };
         break;
@@ -228,13 +281,19 @@ fn status_and_restarts(pod: &Value) -> (String, String, i64) {
                     ("", signal) => format!("Signal:{signal}"),
                     (r, _) => r.to_string(),
                 };
-            } else if status.get("ready") == Some(&Value::Bool(true)) && is_set(status, "/state/running") {
+            } else if status.get("ready") == Some(&Value::Bool(true))
+                && is_set(status, "/state/running")
+            {
                 has_running = true;
                 ready += 1;
             }
         }
         if reason == "Completed" && has_running {
-            reason = if fields::condition_true(pod, "Ready") { "Running".into() } else { "NotReady".into() };
+            reason = if fields::condition_true(pod, "Ready") {
+                "Running".into()
+            } else {
+                "NotReady".into()
+            };
         }
     }
     if is_set(pod, "/metadata/deletionTimestamp") {
@@ -253,7 +312,9 @@ fn status_and_restarts(pod: &Value) -> (String, String, i64) {
 
 impl Strategy for PodStrategy {
     fn defaults(&self, obj: &mut Value) {
-        let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else { return };
+        let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else {
+            return;
+        };
         pod_template::default_spec(spec);
         default(spec, "/enableServiceLinks", json!(true));
         let host_network = spec.get("hostNetwork") == Some(&Value::Bool(true));
@@ -279,7 +340,13 @@ impl Strategy for PodStrategy {
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         // Fields admission set on create stay unless the update names them.
-        for field in ["serviceAccountName", "serviceAccount", "priority", "preemptionPolicy", "enableServiceLinks"] {
+        for field in [
+            "serviceAccountName",
+            "serviceAccount",
+            "priority",
+            "preemptionPolicy",
+            "enableServiceLinks",
+        ] {
             let pointer = format!("/spec/{field}");
             if !is_set(new, &pointer)
                 && let Some(v) = old.pointer(&pointer)
@@ -296,16 +363,25 @@ impl Strategy for PodStrategy {
         let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
         let mut errs = pod_template::validate_spec(&spec, "spec");
         if !items(&spec, "/ephemeralContainers").is_empty() {
-            errs.push(FieldError::forbidden("spec.ephemeralContainers", "cannot be set on create"));
+            errs.push(FieldError::forbidden(
+                "spec.ephemeralContainers",
+                "cannot be set on create",
+            ));
         }
         if !text(&spec, "/nodeName").is_empty() && !items(&spec, "/schedulingGates").is_empty() {
-            errs.push(FieldError::forbidden("spec.nodeName", "cannot be set until all schedulingGates have been cleared"));
+            errs.push(FieldError::forbidden(
+                "spec.nodeName",
+                "cannot be set until all schedulingGates have been cleared",
+            ));
         }
         errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        let (new_spec, old_spec) = (new.get("spec").cloned().unwrap_or_default(), old.get("spec").cloned().unwrap_or_default());
+        let (new_spec, old_spec) = (
+            new.get("spec").cloned().unwrap_or_default(),
+            old.get("spec").cloned().unwrap_or_default(),
+        );
         let mut errs: Vec<FieldError> = pod_template::validate_spec(&new_spec, "spec");
         errs.extend(validate_spec_update(&new_spec, &old_spec));
         errs
@@ -327,13 +403,19 @@ impl Strategy for PodStrategy {
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
         let (status, restarts, ready) = status_and_restarts(obj);
-        let sidecars = items(obj, "/spec/initContainers").iter().filter(|c| text(c, "/restartPolicy") == "Always").count();
+        let sidecars = items(obj, "/spec/initContainers")
+            .iter()
+            .filter(|c| text(c, "/restartPolicy") == "Always")
+            .count();
         let total = items(obj, "/spec/containers").len() + sidecars;
         let gates = items(obj, "/spec/readinessGates");
         let gates_cell = if gates.is_empty() {
             "<none>".to_string()
         } else {
-            let met = gates.iter().filter(|g| fields::condition_true(obj, text(g, "/conditionType"))).count();
+            let met = gates
+                .iter()
+                .filter(|g| fields::condition_true(obj, text(g, "/conditionType")))
+                .count();
             format!("{met}/{}", gates.len())
         };
         let or_none = |p: &str| fields::none_if_empty(text(obj, p).to_string());
@@ -365,7 +447,9 @@ impl Strategy for PodStrategy {
 
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         Some(match field {
-            "spec.hostNetwork" => (obj.pointer("/spec/hostNetwork") == Some(&Value::Bool(true))).to_string(),
+            "spec.hostNetwork" => {
+                (obj.pointer("/spec/hostNetwork") == Some(&Value::Bool(true))).to_string()
+            }
             "status.podIP" => text(obj, "/status/podIPs/0/ip").to_string(),
             other => fields::field_string(obj, other),
         })
@@ -385,8 +469,9 @@ mod tests {
 
     #[test]
     fn create_defaults_and_admission() {
-        let pod =
-            created(json!({"containers": [{"name": "c", "image": "nginx:1.27", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}));
+        let pod = created(
+            json!({"containers": [{"name": "c", "image": "nginx:1.27", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}),
+        );
         let spec = &pod["spec"];
         assert_eq!(spec["serviceAccountName"], "default");
         assert_eq!(spec["serviceAccount"], "default");
@@ -394,13 +479,25 @@ mod tests {
         assert_eq!(spec["preemptionPolicy"], "PreemptLowerPriority");
         assert_eq!(spec["enableServiceLinks"], true);
         assert_eq!(spec["tolerations"].as_array().map(Vec::len), Some(2));
-        assert_eq!(spec["tolerations"][0]["key"], "node.kubernetes.io/not-ready");
+        assert_eq!(
+            spec["tolerations"][0]["key"],
+            "node.kubernetes.io/not-ready"
+        );
         assert_eq!(spec["containers"][0]["resources"]["requests"]["cpu"], "1");
-        assert_eq!(pod["status"], json!({"phase": "Pending", "qosClass": "Guaranteed"}));
-        assert!(PodStrategy.validate(&pod).is_empty(), "{:?}", PodStrategy.validate(&pod));
+        assert_eq!(
+            pod["status"],
+            json!({"phase": "Pending", "qosClass": "Guaranteed"})
+        );
+        assert!(
+            PodStrategy.validate(&pod).is_empty(),
+            "{:?}",
+            PodStrategy.validate(&pod)
+        );
         let best_effort = created(json!({"containers": [{"name": "c", "image": "nginx"}]}));
         assert_eq!(best_effort["status"]["qosClass"], "BestEffort");
-        let burstable = created(json!({"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]}));
+        let burstable = created(
+            json!({"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]}),
+        );
         assert_eq!(burstable["status"]["qosClass"], "Burstable");
     }
 
@@ -420,12 +517,18 @@ mod tests {
         let mut bare = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}});
         PodStrategy.prepare_for_update(&mut bare, &old);
         PodStrategy.defaults(&mut bare);
-        assert!(PodStrategy.validate_update(&bare, &old).is_empty(), "{:?}", PodStrategy.validate_update(&bare, &old));
+        assert!(
+            PodStrategy.validate_update(&bare, &old).is_empty(),
+            "{:?}",
+            PodStrategy.validate_update(&bare, &old)
+        );
     }
 
     #[test]
     fn table_row() {
-        let mut pod = created(json!({"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}], "nodeName": "n1"}));
+        let mut pod = created(
+            json!({"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}], "nodeName": "n1"}),
+        );
         pod["status"]["containerStatuses"] = json!([
             {"name": "a", "ready": true, "restartCount": 2, "state": {"running": {}}},
             {"name": "b", "ready": false, "restartCount": 1, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
@@ -437,7 +540,15 @@ mod tests {
         assert_eq!(cells[5], "<none>");
         assert_eq!(cells[6], "n1");
         assert_eq!(cells.len(), PodStrategy.columns().len());
-        assert_eq!(PodStrategy.field_value(&pod, "spec.hostNetwork").as_deref(), Some("false"));
-        assert_eq!(PodStrategy.field_value(&pod, "status.nominatedNodeName").as_deref(), Some(""));
+        assert_eq!(
+            PodStrategy.field_value(&pod, "spec.hostNetwork").as_deref(),
+            Some("false")
+        );
+        assert_eq!(
+            PodStrategy
+                .field_value(&pod, "status.nominatedNodeName")
+                .as_deref(),
+            Some("")
+        );
     }
 }

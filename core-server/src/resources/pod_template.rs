@@ -59,7 +59,10 @@ pub fn default_spec(spec: &mut Value) {
     default(spec, "/terminationGracePeriodSeconds", json!(30));
     default(spec, "/schedulerName", json!("default-scheduler"));
     // v1 keeps the deprecated `serviceAccount` in step with `serviceAccountName`.
-    let account = match (text(spec, "/serviceAccountName"), text(spec, "/serviceAccount")) {
+    let account = match (
+        text(spec, "/serviceAccountName"),
+        text(spec, "/serviceAccount"),
+    ) {
         ("", old) => old.to_string(),
         (name, _) => name.to_string(),
     };
@@ -110,7 +113,10 @@ fn default_container(c: &mut Value) {
         }
     }
     for hook in ["postStart", "preStop"] {
-        if let Some(h) = c.pointer_mut(&format!("/lifecycle/{hook}")).filter(|h| h.is_object()) {
+        if let Some(h) = c
+            .pointer_mut(&format!("/lifecycle/{hook}"))
+            .filter(|h| h.is_object())
+        {
             default_handler(h);
         }
     }
@@ -124,7 +130,12 @@ fn default_handler(handler: &mut Value) {
 }
 
 fn default_probe(probe: &mut Value) {
-    for (field, value) in [("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1), ("failureThreshold", 3)] {
+    for (field, value) in [
+        ("timeoutSeconds", 1),
+        ("periodSeconds", 10),
+        ("successThreshold", 1),
+        ("failureThreshold", 3),
+    ] {
         if int(probe, &format!("/{field}")).unwrap_or(0) == 0 {
             probe[field] = json!(value);
         }
@@ -167,21 +178,36 @@ pub fn validate_spec(spec: &Value, path: &str) -> Vec<FieldError> {
     let mut names: Vec<String> = Vec::new();
     for list in CONTAINER_LISTS {
         for (i, c) in items(spec, &format!("/{list}")).iter().enumerate() {
-            let ctx = ContainerContext { list, volumes: &volumes, host_network };
-            validate_container(c, &format!("{path}.{list}[{i}]"), &ctx, &mut names, &mut errs);
+            let ctx = ContainerContext {
+                list,
+                volumes: &volumes,
+                host_network,
+            };
+            validate_container(
+                c,
+                &format!("{path}.{list}[{i}]"),
+                &ctx,
+                &mut names,
+                &mut errs,
+            );
         }
     }
     let restart = text(spec, "/restartPolicy");
     match restart {
         "Always" | "OnFailure" | "Never" => {}
         "" => errs.push(FieldError::required(format!("{path}.restartPolicy"), "")),
-        other => errs.push(FieldError::not_supported(format!("{path}.restartPolicy"), other, &["Always", "OnFailure", "Never"])),
+        other => errs.push(FieldError::not_supported(
+            format!("{path}.restartPolicy"),
+            other,
+            &["Always", "OnFailure", "Never"],
+        )),
     }
     match text(spec, "/dnsPolicy") {
         "ClusterFirstWithHostNet" | "ClusterFirst" | "Default" => {}
-        "None" if !is_set(spec, "/dnsConfig") => {
-            errs.push(FieldError::required(format!("{path}.dnsConfig"), "must provide `dnsConfig` when `dnsPolicy` is None"))
-        }
+        "None" if !is_set(spec, "/dnsConfig") => errs.push(FieldError::required(
+            format!("{path}.dnsConfig"),
+            "must provide `dnsConfig` when `dnsPolicy` is None",
+        )),
         "None" => {}
         "" => errs.push(FieldError::required(format!("{path}.dnsPolicy"), "")),
         other => errs.push(FieldError::not_supported(
@@ -190,11 +216,18 @@ pub fn validate_spec(spec: &Value, path: &str) -> Vec<FieldError> {
             &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
         )),
     }
-    errs.extend(validation::labels(spec.get("nodeSelector"), &format!("{path}.nodeSelector")));
+    errs.extend(validation::labels(
+        spec.get("nodeSelector"),
+        &format!("{path}.nodeSelector"),
+    ));
     let account = text(spec, "/serviceAccountName");
     if !account.is_empty() {
         for msg in validation::dns1123_subdomain(account) {
-            errs.push(FieldError::invalid(format!("{path}.serviceAccountName"), account, msg));
+            errs.push(FieldError::invalid(
+                format!("{path}.serviceAccountName"),
+                account,
+                msg,
+            ));
         }
     }
     for field in ["hostname", "subdomain"] {
@@ -208,9 +241,16 @@ pub fn validate_spec(spec: &Value, path: &str) -> Vec<FieldError> {
     if let Some(deadline) = int(spec, "/activeDeadlineSeconds")
         && !(1..=i64::from(i32::MAX)).contains(&deadline)
     {
-        errs.push(FieldError::invalid(format!("{path}.activeDeadlineSeconds"), deadline, "must be between 1 and 2147483647, inclusive"));
+        errs.push(FieldError::invalid(
+            format!("{path}.activeDeadlineSeconds"),
+            deadline,
+            "must be between 1 and 2147483647, inclusive",
+        ));
     }
-    errs.extend(validate_tolerations(items(spec, "/tolerations"), &format!("{path}.tolerations")));
+    errs.extend(validate_tolerations(
+        items(spec, "/tolerations"),
+        &format!("{path}.tolerations"),
+    ));
     errs
 }
 
@@ -231,11 +271,21 @@ fn validate_volumes(spec: &Value, path: &str, errs: &mut Vec<FieldError>) -> Vec
             }
             names.push(name.to_string());
         }
-        let sources: Vec<&str> = VOLUME_SOURCES.iter().copied().filter(|s| is_set(v, &format!("/{s}"))).collect();
+        let sources: Vec<&str> = VOLUME_SOURCES
+            .iter()
+            .copied()
+            .filter(|s| is_set(v, &format!("/{s}")))
+            .collect();
         match sources.as_slice() {
-            [] => errs.push(FieldError::required(vpath.clone(), "must specify a volume type")),
+            [] => errs.push(FieldError::required(
+                vpath.clone(),
+                "must specify a volume type",
+            )),
             [_] => {}
-            [_, second, ..] => errs.push(FieldError::forbidden(format!("{vpath}.{second}"), "may not specify more than 1 volume type")),
+            [_, second, ..] => errs.push(FieldError::forbidden(
+                format!("{vpath}.{second}"),
+                "may not specify more than 1 volume type",
+            )),
         }
         for (source, field) in [
             ("configMap", "name"),
@@ -245,8 +295,12 @@ fn validate_volumes(spec: &Value, path: &str, errs: &mut Vec<FieldError>) -> Vec
             ("nfs", "server"),
             ("nfs", "path"),
         ] {
-            if is_set(v, &format!("/{source}")) && text(v, &format!("/{source}/{field}")).is_empty() {
-                errs.push(FieldError::required(format!("{vpath}.{source}.{field}"), ""));
+            if is_set(v, &format!("/{source}")) && text(v, &format!("/{source}/{field}")).is_empty()
+            {
+                errs.push(FieldError::required(
+                    format!("{vpath}.{source}.{field}"),
+                    "",
+                ));
             }
         }
     }
@@ -259,7 +313,13 @@ struct ContainerContext<'a> {
     host_network: bool,
 }
 
-fn validate_container(c: &Value, path: &str, ctx: &ContainerContext<'_>, names: &mut Vec<String>, errs: &mut Vec<FieldError>) {
+fn validate_container(
+    c: &Value,
+    path: &str,
+    ctx: &ContainerContext<'_>,
+    names: &mut Vec<String>,
+    errs: &mut Vec<FieldError>,
+) {
     let name = text(c, "/name");
     if name.is_empty() {
         errs.push(FieldError::required(format!("{path}.name"), ""));
@@ -276,19 +336,32 @@ fn validate_container(c: &Value, path: &str, ctx: &ContainerContext<'_>, names: 
     if image.is_empty() {
         errs.push(FieldError::required(format!("{path}.image"), ""));
     } else if image.trim() != image {
-        errs.push(FieldError::invalid(format!("{path}.image"), image, "must not have leading or trailing whitespace"));
+        errs.push(FieldError::invalid(
+            format!("{path}.image"),
+            image,
+            "must not have leading or trailing whitespace",
+        ));
     }
     match text(c, "/imagePullPolicy") {
         "Always" | "IfNotPresent" | "Never" => {}
         "" => errs.push(FieldError::required(format!("{path}.imagePullPolicy"), "")),
-        other => errs.push(FieldError::not_supported(format!("{path}.imagePullPolicy"), other, &["Always", "IfNotPresent", "Never"])),
+        other => errs.push(FieldError::not_supported(
+            format!("{path}.imagePullPolicy"),
+            other,
+            &["Always", "IfNotPresent", "Never"],
+        )),
     }
     match text(c, "/terminationMessagePolicy") {
         "File" | "FallbackToLogsOnError" => {}
-        "" => errs.push(FieldError::required(format!("{path}.terminationMessagePolicy"), "must be 'File' or 'FallbackToLogsOnError'")),
-        other => {
-            errs.push(FieldError::invalid(format!("{path}.terminationMessagePolicy"), other, "must be 'File' or 'FallbackToLogsOnError'"))
-        }
+        "" => errs.push(FieldError::required(
+            format!("{path}.terminationMessagePolicy"),
+            "must be 'File' or 'FallbackToLogsOnError'",
+        )),
+        other => errs.push(FieldError::invalid(
+            format!("{path}.terminationMessagePolicy"),
+            other,
+            "must be 'File' or 'FallbackToLogsOnError'",
+        )),
     }
     validate_ports(c, path, ctx.host_network, errs);
     validate_env(c, path, errs);
@@ -299,17 +372,37 @@ fn validate_container(c: &Value, path: &str, ctx: &ContainerContext<'_>, names: 
     match (ctx.list, restart) {
         (_, None) => {}
         ("initContainers", Some("Always")) => {}
-        ("initContainers", Some(other)) => errs.push(FieldError::not_supported(format!("{path}.restartPolicy"), other, &["Always"])),
-        (_, Some(_)) => errs.push(FieldError::forbidden(format!("{path}.restartPolicy"), "may not be set for non-init containers")),
+        ("initContainers", Some(other)) => errs.push(FieldError::not_supported(
+            format!("{path}.restartPolicy"),
+            other,
+            &["Always"],
+        )),
+        (_, Some(_)) => errs.push(FieldError::forbidden(
+            format!("{path}.restartPolicy"),
+            "may not be set for non-init containers",
+        )),
     }
-    for probe in ["livenessProbe", "readinessProbe", "startupProbe", "lifecycle"] {
+    for probe in [
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "lifecycle",
+    ] {
         if !is_set(c, &format!("/{probe}")) {
             continue;
         }
         if ctx.list == "initContainers" && !sidecar {
-            errs.push(FieldError::forbidden(format!("{path}.{probe}"), "may not be set for init containers without restartPolicy=Always"));
+            errs.push(FieldError::forbidden(
+                format!("{path}.{probe}"),
+                "may not be set for init containers without restartPolicy=Always",
+            ));
         } else if probe != "lifecycle" {
-            validate_probe(&c[probe], &format!("{path}.{probe}"), probe != "readinessProbe", errs);
+            validate_probe(
+                &c[probe],
+                &format!("{path}.{probe}"),
+                probe != "readinessProbe",
+                errs,
+            );
         }
     }
 }
@@ -322,7 +415,11 @@ fn validate_ports(c: &Value, path: &str, host_network: bool, errs: &mut Vec<Fiel
         if !name.is_empty() {
             let problems = fields::port_name(name);
             if !problems.is_empty() {
-                errs.extend(problems.into_iter().map(|m| FieldError::invalid(format!("{ppath}.name"), name, m)));
+                errs.extend(
+                    problems
+                        .into_iter()
+                        .map(|m| FieldError::invalid(format!("{ppath}.name"), name, m)),
+                );
             } else if names.contains(&name) {
                 errs.push(FieldError::duplicate(format!("{ppath}.name"), name));
             } else {
@@ -333,19 +430,30 @@ fn validate_ports(c: &Value, path: &str, host_network: bool, errs: &mut Vec<Fiel
         if container_port == 0 {
             errs.push(FieldError::required(format!("{ppath}.containerPort"), ""));
         } else {
-            errs.extend(fields::port_number(container_port, &format!("{ppath}.containerPort")));
+            errs.extend(fields::port_number(
+                container_port,
+                &format!("{ppath}.containerPort"),
+            ));
         }
         let host_port = int(p, "/hostPort").unwrap_or(0);
         if host_port != 0 {
             errs.extend(fields::port_number(host_port, &format!("{ppath}.hostPort")));
         }
         if host_network && host_port != container_port {
-            errs.push(FieldError::invalid(format!("{ppath}.hostPort"), host_port, "must match `containerPort` when `hostNetwork` is true"));
+            errs.push(FieldError::invalid(
+                format!("{ppath}.hostPort"),
+                host_port,
+                "must match `containerPort` when `hostNetwork` is true",
+            ));
         }
         match text(p, "/protocol") {
             "TCP" | "UDP" | "SCTP" => {}
             "" => errs.push(FieldError::required(format!("{ppath}.protocol"), "")),
-            other => errs.push(FieldError::not_supported(format!("{ppath}.protocol"), other, &["SCTP", "TCP", "UDP"])),
+            other => errs.push(FieldError::not_supported(
+                format!("{ppath}.protocol"),
+                other,
+                &["SCTP", "TCP", "UDP"],
+            )),
         }
     }
 }
@@ -356,7 +464,10 @@ fn validate_env(c: &Value, path: &str, errs: &mut Vec<FieldError>) {
         let name = text(e, "/name");
         if name.is_empty() {
             errs.push(FieldError::required(format!("{epath}.name"), ""));
-        } else if !name.chars().all(|ch| (' '..='~').contains(&ch) && ch != '=') {
+        } else if !name
+            .chars()
+            .all(|ch| (' '..='~').contains(&ch) && ch != '=')
+        {
             errs.push(FieldError::invalid(
                 format!("{epath}.name"),
                 name,
@@ -364,7 +475,11 @@ fn validate_env(c: &Value, path: &str, errs: &mut Vec<FieldError>) {
             ));
         }
         if is_set(e, "/valueFrom") && !text(e, "/value").is_empty() {
-            errs.push(FieldError::invalid(format!("{epath}.valueFrom"), "", "may not be specified when `value` is not empty"));
+            errs.push(FieldError::invalid(
+                format!("{epath}.valueFrom"),
+                "",
+                "may not be specified when `value` is not empty",
+            ));
         }
     }
 }
@@ -372,18 +487,33 @@ fn validate_env(c: &Value, path: &str, errs: &mut Vec<FieldError>) {
 fn validate_resources(c: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let requests = c.pointer("/resources/requests");
     let limits = c.pointer("/resources/limits");
-    errs.extend(quantity::validate_list(requests, &format!("{path}.resources.requests")));
-    errs.extend(quantity::validate_list(limits, &format!("{path}.resources.limits")));
+    errs.extend(quantity::validate_list(
+        requests,
+        &format!("{path}.resources.requests"),
+    ));
+    errs.extend(quantity::validate_list(
+        limits,
+        &format!("{path}.resources.limits"),
+    ));
     for (name, request) in requests.and_then(Value::as_object).into_iter().flatten() {
-        let Some(limit) = limits.and_then(|l| l.get(name)) else { continue };
+        let Some(limit) = limits.and_then(|l| l.get(name)) else {
+            continue;
+        };
         if let (Some(r), Some(l)) = (quantity::of(request), quantity::of(limit))
             && r > l
         {
-            let shown = |q: &Value| q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string());
+            let shown = |q: &Value| {
+                q.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| q.to_string())
+            };
             errs.push(FieldError::invalid(
                 format!("{path}.resources.requests"),
                 shown(request),
-                format!("must be less than or equal to {name} limit of {}", shown(limit)),
+                format!(
+                    "must be less than or equal to {name} limit of {}",
+                    shown(limit)
+                ),
             ));
         }
     }
@@ -397,32 +527,65 @@ fn validate_mounts(c: &Value, path: &str, volumes: &[String], errs: &mut Vec<Fie
         if name.is_empty() {
             errs.push(FieldError::required(format!("{mpath}.name"), ""));
         } else if !volumes.iter().any(|v| v == name) {
-            errs.push(FieldError::invalid(format!("{mpath}.name"), name, "not found: must name a volume of the pod"));
+            errs.push(FieldError::invalid(
+                format!("{mpath}.name"),
+                name,
+                "not found: must name a volume of the pod",
+            ));
         }
         let mount = text(m, "/mountPath");
         if mount.is_empty() {
             errs.push(FieldError::required(format!("{mpath}.mountPath"), ""));
         } else if paths.contains(&mount) {
-            errs.push(FieldError::invalid(format!("{mpath}.mountPath"), mount, "must be unique"));
+            errs.push(FieldError::invalid(
+                format!("{mpath}.mountPath"),
+                mount,
+                "must be unique",
+            ));
         } else {
             paths.push(mount);
         }
     }
 }
 
-fn validate_probe(probe: &Value, path: &str, success_must_be_one: bool, errs: &mut Vec<FieldError>) {
-    let handlers = ["exec", "httpGet", "tcpSocket", "grpc"].iter().filter(|h| is_set(probe, &format!("/{h}"))).count();
+fn validate_probe(
+    probe: &Value,
+    path: &str,
+    success_must_be_one: bool,
+    errs: &mut Vec<FieldError>,
+) {
+    let handlers = ["exec", "httpGet", "tcpSocket", "grpc"]
+        .iter()
+        .filter(|h| is_set(probe, &format!("/{h}")))
+        .count();
     if handlers == 0 {
         errs.push(FieldError::required(path, "must specify a handler type"));
     } else if handlers > 1 {
-        errs.push(FieldError::forbidden(path, "may not specify more than 1 handler type"));
+        errs.push(FieldError::forbidden(
+            path,
+            "may not specify more than 1 handler type",
+        ));
     }
-    for field in ["initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"] {
-        errs.extend(fields::non_negative(probe, &format!("/{field}"), &format!("{path}.{field}")));
+    for field in [
+        "initialDelaySeconds",
+        "timeoutSeconds",
+        "periodSeconds",
+        "successThreshold",
+        "failureThreshold",
+    ] {
+        errs.extend(fields::non_negative(
+            probe,
+            &format!("/{field}"),
+            &format!("{path}.{field}"),
+        ));
     }
     let success = int(probe, "/successThreshold").unwrap_or(1);
     if success_must_be_one && success != 1 {
-        errs.push(FieldError::invalid(format!("{path}.successThreshold"), success, "must be 1"));
+        errs.push(FieldError::invalid(
+            format!("{path}.successThreshold"),
+            success,
+            "must be 1",
+        ));
     }
 }
 
@@ -431,7 +594,11 @@ fn validate_tolerations(tolerations: &[Value], path: &str) -> Vec<FieldError> {
     for (i, t) in tolerations.iter().enumerate() {
         let tpath = format!("{path}[{i}]");
         let (key, operator, effect) = (text(t, "/key"), text(t, "/operator"), text(t, "/effect"));
-        for msg in if key.is_empty() { Vec::new() } else { validation::qualified_name(key) } {
+        for msg in if key.is_empty() {
+            Vec::new()
+        } else {
+            validation::qualified_name(key)
+        } {
             errs.push(FieldError::invalid(format!("{tpath}.key"), key, msg));
         }
         if key.is_empty() && operator != "Exists" {
@@ -442,24 +609,43 @@ fn validate_tolerations(tolerations: &[Value], path: &str) -> Vec<FieldError> {
             ));
         }
         if is_set(t, "/tolerationSeconds") && effect != "NoExecute" {
-            errs.push(FieldError::invalid(format!("{tpath}.effect"), effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"));
+            errs.push(FieldError::invalid(
+                format!("{tpath}.effect"),
+                effect,
+                "effect must be 'NoExecute' when `tolerationSeconds` is set",
+            ));
         }
         match operator {
             "Equal" | "" => {
                 let value = text(t, "/value");
                 let problems = validation::label_value(value);
                 if !problems.is_empty() {
-                    errs.push(FieldError::invalid(format!("{tpath}.operator"), value, problems.join(";")));
+                    errs.push(FieldError::invalid(
+                        format!("{tpath}.operator"),
+                        value,
+                        problems.join(";"),
+                    ));
                 }
             }
-            "Exists" if has(t, "/value") => {
-                errs.push(FieldError::invalid(format!("{tpath}.operator"), t.clone(), "value must be empty when `operator` is 'Exists'"))
-            }
+            "Exists" if has(t, "/value") => errs.push(FieldError::invalid(
+                format!("{tpath}.operator"),
+                t.clone(),
+                "value must be empty when `operator` is 'Exists'",
+            )),
             "Exists" => {}
-            other => errs.push(FieldError::not_supported(format!("{tpath}.operator"), other, &["Equal", "Exists"])),
+            other => errs.push(FieldError::not_supported(
+                format!("{tpath}.operator"),
+                other,
+                &["Equal", "Exists"],
+            )),
         }
-        if !effect.is_empty() && !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect) {
-            errs.push(FieldError::not_supported(format!("{tpath}.effect"), effect, &["NoSchedule", "PreferNoSchedule", "NoExecute"]));
+        if !effect.is_empty() && !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect)
+        {
+            errs.push(FieldError::not_supported(
+                format!("{tpath}.effect"),
+                effect,
+                &["NoSchedule", "PreferNoSchedule", "NoExecute"],
+            ));
         }
     }
     errs
@@ -468,12 +654,21 @@ fn validate_tolerations(tolerations: &[Value], path: &str) -> Vec<FieldError> {
 /// Validates a PodTemplateSpec at a field path (`spec.template`), as
 /// `ValidatePodTemplateSpec` does (labels are reported at `<path>.labels`, as kube does).
 pub fn validate_template(template: &Value, path: &str) -> Vec<FieldError> {
-    let mut errs = validation::labels(template.pointer("/metadata/labels"), &format!("{path}.labels"));
-    errs.extend(validation::annotations(template.pointer("/metadata/annotations"), &format!("{path}.annotations")));
+    let mut errs = validation::labels(
+        template.pointer("/metadata/labels"),
+        &format!("{path}.labels"),
+    );
+    errs.extend(validation::annotations(
+        template.pointer("/metadata/annotations"),
+        &format!("{path}.annotations"),
+    ));
     let spec = template.get("spec").cloned().unwrap_or(Value::Null);
     errs.extend(validate_spec(&spec, &format!("{path}.spec")));
     if !items(&spec, "/ephemeralContainers").is_empty() {
-        errs.push(FieldError::forbidden(format!("{path}.spec.ephemeralContainers"), "ephemeral containers not allowed in pod template"));
+        errs.push(FieldError::forbidden(
+            format!("{path}.spec.ephemeralContainers"),
+            "ephemeral containers not allowed in pod template",
+        ));
     }
     errs
 }
@@ -481,7 +676,12 @@ pub fn validate_template(template: &Value, path: &str) -> Vec<FieldError> {
 /// The template checks of a controller that keeps pods running (ReplicaSet,
 /// Deployment, ReplicationController, StatefulSet, DaemonSet): the selector
 /// matches the template's labels, pods restart Always, no active deadline.
-pub fn validate_controller_template(template: Option<&Value>, path: &str, selector: &LabelSelector, owner: &str) -> Vec<FieldError> {
+pub fn validate_controller_template(
+    template: Option<&Value>,
+    path: &str,
+    selector: &LabelSelector,
+    owner: &str,
+) -> Vec<FieldError> {
     let Some(template) = template.filter(|t| !t.is_null()) else {
         return vec![FieldError::required(path, "")];
     };
@@ -497,7 +697,11 @@ pub fn validate_controller_template(template: Option<&Value>, path: &str, select
     errs.extend(validate_template(template, path));
     let restart = text(template, "/spec/restartPolicy");
     if !restart.is_empty() && restart != "Always" {
-        errs.push(FieldError::not_supported(format!("{path}.spec.restartPolicy"), restart, &["Always"]));
+        errs.push(FieldError::not_supported(
+            format!("{path}.spec.restartPolicy"),
+            restart,
+            &["Always"],
+        ));
     }
     if is_set(template, "/spec/activeDeadlineSeconds") {
         errs.push(FieldError::forbidden(
@@ -511,7 +715,13 @@ pub fn validate_controller_template(template: Option<&Value>, path: &str, select
 /// The Containers and Images cells of a PodSpec: names and images joined by commas.
 pub fn containers_and_images(spec: Option<&Value>) -> (Value, Value) {
     let containers = spec.map(|s| items(s, "/containers")).unwrap_or_default();
-    let join = |field: &str| containers.iter().map(|c| text(c, field)).collect::<Vec<_>>().join(",");
+    let join = |field: &str| {
+        containers
+            .iter()
+            .map(|c| text(c, field))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     (json!(join("/name")), json!(join("/image")))
 }
 
@@ -545,7 +755,11 @@ mod tests {
         assert_eq!(spec["initContainers"][0]["imagePullPolicy"], "IfNotPresent");
         assert_eq!(spec["volumes"][0]["emptyDir"], json!({}));
         assert_eq!(spec["volumes"][1]["secret"]["defaultMode"], 420);
-        assert!(validate_spec(&spec, "spec").is_empty(), "{:?}", validate_spec(&spec, "spec"));
+        assert!(
+            validate_spec(&spec, "spec").is_empty(),
+            "{:?}",
+            validate_spec(&spec, "spec")
+        );
     }
 
     #[test]
@@ -564,7 +778,10 @@ mod tests {
             {"name": "a"}
         ], "restartPolicy": "Sometimes"});
         default_spec(&mut spec);
-        let errs: Vec<String> = validate_spec(&spec, "spec").iter().map(ToString::to_string).collect();
+        let errs: Vec<String> = validate_spec(&spec, "spec")
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert!(
             errs.contains(
                 &"spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive".to_string()
@@ -579,7 +796,10 @@ mod tests {
         assert!(errs.contains(
             &"spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\"".to_string()
         ));
-        let empty = validate_spec(&json!({"containers": [], "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}), "spec");
+        let empty = validate_spec(
+            &json!({"containers": [], "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}),
+            "spec",
+        );
         assert_eq!(empty[0].to_string(), "spec.containers: Required value");
     }
 
@@ -588,9 +808,13 @@ mod tests {
         let mut template = json!({"metadata": {"labels": {"app": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}});
         default_spec(&mut template["spec"]);
         let selector = LabelSelector::parse("app=a").expect("a valid selector");
-        let errs = validate_controller_template(Some(&template), "spec.template", &selector, "ReplicaSet");
+        let errs =
+            validate_controller_template(Some(&template), "spec.template", &selector, "ReplicaSet");
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].field, "spec.template.metadata.labels");
-        assert_eq!(errs[0].detail, "`selector` does not match template `labels`");
+        assert_eq!(
+            errs[0].detail,
+            "`selector` does not match template `labels`"
+        );
     }
 }

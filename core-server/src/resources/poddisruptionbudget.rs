@@ -23,17 +23,31 @@ impl Strategy for PodDisruptionBudgetStrategy {
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();
         if is_set(obj, "/spec/minAvailable") && is_set(obj, "/spec/maxUnavailable") {
-            errs.push(FieldError::invalid("spec", fields::value(obj, "/spec"), "minAvailable and maxUnavailable cannot be both set"));
+            errs.push(FieldError::invalid(
+                "spec",
+                fields::value(obj, "/spec"),
+                "minAvailable and maxUnavailable cannot be both set",
+            ));
         }
         for field in ["minAvailable", "maxUnavailable"] {
-            errs.extend(workload::validate_int_or_percent(obj.pointer(&format!("/spec/{field}")), &format!("spec.{field}"), true));
+            errs.extend(workload::validate_int_or_percent(
+                obj.pointer(&format!("/spec/{field}")),
+                &format!("spec.{field}"),
+                true,
+            ));
         }
         if let Some(selector) = obj.pointer("/spec/selector").filter(|s| !s.is_null()) {
             errs.extend(fields::label_selector(selector, "spec.selector"));
         }
         let policy = text(obj, "/spec/unhealthyPodEvictionPolicy");
-        if is_set(obj, "/spec/unhealthyPodEvictionPolicy") && !["AlwaysAllow", "IfHealthyBudget"].contains(&policy) {
-            errs.push(FieldError::not_supported("spec.unhealthyPodEvictionPolicy", policy, &["AlwaysAllow", "IfHealthyBudget"]));
+        if is_set(obj, "/spec/unhealthyPodEvictionPolicy")
+            && !["AlwaysAllow", "IfHealthyBudget"].contains(&policy)
+        {
+            errs.push(FieldError::not_supported(
+                "spec.unhealthyPodEvictionPolicy",
+                policy,
+                &["AlwaysAllow", "IfHealthyBudget"],
+            ));
         }
         errs
     }
@@ -41,9 +55,21 @@ impl Strategy for PodDisruptionBudgetStrategy {
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("Min Available", "string", "The minimum number of pods that must be available."),
-            Column::new("Max Unavailable", "string", "The maximum number of pods that may be unavailable."),
-            Column::new("Allowed Disruptions", "integer", "Calculated number of pods that may be disrupted at this time."),
+            Column::new(
+                "Min Available",
+                "string",
+                "The minimum number of pods that must be available.",
+            ),
+            Column::new(
+                "Max Unavailable",
+                "string",
+                "The maximum number of pods that may be unavailable.",
+            ),
+            Column::new(
+                "Allowed Disruptions",
+                "integer",
+                "Calculated number of pods that may be disrupted at this time.",
+            ),
             table::age_column(),
         ]
     }
@@ -68,8 +94,14 @@ mod tests {
         let pdb = json!({"metadata": {"name": "p"}, "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}});
         assert!(PodDisruptionBudgetStrategy.validate(&pdb).is_empty());
         let cells = PodDisruptionBudgetStrategy.cells(&pdb);
-        assert_eq!((cells[1].clone(), cells[2].clone()), (json!("50%"), json!("N/A")));
+        assert_eq!(
+            (cells[1].clone(), cells[2].clone()),
+            (json!("50%"), json!("N/A"))
+        );
         let both = json!({"spec": {"minAvailable": 1, "maxUnavailable": 1}});
-        assert_eq!(PodDisruptionBudgetStrategy.validate(&both)[0].detail, "minAvailable and maxUnavailable cannot be both set");
+        assert_eq!(
+            PodDisruptionBudgetStrategy.validate(&both)[0].detail,
+            "minAvailable and maxUnavailable cannot be both set"
+        );
     }
 }

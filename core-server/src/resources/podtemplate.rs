@@ -27,15 +27,31 @@ impl Strategy for PodTemplateStrategy {
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("Containers", "string", "Names of each container in the template."),
-            Column::new("Images", "string", "Images referenced by each container in the template."),
+            Column::new(
+                "Containers",
+                "string",
+                "Names of each container in the template.",
+            ),
+            Column::new(
+                "Images",
+                "string",
+                "Images referenced by each container in the template.",
+            ),
             Column::new("Pod Labels", "string", "The labels for the pod template."),
         ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        let (containers, images) = pod_template::containers_and_images(obj.pointer("/template/spec"));
-        vec![table::name_cell(obj), containers, images, json!(fields::format_labels(obj.pointer("/template/metadata/labels")))]
+        let (containers, images) =
+            pod_template::containers_and_images(obj.pointer("/template/spec"));
+        vec![
+            table::name_cell(obj),
+            containers,
+            images,
+            json!(fields::format_labels(
+                obj.pointer("/template/metadata/labels")
+            )),
+        ]
     }
 }
 
@@ -51,6 +67,9 @@ mod tests {
         assert!(PodTemplateStrategy.validate(&pt).is_empty());
         assert_eq!(PodTemplateStrategy.cells(&pt)[3], "a=b");
         let bad = json!({"template": {"spec": {"containers": [], "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}}});
-        assert_eq!(PodTemplateStrategy.validate(&bad)[0].to_string(), "template.spec.containers: Required value");
+        assert_eq!(
+            PodTemplateStrategy.validate(&bad)[0].to_string(),
+            "template.spec.containers: Required value"
+        );
     }
 }

@@ -12,7 +12,10 @@ use super::fields::{self, default, int, text};
 /// The highest priority a user-defined class may have.
 const HIGHEST_USER_PRIORITY: i64 = 1_000_000_000;
 /// The built-in classes kube reserves, with their values.
-const SYSTEM_CLASSES: &[(&str, i64)] = &[("system-node-critical", 2_000_001_000), ("system-cluster-critical", 2_000_000_000)];
+const SYSTEM_CLASSES: &[(&str, i64)] = &[
+    ("system-node-critical", 2_000_001_000),
+    ("system-cluster-critical", 2_000_000_000),
+];
 
 /// The rules of `scheduling.k8s.io/v1/PriorityClass`.
 pub struct PriorityClassStrategy;
@@ -40,12 +43,18 @@ impl Strategy for PriorityClassStrategy {
         } else if value > HIGHEST_USER_PRIORITY {
             errs.push(FieldError::forbidden(
                 "value",
-                format!("maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}"),
+                format!(
+                    "maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}"
+                ),
             ));
         }
         let policy = text(obj, "/preemptionPolicy");
         if !matches!(policy, "Never" | "PreemptLowerPriority") {
-            errs.push(FieldError::not_supported("preemptionPolicy", policy, &["Never", "PreemptLowerPriority"]));
+            errs.push(FieldError::not_supported(
+                "preemptionPolicy",
+                policy,
+                &["Never", "PreemptLowerPriority"],
+            ));
         }
         errs
     }
@@ -53,22 +62,38 @@ impl Strategy for PriorityClassStrategy {
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self.validate(new);
         if new.get("value") != old.get("value") {
-            errs.push(FieldError::forbidden("value", "may not be changed in an update."));
+            errs.push(FieldError::forbidden(
+                "value",
+                "may not be changed in an update.",
+            ));
         }
-        errs.extend(fields::immutable(new, old, "/preemptionPolicy", "preemptionPolicy"));
+        errs.extend(fields::immutable(
+            new,
+            old,
+            "/preemptionPolicy",
+            "preemptionPolicy",
+        ));
         errs
     }
 
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("Value", "integer", "value represents the integer value of this priority class."),
+            Column::new(
+                "Value",
+                "integer",
+                "value represents the integer value of this priority class.",
+            ),
             Column::new(
                 "Global-Default",
                 "boolean",
                 "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class.",
             ),
-            Column::new("PreemptionPolicy", "string", "preemptionPolicy is the Policy for preempting pods with lower priority."),
+            Column::new(
+                "PreemptionPolicy",
+                "string",
+                "preemptionPolicy is the Policy for preempting pods with lower priority.",
+            ),
             table::age_column(),
         ]
     }
@@ -79,7 +104,11 @@ impl Strategy for PriorityClassStrategy {
             table::name_cell(obj),
             fields::int_cell(obj, "/value"),
             json!(obj.get("globalDefault") == Some(&Value::Bool(true))),
-            json!(if policy.is_empty() { "PreemptLowerPriority" } else { policy }),
+            json!(if policy.is_empty() {
+                "PreemptLowerPriority"
+            } else {
+                policy
+            }),
             table::age_cell(obj),
         ]
     }

@@ -5,14 +5,21 @@
 use generic_server::error::FieldError;
 use serde_json::Value;
 
-const QUANTITY_ERROR: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+const QUANTITY_ERROR: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
 /// The value of a quantity string, if it is well formed.
 pub fn parse(s: &str) -> Option<f64> {
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-')).unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(s.len());
     let (number, suffix) = s.split_at(split);
     let digits = number.trim_start_matches(['+', '-']);
-    if digits.is_empty() || digits == "." || digits.contains(['+', '-']) || digits.matches('.').count() > 1 {
+    if digits.is_empty()
+        || digits == "."
+        || digits.contains(['+', '-'])
+        || digits.matches('.').count() > 1
+    {
         return None;
     }
     let base: f64 = number.parse().ok()?;
@@ -56,7 +63,11 @@ pub fn validate_list(list: Option<&Value>, field: &str) -> Vec<FieldError> {
         let path = format!("{field}[{name}]");
         match of(q) {
             None => errs.push(FieldError::invalid(path, q.clone(), QUANTITY_ERROR)),
-            Some(n) if n < 0.0 => errs.push(FieldError::invalid(path, q.clone(), "must be greater than or equal to 0")),
+            Some(n) if n < 0.0 => errs.push(FieldError::invalid(
+                path,
+                q.clone(),
+                "must be greater than or equal to 0",
+            )),
             Some(_) => {}
         }
     }

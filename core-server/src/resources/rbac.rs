@@ -29,7 +29,10 @@ pub struct RoleBindingStrategy {
 fn validate_rule(rule: &Value, namespaced: bool, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if items(rule, "/verbs").is_empty() {
-        errs.push(FieldError::required(format!("{path}.verbs"), "verbs must contain at least one value"));
+        errs.push(FieldError::required(
+            format!("{path}.verbs"),
+            "verbs must contain at least one value",
+        ));
     }
     let urls = items(rule, "/nonResourceURLs");
     if !urls.is_empty() {
@@ -50,10 +53,16 @@ fn validate_rule(rule: &Value, namespaced: bool, path: &str) -> Vec<FieldError> 
         return errs;
     }
     if items(rule, "/apiGroups").is_empty() {
-        errs.push(FieldError::required(format!("{path}.apiGroups"), "resource rules must supply at least one api group"));
+        errs.push(FieldError::required(
+            format!("{path}.apiGroups"),
+            "resource rules must supply at least one api group",
+        ));
     }
     if items(rule, "/resources").is_empty() {
-        errs.push(FieldError::required(format!("{path}.resources"), "resource rules must supply at least one resource"));
+        errs.push(FieldError::required(
+            format!("{path}.resources"),
+            "resource rules must supply at least one resource",
+        ));
     }
     errs
 }
@@ -67,18 +76,34 @@ fn validate_subject(subject: &Value, namespaced: bool, path: &str) -> Vec<FieldE
     match text(subject, "/kind") {
         "ServiceAccount" => {
             if !name.is_empty() {
-                errs.extend(validation::dns1123_subdomain(name).into_iter().map(|m| FieldError::invalid(format!("{path}.name"), name, m)));
+                errs.extend(
+                    validation::dns1123_subdomain(name)
+                        .into_iter()
+                        .map(|m| FieldError::invalid(format!("{path}.name"), name, m)),
+                );
             }
             if !group.is_empty() {
-                errs.push(FieldError::not_supported(format!("{path}.apiGroup"), group, &[""]));
+                errs.push(FieldError::not_supported(
+                    format!("{path}.apiGroup"),
+                    group,
+                    &[""],
+                ));
             }
             if !namespaced && text(subject, "/namespace").is_empty() {
                 errs.push(FieldError::required(format!("{path}.namespace"), ""));
             }
         }
-        "User" | "Group" if group != GROUP => errs.push(FieldError::not_supported(format!("{path}.apiGroup"), group, &[GROUP])),
+        "User" | "Group" if group != GROUP => errs.push(FieldError::not_supported(
+            format!("{path}.apiGroup"),
+            group,
+            &[GROUP],
+        )),
         "User" | "Group" => {}
-        other => errs.push(FieldError::not_supported(format!("{path}.kind"), other, &["ServiceAccount", "User", "Group"])),
+        other => errs.push(FieldError::not_supported(
+            format!("{path}.kind"),
+            other,
+            &["ServiceAccount", "User", "Group"],
+        )),
     }
     errs
 }
@@ -89,8 +114,11 @@ impl Strategy for RoleStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs: Vec<FieldError> =
-            items(obj, "/rules").iter().enumerate().flat_map(|(i, r)| validate_rule(r, self.namespaced, &format!("rules[{i}]"))).collect();
+        let mut errs: Vec<FieldError> = items(obj, "/rules")
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| validate_rule(r, self.namespaced, &format!("rules[{i}]")))
+            .collect();
         if !self.namespaced && is_set(obj, "/aggregationRule") {
             let selectors = items(obj, "/aggregationRule/clusterRoleSelectors");
             if selectors.is_empty() {
@@ -100,7 +128,10 @@ impl Strategy for RoleStrategy {
                 ));
             }
             for (i, selector) in selectors.iter().enumerate() {
-                errs.extend(fields::label_selector(selector, &format!("aggregationRule.clusterRoleSelectors[{i}]")));
+                errs.extend(fields::label_selector(
+                    selector,
+                    &format!("aggregationRule.clusterRoleSelectors[{i}]"),
+                ));
             }
         }
         errs
@@ -140,10 +171,18 @@ impl Strategy for RoleBindingStrategy {
         let mut errs = Vec::new();
         let group = text(obj, "/roleRef/apiGroup");
         if group != GROUP {
-            errs.push(FieldError::not_supported("roleRef.apiGroup", group, &[GROUP]));
+            errs.push(FieldError::not_supported(
+                "roleRef.apiGroup",
+                group,
+                &[GROUP],
+            ));
         }
         let kind = text(obj, "/roleRef/kind");
-        let kinds: &[&str] = if self.namespaced { &["Role", "ClusterRole"] } else { &["ClusterRole"] };
+        let kinds: &[&str] = if self.namespaced {
+            &["Role", "ClusterRole"]
+        } else {
+            &["ClusterRole"]
+        };
         if !kinds.contains(&kind) {
             errs.push(FieldError::not_supported("roleRef.kind", kind, kinds));
         }
@@ -151,10 +190,18 @@ impl Strategy for RoleBindingStrategy {
         if name.is_empty() {
             errs.push(FieldError::required("roleRef.name", ""));
         } else {
-            errs.extend(validation::path_segment_name(name).into_iter().map(|m| FieldError::invalid("roleRef.name", name, m)));
+            errs.extend(
+                validation::path_segment_name(name)
+                    .into_iter()
+                    .map(|m| FieldError::invalid("roleRef.name", name, m)),
+            );
         }
         for (i, subject) in items(obj, "/subjects").iter().enumerate() {
-            errs.extend(validate_subject(subject, self.namespaced, &format!("subjects[{i}]")));
+            errs.extend(validate_subject(
+                subject,
+                self.namespaced,
+                &format!("subjects[{i}]"),
+            ));
         }
         errs
     }
@@ -162,7 +209,11 @@ impl Strategy for RoleBindingStrategy {
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self.validate(new);
         if new.get("roleRef") != old.get("roleRef") {
-            errs.push(FieldError::invalid("roleRef", fields::value(new, "/roleRef"), "cannot change roleRef"));
+            errs.push(FieldError::invalid(
+                "roleRef",
+                fields::value(new, "/roleRef"),
+                "cannot change roleRef",
+            ));
         }
         errs
     }
@@ -174,7 +225,12 @@ impl Strategy for RoleBindingStrategy {
             table::age_column(),
             Column::new("Users", "string", "Users in the roleBinding").wide(),
             Column::new("Groups", "string", "Groups in the roleBinding").wide(),
-            Column::new("ServiceAccounts", "string", "ServiceAccounts in the roleBinding").wide(),
+            Column::new(
+                "ServiceAccounts",
+                "string",
+                "ServiceAccounts in the roleBinding",
+            )
+            .wide(),
         ]
     }
 
@@ -196,7 +252,11 @@ impl Strategy for RoleBindingStrategy {
         };
         vec![
             table::name_cell(obj),
-            json!(format!("{}/{}", text(obj, "/roleRef/kind"), text(obj, "/roleRef/name"))),
+            json!(format!(
+                "{}/{}",
+                text(obj, "/roleRef/kind"),
+                text(obj, "/roleRef/name")
+            )),
             table::age_cell(obj),
             json!(of_kind("User")),
             json!(of_kind("Group")),
@@ -217,14 +277,22 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect();
-        assert_eq!(errs[0], "rules[0].verbs: Required value: verbs must contain at least one value");
-        assert_eq!(errs[1], "rules[1].nonResourceURLs: Invalid value: [\"/healthz\"]: namespaced rules cannot apply to non-resource URLs");
+        assert_eq!(
+            errs[0],
+            "rules[0].verbs: Required value: verbs must contain at least one value"
+        );
+        assert_eq!(
+            errs[1],
+            "rules[1].nonResourceURLs: Invalid value: [\"/healthz\"]: namespaced rules cannot apply to non-resource URLs"
+        );
         assert!(
             RoleStrategy { namespaced: false }
                 .validate(&json!({"rules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]}))
                 .is_empty()
         );
-        let cells = role.cells(&json!({"metadata": {"name": "r", "creationTimestamp": "2024-01-01T00:00:00Z"}}));
+        let cells = role.cells(
+            &json!({"metadata": {"name": "r", "creationTimestamp": "2024-01-01T00:00:00Z"}}),
+        );
         assert_eq!(cells[1], "2024-01-01T00:00:00Z");
         assert_eq!(role.name_rule(), NameRule::PathSegment);
     }
@@ -238,7 +306,11 @@ mod tests {
         assert_eq!(crb["roleRef"]["apiGroup"], GROUP);
         assert_eq!(crb["subjects"][0]["apiGroup"], GROUP);
         assert!(crb["subjects"][1].get("apiGroup").is_none());
-        assert!(binding.validate(&crb).is_empty(), "{:?}", binding.validate(&crb));
+        assert!(
+            binding.validate(&crb).is_empty(),
+            "{:?}",
+            binding.validate(&crb)
+        );
         let mut changed = crb.clone();
         changed["roleRef"]["name"] = json!("edit");
         assert_eq!(
@@ -246,9 +318,19 @@ mod tests {
             "roleRef: Invalid value: {\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":\"edit\"}: cannot change roleRef"
         );
         let bad = json!({"roleRef": {"apiGroup": GROUP, "kind": "Role", "name": "r"}, "subjects": [{"kind": "Robot", "name": "x"}]});
-        let errs: Vec<String> = binding.validate(&bad).iter().map(ToString::to_string).collect();
-        assert_eq!(errs[0], "roleRef.kind: Unsupported value: \"Role\": supported values: \"ClusterRole\"");
-        assert_eq!(errs[1], "subjects[0].kind: Unsupported value: \"Robot\": supported values: \"ServiceAccount\", \"User\", \"Group\"");
+        let errs: Vec<String> = binding
+            .validate(&bad)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errs[0],
+            "roleRef.kind: Unsupported value: \"Role\": supported values: \"ClusterRole\""
+        );
+        assert_eq!(
+            errs[1],
+            "subjects[0].kind: Unsupported value: \"Robot\": supported values: \"ServiceAccount\", \"User\", \"Group\""
+        );
         let cells = binding.cells(&crb);
         assert_eq!(cells[1], "ClusterRole/view");
         assert_eq!(cells[3], "alice");

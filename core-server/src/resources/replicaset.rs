@@ -27,8 +27,13 @@ impl Strategy for ReplicaSetStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs =
-            fields::non_negatives(obj, &[("/spec/replicas", "spec.replicas"), ("/spec/minReadySeconds", "spec.minReadySeconds")]);
+        let mut errs = fields::non_negatives(
+            obj,
+            &[
+                ("/spec/replicas", "spec.replicas"),
+                ("/spec/minReadySeconds", "spec.minReadySeconds"),
+            ],
+        );
         errs.extend(workload::validate_selector_and_template(obj, "ReplicaSet"));
         errs
     }
@@ -42,9 +47,21 @@ impl Strategy for ReplicaSetStrategy {
     fn columns(&self) -> Vec<Column> {
         let mut columns = vec![
             table::name_column(),
-            Column::new("Desired", "integer", "Replicas is the number of desired pods."),
-            Column::new("Current", "integer", "Replicas is the most recently observed number of non-terminating pods."),
-            Column::new("Ready", "integer", "The number of non-terminating pods targeted by this ReplicaSet with a Ready Condition."),
+            Column::new(
+                "Desired",
+                "integer",
+                "Replicas is the number of desired pods.",
+            ),
+            Column::new(
+                "Current",
+                "integer",
+                "Replicas is the most recently observed number of non-terminating pods.",
+            ),
+            Column::new(
+                "Ready",
+                "integer",
+                "The number of non-terminating pods targeted by this ReplicaSet with a Ready Condition.",
+            ),
             table::age_column(),
         ];
         columns.extend(workload::wide_columns(true));
@@ -71,7 +88,9 @@ impl Strategy for ReplicaSetStrategy {
 
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         Some(match field {
-            "status.replicas" => fields::int(obj, "/status/replicas").unwrap_or(0).to_string(),
+            "status.replicas" => fields::int(obj, "/status/replicas")
+                .unwrap_or(0)
+                .to_string(),
             other => fields::field_string(obj, other),
         })
     }
@@ -97,7 +116,15 @@ mod tests {
             "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\""
         );
         let cells = ReplicaSetStrategy.cells(&rs);
-        assert_eq!((cells[1].clone(), cells[2].clone(), cells[3].clone()), (json!(1), json!(0), json!(0)));
-        assert_eq!(ReplicaSetStrategy.field_value(&rs, "status.replicas").as_deref(), Some("0"));
+        assert_eq!(
+            (cells[1].clone(), cells[2].clone(), cells[3].clone()),
+            (json!(1), json!(0), json!(0))
+        );
+        assert_eq!(
+            ReplicaSetStrategy
+                .field_value(&rs, "status.replicas")
+                .as_deref(),
+            Some("0")
+        );
     }
 }

@@ -25,7 +25,11 @@ fn selector(obj: &Value) -> LabelSelector {
 
 impl Strategy for ReplicationControllerStrategy {
     fn defaults(&self, obj: &mut Value) {
-        if let Some(labels) = obj.pointer("/spec/template/metadata/labels").filter(|l| l.is_object()).cloned() {
+        if let Some(labels) = obj
+            .pointer("/spec/template/metadata/labels")
+            .filter(|l| l.is_object())
+            .cloned()
+        {
             if !has(obj, "/spec/selector") {
                 fields::set(obj, "/spec/selector", labels.clone());
             }
@@ -46,23 +50,48 @@ impl Strategy for ReplicationControllerStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs =
-            fields::non_negatives(obj, &[("/spec/replicas", "spec.replicas"), ("/spec/minReadySeconds", "spec.minReadySeconds")]);
+        let mut errs = fields::non_negatives(
+            obj,
+            &[
+                ("/spec/replicas", "spec.replicas"),
+                ("/spec/minReadySeconds", "spec.minReadySeconds"),
+            ],
+        );
         if !has(obj, "/spec/selector") {
             errs.push(FieldError::required("spec.selector", ""));
         }
-        errs.extend(validation::labels(obj.pointer("/spec/selector"), "spec.selector"));
+        errs.extend(validation::labels(
+            obj.pointer("/spec/selector"),
+            "spec.selector",
+        ));
         let template = obj.pointer("/spec/template");
-        errs.extend(pod_template::validate_controller_template(template, "spec.template", &selector(obj), "ReplicationController"));
+        errs.extend(pod_template::validate_controller_template(
+            template,
+            "spec.template",
+            &selector(obj),
+            "ReplicationController",
+        ));
         errs
     }
 
     fn columns(&self) -> Vec<Column> {
         let mut columns = vec![
             table::name_column(),
-            Column::new("Desired", "integer", "Replicas is the number of desired replicas."),
-            Column::new("Current", "integer", "Replicas is the most recently observed number of replicas."),
-            Column::new("Ready", "integer", "The number of ready replicas for this replication controller."),
+            Column::new(
+                "Desired",
+                "integer",
+                "Replicas is the number of desired replicas.",
+            ),
+            Column::new(
+                "Current",
+                "integer",
+                "Replicas is the most recently observed number of replicas.",
+            ),
+            Column::new(
+                "Ready",
+                "integer",
+                "The number of ready replicas for this replication controller.",
+            ),
             table::age_column(),
         ];
         columns.extend(workload::wide_columns(true));
@@ -89,7 +118,9 @@ impl Strategy for ReplicationControllerStrategy {
 
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         Some(match field {
-            "status.replicas" => fields::int(obj, "/status/replicas").unwrap_or(0).to_string(),
+            "status.replicas" => fields::int(obj, "/status/replicas")
+                .unwrap_or(0)
+                .to_string(),
             other => fields::field_string(obj, other),
         })
     }
@@ -107,9 +138,16 @@ mod tests {
         assert_eq!(rc["spec"]["selector"], json!({"app": "rc"}));
         assert_eq!(rc["metadata"]["labels"], json!({"app": "rc"}));
         assert_eq!(rc["spec"]["replicas"], 1);
-        assert!(ReplicationControllerStrategy.validate(&rc).is_empty(), "{:?}", ReplicationControllerStrategy.validate(&rc));
+        assert!(
+            ReplicationControllerStrategy.validate(&rc).is_empty(),
+            "{:?}",
+            ReplicationControllerStrategy.validate(&rc)
+        );
         rc["spec"]["selector"] = json!({"app": "other"});
-        assert_eq!(ReplicationControllerStrategy.validate(&rc)[0].field, "spec.template.metadata.labels");
+        assert_eq!(
+            ReplicationControllerStrategy.validate(&rc)[0].field,
+            "spec.template.metadata.labels"
+        );
         assert_eq!(ReplicationControllerStrategy.cells(&rc)[7], "app=other");
     }
 }

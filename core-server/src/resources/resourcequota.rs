@@ -24,16 +24,29 @@ pub struct ResourceQuotaStrategy;
 
 /// The Request and Limit cells: `name: used/hard` pairs, `limits.*` in the second.
 fn usage_cells(obj: &Value) -> (String, String) {
-    let mut names: Vec<&String> = fields::object(obj, "/status/hard").into_iter().flat_map(|m| m.keys()).collect();
+    let mut names: Vec<&String> = fields::object(obj, "/status/hard")
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .collect();
     names.sort();
     let (mut requests, mut limits) = (Vec::new(), Vec::new());
     for name in names {
         let quantity = |list: &str| {
             let v = fields::value(obj, &format!("/status/{list}/{}", fields::escape(name)));
-            v.as_str().map(str::to_string).unwrap_or_else(|| if v.is_null() { "0".into() } else { v.to_string() })
+            v.as_str().map(str::to_string).unwrap_or_else(|| {
+                if v.is_null() {
+                    "0".into()
+                } else {
+                    v.to_string()
+                }
+            })
         };
         let entry = format!("{name}: {}/{}", quantity("used"), quantity("hard"));
-        if name.split('.').next() == Some("limits") && name.contains('.') { limits.push(entry) } else { requests.push(entry) }
+        if name.split('.').next() == Some("limits") && name.contains('.') {
+            limits.push(entry)
+        } else {
+            requests.push(entry)
+        }
     }
     (requests.join(", "), limits.join(", "))
 }
@@ -48,7 +61,11 @@ impl Strategy for ResourceQuotaStrategy {
         for (i, scope) in items(obj, "/spec/scopes").iter().enumerate() {
             let scope = scope.as_str().unwrap_or_default();
             if !SCOPES.contains(&scope) {
-                errs.push(FieldError::not_supported(format!("spec.scopes[{i}]"), scope, SCOPES));
+                errs.push(FieldError::not_supported(
+                    format!("spec.scopes[{i}]"),
+                    scope,
+                    SCOPES,
+                ));
             }
         }
         errs
@@ -58,7 +75,11 @@ impl Strategy for ResourceQuotaStrategy {
         vec![
             table::name_column(),
             table::age_column(),
-            Column::new("Request", "string", "Request represents a minimum amount of cpu/memory that a container may consume."),
+            Column::new(
+                "Request",
+                "string",
+                "Request represents a minimum amount of cpu/memory that a container may consume.",
+            ),
             Column::new(
                 "Limit",
                 "string",
@@ -69,7 +90,12 @@ impl Strategy for ResourceQuotaStrategy {
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
         let (requests, limits) = usage_cells(obj);
-        vec![table::name_cell(obj), table::age_cell(obj), json!(requests), json!(limits)]
+        vec![
+            table::name_cell(obj),
+            table::age_cell(obj),
+            json!(requests),
+            json!(limits),
+        ]
     }
 }
 
@@ -86,6 +112,9 @@ mod tests {
         assert_eq!(cells[2], "pods: 2/10");
         assert_eq!(cells[3], "limits.cpu: 1/4");
         let bad = json!({"spec": {"hard": {"pods": "ten"}}});
-        assert_eq!(ResourceQuotaStrategy.validate(&bad)[0].field, "spec.hard[pods]");
+        assert_eq!(
+            ResourceQuotaStrategy.validate(&bad)[0].field,
+            "spec.hard[pods]"
+        );
     }
 }

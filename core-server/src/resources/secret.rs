@@ -16,7 +16,10 @@ pub struct SecretStrategy;
 
 /// Moves `stringData` into `data`, base64-encoded; `stringData` wins.
 fn merge_string_data(obj: &mut Value) {
-    let Some(Value::Object(strings)) = obj.as_object_mut().and_then(|o| o.remove("stringData")) else { return };
+    let Some(Value::Object(strings)) = obj.as_object_mut().and_then(|o| o.remove("stringData"))
+    else {
+        return;
+    };
     if !obj["data"].is_object() {
         obj["data"] = json!({});
     }
@@ -36,7 +39,11 @@ fn has_key(obj: &Value, key: &str) -> bool {
 
 impl Strategy for SecretStrategy {
     fn defaults(&self, obj: &mut Value) {
-        if obj.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
+        if obj
+            .get("type")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
             obj["type"] = json!("Opaque");
         }
     }
@@ -66,13 +73,21 @@ impl Strategy for SecretStrategy {
                 errs.push(FieldError::required(format!("data[{key}]"), ""));
             }
         }
-        if secret_type(obj) == "kubernetes.io/basic-auth" && !has_key(obj, "username") && !has_key(obj, "password") {
+        if secret_type(obj) == "kubernetes.io/basic-auth"
+            && !has_key(obj, "username")
+            && !has_key(obj, "password")
+        {
             errs.push(FieldError::required("data[username]", ""));
         }
         if secret_type(obj) == "kubernetes.io/service-account-token"
-            && obj.pointer("/metadata/annotations/kubernetes.io~1service-account.name").is_none()
+            && obj
+                .pointer("/metadata/annotations/kubernetes.io~1service-account.name")
+                .is_none()
         {
-            errs.push(FieldError::required("metadata.annotations[kubernetes.io/service-account.name]", ""));
+            errs.push(FieldError::required(
+                "metadata.annotations[kubernetes.io/service-account.name]",
+                "",
+            ));
         }
         errs
     }
@@ -80,7 +95,11 @@ impl Strategy for SecretStrategy {
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self.validate(new);
         if secret_type(new) != secret_type(old) {
-            errs.push(FieldError::invalid("type", secret_type(new), "field is immutable"));
+            errs.push(FieldError::invalid(
+                "type",
+                secret_type(new),
+                "field is immutable",
+            ));
         }
         errs.extend(data::validate_immutable(new, old, FIELDS));
         errs
@@ -96,7 +115,12 @@ impl Strategy for SecretStrategy {
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![table::name_cell(obj), json!(secret_type(obj)), json!(data::count(obj, FIELDS)), table::age_cell(obj)]
+        vec![
+            table::name_cell(obj),
+            json!(secret_type(obj)),
+            json!(data::count(obj, FIELDS)),
+            table::age_cell(obj),
+        ]
     }
 
     fn selectable_fields(&self) -> &'static [&'static str] {
@@ -118,7 +142,10 @@ mod tests {
         assert_eq!(s["type"], "Opaque");
         let tls = json!({"type": "kubernetes.io/tls", "data": {"tls.crt": "eA=="}});
         assert_eq!(SecretStrategy.validate(&tls).len(), 1);
-        let changed = SecretStrategy.validate_update(&json!({"type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}}), &s);
+        let changed = SecretStrategy.validate_update(
+            &json!({"type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}}),
+            &s,
+        );
         assert_eq!(changed.len(), 1);
     }
 }

@@ -47,7 +47,11 @@ fn default_ip_families(obj: &mut Value) {
     if service_type(obj) == "ExternalName" {
         return;
     }
-    let policy = if is_headless(obj) && !has(obj, "/spec/selector") { "RequireDualStack" } else { "SingleStack" };
+    let policy = if is_headless(obj) && !has(obj, "/spec/selector") {
+        "RequireDualStack"
+    } else {
+        "SingleStack"
+    };
     default(obj, "/spec/ipFamilyPolicy", json!(policy));
     if items(obj, "/spec/ipFamilies").is_empty() {
         let families: Vec<&str> = items(obj, "/spec/clusterIPs")
@@ -56,7 +60,11 @@ fn default_ip_families(obj: &mut Value) {
             .filter(|ip| *ip != "None")
             .map(|ip| if ip.contains(':') { "IPv6" } else { "IPv4" })
             .collect();
-        obj["spec"]["ipFamilies"] = if families.is_empty() { json!(["IPv4"]) } else { json!(families) };
+        obj["spec"]["ipFamilies"] = if families.is_empty() {
+            json!(["IPv4"])
+        } else {
+            json!(families)
+        };
     }
 }
 
@@ -64,7 +72,13 @@ fn default_ip_families(obj: &mut Value) {
 /// field clears it, when the update left it as it was.
 fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
     let same = |new: &Value, pointer: &str| new.pointer(pointer) == old.pointer(pointer);
-    let node_ports = |svc: &Value| -> Vec<i64> { items(svc, "/spec/ports").iter().filter_map(|p| int(p, "/nodePort")).filter(|n| *n != 0).collect() };
+    let node_ports = |svc: &Value| -> Vec<i64> {
+        items(svc, "/spec/ports")
+            .iter()
+            .filter_map(|p| int(p, "/nodePort"))
+            .filter(|n| *n != 0)
+            .collect()
+    };
     let kind = service_type(new).to_string();
     let mut drop: Vec<&str> = Vec::new();
     if kind == "ExternalName" {
@@ -79,18 +93,24 @@ fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
         }
     }
     if kind != "LoadBalancer" {
-        for field in ["/spec/healthCheckNodePort", "/spec/allocateLoadBalancerNodePorts", "/spec/loadBalancerClass"] {
+        for field in [
+            "/spec/healthCheckNodePort",
+            "/spec/allocateLoadBalancerNodePorts",
+            "/spec/loadBalancerClass",
+        ] {
             if same(new, field) {
                 drop.push(field);
             }
         }
     }
-    let externally_accessible = needs_node_ports(new) || (matches!(kind.as_str(), "" | "ClusterIP") && has(new, "/spec/externalIPs"));
+    let externally_accessible = needs_node_ports(new)
+        || (matches!(kind.as_str(), "" | "ClusterIP") && has(new, "/spec/externalIPs"));
     if !externally_accessible && same(new, "/spec/externalTrafficPolicy") {
         drop.push("/spec/externalTrafficPolicy");
     }
     let old_node_ports = node_ports(old);
-    let clear_node_ports = !needs_node_ports(new) && node_ports(new).iter().all(|p| old_node_ports.contains(p));
+    let clear_node_ports =
+        !needs_node_ports(new) && node_ports(new).iter().all(|p| old_node_ports.contains(p));
     for field in drop {
         fields::remove(new, field);
     }
@@ -111,7 +131,11 @@ fn validate_ports(obj: &Value) -> Vec<FieldError> {
         if ports.len() > 1 && name.is_empty() {
             errs.push(FieldError::required(format!("{path}.name"), ""));
         } else if !name.is_empty() {
-            errs.extend(validation::dns1123_label(name).into_iter().map(|m| FieldError::invalid(format!("{path}.name"), name, m)));
+            errs.extend(
+                validation::dns1123_label(name)
+                    .into_iter()
+                    .map(|m| FieldError::invalid(format!("{path}.name"), name, m)),
+            );
             if names.contains(&name) {
                 errs.push(FieldError::duplicate(format!("{path}.name"), name));
             } else {
@@ -124,20 +148,34 @@ fn validate_ports(obj: &Value) -> Vec<FieldError> {
         match protocol {
             "TCP" | "UDP" | "SCTP" => {}
             "" => errs.push(FieldError::required(format!("{path}.protocol"), "")),
-            other => errs.push(FieldError::not_supported(format!("{path}.protocol"), other, &["SCTP", "TCP", "UDP"])),
+            other => errs.push(FieldError::not_supported(
+                format!("{path}.protocol"),
+                other,
+                &["SCTP", "TCP", "UDP"],
+            )),
         }
         match p.get("targetPort") {
-            Some(Value::Number(n)) => errs.extend(fields::port_number(n.as_i64().unwrap_or(0), &format!("{path}.targetPort"))),
-            Some(Value::String(s)) if s.is_empty() => errs.push(FieldError::required(format!("{path}.targetPort"), "")),
-            Some(Value::String(s)) => {
-                errs.extend(fields::port_name(s).into_iter().map(|m| FieldError::invalid(format!("{path}.targetPort"), s.as_str(), m)))
+            Some(Value::Number(n)) => errs.extend(fields::port_number(
+                n.as_i64().unwrap_or(0),
+                &format!("{path}.targetPort"),
+            )),
+            Some(Value::String(s)) if s.is_empty() => {
+                errs.push(FieldError::required(format!("{path}.targetPort"), ""))
             }
+            Some(Value::String(s)) => errs.extend(
+                fields::port_name(s)
+                    .into_iter()
+                    .map(|m| FieldError::invalid(format!("{path}.targetPort"), s.as_str(), m)),
+            ),
             _ => {}
         }
         let node_port = int(p, "/nodePort").unwrap_or(0);
         if node_port != 0 {
             if service_type(obj) == "ClusterIP" {
-                errs.push(FieldError::forbidden(format!("{path}.nodePort"), "may not be used when `type` is 'ClusterIP'"));
+                errs.push(FieldError::forbidden(
+                    format!("{path}.nodePort"),
+                    "may not be used when `type` is 'ClusterIP'",
+                ));
             } else if !NODE_PORT_RANGE.contains(&node_port) {
                 errs.push(FieldError::invalid(
                     format!("{path}.nodePort"),
@@ -151,7 +189,10 @@ fn validate_ports(obj: &Value) -> Vec<FieldError> {
             node_ports.push((protocol, node_port));
         }
         if seen.contains(&(protocol, port)) {
-            errs.push(FieldError::duplicate(path, json!({"port": port, "protocol": protocol})));
+            errs.push(FieldError::duplicate(
+                path,
+                json!({"port": port, "protocol": protocol}),
+            ));
         }
         seen.push((protocol, port));
     }
@@ -159,22 +200,40 @@ fn validate_ports(obj: &Value) -> Vec<FieldError> {
 }
 
 fn validate_cluster_ips_update(new: &Value, old: &Value) -> Vec<FieldError> {
-    if service_type(new) == "ExternalName" || service_type(old) == "ExternalName" || (is_headless(new) && is_headless(old)) {
+    if service_type(new) == "ExternalName"
+        || service_type(old) == "ExternalName"
+        || (is_headless(new) && is_headless(old))
+    {
         return Vec::new();
     }
-    let (new_ips, old_ips) = (items(new, "/spec/clusterIPs"), items(old, "/spec/clusterIPs"));
+    let (new_ips, old_ips) = (
+        items(new, "/spec/clusterIPs"),
+        items(old, "/spec/clusterIPs"),
+    );
     let shown = || json!(new_ips);
     let mut errs = Vec::new();
     if new_ips.len() == old_ips.len() {
         for (i, ip) in old_ips.iter().enumerate() {
             if new_ips.get(i) != Some(ip) {
-                errs.push(FieldError::invalid(format!("spec.clusterIPs[{i}]"), shown(), "may not change once set"));
+                errs.push(FieldError::invalid(
+                    format!("spec.clusterIPs[{i}]"),
+                    shown(),
+                    "may not change once set",
+                ));
             }
         }
     } else if new_ips.is_empty() {
-        errs.push(FieldError::invalid("spec.clusterIPs[0]", shown(), "primary clusterIP can not be unset"));
+        errs.push(FieldError::invalid(
+            "spec.clusterIPs[0]",
+            shown(),
+            "primary clusterIP can not be unset",
+        ));
     } else if !old_ips.is_empty() && new_ips[0] != old_ips[0] {
-        errs.push(FieldError::invalid("spec.clusterIPs[0]", shown(), "may not change once set"));
+        errs.push(FieldError::invalid(
+            "spec.clusterIPs[0]",
+            shown(),
+            "may not change once set",
+        ));
     }
     errs
 }
@@ -198,21 +257,42 @@ fn ports_cell(obj: &Value) -> String {
 pub fn load_balancer_cell(obj: &Value, wide: bool) -> String {
     let points: Vec<&str> = items(obj, "/status/loadBalancer/ingress")
         .iter()
-        .map(|i| if text(i, "/ip").is_empty() { text(i, "/hostname") } else { text(i, "/ip") })
+        .map(|i| {
+            if text(i, "/ip").is_empty() {
+                text(i, "/hostname")
+            } else {
+                text(i, "/ip")
+            }
+        })
         .filter(|s| !s.is_empty())
         .collect();
     let joined = points.join(",");
-    if !wide && joined.len() > LOAD_BALANCER_WIDTH { format!("{}...", &joined[..LOAD_BALANCER_WIDTH - 3]) } else { joined }
+    if !wide && joined.len() > LOAD_BALANCER_WIDTH {
+        format!("{}...", &joined[..LOAD_BALANCER_WIDTH - 3])
+    } else {
+        joined
+    }
 }
 
 fn external_ip_cell(obj: &Value) -> String {
-    let external: Vec<&str> = items(obj, "/spec/externalIPs").iter().filter_map(Value::as_str).collect();
+    let external: Vec<&str> = items(obj, "/spec/externalIPs")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     match service_type(obj) {
         "ClusterIP" | "NodePort" => fields::none_if_empty(external.join(",")),
         "LoadBalancer" => {
             let lb = load_balancer_cell(obj, false);
-            let all: Vec<&str> = lb.split(',').filter(|s| !s.is_empty()).chain(external).collect();
-            if all.is_empty() { "<pending>".into() } else { all.join(",") }
+            let all: Vec<&str> = lb
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .chain(external)
+                .collect();
+            if all.is_empty() {
+                "<pending>".into()
+            } else {
+                all.join(",")
+            }
         }
         "ExternalName" => text(obj, "/spec/externalName").to_string(),
         _ => "<unknown>".into(),
@@ -227,18 +307,26 @@ impl Strategy for ServiceStrategy {
         default(obj, "/spec/sessionAffinity", json!("None"));
         match text(obj, "/spec/sessionAffinity") {
             "None" => fields::remove(obj, "/spec/sessionAffinityConfig"),
-            "ClientIP" => default(obj, "/spec/sessionAffinityConfig/clientIP/timeoutSeconds", json!(10800)),
+            "ClientIP" => default(
+                obj,
+                "/spec/sessionAffinityConfig/clientIP/timeoutSeconds",
+                json!(10800),
+            ),
             _ => {}
         }
         default(obj, "/spec/type", json!("ClusterIP"));
         fields::each_mut(obj, "/spec/ports", |p| {
             default(p, "/protocol", json!("TCP"));
-            if matches!(p.get("targetPort"), None | Some(Value::Null)) || p["targetPort"] == json!(0) || p["targetPort"] == json!("") {
+            if matches!(p.get("targetPort"), None | Some(Value::Null))
+                || p["targetPort"] == json!(0)
+                || p["targetPort"] == json!("")
+            {
                 p["targetPort"] = p.get("port").cloned().unwrap_or(json!(0));
             }
         });
         let kind = service_type(obj).to_string();
-        let externally_accessible = needs_node_ports(obj) || (kind == "ClusterIP" && has(obj, "/spec/externalIPs"));
+        let externally_accessible =
+            needs_node_ports(obj) || (kind == "ClusterIP" && has(obj, "/spec/externalIPs"));
         if externally_accessible {
             default(obj, "/spec/externalTrafficPolicy", json!("Cluster"));
         }
@@ -258,7 +346,10 @@ impl Strategy for ServiceStrategy {
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         drop_type_dependent_fields(new, old);
-        if service_type(new) != "ExternalName" && !is_set(new, "/spec/clusterIP") && !is_set(new, "/spec/clusterIPs") {
+        if service_type(new) != "ExternalName"
+            && !is_set(new, "/spec/clusterIP")
+            && !is_set(new, "/spec/clusterIPs")
+        {
             for field in ["/spec/clusterIP", "/spec/clusterIPs"] {
                 if let Some(v) = old.pointer(field) {
                     fields::set(new, field, v.clone());
@@ -276,12 +367,19 @@ impl Strategy for ServiceStrategy {
         }
         if needs_node_ports(new) && matches!(text(old, "/spec/type"), "NodePort" | "LoadBalancer") {
             let old_ports = items(old, "/spec/ports").to_vec();
-            let in_use: Vec<i64> = items(new, "/spec/ports").iter().filter_map(|p| int(p, "/nodePort")).filter(|n| *n != 0).collect();
+            let in_use: Vec<i64> = items(new, "/spec/ports")
+                .iter()
+                .filter_map(|p| int(p, "/nodePort"))
+                .filter(|n| *n != 0)
+                .collect();
             fields::each_mut(new, "/spec/ports", |p| {
                 if int(p, "/nodePort").unwrap_or(0) != 0 {
                     return;
                 }
-                let known = old_ports.iter().find(|o| text(o, "/name") == text(p, "/name")).and_then(|o| int(o, "/nodePort"));
+                let known = old_ports
+                    .iter()
+                    .find(|o| text(o, "/name") == text(p, "/name"))
+                    .and_then(|o| int(o, "/nodePort"));
                 if let Some(port) = known.filter(|n| *n != 0 && !in_use.contains(n)) {
                     p["nodePort"] = json!(port);
                 }
@@ -306,21 +404,35 @@ impl Strategy for ServiceStrategy {
         }
         if kind == "ExternalName" {
             if !items(obj, "/spec/clusterIPs").is_empty() {
-                errs.push(FieldError::forbidden("spec.clusterIPs", "may not be set for ExternalName services"));
+                errs.push(FieldError::forbidden(
+                    "spec.clusterIPs",
+                    "may not be set for ExternalName services",
+                ));
             }
             let cname = text(obj, "/spec/externalName").trim_end_matches('.');
             if cname.is_empty() {
                 errs.push(FieldError::required("spec.externalName", ""));
             } else {
-                errs.extend(validation::dns1123_subdomain(cname).into_iter().map(|m| FieldError::invalid("spec.externalName", cname, m)));
+                errs.extend(
+                    validation::dns1123_subdomain(cname)
+                        .into_iter()
+                        .map(|m| FieldError::invalid("spec.externalName", cname, m)),
+                );
             }
         }
         errs.extend(validate_ports(obj));
-        errs.extend(validation::labels(obj.pointer("/spec/selector"), "spec.selector"));
+        errs.extend(validation::labels(
+            obj.pointer("/spec/selector"),
+            "spec.selector",
+        ));
         match text(obj, "/spec/sessionAffinity") {
             "None" | "ClientIP" => {}
             "" => errs.push(FieldError::required("spec.sessionAffinity", "")),
-            other => errs.push(FieldError::not_supported("spec.sessionAffinity", other, &["ClientIP", "None"])),
+            other => errs.push(FieldError::not_supported(
+                "spec.sessionAffinity",
+                other,
+                &["ClientIP", "None"],
+            )),
         }
         if let Some(timeout) = int(obj, "/spec/sessionAffinityConfig/clientIP/timeoutSeconds")
             && !(1..=86400).contains(&timeout)
@@ -334,17 +446,34 @@ impl Strategy for ServiceStrategy {
         match kind {
             "ClusterIP" | "ExternalName" | "LoadBalancer" | "NodePort" => {}
             "" => errs.push(FieldError::required("spec.type", "")),
-            other => errs.push(FieldError::not_supported("spec.type", other, &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"])),
+            other => errs.push(FieldError::not_supported(
+                "spec.type",
+                other,
+                &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"],
+            )),
         }
-        for (field, allowed) in [("externalTrafficPolicy", ["Cluster", "Local"]), ("internalTrafficPolicy", ["Cluster", "Local"])] {
+        for (field, allowed) in [
+            ("externalTrafficPolicy", ["Cluster", "Local"]),
+            ("internalTrafficPolicy", ["Cluster", "Local"]),
+        ] {
             let policy = text(obj, &format!("/spec/{field}"));
             if !policy.is_empty() && !allowed.contains(&policy) {
-                errs.push(FieldError::not_supported(format!("spec.{field}"), policy, &allowed));
+                errs.push(FieldError::not_supported(
+                    format!("spec.{field}"),
+                    policy,
+                    &allowed,
+                ));
             }
         }
         let policy = text(obj, "/spec/ipFamilyPolicy");
-        if !policy.is_empty() && !["SingleStack", "PreferDualStack", "RequireDualStack"].contains(&policy) {
-            errs.push(FieldError::not_supported("spec.ipFamilyPolicy", policy, &["SingleStack", "PreferDualStack", "RequireDualStack"]));
+        if !policy.is_empty()
+            && !["SingleStack", "PreferDualStack", "RequireDualStack"].contains(&policy)
+        {
+            errs.push(FieldError::not_supported(
+                "spec.ipFamilyPolicy",
+                policy,
+                &["SingleStack", "PreferDualStack", "RequireDualStack"],
+            ));
         }
         errs
     }
@@ -358,16 +487,33 @@ impl Strategy for ServiceStrategy {
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("Type", "string", "type determines how the Service is exposed."),
-            Column::new("Cluster-IP", "string", "clusterIP is the IP address of the service and is usually assigned randomly."),
+            Column::new(
+                "Type",
+                "string",
+                "type determines how the Service is exposed.",
+            ),
+            Column::new(
+                "Cluster-IP",
+                "string",
+                "clusterIP is the IP address of the service and is usually assigned randomly.",
+            ),
             Column::new(
                 "External-IP",
                 "string",
                 "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.",
             ),
-            Column::new("Port(s)", "string", "The list of ports that are exposed by this service."),
+            Column::new(
+                "Port(s)",
+                "string",
+                "The list of ports that are exposed by this service.",
+            ),
             table::age_column(),
-            Column::new("Selector", "string", "Route service traffic to pods with label keys and values matching this selector.").wide(),
+            Column::new(
+                "Selector",
+                "string",
+                "Route service traffic to pods with label keys and values matching this selector.",
+            )
+            .wide(),
         ]
     }
 
@@ -375,7 +521,9 @@ impl Strategy for ServiceStrategy {
         vec![
             table::name_cell(obj),
             json!(service_type(obj)),
-            json!(fields::none_if_empty(text(obj, "/spec/clusterIP").to_string())),
+            json!(fields::none_if_empty(
+                text(obj, "/spec/clusterIP").to_string()
+            )),
             json!(external_ip_cell(obj)),
             json!(ports_cell(obj)),
             table::age_cell(obj),
@@ -412,10 +560,14 @@ mod tests {
         assert_eq!(spec["ipFamilyPolicy"], "SingleStack");
         assert_eq!(spec["ipFamilies"], json!(["IPv4"]));
         assert_eq!(spec["internalTrafficPolicy"], "Cluster");
-        assert_eq!(spec["ports"][0], json!({"port": 80, "protocol": "TCP", "targetPort": 80}));
+        assert_eq!(
+            spec["ports"][0],
+            json!({"port": 80, "protocol": "TCP", "targetPort": 80})
+        );
         assert!(spec.get("externalTrafficPolicy").is_none());
         assert!(ServiceStrategy.validate(&svc).is_empty());
-        let node_port = created(json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 80}]}));
+        let node_port =
+            created(json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 80}]}));
         assert_eq!(node_port["spec"]["externalTrafficPolicy"], "Cluster");
         assert_eq!(
             ServiceStrategy.validate(&node_port)[0].to_string(),
@@ -426,16 +578,34 @@ mod tests {
     #[test]
     fn validation_messages() {
         let errs: Vec<String> = ServiceStrategy
-            .validate(&created(json!({"ports": [{"name": "a", "port": 0}, {"name": "a", "port": 81}]})))
+            .validate(&created(
+                json!({"ports": [{"name": "a", "port": 0}, {"name": "a", "port": 81}]}),
+            ))
             .iter()
             .map(ToString::to_string)
             .collect();
-        assert!(errs.contains(&"spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive".to_string()), "{errs:?}");
+        assert!(
+            errs.contains(
+                &"spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive"
+                    .to_string()
+            ),
+            "{errs:?}"
+        );
         assert!(errs.contains(&"spec.ports[1].name: Duplicate value: \"a\"".to_string()));
-        assert_eq!(ServiceStrategy.validate(&created(json!({})))[0].to_string(), "spec.ports: Required value");
-        assert!(ServiceStrategy.validate(&created(json!({"clusterIP": "None"}))).is_empty());
+        assert_eq!(
+            ServiceStrategy.validate(&created(json!({})))[0].to_string(),
+            "spec.ports: Required value"
+        );
+        assert!(
+            ServiceStrategy
+                .validate(&created(json!({"clusterIP": "None"})))
+                .is_empty()
+        );
         let ext = created(json!({"type": "ExternalName"}));
-        assert_eq!(ServiceStrategy.validate(&ext)[0].to_string(), "spec.externalName: Required value");
+        assert_eq!(
+            ServiceStrategy.validate(&ext)[0].to_string(),
+            "spec.externalName: Required value"
+        );
     }
 
     #[test]
@@ -451,26 +621,41 @@ mod tests {
         changed["spec"]["clusterIP"] = json!("10.0.0.11");
         changed["spec"]["clusterIPs"] = json!(["10.0.0.11"]);
         let errs = ServiceStrategy.validate_update(&changed, &old);
-        assert_eq!(errs[0].to_string(), "spec.clusterIPs[0]: Invalid value: [\"10.0.0.11\"]: may not change once set");
+        assert_eq!(
+            errs[0].to_string(),
+            "spec.clusterIPs[0]: Invalid value: [\"10.0.0.11\"]: may not change once set"
+        );
     }
 
     #[test]
     fn changing_type_drops_what_the_new_type_does_not_use() {
-        let old = created(json!({"type": "NodePort", "clusterIP": "10.0.0.1", "ports": [{"port": 80, "nodePort": 30080}]}));
+        let old = created(
+            json!({"type": "NodePort", "clusterIP": "10.0.0.1", "ports": [{"port": 80, "nodePort": 30080}]}),
+        );
         let mut to_cluster_ip = old.clone();
         to_cluster_ip["spec"]["type"] = json!("ClusterIP");
         ServiceStrategy.prepare_for_update(&mut to_cluster_ip, &old);
         ServiceStrategy.defaults(&mut to_cluster_ip);
         assert!(to_cluster_ip["spec"]["ports"][0].get("nodePort").is_none());
         assert!(to_cluster_ip["spec"].get("externalTrafficPolicy").is_none());
-        assert!(ServiceStrategy.validate_update(&to_cluster_ip, &old).is_empty());
+        assert!(
+            ServiceStrategy
+                .validate_update(&to_cluster_ip, &old)
+                .is_empty()
+        );
         let mut to_external = old.clone();
         to_external["spec"]["type"] = json!("ExternalName");
         to_external["spec"]["externalName"] = json!("example.com");
         ServiceStrategy.prepare_for_update(&mut to_external, &old);
         ServiceStrategy.defaults(&mut to_external);
         assert!(to_external["spec"].get("clusterIP").is_none());
-        assert!(ServiceStrategy.validate_update(&to_external, &old).is_empty(), "{:?}", ServiceStrategy.validate_update(&to_external, &old));
+        assert!(
+            ServiceStrategy
+                .validate_update(&to_external, &old)
+                .is_empty(),
+            "{:?}",
+            ServiceStrategy.validate_update(&to_external, &old)
+        );
     }
 
     #[test]

@@ -9,11 +9,22 @@ pub struct ServiceAccountStrategy;
 
 impl Strategy for ServiceAccountStrategy {
     fn columns(&self) -> Vec<Column> {
-        vec![table::name_column(), Column::new("Secrets", "string", "Secrets is a list of the secrets in the same namespace"), table::age_column()]
+        vec![
+            table::name_column(),
+            Column::new(
+                "Secrets",
+                "string",
+                "Secrets is a list of the secrets in the same namespace",
+            ),
+            table::age_column(),
+        ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        let secrets = obj.get("secrets").and_then(Value::as_array).map_or(0, Vec::len);
+        let secrets = obj
+            .get("secrets")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
         vec![table::name_cell(obj), json!(secrets), table::age_cell(obj)]
     }
 }

@@ -30,14 +30,20 @@ fn validate_policies(obj: &Value) -> Vec<FieldError> {
     match text(obj, "/spec/podManagementPolicy") {
         "OrderedReady" | "Parallel" => {}
         "" => errs.push(FieldError::required("spec.podManagementPolicy", "")),
-        other => errs.push(FieldError::invalid("spec.podManagementPolicy", other, "must be 'OrderedReady' or 'Parallel'")),
+        other => errs.push(FieldError::invalid(
+            "spec.podManagementPolicy",
+            other,
+            "must be 'OrderedReady' or 'Parallel'",
+        )),
     }
     match text(obj, "/spec/updateStrategy/type") {
-        "OnDelete" if is_set(obj, "/spec/updateStrategy/rollingUpdate") => errs.push(FieldError::invalid(
-            "spec.updateStrategy.rollingUpdate",
-            fields::value(obj, "/spec/updateStrategy/rollingUpdate"),
-            "only allowed for updateStrategy 'RollingUpdate'",
-        )),
+        "OnDelete" if is_set(obj, "/spec/updateStrategy/rollingUpdate") => {
+            errs.push(FieldError::invalid(
+                "spec.updateStrategy.rollingUpdate",
+                fields::value(obj, "/spec/updateStrategy/rollingUpdate"),
+                "only allowed for updateStrategy 'RollingUpdate'",
+            ))
+        }
         "OnDelete" => {}
         "RollingUpdate" => {
             errs.extend(fields::non_negative(
@@ -47,10 +53,17 @@ fn validate_policies(obj: &Value) -> Vec<FieldError> {
             ));
         }
         "" => errs.push(FieldError::required("spec.updateStrategy", "")),
-        other => errs.push(FieldError::invalid("spec.updateStrategy", other, "must be 'RollingUpdate' or 'OnDelete'")),
+        other => errs.push(FieldError::invalid(
+            "spec.updateStrategy",
+            other,
+            "must be 'RollingUpdate' or 'OnDelete'",
+        )),
     }
     for when in ["whenDeleted", "whenScaled"] {
-        let policy = text(obj, &format!("/spec/persistentVolumeClaimRetentionPolicy/{when}"));
+        let policy = text(
+            obj,
+            &format!("/spec/persistentVolumeClaimRetentionPolicy/{when}"),
+        );
         if !matches!(policy, "Retain" | "Delete") {
             errs.push(FieldError::not_supported(
                 format!("spec.persistentVolumeClaimRetentionPolicy.{when}"),
@@ -67,14 +80,30 @@ impl Strategy for StatefulSetStrategy {
         default(obj, "/spec/podManagementPolicy", json!("OrderedReady"));
         default(obj, "/spec/updateStrategy/type", json!("RollingUpdate"));
         if text(obj, "/spec/updateStrategy/type") == "RollingUpdate" {
-            default(obj, "/spec/updateStrategy/rollingUpdate/partition", json!(0));
+            default(
+                obj,
+                "/spec/updateStrategy/rollingUpdate/partition",
+                json!(0),
+            );
         }
-        default(obj, "/spec/persistentVolumeClaimRetentionPolicy/whenDeleted", json!("Retain"));
-        default(obj, "/spec/persistentVolumeClaimRetentionPolicy/whenScaled", json!("Retain"));
+        default(
+            obj,
+            "/spec/persistentVolumeClaimRetentionPolicy/whenDeleted",
+            json!("Retain"),
+        );
+        default(
+            obj,
+            "/spec/persistentVolumeClaimRetentionPolicy/whenScaled",
+            json!("Retain"),
+        );
         default(obj, "/spec/replicas", json!(1));
         default(obj, "/spec/revisionHistoryLimit", json!(10));
         pod_template::default_template(obj, "/spec/template");
-        fields::each_mut(obj, "/spec/volumeClaimTemplates", persistentvolumeclaim::default_claim);
+        fields::each_mut(
+            obj,
+            "/spec/volumeClaimTemplates",
+            persistentvolumeclaim::default_claim,
+        );
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
@@ -119,8 +148,11 @@ impl Strategy for StatefulSetStrategy {
     }
 
     fn columns(&self) -> Vec<Column> {
-        let mut columns =
-            vec![table::name_column(), Column::new("Ready", "string", "Number of the pod with ready state"), table::age_column()];
+        let mut columns = vec![
+            table::name_column(),
+            Column::new("Ready", "string", "Number of the pod with ready state"),
+            table::age_column(),
+        ];
         columns.extend(workload::wide_columns(false));
         columns
     }
@@ -129,7 +161,13 @@ impl Strategy for StatefulSetStrategy {
         let ready = int(obj, "/status/readyReplicas").unwrap_or(0);
         let desired = int(obj, "/spec/replicas").unwrap_or(0);
         let [containers, images] = workload::template_cells(obj, "/spec/template");
-        vec![table::name_cell(obj), json!(format!("{ready}/{desired}")), table::age_cell(obj), containers, images]
+        vec![
+            table::name_cell(obj),
+            json!(format!("{ready}/{desired}")),
+            table::age_cell(obj),
+            containers,
+            images,
+        ]
     }
 }
 
@@ -154,11 +192,24 @@ mod tests {
         let s = sts();
         assert_eq!(s["spec"]["replicas"], 1);
         assert_eq!(s["spec"]["podManagementPolicy"], "OrderedReady");
-        assert_eq!(s["spec"]["updateStrategy"], json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
-        assert_eq!(s["spec"]["persistentVolumeClaimRetentionPolicy"], json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
+        assert_eq!(
+            s["spec"]["updateStrategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+        );
+        assert_eq!(
+            s["spec"]["persistentVolumeClaimRetentionPolicy"],
+            json!({"whenDeleted": "Retain", "whenScaled": "Retain"})
+        );
         assert_eq!(s["spec"]["revisionHistoryLimit"], 10);
-        assert_eq!(s["spec"]["volumeClaimTemplates"][0]["spec"]["volumeMode"], "Filesystem");
-        assert!(StatefulSetStrategy.validate(&s).is_empty(), "{:?}", StatefulSetStrategy.validate(&s));
+        assert_eq!(
+            s["spec"]["volumeClaimTemplates"][0]["spec"]["volumeMode"],
+            "Filesystem"
+        );
+        assert!(
+            StatefulSetStrategy.validate(&s).is_empty(),
+            "{:?}",
+            StatefulSetStrategy.validate(&s)
+        );
     }
 
     #[test]
@@ -170,7 +221,9 @@ mod tests {
         new["spec"]["serviceName"] = json!("other");
         let errs = StatefulSetStrategy.validate_update(&new, &old);
         assert_eq!(errs.len(), 1);
-        assert!(errs[0].to_string().starts_with("spec: Forbidden: updates to statefulset spec for fields other than 'replicas'"));
+        assert!(errs[0].to_string().starts_with(
+            "spec: Forbidden: updates to statefulset spec for fields other than 'replicas'"
+        ));
         let cells = StatefulSetStrategy.cells(&old);
         assert_eq!(cells[1], "0/1");
         assert_eq!(cells.len(), StatefulSetStrategy.columns().len());

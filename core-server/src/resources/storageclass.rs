@@ -10,8 +10,10 @@ use serde_json::{Value, json};
 use super::fields::{self, default, text};
 
 /// The annotations that make a class the default.
-const DEFAULT_ANNOTATIONS: [&str; 2] =
-    ["storageclass.kubernetes.io~1is-default-class", "storageclass.beta.kubernetes.io~1is-default-class"];
+const DEFAULT_ANNOTATIONS: [&str; 2] = [
+    "storageclass.kubernetes.io~1is-default-class",
+    "storageclass.beta.kubernetes.io~1is-default-class",
+];
 /// Most parameters a class may carry.
 const MAX_PARAMETERS: usize = 512;
 
@@ -42,11 +44,19 @@ impl Strategy for StorageClassStrategy {
         }
         let policy = text(obj, "/reclaimPolicy");
         if !matches!(policy, "Delete" | "Retain") {
-            errs.push(FieldError::not_supported("reclaimPolicy", policy, &["Delete", "Retain"]));
+            errs.push(FieldError::not_supported(
+                "reclaimPolicy",
+                policy,
+                &["Delete", "Retain"],
+            ));
         }
         let mode = text(obj, "/volumeBindingMode");
         if !matches!(mode, "Immediate" | "WaitForFirstConsumer") {
-            errs.push(FieldError::not_supported("volumeBindingMode", mode, &["Immediate", "WaitForFirstConsumer"]));
+            errs.push(FieldError::not_supported(
+                "volumeBindingMode",
+                mode,
+                &["Immediate", "WaitForFirstConsumer"],
+            ));
         }
         errs
     }
@@ -55,17 +65,29 @@ impl Strategy for StorageClassStrategy {
         let mut errs = self.validate(new);
         for field in ["parameters", "provisioner", "reclaimPolicy"] {
             if new.get(field) != old.get(field) {
-                errs.push(FieldError::forbidden(field, format!("updates to {field} are forbidden.")));
+                errs.push(FieldError::forbidden(
+                    field,
+                    format!("updates to {field} are forbidden."),
+                ));
             }
         }
-        errs.extend(fields::immutable(new, old, "/volumeBindingMode", "volumeBindingMode"));
+        errs.extend(fields::immutable(
+            new,
+            old,
+            "/volumeBindingMode",
+            "volumeBindingMode",
+        ));
         errs
     }
 
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            Column::new("Provisioner", "string", "provisioner indicates the type of the provisioner."),
+            Column::new(
+                "Provisioner",
+                "string",
+                "provisioner indicates the type of the provisioner.",
+            ),
             Column::new(
                 "ReclaimPolicy",
                 "string",
@@ -76,15 +98,25 @@ impl Strategy for StorageClassStrategy {
                 "string",
                 "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.",
             ),
-            Column::new("AllowVolumeExpansion", "string", "allowVolumeExpansion shows whether the storage class allow volume expand."),
+            Column::new(
+                "AllowVolumeExpansion",
+                "string",
+                "allowVolumeExpansion shows whether the storage class allow volume expand.",
+            ),
             table::age_column(),
         ]
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        let is_default = DEFAULT_ANNOTATIONS.iter().any(|a| text(obj, &format!("/metadata/annotations/{a}")) == "true");
+        let is_default = DEFAULT_ANNOTATIONS
+            .iter()
+            .any(|a| text(obj, &format!("/metadata/annotations/{a}")) == "true");
         let name = text(obj, "/metadata/name");
-        let name = if is_default { format!("{name} (default)") } else { name.to_string() };
+        let name = if is_default {
+            format!("{name} (default)")
+        } else {
+            name.to_string()
+        };
         let or = |pointer: &str, fallback: &str| {
             let v = text(obj, pointer);
             json!(if v.is_empty() { fallback } else { v })
@@ -108,8 +140,15 @@ mod tests {
     fn defaults_validation_and_row() {
         let mut sc = json!({"metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "rancher.io/local-path"});
         StorageClassStrategy.defaults(&mut sc);
-        assert_eq!((sc["reclaimPolicy"].clone(), sc["volumeBindingMode"].clone()), (json!("Delete"), json!("Immediate")));
-        assert!(StorageClassStrategy.validate(&sc).is_empty(), "{:?}", StorageClassStrategy.validate(&sc));
+        assert_eq!(
+            (sc["reclaimPolicy"].clone(), sc["volumeBindingMode"].clone()),
+            (json!("Delete"), json!("Immediate"))
+        );
+        assert!(
+            StorageClassStrategy.validate(&sc).is_empty(),
+            "{:?}",
+            StorageClassStrategy.validate(&sc)
+        );
         assert_eq!(StorageClassStrategy.cells(&sc)[0], "standard (default)");
         assert_eq!(StorageClassStrategy.cells(&sc)[4], false);
         let mut changed = sc.clone();

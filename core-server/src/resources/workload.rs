@@ -20,7 +20,12 @@ pub fn validate_selector_and_template(obj: &Value, owner: &str) -> Vec<FieldErro
         errs.extend(fields::label_selector(selector, "spec.selector"));
     }
     let parsed = fields::selector_of(selector);
-    errs.extend(pod_template::validate_controller_template(obj.pointer("/spec/template"), "spec.template", &parsed, owner));
+    errs.extend(pod_template::validate_controller_template(
+        obj.pointer("/spec/template"),
+        "spec.template",
+        &parsed,
+        owner,
+    ));
     errs
 }
 
@@ -39,11 +44,17 @@ pub fn int_or_percent_value(v: Option<&Value>) -> i64 {
 }
 
 /// kube's `ValidatePositiveIntOrPercent`, and optionally `IsNotMoreThan100Percent`.
-pub fn validate_int_or_percent(v: Option<&Value>, field: &str, at_most_100_percent: bool) -> Vec<FieldError> {
+pub fn validate_int_or_percent(
+    v: Option<&Value>,
+    field: &str,
+    at_most_100_percent: bool,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     match v {
         Some(Value::String(s)) => {
-            let number = s.strip_suffix('%').filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+            let number = s
+                .strip_suffix('%')
+                .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
             match number {
                 None => errs.push(FieldError::invalid(field, s.as_str(), "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")),
                 Some(n) if at_most_100_percent && n.parse::<i64>().unwrap_or(0) > 100 => {
@@ -52,9 +63,11 @@ pub fn validate_int_or_percent(v: Option<&Value>, field: &str, at_most_100_perce
                 Some(_) => {}
             }
         }
-        Some(Value::Number(n)) if n.as_i64().unwrap_or(0) < 0 => {
-            errs.push(FieldError::invalid(field, n.as_i64().unwrap_or(0), "must be greater than or equal to 0"))
-        }
+        Some(Value::Number(n)) if n.as_i64().unwrap_or(0) < 0 => errs.push(FieldError::invalid(
+            field,
+            n.as_i64().unwrap_or(0),
+            "must be greater than or equal to 0",
+        )),
         _ => {}
     }
     errs
@@ -68,8 +81,18 @@ pub fn int_or_percent_cell(obj: &Value, pointer: &str) -> String {
 /// The wide Containers, Images and Selector columns of a controller.
 pub fn wide_columns(with_selector: bool) -> Vec<Column> {
     let mut columns = vec![
-        Column::new("Containers", "string", "Names of each container in the template.").wide(),
-        Column::new("Images", "string", "Images referenced by each container in the template.").wide(),
+        Column::new(
+            "Containers",
+            "string",
+            "Names of each container in the template.",
+        )
+        .wide(),
+        Column::new(
+            "Images",
+            "string",
+            "Images referenced by each container in the template.",
+        )
+        .wide(),
     ];
     if with_selector {
         columns.push(
@@ -86,7 +109,8 @@ pub fn wide_columns(with_selector: bool) -> Vec<Column> {
 
 /// The Containers and Images cells of the template at a pointer.
 pub fn template_cells(obj: &Value, template: &str) -> [Value; 2] {
-    let (containers, images) = pod_template::containers_and_images(obj.pointer(&format!("{template}/spec")));
+    let (containers, images) =
+        pod_template::containers_and_images(obj.pointer(&format!("{template}/spec")));
     [containers, images]
 }
 
@@ -103,9 +127,18 @@ mod tests {
     #[test]
     fn int_or_percent_rules() {
         assert!(validate_int_or_percent(Some(&json!("25%")), "f", true).is_empty());
-        assert_eq!(validate_int_or_percent(Some(&json!("125%")), "f", true)[0].detail, "must not be greater than 100%");
-        assert_eq!(validate_int_or_percent(Some(&json!(-1)), "f", true)[0].detail, "must be greater than or equal to 0");
-        assert_eq!(validate_int_or_percent(Some(&json!("x")), "f", true).len(), 1);
+        assert_eq!(
+            validate_int_or_percent(Some(&json!("125%")), "f", true)[0].detail,
+            "must not be greater than 100%"
+        );
+        assert_eq!(
+            validate_int_or_percent(Some(&json!(-1)), "f", true)[0].detail,
+            "must be greater than or equal to 0"
+        );
+        assert_eq!(
+            validate_int_or_percent(Some(&json!("x")), "f", true).len(),
+            1
+        );
         assert_eq!(int_or_percent_value(Some(&json!("25%"))), 25);
     }
 }

@@ -18,7 +18,9 @@
 
 use std::sync::Arc;
 
-use kube_cel::cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators};
+use kube_cel::cel::common::ast::{
+    ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators,
+};
 
 use super::schema::{DeclKind, DeclType, MAX_REQUEST_SIZE_BYTES};
 
@@ -153,7 +155,9 @@ impl Ty {
         match (self, other) {
             (Ty::Unknown, t) | (t, Ty::Unknown) => t.clone(),
             (Ty::List(a), Ty::List(b)) => Ty::List(Box::new(a.join(b))),
-            (Ty::Map(ka, va), Ty::Map(kb, vb)) => Ty::Map(Box::new(ka.join(kb)), Box::new(va.join(vb))),
+            (Ty::Map(ka, va), Ty::Map(kb, vb)) => {
+                Ty::Map(Box::new(ka.join(kb)), Box::new(va.join(vb)))
+            }
             (a, b) if a.same_kind(b) => a.clone(),
             _ => Ty::Dyn,
         }
@@ -171,7 +175,10 @@ pub struct Estimate {
 
 impl Estimate {
     /// A size or cost about which nothing is known.
-    pub const UNKNOWN: Estimate = Estimate { min: 0, max: u64::MAX };
+    pub const UNKNOWN: Estimate = Estimate {
+        min: 0,
+        max: u64::MAX,
+    };
 
     /// An exact estimate.
     pub const fn fixed(n: u64) -> Estimate {
@@ -179,23 +186,39 @@ impl Estimate {
     }
 
     fn add(self, other: Estimate) -> Estimate {
-        Estimate { min: self.min.saturating_add(other.min), max: self.max.saturating_add(other.max) }
+        Estimate {
+            min: self.min.saturating_add(other.min),
+            max: self.max.saturating_add(other.max),
+        }
     }
 
     fn mul(self, other: Estimate) -> Estimate {
-        Estimate { min: self.min.saturating_mul(other.min), max: self.max.saturating_mul(other.max) }
+        Estimate {
+            min: self.min.saturating_mul(other.min),
+            max: self.max.saturating_mul(other.max),
+        }
     }
 
     fn factor(self, factor: f64) -> Estimate {
         let scale = |x: u64| {
             let v = (x as f64 * factor).ceil();
-            if v >= u64::MAX as f64 { u64::MAX } else { v as u64 }
+            if v >= u64::MAX as f64 {
+                u64::MAX
+            } else {
+                v as u64
+            }
         };
-        Estimate { min: scale(self.min), max: scale(self.max) }
+        Estimate {
+            min: scale(self.min),
+            max: scale(self.max),
+        }
     }
 
     fn union(self, other: Estimate) -> Estimate {
-        Estimate { min: self.min.min(other.min), max: self.max.max(other.max) }
+        Estimate {
+            min: self.min.min(other.min),
+            max: self.max.max(other.max),
+        }
     }
 }
 
@@ -234,12 +257,20 @@ impl SizeSource for SchemaSizes<'_> {
             current = match (seg, &current.kind) {
                 (Seg::Field(name), DeclKind::Object(_)) => current.field(name)?,
                 (Seg::Items, DeclKind::List(item)) | (Seg::Values, DeclKind::Map(item)) => item,
-                (Seg::Keys, DeclKind::Map(_)) => return Some(Estimate { min: 0, max: MAX_REQUEST_SIZE_BYTES }),
+                (Seg::Keys, DeclKind::Map(_)) => {
+                    return Some(Estimate {
+                        min: 0,
+                        max: MAX_REQUEST_SIZE_BYTES,
+                    });
+                }
                 _ => return None,
             };
         }
         // As kube's estimator: objects and scalars have no elements.
-        Some(Estimate { min: 0, max: current.max_elements })
+        Some(Estimate {
+            min: 0,
+            max: current.max_elements,
+        })
     }
 }
 
@@ -256,7 +287,13 @@ struct Info {
 
 impl Info {
     fn new(ty: Ty, cost: Estimate) -> Info {
-        Info { ty, path: None, size: None, entry: None, cost }
+        Info {
+            ty,
+            path: None,
+            size: None,
+            entry: None,
+            cost,
+        }
     }
 }
 
@@ -299,7 +336,12 @@ pub fn check(
         uses_old_self: false,
     };
     let info = checker.expr(expr);
-    Checked { ty: info.ty, cost: info.cost, uses_old_self: checker.uses_old_self, errors: checker.errors }
+    Checked {
+        ty: info.ty,
+        cost: info.cost,
+        uses_old_self: checker.uses_old_self,
+        errors: checker.errors,
+    }
 }
 
 /// Whether `name` is a function callable with a namespace prefix (`sets.contains`).
@@ -343,7 +385,8 @@ struct Checker<'a> {
 impl Checker<'_> {
     fn error(&mut self, hint: Hint<'_>, message: String) {
         let offset = locate(self.source, &hint);
-        self.errors.push(format_issue(self.source, offset, &message));
+        self.errors
+            .push(format_issue(self.source, offset, &message));
     }
 
     fn local(&self, name: &str) -> Option<&Local> {
@@ -401,7 +444,10 @@ impl Checker<'_> {
                     _ => operand.clone(),
                 };
                 let (ty, seg) = self.field_type(&inner, &field);
-                let mut info = Info::new(Ty::Optional(Box::new(ty)), operand.cost.add(Estimate::fixed(1)));
+                let mut info = Info::new(
+                    Ty::Optional(Box::new(ty)),
+                    operand.cost.add(Estimate::fixed(1)),
+                );
                 info.path = operand.path.map(|mut p| {
                     p.push(seg);
                     p
@@ -418,7 +464,11 @@ impl Checker<'_> {
             Expr::Call(call) => {
                 let target = call.target.as_deref();
                 // `optional.none()`, `sets.contains(a, b)`: a namespace, not a receiver.
-                if let Some(IdedExpr { expr: Expr::Ident(prefix), .. }) = target {
+                if let Some(IdedExpr {
+                    expr: Expr::Ident(prefix),
+                    ..
+                }) = target
+                {
                     let qualified = format!("{prefix}.{}", call.func_name);
                     if self.local(prefix).is_none() && is_qualified_function(&qualified) {
                         let args: Vec<Info> = call.args.iter().map(|a| self.expr(a)).collect();
@@ -432,14 +482,21 @@ impl Checker<'_> {
             Expr::List(list) => {
                 let mut cost = Estimate::fixed(CREATE_LIST_COST);
                 let mut elem = Ty::Unknown;
-                let mut item_size: Option<Estimate> =
-                    if list.elements.is_empty() { Some(Estimate::fixed(0)) } else { None };
+                let mut item_size: Option<Estimate> = if list.elements.is_empty() {
+                    Some(Estimate::fixed(0))
+                } else {
+                    None
+                };
                 for (i, element) in list.elements.iter().enumerate() {
                     let info = self.expr(element);
                     cost = cost.add(info.cost);
                     elem = elem.join(&info.ty);
                     let size = self.size_or_unknown(&info);
-                    item_size = Some(if i == 0 { size } else { item_size.map_or(size, |s| s.union(size)) });
+                    item_size = Some(if i == 0 {
+                        size
+                    } else {
+                        item_size.map_or(size, |s| s.union(size))
+                    });
                 }
                 let mut info = Info::new(Ty::List(Box::new(elem)), cost);
                 info.size = Some(Estimate::fixed(list.elements.len() as u64));
@@ -449,7 +506,8 @@ impl Checker<'_> {
             Expr::Map(map) => {
                 let mut cost = Estimate::fixed(CREATE_MAP_COST);
                 let (mut key_ty, mut value_ty) = (Ty::Unknown, Ty::Unknown);
-                let (mut key_size, mut value_size): (Option<Estimate>, Option<Estimate>) = (None, None);
+                let (mut key_size, mut value_size): (Option<Estimate>, Option<Estimate>) =
+                    (None, None);
                 for entry in &map.entries {
                     if let EntryExpr::MapEntry(entry) = &entry.expr {
                         let k = self.expr(&entry.key);
@@ -470,7 +528,10 @@ impl Checker<'_> {
             Expr::Struct(s) => {
                 self.error(
                     Hint::Ident(&s.type_name),
-                    format!("undeclared reference to '{}' (in container '')", s.type_name),
+                    format!(
+                        "undeclared reference to '{}' (in container '')",
+                        s.type_name
+                    ),
                 );
                 Info::new(Ty::Unknown, Estimate::fixed(40))
             }
@@ -482,15 +543,24 @@ impl Checker<'_> {
     /// `cel.bind(name, init, body)`: `body` sees `name` bound to `init`.
     fn bind(&mut self, args: &[IdedExpr]) -> Info {
         let [name, init, body] = args else {
-            self.error(Hint::Call("bind"), "cel.bind() takes a variable name, a value and an expression".into());
+            self.error(
+                Hint::Call("bind"),
+                "cel.bind() takes a variable name, a value and an expression".into(),
+            );
             return Info::new(Ty::Unknown, Estimate::fixed(1));
         };
         let Expr::Ident(name) = &name.expr else {
-            self.error(Hint::Call("bind"), "cel.bind() variable name must be a simple identifier".into());
+            self.error(
+                Hint::Call("bind"),
+                "cel.bind() variable name must be a simple identifier".into(),
+            );
             return Info::new(Ty::Unknown, Estimate::fixed(1));
         };
         let init = self.expr(init);
-        self.locals.push(Local { name: name.clone(), info: init.clone() });
+        self.locals.push(Local {
+            name: name.clone(),
+            info: init.clone(),
+        });
         let mut body = self.expr(body);
         self.locals.pop();
         body.cost = body.cost.add(init.cost);
@@ -517,11 +587,13 @@ impl Checker<'_> {
                 info.path = Some(vec![Seg::Var(name.into())]);
                 info
             }
-            "int" | "uint" | "double" | "bool" | "string" | "bytes" | "list" | "map" | "null_type" | "type" => {
-                Info::new(Ty::Type, cost)
-            }
+            "int" | "uint" | "double" | "bool" | "string" | "bytes" | "list" | "map"
+            | "null_type" | "type" => Info::new(Ty::Type, cost),
             _ => {
-                self.error(Hint::Ident(name), format!("undeclared reference to '{name}' (in container '')"));
+                self.error(
+                    Hint::Ident(name),
+                    format!("undeclared reference to '{name}' (in container '')"),
+                );
                 Info::new(Ty::Unknown, cost)
             }
         }
@@ -542,7 +614,10 @@ impl Checker<'_> {
             Ty::Optional(_) => (Ty::Unknown, Seg::Field(field.into())),
             other => {
                 let name = other.name();
-                self.error(Hint::Field(field), format!("type '{name}' does not support field selection"));
+                self.error(
+                    Hint::Field(field),
+                    format!("type '{name}' does not support field selection"),
+                );
                 (Ty::Unknown, Seg::Field(field.into()))
             }
         }
@@ -561,9 +636,10 @@ impl Checker<'_> {
                 let value_info = self.entry_info(&range, (**v).clone(), Seg::Values, 1);
                 (key_info, value_info)
             }
-            Ty::Unknown | Ty::Dyn => {
-                (Info::new(range.ty.clone(), Estimate::fixed(1)), Info::new(range.ty.clone(), Estimate::fixed(1)))
-            }
+            Ty::Unknown | Ty::Dyn => (
+                Info::new(range.ty.clone(), Estimate::fixed(1)),
+                Info::new(range.ty.clone(), Estimate::fixed(1)),
+            ),
             other => {
                 let name = other.name();
                 self.error(
@@ -572,22 +648,37 @@ impl Checker<'_> {
                         "expression of type '{name}' cannot be range of a comprehension (must be list, map, or dynamic)"
                     ),
                 );
-                (Info::new(Ty::Unknown, Estimate::fixed(1)), Info::new(Ty::Unknown, Estimate::fixed(1)))
+                (
+                    Info::new(Ty::Unknown, Estimate::fixed(1)),
+                    Info::new(Ty::Unknown, Estimate::fixed(1)),
+                )
             }
         };
         let is_list = matches!(range.ty, Ty::List(_));
         let depth = self.locals.len();
         let mut accu = init.clone();
         accu.path = None;
-        self.locals.push(Local { name: c.accu_var.clone(), info: accu });
+        self.locals.push(Local {
+            name: c.accu_var.clone(),
+            info: accu,
+        });
         match &c.iter_var2 {
             Some(second) => {
-                self.locals.push(Local { name: c.iter_var.clone(), info: key });
-                self.locals.push(Local { name: second.clone(), info: value });
+                self.locals.push(Local {
+                    name: c.iter_var.clone(),
+                    info: key,
+                });
+                self.locals.push(Local {
+                    name: second.clone(),
+                    info: value,
+                });
             }
             None => {
                 let single = if is_list { value } else { key };
-                self.locals.push(Local { name: c.iter_var.clone(), info: single });
+                self.locals.push(Local {
+                    name: c.iter_var.clone(),
+                    info: single,
+                });
             }
         }
         let loop_cost = self.expr(&c.loop_cond).cost;
@@ -602,11 +693,18 @@ impl Checker<'_> {
             accu.size = Some(range_count);
             accu.entry = step.entry;
         }
-        self.locals.push(Local { name: c.accu_var.clone(), info: accu });
+        self.locals.push(Local {
+            name: c.accu_var.clone(),
+            info: accu,
+        });
         let result = self.expr(&c.result);
         self.locals.truncate(depth);
 
-        let cost = range.cost.add(init.cost).add(range_count.mul(step.cost.add(loop_cost))).add(result.cost);
+        let cost = range
+            .cost
+            .add(init.cost)
+            .add(range_count.mul(step.cost.add(loop_cost)))
+            .add(result.cost);
         let mut info = Info::new(result.ty, cost);
         if matches!(c.accu_init.expr, Expr::List(_) | Expr::Map(_)) {
             info.size = Some(range_count);
@@ -630,18 +728,33 @@ impl Checker<'_> {
         info
     }
 
-    fn no_overload(&mut self, hint: Hint<'_>, function: &str, target: Option<&Info>, args: &[Info]) {
-        let list = args.iter().map(|a| a.ty.name()).collect::<Vec<_>>().join(", ");
+    fn no_overload(
+        &mut self,
+        hint: Hint<'_>,
+        function: &str,
+        target: Option<&Info>,
+        args: &[Info],
+    ) {
+        let list = args
+            .iter()
+            .map(|a| a.ty.name())
+            .collect::<Vec<_>>()
+            .join(", ");
         let applied = match target {
             Some(t) => format!("{}.({list})", t.ty.name()),
             None => format!("({list})"),
         };
-        self.error(hint, format!("found no matching overload for '{function}' applied to '{applied}'"));
+        self.error(
+            hint,
+            format!("found no matching overload for '{function}' applied to '{applied}'"),
+        );
     }
 
     fn call(&mut self, name: &str, target: Option<Info>, args: Vec<Info>) -> Info {
-        let arg_cost =
-            args.iter().fold(target.as_ref().map_or(Estimate::fixed(0), |t| t.cost), |acc, a| acc.add(a.cost));
+        let arg_cost = args.iter().fold(
+            target.as_ref().map_or(Estimate::fixed(0), |t| t.cost),
+            |acc, a| acc.add(a.cost),
+        );
         let op_hint = |name: &str| -> &'static str {
             match name {
                 operators::ADD => "+",
@@ -672,11 +785,17 @@ impl Checker<'_> {
                         break;
                     }
                 }
-                let cost = Estimate { min: lhs.cost.min, max: lhs.cost.max.saturating_add(rhs.cost.max) };
+                let cost = Estimate {
+                    min: lhs.cost.min,
+                    max: lhs.cost.max.saturating_add(rhs.cost.max),
+                };
                 Info::new(Ty::Bool, cost)
             }
             (operators::LOGICAL_NOT | operators::NOT_STRICTLY_FALSE, [arg]) => {
-                if name == operators::LOGICAL_NOT && !arg.ty.lenient() && !matches!(arg.ty, Ty::Bool) {
+                if name == operators::LOGICAL_NOT
+                    && !arg.ty.lenient()
+                    && !matches!(arg.ty, Ty::Bool)
+                {
                     self.no_overload(Hint::Op("!"), name, None, &args);
                 }
                 Info::new(Ty::Bool, arg_cost.add(Estimate::fixed(1)))
@@ -695,7 +814,13 @@ impl Checker<'_> {
                 }
                 Info::new(Ty::Bool, self.traversal_cost(lhs, rhs).add(arg_cost))
             }
-            (operators::LESS | operators::LESS_EQUALS | operators::GREATER | operators::GREATER_EQUALS, [lhs, rhs]) => {
+            (
+                operators::LESS
+                | operators::LESS_EQUALS
+                | operators::GREATER
+                | operators::GREATER_EQUALS,
+                [lhs, rhs],
+            ) => {
                 let orderable = |t: &Ty| {
                     t.lenient()
                         || matches!(
@@ -727,7 +852,10 @@ impl Checker<'_> {
                 Info::new(Ty::Bool, cost.add(arg_cost))
             }
             (operators::ADD, [lhs, rhs]) => self.add(lhs, rhs, arg_cost, &args),
-            (operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO, [lhs, rhs]) => {
+            (
+                operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO,
+                [lhs, rhs],
+            ) => {
                 let ty = match (&lhs.ty, &rhs.ty) {
                     (a, _) if a.lenient() => rhs.ty.clone(),
                     (_, b) if b.lenient() => lhs.ty.clone(),
@@ -759,16 +887,28 @@ impl Checker<'_> {
                         if !index.ty.lenient() && !matches!(index.ty, Ty::Int | Ty::Uint) {
                             self.no_overload(Hint::Op("["), name, None, &args);
                         }
-                        ((**item).clone(), Some(Seg::Items), container.entry.and_then(|e| e.1))
+                        (
+                            (**item).clone(),
+                            Some(Seg::Items),
+                            container.entry.and_then(|e| e.1),
+                        )
                     }
-                    Ty::Map(_, v) => ((**v).clone(), Some(Seg::Values), container.entry.and_then(|e| e.1)),
+                    Ty::Map(_, v) => (
+                        (**v).clone(),
+                        Some(Seg::Values),
+                        container.entry.and_then(|e| e.1),
+                    ),
                     t if t.lenient() || matches!(t, Ty::Object(_)) => (Ty::Unknown, None, None),
                     _ => {
                         self.no_overload(Hint::Op("["), name, None, &args);
                         (Ty::Unknown, None, None)
                     }
                 };
-                let ty = if optional || via_optional { Ty::Optional(Box::new(ty)) } else { ty };
+                let ty = if optional || via_optional {
+                    Ty::Optional(Box::new(ty))
+                } else {
+                    ty
+                };
                 let mut info = Info::new(ty, arg_cost.add(Estimate::fixed(1)));
                 info.size = entry_size;
                 info.path = match (&container.path, seg) {
@@ -801,7 +941,11 @@ impl Checker<'_> {
         let r = self.size_or_unknown(rhs);
         let smallest_max = l.max.min(r.max);
         let min = if smallest_max > 0 { 1 } else { 0 };
-        Estimate { min, max: smallest_max }.factor(STRING_TRAVERSAL_FACTOR)
+        Estimate {
+            min,
+            max: smallest_max,
+        }
+        .factor(STRING_TRAVERSAL_FACTOR)
     }
 
     fn add(&mut self, lhs: &Info, rhs: &Info, arg_cost: Estimate, args: &[Info]) -> Info {
@@ -811,7 +955,10 @@ impl Checker<'_> {
             (Ty::List(a), Ty::List(b)) => Ty::List(Box::new(a.join(b))),
             (a, b)
                 if a.same_kind(b)
-                    && matches!(a, Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes | Ty::Duration) =>
+                    && matches!(
+                        a,
+                        Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes | Ty::Duration
+                    ) =>
             {
                 a.clone()
             }
@@ -824,8 +971,11 @@ impl Checker<'_> {
         match ty {
             Ty::String | Ty::Bytes | Ty::List(_) => {
                 let size = self.size_or_unknown(lhs).add(self.size_or_unknown(rhs));
-                let cost =
-                    if matches!(ty, Ty::List(_)) { Estimate::fixed(1) } else { size.factor(STRING_TRAVERSAL_FACTOR) };
+                let cost = if matches!(ty, Ty::List(_)) {
+                    Estimate::fixed(1)
+                } else {
+                    size.factor(STRING_TRAVERSAL_FACTOR)
+                };
                 let mut info = Info::new(ty, cost.add(arg_cost));
                 info.size = Some(size);
                 info.entry = match (lhs.entry, rhs.entry) {
@@ -841,12 +991,21 @@ impl Checker<'_> {
     }
 
     /// Functions and methods: their result type and cost.
-    fn function(&mut self, name: &str, target: Option<Info>, args: Vec<Info>, arg_cost: Estimate) -> Info {
+    fn function(
+        &mut self,
+        name: &str,
+        target: Option<Info>,
+        args: Vec<Info>,
+        arg_cost: Estimate,
+    ) -> Info {
         let t = target.as_ref();
         let tty = t.map(|t| &t.ty);
         let arg_tys: Vec<&Ty> = args.iter().map(|a| &a.ty).collect();
         let target_size = t.map_or(Estimate::UNKNOWN, |t| self.size_or_unknown(t));
-        let arg_size = |i: usize| args.get(i).map_or(Estimate::UNKNOWN, |a| self.size_or_unknown(a));
+        let arg_size = |i: usize| {
+            args.get(i)
+                .map_or(Estimate::UNKNOWN, |a| self.size_or_unknown(a))
+        };
         let traverse_target = target_size.factor(STRING_TRAVERSAL_FACTOR);
         let one = Estimate::fixed(1);
         let is_string = |t: Option<&Ty>| t.is_some_and(|t| t.lenient() || matches!(t, Ty::String));
@@ -859,17 +1018,26 @@ impl Checker<'_> {
         let (ty, cost, size): (Option<Ty>, Estimate, Option<Estimate>) = match name {
             "size" => {
                 let subject = tty.or(arg_tys.first().copied());
-                let ok = subject
-                    .is_some_and(|s| s.lenient() || matches!(s, Ty::String | Ty::Bytes | Ty::List(_) | Ty::Map(..)));
+                let ok = subject.is_some_and(|s| {
+                    s.lenient() || matches!(s, Ty::String | Ty::Bytes | Ty::List(_) | Ty::Map(..))
+                });
                 (ok.then_some(Ty::Int), one, None)
             }
             "contains" if is_string(tty) && args.len() == 1 => {
                 let ok = is_string(arg_tys.first().copied());
-                (ok.then_some(Ty::Bool), traverse_target.mul(arg_size(0).factor(STRING_TRAVERSAL_FACTOR)), None)
+                (
+                    ok.then_some(Ty::Bool),
+                    traverse_target.mul(arg_size(0).factor(STRING_TRAVERSAL_FACTOR)),
+                    None,
+                )
             }
             "startsWith" | "endsWith" => {
                 let ok = is_string(tty) && args.len() == 1 && is_string(arg_tys.first().copied());
-                (ok.then_some(Ty::Bool), arg_size(0).factor(STRING_TRAVERSAL_FACTOR), None)
+                (
+                    ok.then_some(Ty::Bool),
+                    arg_size(0).factor(STRING_TRAVERSAL_FACTOR),
+                    None,
+                )
             }
             "matches" => {
                 let (subject, regex) = match (t, args.as_slice()) {
@@ -877,21 +1045,25 @@ impl Checker<'_> {
                     (None, [s, r]) => (Some(s), Some(r)),
                     _ => (None, None),
                 };
-                let ok =
-                    subject.is_some_and(|s| is_string(Some(&s.ty))) && regex.is_some_and(|r| is_string(Some(&r.ty)));
+                let ok = subject.is_some_and(|s| is_string(Some(&s.ty)))
+                    && regex.is_some_and(|r| is_string(Some(&r.ty)));
                 let str_cost = subject
                     .map_or(Estimate::UNKNOWN, |s| self.size_or_unknown(s))
                     .add(one)
                     .factor(STRING_TRAVERSAL_FACTOR);
-                let regex_cost =
-                    regex.map_or(Estimate::UNKNOWN, |r| self.size_or_unknown(r)).factor(REGEX_LENGTH_FACTOR);
+                let regex_cost = regex
+                    .map_or(Estimate::UNKNOWN, |r| self.size_or_unknown(r))
+                    .factor(REGEX_LENGTH_FACTOR);
                 (ok.then_some(Ty::Bool), str_cost.mul(regex_cost), None)
             }
             "find" if is_string(tty) => {
                 let regex_cost = arg_size(0).factor(REGEX_LENGTH_FACTOR);
                 (
                     Some(Ty::String),
-                    target_size.add(one).factor(STRING_TRAVERSAL_FACTOR).mul(regex_cost),
+                    target_size
+                        .add(one)
+                        .factor(STRING_TRAVERSAL_FACTOR)
+                        .mul(regex_cost),
                     Some(target_size),
                 )
             }
@@ -899,7 +1071,10 @@ impl Checker<'_> {
                 let regex_cost = arg_size(0).factor(REGEX_LENGTH_FACTOR);
                 (
                     Some(Ty::List(Box::new(Ty::String))),
-                    target_size.add(one).factor(STRING_TRAVERSAL_FACTOR).mul(regex_cost),
+                    target_size
+                        .add(one)
+                        .factor(STRING_TRAVERSAL_FACTOR)
+                        .mul(regex_cost),
                     Some(target_size),
                 )
             }
@@ -910,13 +1085,23 @@ impl Checker<'_> {
             "reverse" if tty.is_some_and(|t| matches!(t, Ty::String)) => {
                 (Some(Ty::String), traverse_target, Some(target_size))
             }
-            "split" => (is_string(tty).then(|| Ty::List(Box::new(Ty::String))), traverse_target, None),
+            "split" => (
+                is_string(tty).then(|| Ty::List(Box::new(Ty::String))),
+                traverse_target,
+                None,
+            ),
             "join" => (is_list(tty).then_some(Ty::String), target_size, None),
             "format" => (is_string(tty).then_some(Ty::String), traverse_target, None),
-            "strings.quote" | "jsonpatch.escapeKey" | "base64.encode" => {
-                (Some(Ty::String), arg_size(0).factor(STRING_TRAVERSAL_FACTOR), None)
-            }
-            "base64.decode" => (Some(Ty::Bytes), arg_size(0).factor(STRING_TRAVERSAL_FACTOR), None),
+            "strings.quote" | "jsonpatch.escapeKey" | "base64.encode" => (
+                Some(Ty::String),
+                arg_size(0).factor(STRING_TRAVERSAL_FACTOR),
+                None,
+            ),
+            "base64.decode" => (
+                Some(Ty::Bytes),
+                arg_size(0).factor(STRING_TRAVERSAL_FACTOR),
+                None,
+            ),
             "indexOf" | "lastIndexOf" => match tty {
                 Some(Ty::List(_)) => (Some(Ty::Int), target_size, None),
                 _ => (is_string(tty).then_some(Ty::Int), traverse_target, None),
@@ -932,10 +1117,16 @@ impl Checker<'_> {
                 };
                 (Some(ty), Estimate::fixed(args.len() as u64), None)
             }
-            "distinct" | "flatten" | "sort" | "slice" | "reverse" => {
-                (is_list(tty).then(|| tty.cloned().unwrap_or(Ty::Unknown)), target_size, Some(target_size))
-            }
-            "first" | "last" => (is_list(tty).then(|| Ty::Optional(Box::new(list_elem()))), one, None),
+            "distinct" | "flatten" | "sort" | "slice" | "reverse" => (
+                is_list(tty).then(|| tty.cloned().unwrap_or(Ty::Unknown)),
+                target_size,
+                Some(target_size),
+            ),
+            "first" | "last" => (
+                is_list(tty).then(|| Ty::Optional(Box::new(list_elem()))),
+                one,
+                None,
+            ),
             "lists.range" => (Some(Ty::List(Box::new(Ty::Int))), arg_size(0), None),
             "sets.contains" | "sets.equivalent" | "sets.intersects" => {
                 (Some(Ty::Bool), arg_size(0).mul(arg_size(1)), None)
@@ -955,33 +1146,87 @@ impl Checker<'_> {
                     Some(Ty::Bytes) => Some(arg_size(0)),
                     _ => None,
                 };
-                (Some(Ty::String), arg_size(0).factor(STRING_TRAVERSAL_FACTOR), size)
+                (
+                    Some(Ty::String),
+                    arg_size(0).factor(STRING_TRAVERSAL_FACTOR),
+                    size,
+                )
             }
-            "bytes" => (Some(Ty::Bytes), arg_size(0).factor(STRING_TRAVERSAL_FACTOR), None),
-            "dyn" => (Some(Ty::Dyn), one, args.first().and_then(|a| self.size_of(a))),
+            "bytes" => (
+                Some(Ty::Bytes),
+                arg_size(0).factor(STRING_TRAVERSAL_FACTOR),
+                None,
+            ),
+            "dyn" => (
+                Some(Ty::Dyn),
+                one,
+                args.first().and_then(|a| self.size_of(a)),
+            ),
             "type" => (Some(Ty::Type), one, None),
             "duration" => (Some(Ty::Duration), one, None),
             "timestamp" => (Some(Ty::Timestamp), one, None),
-            "getFullYear" | "getMonth" | "getDayOfYear" | "getDayOfMonth" | "getDate" | "getDayOfWeek" | "getHours"
-            | "getMinutes" | "getSeconds" | "getMilliseconds" => (Some(Ty::Int), one, None),
-            "optional.of" | "optional.ofNonZeroValue" => {
-                (Some(Ty::Optional(Box::new(arg_tys.first().map_or(Ty::Unknown, |t| (*t).clone())))), one, None)
+            "getFullYear" | "getMonth" | "getDayOfYear" | "getDayOfMonth" | "getDate"
+            | "getDayOfWeek" | "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds" => {
+                (Some(Ty::Int), one, None)
             }
+            "optional.of" | "optional.ofNonZeroValue" => (
+                Some(Ty::Optional(Box::new(
+                    arg_tys.first().map_or(Ty::Unknown, |t| (*t).clone()),
+                ))),
+                one,
+                None,
+            ),
             "optional.none" => (Some(Ty::Optional(Box::new(Ty::Unknown))), one, None),
             "hasValue" => (Some(Ty::Bool), one, None),
             "value" => (Some(optional_inner(tty)), one, None),
-            "orValue" => (Some(optional_inner(tty).join(arg_tys.first().copied().unwrap_or(&Ty::Unknown))), one, None),
+            "orValue" => (
+                Some(optional_inner(tty).join(arg_tys.first().copied().unwrap_or(&Ty::Unknown))),
+                one,
+                None,
+            ),
             "or" => (Some(tty.cloned().unwrap_or(Ty::Unknown)), one, None),
-            "url" => (Some(Ty::Opaque("URL")), arg_size(0).factor(STRING_TRAVERSAL_FACTOR), None),
-            "getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath" => (Some(Ty::String), one, None),
-            "getQuery" => (Some(Ty::Map(Box::new(Ty::String), Box::new(Ty::List(Box::new(Ty::String))))), one, None),
-            "quantity" => (Some(Ty::Opaque("Quantity")), arg_size(0).factor(STRING_TRAVERSAL_FACTOR), None),
-            "semver" => (Some(Ty::Opaque("Semver")), arg_size(0).factor(STRING_TRAVERSAL_FACTOR), None),
-            "ip" => (Some(Ty::Opaque("net.IP")), arg_size(0).factor(STRING_TRAVERSAL_FACTOR), None),
-            "cidr" => (Some(Ty::Opaque("net.CIDR")), arg_size(0).factor(STRING_TRAVERSAL_FACTOR), None),
-            "isURL" | "isQuantity" | "isSemver" | "isIP" | "isIPv4" | "isIPv6" | "isCIDR" | "isCIDRv4" | "isCIDRv6" => {
-                (Some(Ty::Bool), arg_size(0).factor(STRING_TRAVERSAL_FACTOR), None)
+            "url" => (
+                Some(Ty::Opaque("URL")),
+                arg_size(0).factor(STRING_TRAVERSAL_FACTOR),
+                None,
+            ),
+            "getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath" => {
+                (Some(Ty::String), one, None)
             }
+            "getQuery" => (
+                Some(Ty::Map(
+                    Box::new(Ty::String),
+                    Box::new(Ty::List(Box::new(Ty::String))),
+                )),
+                one,
+                None,
+            ),
+            "quantity" => (
+                Some(Ty::Opaque("Quantity")),
+                arg_size(0).factor(STRING_TRAVERSAL_FACTOR),
+                None,
+            ),
+            "semver" => (
+                Some(Ty::Opaque("Semver")),
+                arg_size(0).factor(STRING_TRAVERSAL_FACTOR),
+                None,
+            ),
+            "ip" => (
+                Some(Ty::Opaque("net.IP")),
+                arg_size(0).factor(STRING_TRAVERSAL_FACTOR),
+                None,
+            ),
+            "cidr" => (
+                Some(Ty::Opaque("net.CIDR")),
+                arg_size(0).factor(STRING_TRAVERSAL_FACTOR),
+                None,
+            ),
+            "isURL" | "isQuantity" | "isSemver" | "isIP" | "isIPv4" | "isIPv6" | "isCIDR"
+            | "isCIDRv4" | "isCIDRv6" => (
+                Some(Ty::Bool),
+                arg_size(0).factor(STRING_TRAVERSAL_FACTOR),
+                None,
+            ),
             "isGreaterThan"
             | "isLessThan"
             | "isInteger"
@@ -993,16 +1238,20 @@ impl Checker<'_> {
             | "isGlobalUnicast"
             | "containsIP"
             | "containsCIDR" => (Some(Ty::Bool), one, None),
-            "sign" | "compareTo" | "asInteger" | "major" | "minor" | "patch" | "family" | "prefixLength" => {
-                (Some(Ty::Int), one, None)
-            }
+            "sign" | "compareTo" | "asInteger" | "major" | "minor" | "patch" | "family"
+            | "prefixLength" => (Some(Ty::Int), one, None),
             "asApproximateFloat" => (Some(Ty::Double), one, None),
             "add" | "sub" => (Some(tty.cloned().unwrap_or(Ty::Unknown)), one, None),
             "masked" => (Some(Ty::Opaque("net.CIDR")), one, None),
             "validate" => (Some(Ty::Unknown), target_size, None),
-            n if n.starts_with("format.") || n.starts_with("math.") => (Some(Ty::Unknown), one, None),
+            n if n.starts_with("format.") || n.starts_with("math.") => {
+                (Some(Ty::Unknown), one, None)
+            }
             _ => {
-                self.error(Hint::Call(name), format!("undeclared reference to '{name}' (in container '')"));
+                self.error(
+                    Hint::Call(name),
+                    format!("undeclared reference to '{name}' (in container '')"),
+                );
                 return Info::new(Ty::Unknown, arg_cost.add(one));
             }
         };
@@ -1039,7 +1288,10 @@ fn literal(lit: &LiteralValue) -> Info {
         LiteralValue::UInt(_) => (Ty::Uint, None),
         LiteralValue::Double(_) => (Ty::Double, None),
         LiteralValue::Null => (Ty::Null, None),
-        LiteralValue::String(s) => (Ty::String, Some(Estimate::fixed(s.inner().chars().count() as u64))),
+        LiteralValue::String(s) => (
+            Ty::String,
+            Some(Estimate::fixed(s.inner().chars().count() as u64)),
+        ),
         LiteralValue::Bytes(b) => (Ty::Bytes, Some(Estimate::fixed(b.inner().len() as u64))),
     };
     let mut info = Info::new(ty, zero);
@@ -1064,7 +1316,9 @@ fn tokenize(source: &str) -> Vec<Token<'_>> {
         if c.is_ascii_whitespace() {
             i += 1;
         } else if c == b'"' || c == b'\'' {
-            let triple = bytes.get(i..i + 3).is_some_and(|t| t.iter().all(|&b| b == c));
+            let triple = bytes
+                .get(i..i + 3)
+                .is_some_and(|t| t.iter().all(|&b| b == c));
             let quote_len = if triple { 3 } else { 1 };
             let mut j = i + quote_len;
             while j < bytes.len() {
@@ -1072,7 +1326,12 @@ fn tokenize(source: &str) -> Vec<Token<'_>> {
                     j += 2;
                     continue;
                 }
-                if bytes[j] == c && (!triple || bytes.get(j..j + 3).is_some_and(|t| t.iter().all(|&b| b == c))) {
+                if bytes[j] == c
+                    && (!triple
+                        || bytes
+                            .get(j..j + 3)
+                            .is_some_and(|t| t.iter().all(|&b| b == c)))
+                {
                     j += quote_len;
                     break;
                 }
@@ -1084,11 +1343,22 @@ fn tokenize(source: &str) -> Vec<Token<'_>> {
             while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
                 i += 1;
             }
-            tokens.push(Token { text: &source[start..i], offset: start });
+            tokens.push(Token {
+                text: &source[start..i],
+                offset: start,
+            });
         } else {
             let two = source.get(i..i + 2).unwrap_or("");
-            let len = if matches!(two, "==" | "!=" | "<=" | ">=" | "&&" | "||") { 2 } else { 1 };
-            let len = if source.is_char_boundary(i + len) { len } else { 1 };
+            let len = if matches!(two, "==" | "!=" | "<=" | ">=" | "&&" | "||") {
+                2
+            } else {
+                1
+            };
+            let len = if source.is_char_boundary(i + len) {
+                len
+            } else {
+                1
+            };
             let end = (i + len).min(source.len());
             if let Some(text) = source.get(i..end) {
                 tokens.push(Token { text, offset: i });
@@ -1113,10 +1383,16 @@ fn locate(source: &str, hint: &Hint<'_>) -> usize {
             .enumerate()
             .find(|(i, t)| t.text == *name && (*i == 0 || tokens[i - 1].text != "."))
             .map(|(_, t)| t.offset),
-        Hint::Field(name) => tokens.windows(2).find(|w| w[0].text == "." && w[1].text == *name).map(|w| w[0].offset),
+        Hint::Field(name) => tokens
+            .windows(2)
+            .find(|w| w[0].text == "." && w[1].text == *name)
+            .map(|w| w[0].offset),
         Hint::Call(name) => {
             let short = name.rsplit('.').next().unwrap_or(name);
-            tokens.windows(2).find(|w| w[0].text == short && w[1].text == "(").map(|w| w[1].offset)
+            tokens
+                .windows(2)
+                .find(|w| w[0].text == short && w[1].text == "(")
+                .map(|w| w[1].offset)
         }
         Hint::Op(op) => tokens.iter().find(|t| t.text == *op).map(|t| t.offset),
     };
@@ -1129,9 +1405,15 @@ pub fn format_issue(source: &str, offset: usize, message: &str) -> String {
     let before = source.get(..offset).unwrap_or("");
     let line_no = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = source.get(line_start..offset).map_or(0, |s| s.chars().count());
+    let column = source
+        .get(line_start..offset)
+        .map_or(0, |s| s.chars().count());
     let line = source[line_start..].lines().next().unwrap_or("");
-    format!("ERROR: <input>:{line_no}:{}: {message}\n | {line}\n | {}^", column + 1, ".".repeat(column))
+    format!(
+        "ERROR: <input>:{line_no}:{}: {message}\n | {line}\n | {}^",
+        column + 1,
+        ".".repeat(column)
+    )
 }
 
 #[cfg(test)]
@@ -1144,7 +1426,10 @@ mod tests {
     fn run(schema: serde_json::Value, rule: &str) -> Checked {
         let schema = Schema::parse(&schema);
         let decl = decl_type(&schema, false).expect("visible");
-        let expr = Parser::new().enable_optional_syntax(true).parse(rule).expect("parses");
+        let expr = Parser::new()
+            .enable_optional_syntax(true)
+            .parse(rule)
+            .expect("parses");
         check(&expr, rule, &decl, false, &SchemaSizes { root: &decl })
     }
 
@@ -1162,18 +1447,37 @@ mod tests {
         let c = run(object(), "self.replicas > 0 && self.name.startsWith('a')");
         assert!(c.errors.is_empty(), "{:?}", c.errors);
         assert!(matches!(c.ty, Ty::Bool));
-        let c = run(object(), "self.tags.all(t, t.size() < 5) && self.tags.map(t, t.size()).sum() < 10");
+        let c = run(
+            object(),
+            "self.tags.all(t, t.size() < 5) && self.tags.map(t, t.size()).sum() < 10",
+        );
         assert!(c.errors.is_empty(), "{:?}", c.errors);
         assert!(!c.uses_old_self);
         assert!(run(object(), "self.replicas == oldSelf.replicas").uses_old_self);
-        assert!(run(object(), "type(self.ios) == string ? self.ios.endsWith('%') : self.ios < 5").errors.is_empty());
-        assert!(run(object(), "cel.bind(n, self.name, n.size() < 5 && n != 'x')").errors.is_empty());
+        assert!(
+            run(
+                object(),
+                "type(self.ios) == string ? self.ios.endsWith('%') : self.ios < 5"
+            )
+            .errors
+            .is_empty()
+        );
+        assert!(
+            run(object(), "cel.bind(n, self.name, n.size() < 5 && n != 'x')")
+                .errors
+                .is_empty()
+        );
     }
 
     #[test]
     fn reports_errors_like_cel_go() {
         let c = run(object(), "self.foo == 1");
-        assert_eq!(c.errors, vec!["ERROR: <input>:1:5: undefined field 'foo'\n | self.foo == 1\n | ....^".to_string()]);
+        assert_eq!(
+            c.errors,
+            vec![
+                "ERROR: <input>:1:5: undefined field 'foo'\n | self.foo == 1\n | ....^".to_string()
+            ]
+        );
         let c = run(object(), "self.replicas + 'a' == 1");
         assert!(
             c.errors[0].contains("found no matching overload for '_+_' applied to '(int, string)'"),
@@ -1186,7 +1490,8 @@ mod tests {
         assert!(c.errors[0].contains("undeclared reference to 'frobnicate'"));
         let c = run(object(), "self.replicas.startsWith('a')");
         assert!(
-            c.errors[0].contains("found no matching overload for 'startsWith' applied to 'int.(string)'"),
+            c.errors[0]
+                .contains("found no matching overload for 'startsWith' applied to 'int.(string)'"),
             "{:?}",
             c.errors
         );
@@ -1196,9 +1501,15 @@ mod tests {
     fn estimates_costs_from_bounds() {
         let bounded = run(object(), "self.tags.all(x, self.tags.exists(y, x == y))");
         assert!(bounded.cost.max < 1000, "{:?}", bounded.cost);
-        let unbounded =
-            run(json!({"type": "array", "items": {"type": "string"}}), "self.all(x, self.exists(y, x == y))");
-        assert!(unbounded.cost.max > 1_000_000_000_000, "{:?}", unbounded.cost);
+        let unbounded = run(
+            json!({"type": "array", "items": {"type": "string"}}),
+            "self.all(x, self.exists(y, x == y))",
+        );
+        assert!(
+            unbounded.cost.max > 1_000_000_000_000,
+            "{:?}",
+            unbounded.cost
+        );
         let literal = run(object(), "['a', 'b'].exists(p, self.name.startsWith(p))");
         assert!(literal.cost.max < 100, "{:?}", literal.cost);
     }

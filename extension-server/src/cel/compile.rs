@@ -20,7 +20,9 @@ use kube_cel::cel::parser::Parser;
 use serde_json::Value;
 
 use super::check::{Checked, SchemaSizes, Ty, check, format_issue};
-use super::schema::{DeclType, MAX_REQUEST_SIZE_BYTES, RawRule, Schema, decl_type, valid_field_path};
+use super::schema::{
+    DeclType, MAX_REQUEST_SIZE_BYTES, RawRule, Schema, decl_type, valid_field_path,
+};
 
 /// Largest estimated cost of one rule, times how often it can run
 /// (kube's `StaticEstimatedCostLimit`).
@@ -30,8 +32,12 @@ pub const STATIC_ESTIMATED_COST_LIMIT: u64 = 10_000_000;
 pub const STATIC_ESTIMATED_CRD_COST_LIMIT: u64 = 100_000_000;
 
 /// The `reason` values a rule may name.
-const SUPPORTED_REASONS: [&str; 4] =
-    ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
+const SUPPORTED_REASONS: [&str; 4] = [
+    "FieldValueDuplicate",
+    "FieldValueForbidden",
+    "FieldValueInvalid",
+    "FieldValueRequired",
+];
 
 /// One compiled `x-kubernetes-validations` entry.
 #[derive(Debug)]
@@ -68,22 +74,28 @@ pub struct Validator {
 /// Parses a CEL expression as kube does (optional syntax enabled), with
 /// errors formatted as cel-go formats them.
 pub fn parse(source: &str) -> Result<IdedExpr, String> {
-    Parser::new().enable_optional_syntax(true).parse(source).map_err(|errors| {
-        let issues: Vec<String> = errors
-            .errors
-            .iter()
-            .map(|e| {
-                let (line, column) = (e.pos.0.max(1) as usize, e.pos.1.max(1) as usize);
-                let offset: usize = source.split_inclusive('\n').take(line - 1).map(str::len).sum::<usize>()
-                    + source
-                        .lines()
-                        .nth(line - 1)
-                        .map_or(0, |l| l.char_indices().nth(column - 1).map_or(l.len(), |(i, _)| i));
-                format_issue(source, offset, &e.msg)
-            })
-            .collect();
-        issues.join("\n")
-    })
+    Parser::new()
+        .enable_optional_syntax(true)
+        .parse(source)
+        .map_err(|errors| {
+            let issues: Vec<String> = errors
+                .errors
+                .iter()
+                .map(|e| {
+                    let (line, column) = (e.pos.0.max(1) as usize, e.pos.1.max(1) as usize);
+                    let offset: usize = source
+                        .split_inclusive('\n')
+                        .take(line - 1)
+                        .map(str::len)
+                        .sum::<usize>()
+                        + source.lines().nth(line - 1).map_or(0, |l| {
+                            l.char_indices().nth(column - 1).map_or(l.len(), |(i, _)| i)
+                        });
+                    format_issue(source, offset, &e.msg)
+                })
+                .collect();
+            issues.join("\n")
+        })
 }
 
 /// A rule's cost that counts toward the CRD total, by field path.
@@ -114,8 +126,17 @@ struct Place<'a> {
 
 impl Compiler {
     /// Compiles a whole schema found at `path` (e.g. `spec.versions[0].schema.openAPIV3Schema`).
-    pub fn compile(mut self, schema: &Schema, path: &str) -> Result<Option<Validator>, Vec<FieldError>> {
-        let place = Place { path, is_resource_root: true, cardinality: Some(1), uncorrelatable: None };
+    pub fn compile(
+        mut self,
+        schema: &Schema,
+        path: &str,
+    ) -> Result<Option<Validator>, Vec<FieldError>> {
+        let place = Place {
+            path,
+            is_resource_root: true,
+            cardinality: Some(1),
+            uncorrelatable: None,
+        };
         let validator = self.node(schema, place);
         if self.total > STATIC_ESTIMATED_CRD_COST_LIMIT {
             for expensive in &self.most_expensive {
@@ -135,7 +156,11 @@ impl Compiler {
         }
         let mut errors = self.schema_errors;
         errors.extend(self.cel_errors);
-        if errors.is_empty() { Ok(validator) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(validator)
+        } else {
+            Err(errors)
+        }
     }
 
     fn observe(&mut self, path: String, cost: u64) {
@@ -144,7 +169,8 @@ impl Compiler {
             return;
         }
         self.most_expensive.push(RuleCost { path, cost });
-        self.most_expensive.sort_by_key(|c| std::cmp::Reverse(c.cost));
+        self.most_expensive
+            .sort_by_key(|c| std::cmp::Reverse(c.cost));
         self.most_expensive.truncate(4);
     }
 
@@ -152,11 +178,15 @@ impl Compiler {
         let schema_errors_before = self.schema_errors.len();
         // How many children each occurrence of this node holds.
         let child_factor = match schema.ty.as_str() {
-            "object" if schema.additional_properties.is_some() => schema.max_properties.map(|n| n.max(0) as u64),
+            "object" if schema.additional_properties.is_some() => {
+                schema.max_properties.map(|n| n.max(0) as u64)
+            }
             "array" => schema.max_items.map(|n| n.max(0) as u64),
             _ => Some(1),
         };
-        let child_cardinality = place.cardinality.and_then(|c| child_factor.map(|f| c.saturating_mul(f)));
+        let child_cardinality = place
+            .cardinality
+            .and_then(|c| child_factor.map(|f| c.saturating_mul(f)));
 
         let additional_properties = schema.additional_properties.as_ref().and_then(|child| {
             let path = format!("{}.additionalProperties", place.path);
@@ -168,7 +198,10 @@ impl Compiler {
             };
             self.node(child, child_place).map(Box::new)
         });
-        let correlatable_map = matches!(schema.map_type.as_deref(), None | Some("granular") | Some("atomic"));
+        let correlatable_map = matches!(
+            schema.map_type.as_deref(),
+            None | Some("granular") | Some("atomic")
+        );
         let mut properties = Vec::new();
         for (name, child) in &schema.properties {
             let path = format!("{}.properties[{name}]", place.path);
@@ -205,7 +238,11 @@ impl Compiler {
 
         self.rule_shapes(schema, place.path);
         let mut rules = Vec::new();
-        let value_schema = if place.is_resource_root { schema.with_type_and_object_meta() } else { schema.clone() };
+        let value_schema = if place.is_resource_root {
+            schema.with_type_and_object_meta()
+        } else {
+            schema.clone()
+        };
         let decl = decl_type(schema, place.is_resource_root);
         if !schema.rules.is_empty() && self.schema_errors.len() == schema_errors_before {
             match &decl {
@@ -217,10 +254,21 @@ impl Compiler {
                 )),
             }
         }
-        if rules.is_empty() && properties.is_empty() && items.is_none() && additional_properties.is_none() {
+        if rules.is_empty()
+            && properties.is_empty()
+            && items.is_none()
+            && additional_properties.is_none()
+        {
             return None;
         }
-        Some(Validator { schema: value_schema, decl, rules, properties, items, additional_properties })
+        Some(Validator {
+            schema: value_schema,
+            decl,
+            rules,
+            properties,
+            items,
+            additional_properties,
+        })
     }
 
     /// The shape checks kube makes on each entry before compiling any.
@@ -230,7 +278,8 @@ impl Compiler {
             let trimmed_rule = rule.rule.trim();
             let trimmed_message = rule.message.trim();
             if trimmed_rule.is_empty() {
-                self.schema_errors.push(FieldError::required(at("rule"), "rule is not specified"));
+                self.schema_errors
+                    .push(FieldError::required(at("rule"), "rule is not specified"));
             } else if !rule.message.is_empty() && trimmed_message.is_empty() {
                 self.schema_errors.push(FieldError::invalid(
                     at("message"),
@@ -258,7 +307,11 @@ impl Compiler {
             if let Some(reason) = &rule.reason
                 && !SUPPORTED_REASONS.contains(&reason.as_str())
             {
-                self.schema_errors.push(FieldError::not_supported(at("reason"), reason.clone(), &SUPPORTED_REASONS));
+                self.schema_errors.push(FieldError::not_supported(
+                    at("reason"),
+                    reason.clone(),
+                    &SUPPORTED_REASONS,
+                ));
             }
             if !rule.field_path.is_empty() && rule.field_path.trim().is_empty() {
                 self.schema_errors.push(FieldError::invalid(
@@ -285,7 +338,12 @@ impl Compiler {
     }
 
     /// Compiles the rules of one well-formed node.
-    fn rules(&mut self, schema: &Schema, decl: &Arc<DeclType>, place: &Place<'_>) -> Vec<CompiledRule> {
+    fn rules(
+        &mut self,
+        schema: &Schema,
+        decl: &Arc<DeclType>,
+        place: &Place<'_>,
+    ) -> Vec<CompiledRule> {
         let mut compiled = Vec::new();
         // How many times a rule here can run when no bound is declared above it.
         let max_cardinality = MAX_REQUEST_SIZE_BYTES / (decl.min_size + 1);
@@ -307,9 +365,17 @@ impl Compiler {
                 Err(issues) => (None, None, Some(format!("compilation failed: {issues}"))),
             };
             // A rule that failed to compile costs nothing (kube reports the compile error only).
-            let base_cost = if error.is_none() { checked.as_ref().map_or(0, |c| c.cost.max) } else { 0 };
+            let base_cost = if error.is_none() {
+                checked.as_ref().map_or(0, |c| c.cost.max)
+            } else {
+                0
+            };
             let times = place.cardinality.unwrap_or(max_cardinality);
-            let cost = if base_cost == 0 { 0 } else { base_cost.saturating_mul(times) };
+            let cost = if base_cost == 0 {
+                0
+            } else {
+                base_cost.saturating_mul(times)
+            };
             if cost > STATIC_ESTIMATED_COST_LIMIT {
                 self.cel_errors.push(FieldError::forbidden(
                     at("rule"),
@@ -318,9 +384,14 @@ impl Compiler {
             }
             self.observe(at("rule"), cost);
             if let Some(error) = &error {
-                self.cel_errors.push(FieldError::invalid(at("rule"), rule.raw.clone(), error.clone()));
+                self.cel_errors.push(FieldError::invalid(
+                    at("rule"),
+                    rule.raw.clone(),
+                    error.clone(),
+                ));
             }
-            let uses_old_self = error.is_none() && checked.as_ref().is_some_and(|c| c.uses_old_self);
+            let uses_old_self =
+                error.is_none() && checked.as_ref().is_some_and(|c| c.uses_old_self);
 
             let mut message_expression = None;
             if error.is_none() && !rule.message_expression.is_empty() {
@@ -373,8 +444,9 @@ impl Compiler {
             }
 
             if let (Some(program), None) = (program, error) {
-                let field_path =
-                    (!rule.field_path.is_empty()).then(|| valid_field_path(&rule.field_path, schema).ok()).flatten();
+                let field_path = (!rule.field_path.is_empty())
+                    .then(|| valid_field_path(&rule.field_path, schema).ok())
+                    .flatten();
                 compiled.push(CompiledRule {
                     rule: rule.clone(),
                     program,
@@ -395,8 +467,18 @@ fn compile_expression(
     optional_old_self: bool,
 ) -> Result<(IdedExpr, Checked), String> {
     let program = parse(source)?;
-    let checked = check(&program, source, decl, optional_old_self, &SchemaSizes { root: decl });
-    if checked.errors.is_empty() { Ok((program, checked)) } else { Err(checked.errors.join("\n")) }
+    let checked = check(
+        &program,
+        source,
+        decl,
+        optional_old_self,
+        &SchemaSizes { root: decl },
+    );
+    if checked.errors.is_empty() {
+        Ok((program, checked))
+    } else {
+        Err(checked.errors.join("\n"))
+    }
 }
 
 fn has_newlines(s: &str) -> bool {

@@ -12,7 +12,18 @@ use kube_cel::cel::common::ast::Expr;
 use kube_cel::cel::{Context, ExecutionError, FunctionContext, Value};
 
 /// Type names usable as values (`type(x) == string`).
-const TYPE_NAMES: &[&str] = &["int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"];
+const TYPE_NAMES: &[&str] = &[
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+];
 
 static LIBRARY: LazyLock<Context<'static>> = LazyLock::new(|| {
     let mut ctx = Context::default().with_all();
@@ -51,8 +62,12 @@ fn dyn_of(_: &FunctionContext, v: Value) -> Result<Value, ExecutionError> {
 fn bool_of(ftx: &FunctionContext, v: Value) -> Result<Value, ExecutionError> {
     match &v {
         Value::Bool(_) => Ok(v),
-        Value::String(s) if matches!(s.as_str(), "true" | "TRUE" | "True" | "t" | "1") => Ok(Value::Bool(true)),
-        Value::String(s) if matches!(s.as_str(), "false" | "FALSE" | "False" | "f" | "0") => Ok(Value::Bool(false)),
+        Value::String(s) if matches!(s.as_str(), "true" | "TRUE" | "True" | "t" | "1") => {
+            Ok(Value::Bool(true))
+        }
+        Value::String(s) if matches!(s.as_str(), "false" | "FALSE" | "False" | "f" | "0") => {
+            Ok(Value::Bool(false))
+        }
         other => Err(ftx.error(format!("type conversion error from '{other:?}' to 'bool'"))),
     }
 }
@@ -92,27 +107,54 @@ mod tests {
     use kube_cel::cel::parser::Parser;
 
     fn eval(expr: &str) -> Value {
-        let parsed = Parser::new().enable_optional_syntax(true).parse(expr).expect("parses");
+        let parsed = Parser::new()
+            .enable_optional_syntax(true)
+            .parse(expr)
+            .expect("parses");
         Value::resolve(&parsed, &library().new_inner_scope()).expect("evaluates")
     }
 
     #[test]
     fn has_kube_functions() {
         assert_eq!(eval("[1, 2, 3].isSorted()"), Value::Bool(true));
-        assert_eq!(eval("[1, 2, 3].sum() == 6 && [4, 2].min() == 2 && [4, 2].max() == 4"), Value::Bool(true));
-        assert_eq!(eval("['a', 'b'].indexOf('b') == 1 && 'abcabc'.lastIndexOf('c') == 5"), Value::Bool(true));
-        assert_eq!(eval("'ABC'.lowerAscii() == 'abc' && 'abc'.upperAscii() == 'ABC'"), Value::Bool(true));
-        assert_eq!(eval("'abc'.matches('^a') && 'abc'.contains('b')"), Value::Bool(true));
-        assert_eq!(eval("url('https://example.com/x').getHost() == 'example.com'"), Value::Bool(true));
-        assert_eq!(eval("quantity('1Gi').isGreaterThan(quantity('500Mi'))"), Value::Bool(true));
+        assert_eq!(
+            eval("[1, 2, 3].sum() == 6 && [4, 2].min() == 2 && [4, 2].max() == 4"),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval("['a', 'b'].indexOf('b') == 1 && 'abcabc'.lastIndexOf('c') == 5"),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval("'ABC'.lowerAscii() == 'abc' && 'abc'.upperAscii() == 'ABC'"),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval("'abc'.matches('^a') && 'abc'.contains('b')"),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval("url('https://example.com/x').getHost() == 'example.com'"),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval("quantity('1Gi').isGreaterThan(quantity('500Mi'))"),
+            Value::Bool(true)
+        );
     }
 
     #[test]
     fn has_type_values() {
-        assert_eq!(eval("type(1) == int && type('a') == string && type(1) != string"), Value::Bool(true));
+        assert_eq!(
+            eval("type(1) == int && type('a') == string && type(1) != string"),
+            Value::Bool(true)
+        );
         assert_eq!(eval("type('int') == int"), Value::Bool(false));
         assert_eq!(eval("dyn(1) == 1"), Value::Bool(true));
         assert_eq!(eval("optional.none().hasValue()"), Value::Bool(false));
-        assert_eq!(eval("cel.bind(x, [1, 2], x.size() == 2 && x[1] == 2)"), Value::Bool(true));
+        assert_eq!(
+            eval("cel.bind(x, [1, 2], x.size() == 2 && x[1] == 2)"),
+            Value::Bool(true)
+        );
     }
 }

@@ -100,11 +100,18 @@ mod tests {
     }
 
     fn render(errors: &[FieldError]) -> String {
-        errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+        errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 
     fn check(rules: &CompiledRules, new: Value, old: Option<Value>) -> Vec<String> {
-        validate(rules, &new, old.as_ref()).iter().map(ToString::to_string).collect()
+        validate(rules, &new, old.as_ref())
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     fn replicas_schema() -> Value {
@@ -184,19 +191,34 @@ mod tests {
     #[test]
     fn docs_replicas_rule() {
         let rules = compiled(replicas_schema());
-        assert!(check(&rules, json!({"spec": {"minReplicas": 1, "replicas": 2, "maxReplicas": 3}}), None).is_empty());
+        assert!(
+            check(
+                &rules,
+                json!({"spec": {"minReplicas": 1, "replicas": 2, "maxReplicas": 3}}),
+                None
+            )
+            .is_empty()
+        );
         assert_eq!(
-            check(&rules, json!({"spec": {"minReplicas": 1, "replicas": 5, "maxReplicas": 3}}), None),
-            vec![r#"spec: Invalid value: "object": replicas should be in between minReplicas and maxReplicas."#]
+            check(
+                &rules,
+                json!({"spec": {"minReplicas": 1, "replicas": 5, "maxReplicas": 3}}),
+                None
+            ),
+            vec![
+                r#"spec: Invalid value: "object": replicas should be in between minReplicas and maxReplicas."#
+            ]
         );
         // A missing field is a runtime error, as in kube.
         let missing = check(&rules, json!({"spec": {"replicas": 5}}), None);
         assert_eq!(missing.len(), 1);
-        assert!(missing[0].starts_with(r#"spec: Invalid value: "object": no such key: m"#), "{missing:?}");
         assert!(
-            missing[0]
-                .ends_with("Replicas evaluating rule: replicas should be in between minReplicas and maxReplicas.")
+            missing[0].starts_with(r#"spec: Invalid value: "object": no such key: m"#),
+            "{missing:?}"
         );
+        assert!(missing[0].ends_with(
+            "Replicas evaluating rule: replicas should be in between minReplicas and maxReplicas."
+        ));
     }
 
     #[test]
@@ -235,13 +257,31 @@ mod tests {
         }})));
         // No old value on create: transition rules are skipped.
         assert!(check(&rules, json!({"spec": {"name": "a"}}), None).is_empty());
-        assert!(check(&rules, json!({"spec": {"name": "a"}}), Some(json!({"spec": {"name": "a"}}))).is_empty());
+        assert!(
+            check(
+                &rules,
+                json!({"spec": {"name": "a"}}),
+                Some(json!({"spec": {"name": "a"}}))
+            )
+            .is_empty()
+        );
         assert_eq!(
-            check(&rules, json!({"spec": {"name": "b"}}), Some(json!({"spec": {"name": "a"}}))),
+            check(
+                &rules,
+                json!({"spec": {"name": "b"}}),
+                Some(json!({"spec": {"name": "a"}}))
+            ),
             vec![r#"spec.name: Invalid value: "string": Value is immutable"#]
         );
         // A field added on update has no old value either.
-        assert!(check(&rules, json!({"spec": {"name": "b"}}), Some(json!({"spec": {}}))).is_empty());
+        assert!(
+            check(
+                &rules,
+                json!({"spec": {"name": "b"}}),
+                Some(json!({"spec": {}}))
+            )
+            .is_empty()
+        );
     }
 
     #[test]
@@ -254,7 +294,12 @@ mod tests {
         assert!(check(&rules, json!({"spec": {"name": "new-a"}}), None).is_empty());
         assert_eq!(check(&rules, json!({"spec": {"name": "a"}}), None).len(), 1);
         assert_eq!(
-            check(&rules, json!({"spec": {"name": "new-b"}}), Some(json!({"spec": {"name": "new-a"}}))).len(),
+            check(
+                &rules,
+                json!({"spec": {"name": "new-b"}}),
+                Some(json!({"spec": {"name": "new-a"}}))
+            )
+            .len(),
             1
         );
     }
@@ -273,7 +318,10 @@ mod tests {
         assert!(check(&rules, json!({"spec": {"x": 1, "y": 5}}), None).is_empty());
         assert_eq!(
             check(&rules, json!({"spec": {"x": 13, "y": 5}}), None),
-            vec![r#"spec: Invalid value: "object": x must be less than 5"#, "spec.x: Forbidden: x may not be 13"]
+            vec![
+                r#"spec: Invalid value: "object": x must be less than 5"#,
+                "spec.x: Forbidden: x may not be 13"
+            ]
         );
         assert_eq!(
             check(&rules, json!({"spec": {"x": 14, "y": 20}}), None),
@@ -299,64 +347,83 @@ mod tests {
     #[test]
     fn compilation_failures_are_reported_like_kube() {
         let at = format!("{PREFIX}.properties[spec].x-kubernetes-validations[0]");
-        let errors = compile_errors(root(json!({"type": "object", "properties": {"x": {"type": "integer"}},
-            "x-kubernetes-validations": [{"rule": "self.foo > 1"}]})));
+        let errors = compile_errors(root(
+            json!({"type": "object", "properties": {"x": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.foo > 1"}]}),
+        ));
         assert_eq!(
             errors,
             vec![format!(
                 "{at}.rule: Invalid value: {{\"rule\":\"self.foo > 1\"}}: compilation failed: ERROR: <input>:1:5: undefined field 'foo'\n | self.foo > 1\n | ....^"
             )]
         );
-        let errors = compile_errors(root(json!({"type": "object", "properties": {"x": {"type": "integer"}},
-            "x-kubernetes-validations": [{"rule": "self.x + 1"}]})));
+        let errors = compile_errors(root(
+            json!({"type": "object", "properties": {"x": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.x + 1"}]}),
+        ));
         assert_eq!(
             errors,
             vec![format!(
                 "{at}.rule: Invalid value: {{\"rule\":\"self.x + 1\"}}: cel expression must evaluate to a bool"
             )]
         );
-        let errors = compile_errors(root(json!({"type": "object", "properties": {"x": {"type": "integer"}},
-            "x-kubernetes-validations": [{"rule": "self.x >"}]})));
+        let errors = compile_errors(root(
+            json!({"type": "object", "properties": {"x": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.x >"}]}),
+        ));
         assert!(
             errors[0].contains(".rule: Invalid value: {\"rule\":\"self.x >\"}: compilation failed: ERROR: <input>:1:"),
             "{errors:?}"
         );
-        let errors = compile_errors(root(json!({"type": "object", "properties": {"x": {"type": "integer"}},
-            "x-kubernetes-validations": [{"rule": "self.x > 1", "messageExpression": "self.x"}]})));
+        let errors = compile_errors(root(
+            json!({"type": "object", "properties": {"x": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.x > 1", "messageExpression": "self.x"}]}),
+        ));
         assert_eq!(
             errors,
             vec![format!(
                 r#"{at}.messageExpression: Invalid value: {{"rule":"self.x > 1","messageExpression":"self.x"}}: messageExpression must evaluate to a string"#
             )]
         );
-        let errors = compile_errors(root(json!({"type": "object", "properties": {"x": {"type": "integer"}},
-            "x-kubernetes-validations": [{"rule": "self.x > 1", "messageExpression": "'x is ' + self.nope"}]})));
-        assert!(errors[0].starts_with(&format!("{at}.messageExpression: Invalid value: ")), "{errors:?}");
+        let errors = compile_errors(root(
+            json!({"type": "object", "properties": {"x": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.x > 1", "messageExpression": "'x is ' + self.nope"}]}),
+        ));
+        assert!(
+            errors[0].starts_with(&format!("{at}.messageExpression: Invalid value: ")),
+            "{errors:?}"
+        );
         assert!(errors[0].contains("messageExpression compilation failed: ERROR: <input>:1:15: undefined field 'nope'\n | 'x is ' + self.nope\n | ..............^"), "{errors:?}");
     }
 
     #[test]
     fn rule_entries_are_checked() {
         let at = format!("{PREFIX}.properties[spec].x-kubernetes-validations");
-        let errors = compile_errors(root(json!({"type": "object", "properties": {"x": {"type": "integer"}},
-        "x-kubernetes-validations": [
-            {"rule": "self.x > 1", "reason": "FieldValueBogus"},
-            {"rule": "self.x > 1", "fieldPath": ".y"},
-            {"rule": " "},
-            {"rule": "self.x > 1", "optionalOldSelf": true}
-        ]})));
+        let errors = compile_errors(root(
+            json!({"type": "object", "properties": {"x": {"type": "integer"}},
+            "x-kubernetes-validations": [
+                {"rule": "self.x > 1", "reason": "FieldValueBogus"},
+                {"rule": "self.x > 1", "fieldPath": ".y"},
+                {"rule": " "},
+                {"rule": "self.x > 1", "optionalOldSelf": true}
+            ]}),
+        ));
         assert_eq!(
             errors,
             vec![
                 format!(
                     r#"{at}[0].reason: Unsupported value: "FieldValueBogus": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired""#
                 ),
-                format!(r#"{at}[1].fieldPath: Invalid value: ".y": fieldPath must be a valid path"#),
+                format!(
+                    r#"{at}[1].fieldPath: Invalid value: ".y": fieldPath must be a valid path"#
+                ),
                 format!("{at}[2].rule: Required value: rule is not specified"),
             ]
         );
-        let errors = compile_errors(root(json!({"type": "object", "properties": {"x": {"type": "integer"}},
-            "x-kubernetes-validations": [{"rule": "self.x > 1", "optionalOldSelf": true}]})));
+        let errors = compile_errors(root(
+            json!({"type": "object", "properties": {"x": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.x > 1", "optionalOldSelf": true}]}),
+        ));
         assert_eq!(
             errors,
             vec![format!(
@@ -399,7 +466,8 @@ mod tests {
     #[test]
     fn unbounded_nested_rules_are_too_expensive() {
         let errors = compile_errors(nested_rule_schema(false));
-        let rule = format!("{PREFIX}.properties[spec].properties[names].x-kubernetes-validations[0].rule");
+        let rule =
+            format!("{PREFIX}.properties[spec].properties[names].x-kubernetes-validations[0].rule");
         assert_eq!(
             errors,
             vec![
@@ -422,10 +490,14 @@ mod tests {
     fn rules_under_unbounded_lists_count_every_possible_item() {
         // A cheap rule is fine anywhere; a costlier one on the items of an unbounded
         // list is charged for every item that fits in a request.
-        compiled(root(json!({"type": "object", "properties": {"list": {"type": "array",
-            "items": {"type": "string", "maxLength": 10, "x-kubernetes-validations": [{"rule": "self.size() > 1"}]}}}})));
-        let errors = compile_errors(root(json!({"type": "object", "properties": {"list": {"type": "array",
-            "items": {"type": "string", "maxLength": 100, "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}}}})));
+        compiled(root(
+            json!({"type": "object", "properties": {"list": {"type": "array",
+            "items": {"type": "string", "maxLength": 10, "x-kubernetes-validations": [{"rule": "self.size() > 1"}]}}}}),
+        ));
+        let errors = compile_errors(root(
+            json!({"type": "object", "properties": {"list": {"type": "array",
+            "items": {"type": "string", "maxLength": 100, "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}}}}),
+        ));
         assert!(
             errors[0].contains(
                 "items.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of"
@@ -444,14 +516,12 @@ mod tests {
             "map": {"type": "object", "maxProperties": 10, "additionalProperties": {"type": "integer",
                      "x-kubernetes-validations": [{"rule": "self >= oldSelf", "message": "may only grow"}]}}
         }})));
-        let old =
-            json!({"spec": {"list": [{"name": "a", "value": 1}, {"name": "b", "value": 5}], "map": {"a": 1, "b": 5}}});
+        let old = json!({"spec": {"list": [{"name": "a", "value": 1}, {"name": "b", "value": 5}], "map": {"a": 1, "b": 5}}});
         // Reordered and grown: fine; new items have no old value.
         let new = json!({"spec": {"list": [{"name": "c", "value": 0}, {"name": "b", "value": 6}, {"name": "a", "value": 1}],
                                   "map": {"b": 5, "c": 0, "a": 2}}});
         assert!(check(&rules, new, Some(old.clone())).is_empty());
-        let shrunk =
-            json!({"spec": {"list": [{"name": "b", "value": 4}, {"name": "a", "value": 1}], "map": {"a": 0, "b": 5}}});
+        let shrunk = json!({"spec": {"list": [{"name": "b", "value": 4}, {"name": "a", "value": 1}], "map": {"a": 0, "b": 5}}});
         assert_eq!(
             check(&rules, shrunk, Some(old)),
             vec![
@@ -468,16 +538,33 @@ mod tests {
             "other": {"type": "integer"}
         }})));
         let old = json!({"spec": {"name": "bad", "other": 1}});
-        let outcome = validate_with_warnings(&rules, &json!({"spec": {"name": "bad", "other": 2}}), Some(&old));
+        let outcome = validate_with_warnings(
+            &rules,
+            &json!({"spec": {"name": "bad", "other": 2}}),
+            Some(&old),
+        );
         assert!(outcome.errors.is_empty());
-        assert_eq!(outcome.warnings, vec![r#"spec.name: Invalid value: "string": failed rule: self.startsWith('a')"#]);
-        assert_eq!(check(&rules, json!({"spec": {"name": "worse", "other": 1}}), Some(old)).len(), 1);
+        assert_eq!(
+            outcome.warnings,
+            vec![r#"spec.name: Invalid value: "string": failed rule: self.startsWith('a')"#]
+        );
+        assert_eq!(
+            check(
+                &rules,
+                json!({"spec": {"name": "worse", "other": 1}}),
+                Some(old)
+            )
+            .len(),
+            1
+        );
     }
 
     fn pairwise(rules: usize, max_items: usize) -> Value {
         let rule = json!({"rule": "self.all(x, self.all(y, x != y || x == y))"});
-        root(json!({"type": "object", "properties": {"list": {"type": "array", "maxItems": max_items,
-            "items": {"type": "integer"}, "x-kubernetes-validations": vec![rule; rules]}}}))
+        root(
+            json!({"type": "object", "properties": {"list": {"type": "array", "maxItems": max_items,
+            "items": {"type": "integer"}, "x-kubernetes-validations": vec![rule; rules]}}}),
+        )
     }
 
     #[test]

@@ -92,19 +92,35 @@ pub struct Schema {
 impl Schema {
     /// Reads a schema node from its JSON form.
     pub fn parse(value: &Value) -> Schema {
-        let str_of = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+        let str_of = |key: &str| {
+            value
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
         let int_of = |key: &str| value.get(key).and_then(Value::as_i64);
         let bool_of = |key: &str| value.get(key).and_then(Value::as_bool).unwrap_or(false);
         let properties = value
             .get("properties")
             .and_then(Value::as_object)
-            .map(|props| props.iter().map(|(k, v)| (k.clone(), Schema::parse(v))).collect())
+            .map(|props| {
+                props
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Schema::parse(v)))
+                    .collect()
+            })
             .unwrap_or_default();
         let strings = |key: &str| {
             value
                 .get(key)
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let rules = value
@@ -116,7 +132,10 @@ impl Schema {
             ty: str_of("type"),
             format: str_of("format"),
             properties,
-            items: value.get("items").filter(|v| v.is_object()).map(|v| Box::new(Schema::parse(v))),
+            items: value
+                .get("items")
+                .filter(|v| v.is_object())
+                .map(|v| Box::new(Schema::parse(v))),
             additional_properties: value
                 .get("additionalProperties")
                 .filter(|v| v.is_object())
@@ -128,30 +147,44 @@ impl Schema {
             has_default: value.get("default").is_some_and(|d| !d.is_null()),
             int_or_string: bool_of("x-kubernetes-int-or-string"),
             embedded_resource: bool_of("x-kubernetes-embedded-resource"),
-            list_type: value.get("x-kubernetes-list-type").and_then(Value::as_str).map(String::from),
+            list_type: value
+                .get("x-kubernetes-list-type")
+                .and_then(Value::as_str)
+                .map(String::from),
             list_map_keys: strings("x-kubernetes-list-map-keys"),
-            map_type: value.get("x-kubernetes-map-type").and_then(Value::as_str).map(String::from),
+            map_type: value
+                .get("x-kubernetes-map-type")
+                .and_then(Value::as_str)
+                .map(String::from),
             rules,
         }
     }
 
     /// The schema of a property.
     pub fn property(&self, name: &str) -> Option<&Schema> {
-        self.properties.iter().find(|(k, _)| k == name).map(|(_, s)| s)
+        self.properties
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, s)| s)
     }
 
     /// kube's `WithTypeAndObjectMeta`: at a resource root `apiVersion`, `kind`,
     /// `metadata.name` and `metadata.generateName` are always visible, and
     /// nothing else of `metadata`.
     pub fn with_type_and_object_meta(&self) -> Schema {
-        let string = || Schema { ty: "string".into(), ..Schema::default() };
+        let string = || Schema {
+            ty: "string".into(),
+            ..Schema::default()
+        };
         let meta_ok = self.property("metadata").is_some_and(|m| {
             m.ty == "object"
                 && m.property("name").is_some_and(|n| n.ty == "string")
                 && m.property("generateName").is_some_and(|n| n.ty == "string")
         });
         if self.property("kind").is_some_and(|k| k.ty == "string")
-            && self.property("apiVersion").is_some_and(|k| k.ty == "string")
+            && self
+                .property("apiVersion")
+                .is_some_and(|k| k.ty == "string")
             && meta_ok
         {
             return self.clone();
@@ -162,7 +195,11 @@ impl Schema {
             properties: vec![("name".into(), string()), ("generateName".into(), string())],
             ..Schema::default()
         };
-        for (name, schema) in [("kind", string()), ("apiVersion", string()), ("metadata", metadata)] {
+        for (name, schema) in [
+            ("kind", string()),
+            ("apiVersion", string()),
+            ("metadata", metadata),
+        ] {
             match result.properties.iter_mut().find(|(k, _)| k == name) {
                 Some((_, existing)) => *existing = schema,
                 None => result.properties.push((name.into(), schema)),
@@ -173,17 +210,28 @@ impl Schema {
 
     /// Whether items of this list correlate with the old list's items (by key).
     pub fn is_map_list(&self) -> bool {
-        self.ty == "array" && self.list_type.as_deref() == Some("map") && !self.list_map_keys.is_empty()
+        self.ty == "array"
+            && self.list_type.as_deref() == Some("map")
+            && !self.list_map_keys.is_empty()
     }
 }
 
 fn parse_rule(value: &Value) -> RawRule {
-    let str_of = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    let str_of = |key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     RawRule {
         rule: str_of("rule"),
         message: str_of("message"),
         message_expression: str_of("messageExpression"),
-        reason: value.get("reason").and_then(Value::as_str).map(String::from),
+        reason: value
+            .get("reason")
+            .and_then(Value::as_str)
+            .map(String::from),
         field_path: str_of("fieldPath"),
         optional_old_self: value.get("optionalOldSelf").and_then(Value::as_bool),
         raw: value.clone(),
@@ -230,7 +278,11 @@ pub enum DeclKind {
 
 impl DeclType {
     fn simple(kind: DeclKind, min_size: u64) -> Arc<DeclType> {
-        Arc::new(DeclType { kind, max_elements: 0, min_size })
+        Arc::new(DeclType {
+            kind,
+            max_elements: 0,
+            min_size,
+        })
     }
 
     /// The type of an object field, by escaped name.
@@ -247,7 +299,11 @@ impl DeclType {
 /// map of such nodes).
 pub fn decl_type(schema: &Schema, is_resource_root: bool) -> Option<Arc<DeclType>> {
     if schema.int_or_string {
-        return Some(Arc::new(DeclType { kind: DeclKind::Dyn, max_elements: MAX_REQUEST_SIZE_BYTES - 2, min_size: 1 }));
+        return Some(Arc::new(DeclType {
+            kind: DeclKind::Dyn,
+            max_elements: MAX_REQUEST_SIZE_BYTES - 2,
+            min_size: 1,
+        }));
     }
     let rooted;
     let schema = if is_resource_root {
@@ -264,7 +320,11 @@ pub fn decl_type(schema: &Schema, is_resource_root: bool) -> Option<Arc<DeclType
                 Some(n) => n.max(0) as u64,
                 None => (MAX_REQUEST_SIZE_BYTES - 2) / (item_type.min_size + 1),
             };
-            Some(Arc::new(DeclType { kind: DeclKind::List(item_type), max_elements: max, min_size: 2 }))
+            Some(Arc::new(DeclType {
+                kind: DeclKind::List(item_type),
+                max_elements: max,
+                min_size: 2,
+            }))
         }
         "object" => {
             if let Some(additional) = &schema.additional_properties {
@@ -273,12 +333,18 @@ pub fn decl_type(schema: &Schema, is_resource_root: bool) -> Option<Arc<DeclType
                     Some(n) => n.max(0) as u64,
                     None => (MAX_REQUEST_SIZE_BYTES - 2) / (value_type.min_size + 6),
                 };
-                return Some(Arc::new(DeclType { kind: DeclKind::Map(value_type), max_elements: max, min_size: 2 }));
+                return Some(Arc::new(DeclType {
+                    kind: DeclKind::Map(value_type),
+                    max_elements: max,
+                    min_size: 2,
+                }));
             }
             let mut fields = Vec::new();
             let mut min_size = 2;
             for (name, prop) in &schema.properties {
-                let Some(field_type) = decl_type(prop, prop.embedded_resource) else { continue };
+                let Some(field_type) = decl_type(prop, prop.embedded_resource) else {
+                    continue;
+                };
                 if schema.required.contains(name) && !prop.has_default {
                     min_size += name.len() as u64 + field_type.min_size + 4;
                 }
@@ -286,19 +352,35 @@ pub fn decl_type(schema: &Schema, is_resource_root: bool) -> Option<Arc<DeclType
                     fields.push((escaped, field_type));
                 }
             }
-            Some(Arc::new(DeclType { kind: DeclKind::Object(fields), max_elements: 0, min_size }))
+            Some(Arc::new(DeclType {
+                kind: DeclKind::Object(fields),
+                max_elements: 0,
+                min_size,
+            }))
         }
         "string" => {
             let unbounded = MAX_REQUEST_SIZE_BYTES - 2;
             let (kind, min_size, max) = match schema.format.as_str() {
-                "byte" => (DeclKind::Bytes, MIN_STRING_SIZE, schema.max_length.map_or(unbounded, |n| n.max(0) as u64)),
+                "byte" => (
+                    DeclKind::Bytes,
+                    MIN_STRING_SIZE,
+                    schema.max_length.map_or(unbounded, |n| n.max(0) as u64),
+                ),
                 "duration" => (DeclKind::Duration, MIN_DURATION_SIZE, MAX_DURATION_SIZE),
                 "date" => (DeclKind::Timestamp, DATE_SIZE, DATE_SIZE),
                 "date-time" => (DeclKind::Timestamp, MIN_DATETIME_SIZE, MAX_DATETIME_SIZE),
                 // maxLength counts code points; a code point takes up to 4 bytes.
-                _ => (DeclKind::String, MIN_STRING_SIZE, schema.max_length.map_or(unbounded, |n| n.max(0) as u64 * 4)),
+                _ => (
+                    DeclKind::String,
+                    MIN_STRING_SIZE,
+                    schema.max_length.map_or(unbounded, |n| n.max(0) as u64 * 4),
+                ),
             };
-            Some(Arc::new(DeclType { kind, max_elements: max, min_size }))
+            Some(Arc::new(DeclType {
+                kind,
+                max_elements: max,
+                min_size,
+            }))
         }
         "boolean" => Some(DeclType::simple(DeclKind::Bool, MIN_BOOL_SIZE)),
         "number" => Some(DeclType::simple(DeclKind::Double, MIN_NUMBER_SIZE)),
@@ -389,7 +471,9 @@ pub fn valid_field_path(path: &str, schema: &Schema) -> Result<String, String> {
         };
         let _ = bracketed;
         if !current.properties.is_empty() {
-            current = current.property(&name).ok_or("does not refer to a valid field")?;
+            current = current
+                .property(&name)
+                .ok_or("does not refer to a valid field")?;
             if !out.is_empty() {
                 out.push('.');
             }
@@ -449,7 +533,11 @@ fn unescape_single_quote(s: &str) -> Result<String, String> {
             Some('v') => '\u{b}',
             Some('\'') => '\'',
             Some('\\') => '\\',
-            Some(other) => return Err(format!("invalid string literal: invalid escape char \\{other}")),
+            Some(other) => {
+                return Err(format!(
+                    "invalid string literal: invalid escape char \\{other}"
+                ));
+            }
             None => return Err("invalid string literal: invalid escape char \\".into()),
         };
         out.push(escaped);
@@ -475,11 +563,14 @@ mod tests {
 
     #[test]
     fn bounds_come_from_the_schema_or_the_request_size() {
-        let bounded =
-            Schema::parse(&json!({"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 5}}));
+        let bounded = Schema::parse(
+            &json!({"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 5}}),
+        );
         let t = decl_type(&bounded, false).expect("visible");
         assert_eq!(t.max_elements, 10);
-        let DeclKind::List(item) = &t.kind else { panic!("list") };
+        let DeclKind::List(item) = &t.kind else {
+            panic!("list")
+        };
         assert_eq!(item.max_elements, 20);
         let unbounded = Schema::parse(&json!({"type": "array", "items": {"type": "string"}}));
         let t = decl_type(&unbounded, false).expect("visible");
@@ -488,11 +579,23 @@ mod tests {
 
     #[test]
     fn resource_roots_expose_type_and_object_meta() {
-        let root = Schema::parse(&json!({"type": "object", "properties": {"metadata": {"type": "object"}}}));
+        let root = Schema::parse(
+            &json!({"type": "object", "properties": {"metadata": {"type": "object"}}}),
+        );
         let t = decl_type(&root, true).expect("visible");
         assert!(t.field("apiVersion").is_some());
-        assert!(t.field("metadata").expect("metadata").field("name").is_some());
-        assert!(t.field("metadata").expect("metadata").field("labels").is_none());
+        assert!(
+            t.field("metadata")
+                .expect("metadata")
+                .field("name")
+                .is_some()
+        );
+        assert!(
+            t.field("metadata")
+                .expect("metadata")
+                .field("labels")
+                .is_none()
+        );
     }
 
     #[test]

@@ -85,9 +85,15 @@ impl<'a> Ratchet<'a> {
 
     fn descend(&self, new: &Value, old_child: Option<&'a Value>) -> Ratchet<'a> {
         if self.old.is_none() {
-            return Ratchet { old: None, parent_unchanged: self.parent_unchanged };
+            return Ratchet {
+                old: None,
+                parent_unchanged: self.parent_unchanged,
+            };
         }
-        Ratchet { old: old_child, parent_unchanged: self.unchanged(new) }
+        Ratchet {
+            old: old_child,
+            parent_unchanged: self.unchanged(new),
+        }
     }
 }
 
@@ -102,8 +108,14 @@ pub struct Outcome {
 
 /// Validates `new` (with `old` on update) against the compiled rules.
 pub fn run(root: &Validator, new: &Value, old: Option<&Value>) -> Outcome {
-    let mut run = Run { budget: RUNTIME_COST_BUDGET, outcome: Outcome::default() };
-    let ratchet = Ratchet { old, parent_unchanged: false };
+    let mut run = Run {
+        budget: RUNTIME_COST_BUDGET,
+        outcome: Outcome::default(),
+    };
+    let ratchet = Ratchet {
+        old,
+        parent_unchanged: false,
+    };
     run.node(root, &Path::default(), new, old, ratchet);
     run.outcome
 }
@@ -115,7 +127,14 @@ struct Run {
 
 impl Run {
     /// Validates one node and the nodes below it; false once validation must stop.
-    fn node(&mut self, v: &Validator, path: &Path, new: &Value, old: Option<&Value>, ratchet: Ratchet<'_>) -> bool {
+    fn node(
+        &mut self,
+        v: &Validator,
+        path: &Path,
+        new: &Value,
+        old: Option<&Value>,
+        ratchet: Ratchet<'_>,
+    ) -> bool {
         if new.is_null() {
             return true;
         }
@@ -125,12 +144,22 @@ impl Run {
         }
         match new {
             Value::Array(items) => {
-                let Some(item_validator) = &v.items else { return true };
+                let Some(item_validator) = &v.items else {
+                    return true;
+                };
                 let old_items = old.and_then(Value::as_array);
                 for (i, item) in items.iter().enumerate() {
-                    let old_item = old_items.and_then(|olds| correlated_item(&v.schema, item, olds));
-                    let ratchet_old = old_items.and_then(|olds| ratchet_item(&v.schema, item, olds));
-                    if !self.node(item_validator, &path.index(i), item, old_item, ratchet.descend(new, ratchet_old)) {
+                    let old_item =
+                        old_items.and_then(|olds| correlated_item(&v.schema, item, olds));
+                    let ratchet_old =
+                        old_items.and_then(|olds| ratchet_item(&v.schema, item, olds));
+                    if !self.node(
+                        item_validator,
+                        &path.index(i),
+                        item,
+                        old_item,
+                        ratchet.descend(new, ratchet_old),
+                    ) {
                         return false;
                     }
                 }
@@ -140,16 +169,29 @@ impl Run {
                 if let Some(value_validator) = &v.additional_properties {
                     for (k, value) in fields {
                         let old_value = old_fields.and_then(|o| o.get(k));
-                        if !self.node(value_validator, &path.key(k), value, old_value, ratchet.descend(new, old_value))
-                        {
+                        if !self.node(
+                            value_validator,
+                            &path.key(k),
+                            value,
+                            old_value,
+                            ratchet.descend(new, old_value),
+                        ) {
                             return false;
                         }
                     }
                 }
                 for (k, value) in fields {
-                    let Some((_, sub)) = v.properties.iter().find(|(name, _)| name == k) else { continue };
+                    let Some((_, sub)) = v.properties.iter().find(|(name, _)| name == k) else {
+                        continue;
+                    };
                     let old_value = old_fields.and_then(|o| o.get(k));
-                    if !self.node(sub, &path.child(k), value, old_value, ratchet.descend(new, old_value)) {
+                    if !self.node(
+                        sub,
+                        &path.child(k),
+                        value,
+                        old_value,
+                        ratchet.descend(new, old_value),
+                    ) {
                         return false;
                     }
                 }
@@ -173,19 +215,27 @@ impl Run {
         }
         let type_name = v.schema.ty.clone();
         if self.budget <= 0 {
-            self.outcome.errors.push(FieldError::invalid(path.render(), type_name, OUT_OF_BUDGET));
+            self.outcome
+                .errors
+                .push(FieldError::invalid(path.render(), type_name, OUT_OF_BUDGET));
             return false;
         }
         let Some(decl) = &v.decl else { return true };
         let self_value = to_cel(new, &v.schema);
         let old_value = old.map(|o| to_cel(o, &v.schema));
-        let sizes = DataSizes { schema: &v.schema, new, old };
+        let sizes = DataSizes {
+            schema: &v.schema,
+            new,
+            old,
+        };
         for rule in &v.rules {
             let optional = rule.rule.optional_old_self == Some(true);
             if rule.uses_old_self && old.is_none() && !optional {
                 continue;
             }
-            let estimate = check(&rule.program, &rule.rule.rule, decl, optional, &sizes).cost.max;
+            let estimate = check(&rule.program, &rule.rule.rule, decl, optional, &sizes)
+                .cost
+                .max;
             if estimate > PER_CALL_LIMIT {
                 self.outcome.errors.push(FieldError::invalid(
                     path.render(),
@@ -198,11 +248,21 @@ impl Run {
                 return false;
             }
             if estimate as i64 > self.budget {
-                self.outcome.errors.push(FieldError::invalid(path.render(), type_name, OUT_OF_BUDGET));
+                self.outcome.errors.push(FieldError::invalid(
+                    path.render(),
+                    type_name,
+                    OUT_OF_BUDGET,
+                ));
                 return false;
             }
             self.budget -= estimate as i64;
-            let result = evaluate(&rule.program, &self_value, old_value.as_ref(), rule.uses_old_self, optional);
+            let result = evaluate(
+                &rule.program,
+                &self_value,
+                old_value.as_ref(),
+                rule.uses_old_self,
+                optional,
+            );
             match result {
                 Ok(CelValue::Bool(true)) => continue,
                 Ok(_) => {}
@@ -215,7 +275,11 @@ impl Run {
                     } else {
                         format!("{error} evaluating rule: {}", rule_error_string(rule))
                     };
-                    self.outcome.errors.push(FieldError::invalid(path.render(), type_name.clone(), detail));
+                    self.outcome.errors.push(FieldError::invalid(
+                        path.render(),
+                        type_name.clone(),
+                        detail,
+                    ));
                     continue;
                 }
             }
@@ -226,7 +290,9 @@ impl Run {
             let mut detail = None;
             if let Some(message_expression) = &rule.message_expression {
                 let source = &rule.rule.message_expression;
-                let estimate = check(message_expression, source, decl, optional, &sizes).cost.max;
+                let estimate = check(message_expression, source, decl, optional, &sizes)
+                    .cost
+                    .max;
                 if estimate > PER_CALL_LIMIT {
                     self.push(rule, ratchet, new, FieldError::invalid(
                         error_path.render(),
@@ -244,11 +310,18 @@ impl Run {
                     return false;
                 }
                 self.budget -= estimate as i64;
-                if let Ok(CelValue::String(message)) =
-                    evaluate(message_expression, &self_value, old_value.as_ref(), rule.uses_old_self, optional)
-                {
+                if let Ok(CelValue::String(message)) = evaluate(
+                    message_expression,
+                    &self_value,
+                    old_value.as_ref(),
+                    rule.uses_old_self,
+                    optional,
+                ) {
                     let trimmed = message.trim();
-                    if !trimmed.is_empty() && trimmed.len() <= MAX_MESSAGE_EXPRESSION_BYTES && !trimmed.contains('\n') {
+                    if !trimmed.is_empty()
+                        && trimmed.len() <= MAX_MESSAGE_EXPRESSION_BYTES
+                        && !trimmed.contains('\n')
+                    {
                         detail = Some(trimmed.to_string());
                     }
                 }
@@ -257,7 +330,9 @@ impl Run {
             let error = match rule.rule.reason.as_deref() {
                 Some("FieldValueForbidden") => FieldError::forbidden(error_path.render(), detail),
                 Some("FieldValueRequired") => FieldError::required(error_path.render(), detail),
-                Some("FieldValueDuplicate") => FieldError::duplicate(error_path.render(), type_name.clone()),
+                Some("FieldValueDuplicate") => {
+                    FieldError::duplicate(error_path.render(), type_name.clone())
+                }
                 _ => FieldError::invalid(error_path.render(), type_name.clone(), detail),
             };
             self.push(rule, ratchet, new, error);
@@ -326,12 +401,20 @@ fn execution_error(error: &ExecutionError) -> String {
 
 fn rule_error_string(rule: &CompiledRule) -> String {
     let message = rule.rule.message.trim();
-    if message.is_empty() { rule.rule.rule.trim().to_string() } else { message.to_string() }
+    if message.is_empty() {
+        rule.rule.rule.trim().to_string()
+    } else {
+        message.to_string()
+    }
 }
 
 fn rule_message_or_default(rule: &CompiledRule) -> String {
     let message = rule.rule.message.trim();
-    if message.is_empty() { format!("failed rule: {}", rule_error_string(rule)) } else { message.to_string() }
+    if message.is_empty() {
+        format!("failed rule: {}", rule_error_string(rule))
+    } else {
+        message.to_string()
+    }
 }
 
 /// The values of the map-list key fields of an item.
@@ -346,7 +429,8 @@ fn correlated_item<'a>(schema: &Schema, item: &Value, olds: &'a [Value]) -> Opti
         return None;
     }
     let keys = map_keys(schema, item)?;
-    olds.iter().find(|o| map_keys(schema, o).as_ref() == Some(&keys))
+    olds.iter()
+        .find(|o| map_keys(schema, o).as_ref() == Some(&keys))
 }
 
 /// The old item ratcheting compares with: as for `oldSelf`, plus equal items of a set.
@@ -378,7 +462,9 @@ impl SizeSource for DataSizes<'_> {
                 match (seg, value) {
                     (Seg::Field(name), Value::Object(fields)) => {
                         let real = schema.and_then(|s| {
-                            s.properties.iter().find(|(k, _)| escape(k).as_deref() == Some(name.as_str()))
+                            s.properties
+                                .iter()
+                                .find(|(k, _)| escape(k).as_deref() == Some(name.as_str()))
                         });
                         match real {
                             Some((k, s)) => next.extend(fields.get(k).map(|v| (v, Some(s)))),

@@ -28,7 +28,9 @@ pub fn to_cel(value: &Value, schema: &Schema) -> CelValue {
     match (schema.ty.as_str(), value) {
         ("object", Value::Object(fields)) => {
             if let Some(additional) = &schema.additional_properties {
-                let map = fields.iter().map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v, additional)));
+                let map = fields
+                    .iter()
+                    .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v, additional)));
                 return map_value(map.collect());
             }
             if schema.properties.is_empty() {
@@ -42,7 +44,9 @@ pub fn to_cel(value: &Value, schema: &Schema) -> CelValue {
         }
         ("array", Value::Array(items)) => {
             let item_schema = schema.items.as_deref();
-            let items = items.iter().map(|v| item_schema.map_or_else(|| untyped(v), |s| to_cel(v, s)));
+            let items = items
+                .iter()
+                .map(|v| item_schema.map_or_else(|| untyped(v), |s| to_cel(v, s)));
             CelValue::List(Arc::new(items.collect()))
         }
         ("string", Value::String(s)) => match schema.format.as_str() {
@@ -50,15 +54,23 @@ pub fn to_cel(value: &Value, schema: &Schema) -> CelValue {
                 Ok(bytes) => CelValue::Bytes(Arc::new(bytes)),
                 Err(_) => CelValue::String(Arc::new(s.clone())),
             },
-            "duration" => parse_duration(s).map_or_else(|| CelValue::String(Arc::new(s.clone())), CelValue::Duration),
-            "date" => parse_date(s).map_or_else(|| CelValue::String(Arc::new(s.clone())), CelValue::Timestamp),
-            "date-time" => DateTime::parse_from_rfc3339(s)
-                .map_or_else(|_| CelValue::String(Arc::new(s.clone())), CelValue::Timestamp),
+            "duration" => parse_duration(s)
+                .map_or_else(|| CelValue::String(Arc::new(s.clone())), CelValue::Duration),
+            "date" => parse_date(s).map_or_else(
+                || CelValue::String(Arc::new(s.clone())),
+                CelValue::Timestamp,
+            ),
+            "date-time" => DateTime::parse_from_rfc3339(s).map_or_else(
+                |_| CelValue::String(Arc::new(s.clone())),
+                CelValue::Timestamp,
+            ),
             _ => CelValue::String(Arc::new(s.clone())),
         },
         ("integer", Value::Number(n)) => match n.as_i64() {
             Some(i) => CelValue::Int(i),
-            None => n.as_f64().map_or(CelValue::Null, |f| CelValue::Int(f as i64)),
+            None => n
+                .as_f64()
+                .map_or(CelValue::Null, |f| CelValue::Int(f as i64)),
         },
         ("number", Value::Number(n)) => CelValue::Float(n.as_f64().unwrap_or_default()),
         _ => untyped(value),
@@ -81,9 +93,12 @@ fn untyped(value: &Value) -> CelValue {
         },
         Value::String(s) => CelValue::String(Arc::new(s.clone())),
         Value::Array(items) => CelValue::List(Arc::new(items.iter().map(untyped).collect())),
-        Value::Object(fields) => {
-            map_value(fields.iter().map(|(k, v)| (Key::String(Arc::new(k.clone())), untyped(v))).collect())
-        }
+        Value::Object(fields) => map_value(
+            fields
+                .iter()
+                .map(|(k, v)| (Key::String(Arc::new(k.clone())), untyped(v)))
+                .collect(),
+        ),
     }
 }
 
@@ -107,13 +122,17 @@ pub fn parse_duration(s: &str) -> Option<chrono::Duration> {
     }
     let mut nanos: f64 = 0.0;
     while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if number_len == 0 {
             return None;
         }
         let number: f64 = rest[..number_len].parse().ok()?;
         rest = &rest[number_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let scale = match &rest[..unit_len] {
             "ns" => 1.0,
             "us" | "µs" | "μs" => 1e3,
@@ -148,20 +167,31 @@ mod tests {
             &json!({"count": 3, "ratio": 1, "port": "http", "my-field": "x", "timeout": "1m30s", "extra": 1}),
             &schema,
         );
-        let CelValue::Map(map) = value else { panic!("map") };
+        let CelValue::Map(map) = value else {
+            panic!("map")
+        };
         let get = |k: &str| map.map.get(&Key::String(Arc::new(k.into()))).cloned();
         assert_eq!(get("count"), Some(CelValue::Int(3)));
         assert_eq!(get("ratio"), Some(CelValue::Float(1.0)));
         assert_eq!(get("port"), Some(CelValue::String(Arc::new("http".into()))));
-        assert_eq!(get("my__dash__field"), Some(CelValue::String(Arc::new("x".into()))));
-        assert_eq!(get("timeout"), Some(CelValue::Duration(chrono::Duration::seconds(90))));
+        assert_eq!(
+            get("my__dash__field"),
+            Some(CelValue::String(Arc::new("x".into())))
+        );
+        assert_eq!(
+            get("timeout"),
+            Some(CelValue::Duration(chrono::Duration::seconds(90)))
+        );
         assert_eq!(get("extra"), None);
     }
 
     #[test]
     fn parses_go_durations() {
         assert_eq!(parse_duration("1h30m"), Some(chrono::Duration::minutes(90)));
-        assert_eq!(parse_duration("-1.5s"), Some(chrono::Duration::milliseconds(-1500)));
+        assert_eq!(
+            parse_duration("-1.5s"),
+            Some(chrono::Duration::milliseconds(-1500))
+        );
         assert_eq!(parse_duration("10"), None);
     }
 }

@@ -14,15 +14,15 @@ use generic_server::informer::Change;
 use generic_server::loopback::Loopback;
 use generic_server::openapi::{self, Components, ResourceSpec, SubresourceSpec};
 use generic_server::registry::{Converter, DeleteOptions, ListOptions, PatchSchema, Store};
-use generic_server::service_client::{Clients, ObjectReader};
 use generic_server::request::UserInfo;
 use generic_server::resource::GroupVersionKind;
 use generic_server::server::ApiServer;
+use generic_server::service_client::{Clients, ObjectReader};
 use generic_server::storage::cacher::Cacher;
 use serde_json::{Map, Value};
 
-use crate::crd::{self, CLEANUP_FINALIZER, set_condition};
 use crate::conversion::{NoneConverter, WebhookConverter};
+use crate::crd::{self, CLEANUP_FINALIZER, set_condition};
 use crate::custom_resource;
 
 const CRD_PATH: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -59,13 +59,21 @@ pub struct CrdController {
 impl CrdController {
     /// A controller serving through `ctx`.
     pub fn new(ctx: Context) -> Self {
-        CrdController { ctx: Arc::new(ctx), crds: HashMap::new(), served: HashMap::new(), cleaning: HashSet::new() }
+        CrdController {
+            ctx: Arc::new(ctx),
+            crds: HashMap::new(),
+            served: HashMap::new(),
+            cleaning: HashSet::new(),
+        }
     }
 
     /// The status a CRD should have: names accepted (or the conflict), established.
     fn desired_status(&self, crd: &Value) -> Value {
         let mut desired = crd.clone();
-        let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let name = crd
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let group = crd.pointer("/spec/group").cloned().unwrap_or_default();
         let names = crd.pointer("/spec/names").cloned().unwrap_or_default();
         let conflict = self
@@ -77,13 +85,31 @@ impl CrdController {
             Some((reason, message)) => {
                 set_condition(&mut desired, "NamesAccepted", "False", reason, &message);
                 if !crd::is_true(crd, "Established") {
-                    set_condition(&mut desired, "Established", "False", "NotAccepted", "not all names are accepted");
+                    set_condition(
+                        &mut desired,
+                        "Established",
+                        "False",
+                        "NotAccepted",
+                        "not all names are accepted",
+                    );
                 }
             }
             None => {
                 desired["status"]["acceptedNames"] = names;
-                set_condition(&mut desired, "NamesAccepted", "True", "NoConflicts", "no conflicts found");
-                set_condition(&mut desired, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted");
+                set_condition(
+                    &mut desired,
+                    "NamesAccepted",
+                    "True",
+                    "NoConflicts",
+                    "no conflicts found",
+                );
+                set_condition(
+                    &mut desired,
+                    "Established",
+                    "True",
+                    "InitialNamesAccepted",
+                    "the initial names have been accepted",
+                );
             }
         }
         desired
@@ -93,8 +119,15 @@ impl CrdController {
         let client = self.ctx.client.clone();
         ctx.spawn(
             async move {
-                let name = desired.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-                if let Err(e) = client.update(&format!("{CRD_PATH}/{name}/status"), &desired).await {
+                let name = desired
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                if let Err(e) = client
+                    .update(&format!("{CRD_PATH}/{name}/status"), &desired)
+                    .await
+                {
                     if e.reason() != Reason::Conflict && e.reason() != Reason::NotFound {
                         tracing::warn!(crd = %name, error = %e, "updating CRD status failed");
                     }
@@ -105,17 +138,30 @@ impl CrdController {
     }
 
     fn serve(&mut self, crd: &Value, ctx: &mut actix::Context<Self>) {
-        let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-        let generation = crd.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
-        if self.served.get(&name).is_some_and(|(g, ..)| *g == generation) {
+        let name = crd
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let generation = crd
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if self
+            .served
+            .get(&name)
+            .is_some_and(|(g, ..)| *g == generation)
+        {
             return;
         }
         let (context, crd) = (self.ctx.clone(), crd.clone());
         ctx.spawn(
-            async move { build_stores(&context, &crd).await }.into_actor(self).map(move |built, this, _| match built {
-                Ok(stores) => this.install(name, generation, stores),
-                Err(e) => tracing::warn!(crd = %name, error = %e, "serving CRD failed"),
-            }),
+            async move { build_stores(&context, &crd).await }
+                .into_actor(self)
+                .map(move |built, this, _| match built {
+                    Ok(stores) => this.install(name, generation, stores),
+                    Err(e) => tracing::warn!(crd = %name, error = %e, "serving CRD failed"),
+                }),
         );
     }
 
@@ -127,7 +173,10 @@ impl CrdController {
                 server.remove_dynamic(group, version, plural);
             }
         }
-        let (group, plural) = stores.first().map(|s| (s.resource.group.clone(), s.resource.plural.clone())).unwrap_or_default();
+        let (group, plural) = stores
+            .first()
+            .map(|s| (s.resource.group.clone(), s.resource.plural.clone()))
+            .unwrap_or_default();
         for store in stores {
             // One store per CRD feeds the collector: the versions share objects.
             if store.resource.version == versions[0] && !self.served.contains_key(&name) {
@@ -136,16 +185,21 @@ impl CrdController {
             server.add_dynamic(store);
         }
         tracing::info!(crd = %name, ?versions, "serving custom resources");
-        self.served.insert(name, (generation, group.clone(), plural, versions));
+        self.served
+            .insert(name, (generation, group.clone(), plural, versions));
         self.publish_openapi(&group);
     }
 
     fn unserve(&mut self, name: &str) {
-        let Some((_, group, plural, versions)) = self.served.remove(name) else { return };
+        let Some((_, group, plural, versions)) = self.served.remove(name) else {
+            return;
+        };
         for version in &versions {
             self.ctx.server.remove_dynamic(&group, version, &plural);
         }
-        self.ctx.cacher.unregister(&format!("{}/{group}/{plural}/", self.ctx.etcd_root));
+        self.ctx
+            .cacher
+            .unregister(&format!("{}/{group}/{plural}/", self.ctx.etcd_root));
         tracing::info!(crd = %name, "stopped serving custom resources");
         self.publish_openapi(&group);
     }
@@ -166,15 +220,24 @@ impl CrdController {
         for (version, stores) in &by_version {
             let path = openapi::group_version_path(group, version);
             let crds: Vec<&Value> = stores.iter().filter_map(|s| self.crd_of(s)).collect();
-            self.ctx.server.set_openapi(&path, &openapi_document(group, version, &stores.iter().zip(crds).collect::<Vec<_>>()));
+            self.ctx.server.set_openapi(
+                &path,
+                &openapi_document(group, version, &stores.iter().zip(crds).collect::<Vec<_>>()),
+            );
         }
         // Versions no CRD serves any more lose their document.
         let served: HashSet<&String> = by_version.keys().collect();
-        for crd in self.crds.values().filter(|c| c.pointer("/spec/group").and_then(Value::as_str) == Some(group)) {
+        for crd in self
+            .crds
+            .values()
+            .filter(|c| c.pointer("/spec/group").and_then(Value::as_str) == Some(group))
+        {
             for v in crd::versions(crd) {
                 let version = v["name"].as_str().unwrap_or_default().to_string();
                 if !served.contains(&version) {
-                    self.ctx.server.remove_openapi(&openapi::group_version_path(group, &version));
+                    self.ctx
+                        .server
+                        .remove_openapi(&openapi::group_version_path(group, &version));
                 }
             }
         }
@@ -183,12 +246,17 @@ impl CrdController {
     fn crd_of(&self, store: &Store) -> Option<&Value> {
         self.crds.values().find(|c| {
             c.pointer("/spec/group").and_then(Value::as_str) == Some(&store.resource.group)
-                && c.pointer("/spec/names/plural").and_then(Value::as_str) == Some(&store.resource.plural)
+                && c.pointer("/spec/names/plural").and_then(Value::as_str)
+                    == Some(&store.resource.plural)
         })
     }
 
     fn cleanup(&mut self, crd: &Value, ctx: &mut actix::Context<Self>) {
-        let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = crd
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         if !self.cleaning.insert(name.clone()) {
             return;
         }
@@ -197,35 +265,63 @@ impl CrdController {
         let store = self.served.get(&name).and_then(|(_, group, plural, _)| {
             crd::storage_version(&crd).and_then(|v| context.server.store(group, v, plural))
         });
-        ctx.spawn(async move { delete_instances(&context, &crd, store).await }.into_actor(self).map(
-            move |done, this, ctx| {
-                this.cleaning.remove(&name);
-                if done {
-                    this.unserve(&name);
-                    let client = this.ctx.client.clone();
-                    let name = name.clone();
-                    ctx.spawn(async move { remove_finalizer(&client, &name).await }.into_actor(this));
-                } else if let Some(crd) = this.crds.get(&name).cloned() {
-                    ctx.run_later(Duration::from_secs(1), move |this, ctx| this.cleanup(&crd, ctx));
-                }
-            },
-        ));
+        ctx.spawn(
+            async move { delete_instances(&context, &crd, store).await }
+                .into_actor(self)
+                .map(move |done, this, ctx| {
+                    this.cleaning.remove(&name);
+                    if done {
+                        this.unserve(&name);
+                        let client = this.ctx.client.clone();
+                        let name = name.clone();
+                        ctx.spawn(
+                            async move { remove_finalizer(&client, &name).await }.into_actor(this),
+                        );
+                    } else if let Some(crd) = this.crds.get(&name).cloned() {
+                        ctx.run_later(Duration::from_secs(1), move |this, ctx| {
+                            this.cleanup(&crd, ctx)
+                        });
+                    }
+                }),
+        );
     }
 }
 
 /// Which accepted name of another CRD the requested names collide with.
 fn name_conflict(names: &Value, accepted: &Value) -> Option<(&'static str, String)> {
-    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-    for (field, reason) in [("plural", "PluralConflict"), ("singular", "SingularConflict"), ("kind", "KindConflict"), ("listKind", "ListKindConflict")] {
+    let text = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    for (field, reason) in [
+        ("plural", "PluralConflict"),
+        ("singular", "SingularConflict"),
+        ("kind", "KindConflict"),
+        ("listKind", "ListKindConflict"),
+    ] {
         let wanted = text(names, field);
         if !wanted.is_empty() && wanted == text(accepted, field) {
             return Some((reason, format!("{wanted:?} is already in use")));
         }
     }
-    let taken: Vec<&Value> = accepted.get("shortNames").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
-    for short in names.get("shortNames").and_then(Value::as_array).into_iter().flatten() {
+    let taken: Vec<&Value> = accepted
+        .get("shortNames")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    for short in names
+        .get("shortNames")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if taken.contains(&short) {
-            return Some(("ShortNamesConflict", format!("{:?} is already in use", short.as_str().unwrap_or_default())));
+            return Some((
+                "ShortNamesConflict",
+                format!("{:?} is already in use", short.as_str().unwrap_or_default()),
+            ));
         }
     }
     None
@@ -233,7 +329,11 @@ fn name_conflict(names: &Value, accepted: &Value) -> Option<(&'static str, Strin
 
 /// A store for every served version of a CRD.
 async fn build_stores(ctx: &Context, crd: &Value) -> generic_server::Result<Vec<Arc<Store>>> {
-    let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default().to_string();
+    let group = crd
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     let storage = crd::storage_version(crd).unwrap_or_default().to_string();
     let mut stores = Vec::new();
     for version in crd::versions(crd).iter().filter(|v| v["served"] == true) {
@@ -241,13 +341,38 @@ async fn build_stores(ctx: &Context, crd: &Value) -> generic_server::Result<Vec<
         // Server-side apply sees the published schema: apiVersion, kind and
         // ObjectMeta added to the version's own.
         let served = custom_resource::Version::of(crd, version);
-        let root = crate::schema::to_openapi_resource(Some(&served.structural), &group, &served.version, &served.kind);
-        let schema = PatchSchema { root, components: object_meta_components() };
-        let converter: Arc<dyn Converter> = match crd.pointer("/spec/conversion/strategy").and_then(Value::as_str) {
-            Some("Webhook") => Arc::new(WebhookConverter::new(crd, ctx.reader.clone(), ctx.webhooks.clone())),
-            _ => Arc::new(NoneConverter { group: group.clone(), storage: storage.clone() }),
+        let root = crate::schema::to_openapi_resource(
+            Some(&served.structural),
+            &group,
+            &served.version,
+            &served.kind,
+        );
+        let schema = PatchSchema {
+            root,
+            components: object_meta_components(),
         };
-        let store = Store::new(resource, ctx.cacher.clone(), ctx.admission.clone(), &ctx.etcd_root, Some(schema)).await?;
+        let converter: Arc<dyn Converter> = match crd
+            .pointer("/spec/conversion/strategy")
+            .and_then(Value::as_str)
+        {
+            Some("Webhook") => Arc::new(WebhookConverter::new(
+                crd,
+                ctx.reader.clone(),
+                ctx.webhooks.clone(),
+            )),
+            _ => Arc::new(NoneConverter {
+                group: group.clone(),
+                storage: storage.clone(),
+            }),
+        };
+        let store = Store::new(
+            resource,
+            ctx.cacher.clone(),
+            ctx.admission.clone(),
+            &ctx.etcd_root,
+            Some(schema),
+        )
+        .await?;
         stores.push(Arc::new(store.with_converter(converter)));
     }
     Ok(stores)
@@ -256,11 +381,12 @@ async fn build_stores(ctx: &Context, crd: &Value) -> generic_server::Result<Vec<
 /// The components a custom resource's schema refers to (ObjectMeta and
 /// what it references), built once.
 fn object_meta_components() -> Arc<Map<String, Value>> {
-    static COMPONENTS: std::sync::LazyLock<Arc<Map<String, Value>>> = std::sync::LazyLock::new(|| {
-        let mut components = Components::new();
-        components.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>();
-        Arc::new(components.schemas().clone())
-    });
+    static COMPONENTS: std::sync::LazyLock<Arc<Map<String, Value>>> =
+        std::sync::LazyLock::new(|| {
+            let mut components = Components::new();
+            components.add::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>();
+            Arc::new(components.schemas().clone())
+        });
     COMPONENTS.clone()
 }
 
@@ -272,7 +398,11 @@ fn openapi_document(group: &str, version: &str, kinds: &[(&Arc<Store>, &Value)])
     let mut specs = Vec::new();
     for (store, crd) in kinds {
         let r = &store.resource;
-        let served = crd::versions(crd).iter().find(|v| v["name"] == version).cloned().unwrap_or_default();
+        let served = crd::versions(crd)
+            .iter()
+            .find(|v| v["name"] == version)
+            .cloned()
+            .unwrap_or_default();
         let structural = custom_resource::Version::of(crd, &served).structural;
         let schema = crate::schema::to_openapi_resource(Some(&structural), group, version, &r.kind);
         let name = format!("{}.{version}.{}", reversed.join("."), r.kind);
@@ -293,7 +423,8 @@ fn openapi_document(group: &str, version: &str, kinds: &[(&Arc<Store>, &Value)])
             spec.subresources.push(SubresourceSpec::status(&spec));
         }
         if r.scale.is_some() {
-            spec.subresources.push(SubresourceSpec::scale(&mut components));
+            spec.subresources
+                .push(SubresourceSpec::scale(&mut components));
         }
         specs.push(spec);
     }
@@ -303,16 +434,40 @@ fn openapi_document(group: &str, version: &str, kinds: &[(&Arc<Store>, &Value)])
 /// Deletes every custom resource of a CRD; true once none is left.
 async fn delete_instances(ctx: &Context, crd: &Value, store: Option<Arc<Store>>) -> bool {
     let mut terminating = crd.clone();
-    set_condition(&mut terminating, "Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress");
-    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    if !crd::is_true(crd, "Terminating") || crd::condition(crd, "Terminating").is_some_and(|c| c["reason"] != "InstanceDeletionInProgress") {
-        let _ = ctx.client.update(&format!("{CRD_PATH}/{name}/status"), &terminating).await;
+    set_condition(
+        &mut terminating,
+        "Terminating",
+        "True",
+        "InstanceDeletionInProgress",
+        "CustomResource deletion is in progress",
+    );
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !crd::is_true(crd, "Terminating")
+        || crd::condition(crd, "Terminating")
+            .is_some_and(|c| c["reason"] != "InstanceDeletionInProgress")
+    {
+        let _ = ctx
+            .client
+            .update(&format!("{CRD_PATH}/{name}/status"), &terminating)
+            .await;
     }
     let Some(store) = store else { return true };
-    let user = UserInfo { name: "system:apiextensions-controller".into(), groups: vec!["system:masters".into()], ..Default::default() };
-    let options = DeleteOptions { user, ..Default::default() };
+    let user = UserInfo {
+        name: "system:apiextensions-controller".into(),
+        groups: vec!["system:masters".into()],
+        ..Default::default()
+    };
+    let options = DeleteOptions {
+        user,
+        ..Default::default()
+    };
     for _ in 0..60 {
-        let Ok(list) = store.list("", &ListOptions::default()).await else { return false };
+        let Ok(list) = store.list("", &ListOptions::default()).await else {
+            return false;
+        };
         if list.items.is_empty() {
             return true;
         }
@@ -332,8 +487,15 @@ async fn delete_instances(ctx: &Context, crd: &Value, store: Option<Arc<Store>>)
 async fn remove_finalizer(client: &Loopback, name: &str) {
     let path = format!("{CRD_PATH}/{name}");
     for _ in 0..10 {
-        let Ok(mut crd) = client.get(&path).await else { return };
-        let Some(list) = crd.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else { return };
+        let Ok(mut crd) = client.get(&path).await else {
+            return;
+        };
+        let Some(list) = crd
+            .pointer_mut("/metadata/finalizers")
+            .and_then(Value::as_array_mut)
+        else {
+            return;
+        };
         list.retain(|f| f != CLEANUP_FINALIZER);
         match client.update(&path, &crd).await {
             Err(e) if e.reason() == Reason::Conflict => continue,
@@ -357,9 +519,16 @@ impl Handler<Sync> for CrdController {
     fn handle(&mut self, Sync(change): Sync, ctx: &mut actix::Context<Self>) {
         match change {
             Change::Present(crd) => {
-                let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+                let name = crd
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 self.crds.insert(name, crd.clone());
-                if crd.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+                if crd
+                    .pointer("/metadata/deletionTimestamp")
+                    .is_some_and(|t| !t.is_null())
+                {
                     self.cleanup(&crd, ctx);
                     return;
                 }
@@ -372,7 +541,11 @@ impl Handler<Sync> for CrdController {
                 }
             }
             Change::Deleted(crd) => {
-                let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+                let name = crd
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 self.crds.remove(&name);
                 self.unserve(&name);
             }

@@ -166,8 +166,7 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_left_alone() {
-        let mut obj =
-            json!({"spec": {"replicas": 2, "mode": "x", "strategy": {"type": "R", "maxSurge": 1}, "extra": null}});
+        let mut obj = json!({"spec": {"replicas": 2, "mode": "x", "strategy": {"type": "R", "maxSurge": 1}, "extra": null}});
         apply_defaults(&mut obj, &schema());
         assert_eq!(obj["spec"]["extra"], Value::Null);
     }

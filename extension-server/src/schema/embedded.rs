@@ -59,25 +59,46 @@ fn validate_resource(path: &str, x: &serde_json::Map<String, Value>) -> Vec<Fiel
     for (k, v) in x {
         match k.as_str() {
             "apiVersion" => match v.as_str() {
-                None => errs.push(FieldError::invalid(child(path, "apiVersion"), v.clone(), "must be a string")),
-                Some("") => errs.push(FieldError::invalid(child(path, "apiVersion"), "", "must not be empty")),
-                Some(api_version) if api_version.matches('/').count() > 1 => errs.push(FieldError::invalid(
+                None => errs.push(FieldError::invalid(
                     child(path, "apiVersion"),
-                    api_version,
-                    format!("unexpected GroupVersion string: {api_version}"),
+                    v.clone(),
+                    "must be a string",
                 )),
+                Some("") => errs.push(FieldError::invalid(
+                    child(path, "apiVersion"),
+                    "",
+                    "must not be empty",
+                )),
+                Some(api_version) if api_version.matches('/').count() > 1 => {
+                    errs.push(FieldError::invalid(
+                        child(path, "apiVersion"),
+                        api_version,
+                        format!("unexpected GroupVersion string: {api_version}"),
+                    ))
+                }
                 Some(_) => {}
             },
             "kind" => match v.as_str() {
-                None => errs.push(FieldError::invalid(child(path, "kind"), v.clone(), "must be a string")),
-                Some("") => errs.push(FieldError::invalid(child(path, "kind"), "", "must not be empty")),
+                None => errs.push(FieldError::invalid(
+                    child(path, "kind"),
+                    v.clone(),
+                    "must be a string",
+                )),
+                Some("") => errs.push(FieldError::invalid(
+                    child(path, "kind"),
+                    "",
+                    "must not be empty",
+                )),
                 Some(kind) => {
                     let problems = validation::dns1035_label(&kind.to_lowercase());
                     if !problems.is_empty() {
                         errs.push(FieldError::invalid(
                             child(path, "kind"),
                             kind,
-                            format!("may have mixed case, but should otherwise match: {}", problems.join(",")),
+                            format!(
+                                "may have mixed case, but should otherwise match: {}",
+                                problems.join(",")
+                            ),
                         ));
                     }
                 }
@@ -96,11 +117,14 @@ type TypeCheck = fn(&Value) -> bool;
 fn meta_field_type(field: &str) -> Option<(&'static str, TypeCheck)> {
     let string: TypeCheck = Value::is_string;
     let int: TypeCheck = |v| v.is_i64();
-    let string_map: TypeCheck = |v| v.as_object().is_some_and(|m| m.values().all(Value::is_string));
+    let string_map: TypeCheck = |v| {
+        v.as_object()
+            .is_some_and(|m| m.values().all(Value::is_string))
+    };
     let list: TypeCheck = Value::is_array;
     Some(match field {
-        "name" | "generateName" | "namespace" | "selfLink" | "uid" | "resourceVersion" | "creationTimestamp"
-        | "deletionTimestamp" => ("string", string),
+        "name" | "generateName" | "namespace" | "selfLink" | "uid" | "resourceVersion"
+        | "creationTimestamp" | "deletionTimestamp" => ("string", string),
         "generation" | "deletionGracePeriodSeconds" => ("int64", int),
         "labels" | "annotations" => ("map[string]string", string_map),
         "finalizers" => ("[]string", list),
@@ -117,7 +141,10 @@ fn validate_metadata(path: &str, v: &Value) -> Vec<FieldError> {
         if v.is_null() {
             return Vec::new();
         }
-        let msg = format!("json: cannot unmarshal {} into Go value of type v1.ObjectMeta", json_kind(v));
+        let msg = format!(
+            "json: cannot unmarshal {} into Go value of type v1.ObjectMeta",
+            json_kind(v)
+        );
         return vec![FieldError::invalid(path, v.clone(), msg)];
     };
     for (k, field) in map {
@@ -135,18 +162,33 @@ fn validate_metadata(path: &str, v: &Value) -> Vec<FieldError> {
         }
     }
     let mut meta = map.clone();
-    if meta.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
+    if meta
+        .get("name")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
         meta.insert("name".into(), Value::String("fakename".into()));
     }
-    let namespaced = meta.get("namespace").and_then(Value::as_str).is_some_and(|ns| !ns.is_empty());
-    validation::object_meta(&json!({"metadata": meta}), namespaced, NameRule::PathSegment)
-        .into_iter()
-        .map(|mut e| {
-            let rest = e.field.strip_prefix("metadata").unwrap_or(&e.field).to_string();
-            e.field = format!("{path}{rest}");
-            e
-        })
-        .collect()
+    let namespaced = meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .is_some_and(|ns| !ns.is_empty());
+    validation::object_meta(
+        &json!({"metadata": meta}),
+        namespaced,
+        NameRule::PathSegment,
+    )
+    .into_iter()
+    .map(|mut e| {
+        let rest = e
+            .field
+            .strip_prefix("metadata")
+            .unwrap_or(&e.field)
+            .to_string();
+        e.field = format!("{path}{rest}");
+        e
+    })
+    .collect()
 }
 
 #[cfg(test)]
@@ -165,16 +207,24 @@ mod tests {
     }
 
     fn messages(obj: Value) -> Vec<String> {
-        validate_embedded("", &obj, &schema(), false).iter().map(ToString::to_string).collect()
+        validate_embedded("", &obj, &schema(), false)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     #[test]
     fn embedded_resources_need_type_meta() {
         assert_eq!(
             messages(json!({"spec": {"template": {}}})),
-            vec!["spec.template.apiVersion: Required value", "spec.template.kind: Required value"]
+            vec![
+                "spec.template.apiVersion: Required value",
+                "spec.template.kind: Required value"
+            ]
         );
-        assert!(messages(json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod"}}})).is_empty());
+        assert!(
+            messages(json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod"}}})).is_empty()
+        );
         assert_eq!(
             messages(json!({"spec": {"items": [{"apiVersion": "v1", "kind": "Bad_Kind"}]}})),
             vec![
@@ -196,10 +246,13 @@ mod tests {
             json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a/b", "labels": {"bad key": "x"}}}}}),
         );
         assert_eq!(errs.len(), 2, "{errs:?}");
-        assert!(errs[0].starts_with("spec.template.metadata.name: Invalid value: \"a/b\": may not contain '/'"));
+        assert!(errs[0].starts_with(
+            "spec.template.metadata.name: Invalid value: \"a/b\": may not contain '/'"
+        ));
         assert!(errs[1].starts_with("spec.template.metadata.labels: Invalid value: \"bad key\""));
-        let errs =
-            messages(json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": "x"}}}}));
+        let errs = messages(
+            json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": "x"}}}}),
+        );
         assert_eq!(
             errs,
             vec![

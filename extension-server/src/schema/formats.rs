@@ -65,12 +65,15 @@ pub(crate) fn is_supported(format: &str) -> bool {
 
 static UUID: LazyLock<Regex> =
     LazyLock::new(|| rx(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"));
-static UUID3: LazyLock<Regex> =
-    LazyLock::new(|| rx(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$"));
-static UUID4: LazyLock<Regex> =
-    LazyLock::new(|| rx(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$"));
-static UUID5: LazyLock<Regex> =
-    LazyLock::new(|| rx(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$"));
+static UUID3: LazyLock<Regex> = LazyLock::new(|| {
+    rx(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
+});
+static UUID4: LazyLock<Regex> = LazyLock::new(|| {
+    rx(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
+});
+static UUID5: LazyLock<Regex> = LazyLock::new(|| {
+    rx(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
+});
 static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| {
     rx(
         r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$",
@@ -89,16 +92,19 @@ static CREDITCARD: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 static BSON: LazyLock<Regex> = LazyLock::new(|| rx(r"^[0-9a-fA-F]{24}$"));
-static DATE_TIME: LazyLock<Regex> =
-    LazyLock::new(|| rx(r"^(\d{4}-\d{2}-\d{2})[tT](\d{2}):(\d{2}):(\d{2})(\.\d+)?([zZ]|[+-]\d{2}:\d{2})$"));
-static DURATION_GO: LazyLock<Regex> = LazyLock::new(|| rx(r"^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$"));
+static DATE_TIME: LazyLock<Regex> = LazyLock::new(|| {
+    rx(r"^(\d{4}-\d{2}-\d{2})[tT](\d{2}):(\d{2}):(\d{2})(\.\d+)?([zZ]|[+-]\d{2}:\d{2})$")
+});
+static DURATION_GO: LazyLock<Regex> =
+    LazyLock::new(|| rx(r"^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$"));
 static DURATION_WORDS: LazyLock<Regex> = LazyLock::new(|| {
     rx(
         r"^(\d+)\s*(ns|us|µs|ms|s|m|h|d|w|nanoseconds?|microseconds?|milliseconds?|seconds?|sec|minutes?|mins?|hours?|hr|days?|weeks?|wk)$",
     )
 });
-static QUANTITY: LazyLock<Regex> =
-    LazyLock::new(|| rx(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$"));
+static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
+    rx(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+});
 static URI_SCHEME: LazyLock<Regex> = LazyLock::new(|| rx(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:"));
 
 /// Compiles a pattern written in this file.
@@ -128,7 +134,9 @@ pub(crate) fn validates(format: &str, value: &str) -> bool {
         "ssn" => SSN.is_match(value),
         "hexcolor" => HEXCOLOR.is_match(value),
         "rgbcolor" => RGBCOLOR.is_match(value),
-        "byte" => base64::engine::general_purpose::STANDARD.decode(value).is_ok(),
+        "byte" => base64::engine::general_purpose::STANDARD
+            .decode(value)
+            .is_ok(),
         "date" => is_date(value),
         "duration" => DURATION_GO.is_match(value) || value == "0" || DURATION_WORDS.is_match(value),
         "datetime" => is_date_time(value),
@@ -144,8 +152,12 @@ fn is_uri(value: &str) -> bool {
 }
 
 fn is_cidr(value: &str) -> bool {
-    let Some((addr, bits)) = value.split_once('/') else { return false };
-    let Ok(ip) = addr.parse::<IpAddr>() else { return false };
+    let Some((addr, bits)) = value.split_once('/') else {
+        return false;
+    };
+    let Ok(ip) = addr.parse::<IpAddr>() else {
+        return false;
+    };
     let max = if ip.is_ipv4() { 32 } else { 128 };
     !bits.is_empty()
         && bits.len() <= 3
@@ -169,9 +181,14 @@ fn is_date(value: &str) -> bool {
         return false;
     }
     let num = |r: std::ops::Range<usize>| {
-        value.get(r).filter(|s| s.chars().all(|c| c.is_ascii_digit())).and_then(|s| s.parse::<u32>().ok())
+        value
+            .get(r)
+            .filter(|s| s.chars().all(|c| c.is_ascii_digit()))
+            .and_then(|s| s.parse::<u32>().ok())
     };
-    let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10)) else { return false };
+    let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
+        return false;
+    };
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
     let days = match m {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
@@ -184,7 +201,9 @@ fn is_date(value: &str) -> bool {
 }
 
 fn is_date_time(value: &str) -> bool {
-    let Some(c) = DATE_TIME.captures(value) else { return false };
+    let Some(c) = DATE_TIME.captures(value) else {
+        return false;
+    };
     let part = |i: usize| c.get(i).map_or("", |m| m.as_str());
     let num = |i: usize| part(i).parse::<u32>().unwrap_or(99);
     is_date(part(1)) && num(2) <= 23 && num(3) <= 59 && num(4) <= 59
@@ -197,11 +216,17 @@ fn digits_only(value: &str) -> String {
 fn is_isbn10(value: &str) -> bool {
     let s = digits_only(value);
     let b = s.as_bytes();
-    if b.len() != 10 || !b[..9].iter().all(u8::is_ascii_digit) || !(b[9].is_ascii_digit() || b[9] == b'X') {
+    if b.len() != 10
+        || !b[..9].iter().all(u8::is_ascii_digit)
+        || !(b[9].is_ascii_digit() || b[9] == b'X')
+    {
         return false;
     }
-    let sum: u32 =
-        b.iter().enumerate().map(|(i, c)| (i as u32 + 1) * if *c == b'X' { 10 } else { u32::from(c - b'0') }).sum();
+    let sum: u32 = b
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i as u32 + 1) * if *c == b'X' { 10 } else { u32::from(c - b'0') })
+        .sum();
     sum.is_multiple_of(11)
 }
 
@@ -211,7 +236,11 @@ fn is_isbn13(value: &str) -> bool {
     if b.len() != 13 || !b.iter().all(u8::is_ascii_digit) {
         return false;
     }
-    let sum: u32 = b[..12].iter().enumerate().map(|(i, c)| u32::from(c - b'0') * if i % 2 == 0 { 1 } else { 3 }).sum();
+    let sum: u32 = b[..12]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| u32::from(c - b'0') * if i % 2 == 0 { 1 } else { 3 })
+        .sum();
     (10 - sum % 10) % 10 == u32::from(b[12] - b'0')
 }
 

@@ -10,7 +10,11 @@ use super::validation::json_equal;
 
 /// Validates the set and map lists under `obj`; errors are `Duplicate value`
 /// at the index of the first repeated occurrence.
-pub(crate) fn validate_list_sets_and_maps(path: &str, s: &Structural, obj: &Value) -> Vec<FieldError> {
+pub(crate) fn validate_list_sets_and_maps(
+    path: &str,
+    s: &Structural,
+    obj: &Value,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if let Value::Object(map) = obj {
         walk_object(path, s, map, &mut errs);
@@ -99,7 +103,10 @@ fn validate_list_map(path: &str, s: &Structural, items: &[Value]) -> Vec<FieldEr
             Value::Object(key)
         })
         .collect();
-    first_repeats(&keys).into_iter().map(|i| FieldError::duplicate(index(path, i), keys[i].clone())).collect()
+    first_repeats(&keys)
+        .into_iter()
+        .map(|i| FieldError::duplicate(index(path, i), keys[i].clone()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -121,7 +128,10 @@ mod tests {
     }
 
     fn messages(obj: Value) -> Vec<String> {
-        validate_list_sets_and_maps("", &schema(), &obj).iter().map(ToString::to_string).collect()
+        validate_list_sets_and_maps("", &schema(), &obj)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     #[test]
@@ -131,7 +141,10 @@ mod tests {
             vec![r#"spec.tags[2]: Duplicate value: "a""#]
         );
         assert!(messages(json!({"spec": {"tags": ["a", "b"]}})).is_empty());
-        assert_eq!(messages(json!({"spec": {"byName": {"x": [1, 1]}}})), vec!["spec.byName[x][1]: Duplicate value: 1"]);
+        assert_eq!(
+            messages(json!({"spec": {"byName": {"x": [1, 1]}}})),
+            vec!["spec.byName[x][1]: Duplicate value: 1"]
+        );
     }
 
     #[test]
@@ -146,7 +159,9 @@ mod tests {
         );
         assert_eq!(
             messages(json!({"spec": {"ports": [{"name": "a"}, "x"]}})),
-            vec![r#"spec.ports[1]: Invalid value: "x": must be an object for an array of list-type map"#]
+            vec![
+                r#"spec.ports[1]: Invalid value: "x": must be an object for an array of list-type map"#
+            ]
         );
     }
 }

@@ -19,7 +19,6 @@
 
 // The CRD server wiring that calls into this module lands separately.
 
-
 pub mod crd;
 mod defaulting;
 mod embedded;
@@ -32,7 +31,9 @@ mod structural;
 mod structural_rules;
 mod validation;
 
-pub use crd::{default_crd, prepare_for_create, prepare_for_update, validate_crd, validate_crd_status_update};
+pub use crd::{
+    default_crd, prepare_for_create, prepare_for_update, validate_crd, validate_crd_status_update,
+};
 pub use defaulting::apply_defaults;
 pub use openapi::to_openapi_resource;
 pub use pruning::prune;

@@ -8,7 +8,8 @@ use serde_json::{Map, Value, json};
 
 use super::structural::{AdditionalProperties, Structural};
 
-const OBJECT_META_REF: &str = "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+const OBJECT_META_REF: &str =
+    "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 const METADATA_DESCRIPTION: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 const API_VERSION_DESCRIPTION: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
 const KIND_DESCRIPTION: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
@@ -27,7 +28,12 @@ pub fn to_openapi(schema: &Structural) -> Value {
 /// the schema plus `apiVersion`, `kind` and `metadata` (also in embedded
 /// resources) and the `x-kubernetes-group-version-kind` extension. Without
 /// a schema it is a bare `type: object`.
-pub fn to_openapi_resource(schema: Option<&Structural>, group: &str, version: &str, kind: &str) -> Value {
+pub fn to_openapi_resource(
+    schema: Option<&Structural>,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Value {
     let mut out = match schema {
         None => {
             let mut m = Map::new();
@@ -39,14 +45,29 @@ pub fn to_openapi_resource(schema: Option<&Structural>, group: &str, version: &s
                 Value::Object(m) => m,
                 _ => Map::new(),
             };
-            set_property(&mut m, "metadata", json!({"allOf": [{"$ref": OBJECT_META_REF}], "description": METADATA_DESCRIPTION}));
-            set_property(&mut m, "apiVersion", json!({"description": API_VERSION_DESCRIPTION, "type": "string"}));
-            set_property(&mut m, "kind", json!({"description": KIND_DESCRIPTION, "type": "string"}));
+            set_property(
+                &mut m,
+                "metadata",
+                json!({"allOf": [{"$ref": OBJECT_META_REF}], "description": METADATA_DESCRIPTION}),
+            );
+            set_property(
+                &mut m,
+                "apiVersion",
+                json!({"description": API_VERSION_DESCRIPTION, "type": "string"}),
+            );
+            set_property(
+                &mut m,
+                "kind",
+                json!({"description": KIND_DESCRIPTION, "type": "string"}),
+            );
             add_embedded_properties(&mut m);
             m
         }
     };
-    out.insert("x-kubernetes-group-version-kind".into(), json!([{"group": group, "kind": kind, "version": version}]));
+    out.insert(
+        "x-kubernetes-group-version-kind".into(),
+        json!([{"group": group, "kind": kind, "version": version}]),
+    );
     Value::Object(out)
 }
 
@@ -65,7 +86,9 @@ fn unfold(s: &mut Structural) {
     }
     if !s.x_int_or_string
         || has_int_or_string_pair(&s.any_of)
-        || s.all_of.first().is_some_and(|a| has_int_or_string_pair(&a.any_of))
+        || s.all_of
+            .first()
+            .is_some_and(|a| has_int_or_string_pair(&a.any_of))
     {
         return;
     }
@@ -73,12 +96,21 @@ fn unfold(s: &mut Structural) {
     if s.any_of.is_empty() {
         s.any_of = pair;
     } else {
-        s.all_of.insert(0, Structural { any_of: pair, ..Structural::default() });
+        s.all_of.insert(
+            0,
+            Structural {
+                any_of: pair,
+                ..Structural::default()
+            },
+        );
     }
 }
 
 fn bare(type_: &str) -> Structural {
-    Structural { type_: type_.to_string(), ..Structural::default() }
+    Structural {
+        type_: type_.to_string(),
+        ..Structural::default()
+    }
 }
 
 fn has_int_or_string_pair(any_of: &[Structural]) -> bool {
@@ -91,7 +123,11 @@ fn to_openapi_plain(s: &Structural) -> Value {
 }
 
 fn number(f: f64) -> Value {
-    if f.fract() == 0.0 && f.abs() < 9.0e15 { json!(f as i64) } else { json!(f) }
+    if f.fract() == 0.0 && f.abs() < 9.0e15 {
+        json!(f as i64)
+    } else {
+        json!(f)
+    }
 }
 
 fn render(s: &Structural) -> Map<String, Value> {
@@ -151,7 +187,10 @@ fn render(s: &Structural) -> Map<String, Value> {
     if let Some(e) = &s.enum_values {
         put("enum", Value::Array(e.clone()));
     }
-    for (k, v) in [("maxProperties", s.max_properties), ("minProperties", s.min_properties)] {
+    for (k, v) in [
+        ("maxProperties", s.max_properties),
+        ("minProperties", s.min_properties),
+    ] {
         if let Some(v) = v {
             put(k, json!(v));
         }
@@ -162,9 +201,16 @@ fn render(s: &Structural) -> Map<String, Value> {
     if let Some(items) = &s.items {
         put("items", Value::Object(render(items)));
     }
-    for (k, list) in [("allOf", &s.all_of), ("oneOf", &s.one_of), ("anyOf", &s.any_of)] {
+    for (k, list) in [
+        ("allOf", &s.all_of),
+        ("oneOf", &s.one_of),
+        ("anyOf", &s.any_of),
+    ] {
         if !list.is_empty() {
-            put(k, Value::Array(list.iter().map(|n| Value::Object(render(n))).collect()));
+            put(
+                k,
+                Value::Array(list.iter().map(|n| Value::Object(render(n))).collect()),
+            );
         }
     }
     if let Some(not) = &s.not {
@@ -173,13 +219,17 @@ fn render(s: &Structural) -> Map<String, Value> {
     if let Some(props) = &s.properties {
         let mut sorted: Vec<&(String, Structural)> = props.iter().collect();
         sorted.sort_by(|a, b| a.0.cmp(&b.0));
-        let rendered: Map<String, Value> =
-            sorted.into_iter().map(|(k, v)| (k.clone(), Value::Object(render(v)))).collect();
+        let rendered: Map<String, Value> = sorted
+            .into_iter()
+            .map(|(k, v)| (k.clone(), Value::Object(render(v))))
+            .collect();
         put("properties", Value::Object(rendered));
     }
     match &s.additional_properties {
         Some(AdditionalProperties::Bool(b)) => put("additionalProperties", json!(b)),
-        Some(AdditionalProperties::Schema(extra)) => put("additionalProperties", Value::Object(render(extra))),
+        Some(AdditionalProperties::Schema(extra)) => {
+            put("additionalProperties", Value::Object(render(extra)))
+        }
         None => {}
     }
     if s.x_embedded_resource {
@@ -201,7 +251,10 @@ fn render(s: &Structural) -> Map<String, Value> {
         put("x-kubernetes-preserve-unknown-fields", json!(true));
     }
     if !s.x_validations.is_empty() {
-        put("x-kubernetes-validations", Value::Array(s.x_validations.clone()));
+        put(
+            "x-kubernetes-validations",
+            Value::Array(s.x_validations.clone()),
+        );
     }
     m
 }
@@ -215,7 +268,10 @@ fn set_property(m: &mut Map<String, Value>, name: &str, schema: Value) {
     props.insert(name.to_string(), schema);
     let mut entries: Vec<(String, Value)> = props.into_iter().collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    m.insert("properties".into(), Value::Object(entries.into_iter().collect()));
+    m.insert(
+        "properties".into(),
+        Value::Object(entries.into_iter().collect()),
+    );
 }
 
 /// kube's `addEmbeddedProperties` (v3): embedded resources get `apiVersion`,
@@ -236,9 +292,21 @@ fn add_embedded_properties(m: &mut Map<String, Value>) {
     if m.get("x-kubernetes-embedded-resource") != Some(&Value::Bool(true)) {
         return;
     }
-    set_property(m, "apiVersion", json!({"description": EMBEDDED_API_VERSION_DESCRIPTION, "type": "string"}));
-    set_property(m, "kind", json!({"description": EMBEDDED_KIND_DESCRIPTION, "type": "string"}));
-    set_property(m, "metadata", json!({"description": METADATA_DESCRIPTION, "$ref": OBJECT_META_REF}));
+    set_property(
+        m,
+        "apiVersion",
+        json!({"description": EMBEDDED_API_VERSION_DESCRIPTION, "type": "string"}),
+    );
+    set_property(
+        m,
+        "kind",
+        json!({"description": EMBEDDED_KIND_DESCRIPTION, "type": "string"}),
+    );
+    set_property(
+        m,
+        "metadata",
+        json!({"description": METADATA_DESCRIPTION, "$ref": OBJECT_META_REF}),
+    );
     let mut required: Vec<Value> = match m.remove("required") {
         Some(Value::Array(r)) => r,
         _ => Vec::new(),
@@ -287,7 +355,11 @@ mod tests {
                 }}
             })
         );
-        let keys: Vec<&String> = published["properties"]["spec"]["properties"].as_object().unwrap().keys().collect();
+        let keys: Vec<&String> = published["properties"]["spec"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
         assert_eq!(keys, ["name", "port", "replicas", "tags"]);
     }
 
@@ -302,8 +374,14 @@ mod tests {
         .unwrap();
         let def = to_openapi_resource(Some(&s), "example.com", "v1", "Foo");
         let props = def["properties"].as_object().unwrap();
-        assert_eq!(props.keys().collect::<Vec<_>>(), ["apiVersion", "kind", "metadata", "spec"]);
-        assert_eq!(def["properties"]["metadata"]["allOf"][0]["$ref"], OBJECT_META_REF);
+        assert_eq!(
+            props.keys().collect::<Vec<_>>(),
+            ["apiVersion", "kind", "metadata", "spec"]
+        );
+        assert_eq!(
+            def["properties"]["metadata"]["allOf"][0]["$ref"],
+            OBJECT_META_REF
+        );
         assert_eq!(def["properties"]["kind"]["type"], "string");
         assert_eq!(
             def["x-kubernetes-group-version-kind"],
@@ -311,7 +389,10 @@ mod tests {
         );
         let template = &def["properties"]["spec"]["properties"]["template"];
         assert_eq!(template["required"], json!(["kind", "apiVersion"]));
-        assert_eq!(template["properties"]["apiVersion"]["description"], EMBEDDED_API_VERSION_DESCRIPTION);
+        assert_eq!(
+            template["properties"]["apiVersion"]["description"],
+            EMBEDDED_API_VERSION_DESCRIPTION
+        );
         let bare = to_openapi_resource(None, "example.com", "v1", "Foo");
         assert_eq!(
             bare,

@@ -4,7 +4,11 @@
 
 /// `path.Child(name)`: `a.b`, or `b` under the nil path.
 pub(crate) fn child(path: &str, name: &str) -> String {
-    if path.is_empty() { name.to_string() } else { format!("{path}.{name}") }
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
 }
 
 /// `path.Index(i)`: `a[0]`.
@@ -24,7 +28,11 @@ pub(crate) fn go_float(f: f64) -> String {
         return "NaN".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     if f == 0.0 {
         return "0".into();

@@ -25,9 +25,23 @@ const OBJECT_META_FIELDS: [&str; 15] = [
     "managedFields",
 ];
 
-const OWNER_REFERENCE_FIELDS: [&str; 6] = ["apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"];
-const MANAGED_FIELDS_ENTRY_FIELDS: [&str; 7] =
-    ["manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource"];
+const OWNER_REFERENCE_FIELDS: [&str; 6] = [
+    "apiVersion",
+    "kind",
+    "name",
+    "uid",
+    "controller",
+    "blockOwnerDeletion",
+];
+const MANAGED_FIELDS_ENTRY_FIELDS: [&str; 7] = [
+    "manager",
+    "operation",
+    "apiVersion",
+    "time",
+    "fieldsType",
+    "fieldsV1",
+    "subresource",
+];
 
 /// Drops the fields of `obj` that `schema` does not specify, except under
 /// `x-kubernetes-preserve-unknown-fields`. `apiVersion`, `kind` and
@@ -199,14 +213,19 @@ impl Pruner {
                         "managedFields" => Some(&MANAGED_FIELDS_ENTRY_FIELDS[..]),
                         _ => None,
                     };
-                    if let (Some(allowed), Some(Value::Array(list))) = (entries, meta.get_mut(&field)) {
+                    if let (Some(allowed), Some(Value::Array(list))) =
+                        (entries, meta.get_mut(&field))
+                    {
                         self.push_key(&field);
                         let inner = self.parent.len();
                         for (i, entry) in list.iter_mut().enumerate() {
                             self.push_index(i);
                             if let Value::Object(entry) = entry {
-                                let unknown: Vec<String> =
-                                    entry.keys().filter(|f| !allowed.contains(&f.as_str())).cloned().collect();
+                                let unknown: Vec<String> = entry
+                                    .keys()
+                                    .filter(|f| !allowed.contains(&f.as_str()))
+                                    .cloned()
+                                    .collect();
                                 for f in unknown {
                                     self.record(&f);
                                     entry.remove(&f);
@@ -234,9 +253,13 @@ fn meta_type_ok(field: &str, v: &Value) -> bool {
     }
     match field {
         "generation" | "deletionGracePeriodSeconds" => v.is_i64(),
-        "labels" | "annotations" => v.as_object().is_some_and(|m| m.values().all(Value::is_string)),
+        "labels" | "annotations" => v
+            .as_object()
+            .is_some_and(|m| m.values().all(Value::is_string)),
         "finalizers" => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
-        "ownerReferences" | "managedFields" => v.as_array().is_some_and(|a| a.iter().all(Value::is_object)),
+        "ownerReferences" | "managedFields" => {
+            v.as_array().is_some_and(|a| a.iter().all(Value::is_object))
+        }
         _ => v.is_string(),
     }
 }
@@ -322,7 +345,9 @@ mod tests {
 
     #[test]
     fn not_root_drops_type_meta() {
-        let s = Structural::new(&json!({"type": "object", "properties": {"a": {"type": "string"}}})).unwrap();
+        let s =
+            Structural::new(&json!({"type": "object", "properties": {"a": {"type": "string"}}}))
+                .unwrap();
         let mut obj = json!({"a": "x", "kind": "K", "b": 1});
         assert_eq!(prune(&mut obj, &s, false), vec!["b"]);
         assert_eq!(obj, json!({"a": "x"}));

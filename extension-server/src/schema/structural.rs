@@ -109,7 +109,10 @@ impl Structural {
     /// like kube's `NewStructural` on fields a structural schema cannot hold.
     pub fn new(schema: &Value) -> Result<Structural, String> {
         let map = schema.as_object().ok_or_else(|| {
-            format!("json: cannot unmarshal {} into Go value of type JSONSchemaProps", json_kind(schema))
+            format!(
+                "json: cannot unmarshal {} into Go value of type JSONSchemaProps",
+                json_kind(schema)
+            )
         })?;
         unsupported_fields(map)?;
         let mut s = Structural {
@@ -152,7 +155,10 @@ impl Structural {
         };
         let pattern = string_field(map, "pattern")?;
         if !pattern.is_empty() {
-            s.pattern = Some(Pattern { regex: Regex::new(&pattern).ok(), source: pattern });
+            s.pattern = Some(Pattern {
+                regex: Regex::new(&pattern).ok(),
+                source: pattern,
+            });
         }
         match map.get("x-kubernetes-preserve-unknown-fields") {
             None | Some(Value::Null) => {}
@@ -160,11 +166,19 @@ impl Structural {
             Some(Value::Bool(false)) => {
                 return Err("internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined".into());
             }
-            Some(other) => return Err(type_error("x-kubernetes-preserve-unknown-fields", other, "bool")),
+            Some(other) => {
+                return Err(type_error(
+                    "x-kubernetes-preserve-unknown-fields",
+                    other,
+                    "bool",
+                ));
+            }
         }
         match map.get("items") {
             None | Some(Value::Null) => {}
-            Some(Value::Array(_)) => return Err("OpenAPIV3Schema 'items' must be a schema, but is an array".into()),
+            Some(Value::Array(_)) => {
+                return Err("OpenAPIV3Schema 'items' must be a schema, but is an array".into());
+            }
             Some(items) => s.items = Some(Box::new(Structural::new(items)?)),
         }
         match map.get("properties") {
@@ -178,13 +192,21 @@ impl Structural {
                     s.properties = Some(out);
                 }
             }
-            Some(other) => return Err(type_error("properties", other, "map[string]JSONSchemaProps")),
+            Some(other) => {
+                return Err(type_error(
+                    "properties",
+                    other,
+                    "map[string]JSONSchemaProps",
+                ));
+            }
         }
         match map.get("additionalProperties") {
             None | Some(Value::Null) => {}
             Some(Value::Bool(b)) => s.additional_properties = Some(AdditionalProperties::Bool(*b)),
             Some(schema) => {
-                s.additional_properties = Some(AdditionalProperties::Schema(Box::new(Structural::new(schema)?)))
+                s.additional_properties = Some(AdditionalProperties::Schema(Box::new(
+                    Structural::new(schema)?,
+                )))
             }
         }
         s.all_of = schema_list(map, "allOf")?;
@@ -198,7 +220,11 @@ impl Structural {
 
     /// The schema of the named property, if declared.
     pub fn property(&self, name: &str) -> Option<&Structural> {
-        self.properties.as_ref()?.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+        self.properties
+            .as_ref()?
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v)
     }
 
     /// The schema of the `additionalProperties`, when it is a schema.
@@ -328,9 +354,10 @@ fn number_field(map: &Map<String, Value>, key: &str) -> Result<Option<f64>, Stri
 fn int_field(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, String> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => {
-            n.as_i64().map(Some).ok_or_else(|| type_error(key, &Value::Number(n.clone()), "int64"))
-        }
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| type_error(key, &Value::Number(n.clone()), "int64")),
         Some(other) => Err(type_error(key, other, "int64")),
     }
 }
@@ -338,9 +365,14 @@ fn int_field(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, String>
 fn string_list(map: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => {
-            items.iter().map(|i| i.as_str().map(str::to_string).ok_or_else(|| type_error(key, i, "string"))).collect()
-        }
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| {
+                i.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| type_error(key, i, "string"))
+            })
+            .collect(),
         Some(other) => Err(type_error(key, other, "[]string")),
     }
 }
@@ -380,8 +412,18 @@ mod tests {
         let tags = spec.property("tags").unwrap();
         assert_eq!(tags.items.as_ref().unwrap().type_, "string");
         assert_eq!(tags.x_list_type.as_deref(), Some("set"));
-        assert_eq!(spec.property("labels").unwrap().additional_schema().unwrap().type_, "string");
-        assert_eq!(spec.field_schema("labels").map(|s| s.type_.as_str()), Some("object"));
+        assert_eq!(
+            spec.property("labels")
+                .unwrap()
+                .additional_schema()
+                .unwrap()
+                .type_,
+            "string"
+        );
+        assert_eq!(
+            spec.field_schema("labels").map(|s| s.type_.as_str()),
+            Some("object")
+        );
         let port = spec.property("port").unwrap();
         assert!(port.x_int_or_string);
         assert_eq!(port.any_of.len(), 2);
@@ -391,11 +433,23 @@ mod tests {
     #[test]
     fn rejects_what_kube_rejects() {
         let cases = [
-            (json!({"$ref": "#/x"}), "OpenAPIV3Schema '$ref' is not supported"),
+            (
+                json!({"$ref": "#/x"}),
+                "OpenAPIV3Schema '$ref' is not supported",
+            ),
             (json!({"id": "x"}), "OpenAPIV3Schema 'id' is not supported"),
-            (json!({"$schema": "x"}), "OpenAPIV3Schema 'schema' is not supported"),
-            (json!({"items": [{"type": "string"}]}), "OpenAPIV3Schema 'items' must be a schema, but is an array"),
-            (json!({"patternProperties": {"a": {}}}), "OpenAPIV3Schema 'patternProperties' is not supported"),
+            (
+                json!({"$schema": "x"}),
+                "OpenAPIV3Schema 'schema' is not supported",
+            ),
+            (
+                json!({"items": [{"type": "string"}]}),
+                "OpenAPIV3Schema 'items' must be a schema, but is an array",
+            ),
+            (
+                json!({"patternProperties": {"a": {}}}),
+                "OpenAPIV3Schema 'patternProperties' is not supported",
+            ),
             (
                 json!({"x-kubernetes-preserve-unknown-fields": false}),
                 "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined",

@@ -27,7 +27,10 @@ pub(crate) fn validate_structural(path: &str, s: &Structural) -> Vec<FieldError>
 
 fn invariants(s: &Structural, lvl: Level, path: &str, errs: &mut Vec<FieldError>) {
     if s.type_ == "array" && s.items.is_none() {
-        errs.push(FieldError::required(child(path, "items"), "must be specified"));
+        errs.push(FieldError::required(
+            child(path, "items"),
+            "must be specified",
+        ));
     }
     if let Some(items) = &s.items {
         invariants(items, Level::Item, &child(path, "items"), errs);
@@ -37,10 +40,18 @@ fn invariants(s: &Structural, lvl: Level, path: &str, errs: &mut Vec<FieldError>
     }
     if s.additional_properties.is_some() {
         if lvl == Level::Root {
-            errs.push(FieldError::forbidden(child(path, "additionalProperties"), "must not be used at the root"));
+            errs.push(FieldError::forbidden(
+                child(path, "additionalProperties"),
+                "must not be used at the root",
+            ));
         }
         if let Some(extra) = s.additional_schema() {
-            invariants(extra, Level::Field, &child(path, "additionalProperties"), errs);
+            invariants(
+                extra,
+                Level::Field,
+                &child(path, "additionalProperties"),
+                errs,
+            );
         }
     }
     if s.x_int_or_string && s.x_preserve_unknown_fields {
@@ -57,7 +68,14 @@ fn invariants(s: &Structural, lvl: Level, path: &str, errs: &mut Vec<FieldError>
             "must be false if x-kubernetes-int-or-string is true",
         ));
     }
-    value_validation(s, is_int_or_string_any_of(s), is_int_or_string_all_of(s), lvl, path, errs);
+    value_validation(
+        s,
+        is_int_or_string_any_of(s),
+        is_int_or_string_all_of(s),
+        lvl,
+        path,
+        errs,
+    );
 
     let check_metadata = lvl == Level::Root || s.x_embedded_resource;
     if s.x_embedded_resource && s.type_ != "object" {
@@ -65,7 +83,11 @@ fn invariants(s: &Structural, lvl: Level, path: &str, errs: &mut Vec<FieldError>
         if s.type_.is_empty() {
             errs.push(FieldError::required(child(path, "type"), msg));
         } else {
-            errs.push(FieldError::invalid(child(path, "type"), s.type_.as_str(), msg));
+            errs.push(FieldError::invalid(
+                child(path, "type"),
+                s.type_.as_str(),
+                msg,
+            ));
         }
     } else if s.type_.is_empty() && !s.x_int_or_string && !s.x_preserve_unknown_fields {
         let msg = match lvl {
@@ -82,7 +104,11 @@ fn invariants(s: &Structural, lvl: Level, path: &str, errs: &mut Vec<FieldError>
         ));
     }
     if lvl == Level::Root && !s.type_.is_empty() && s.type_ != "object" {
-        errs.push(FieldError::invalid(child(path, "type"), s.type_.as_str(), "must be object at the root"));
+        errs.push(FieldError::invalid(
+            child(path, "type"),
+            s.type_.as_str(),
+            "must be object at the root",
+        ));
     }
     for meta in ["kind", "apiVersion"] {
         if let Some(prop) = s.property(meta).filter(|_| check_metadata)
@@ -96,7 +122,13 @@ fn invariants(s: &Structural, lvl: Level, path: &str, errs: &mut Vec<FieldError>
         }
     }
     if let Some(metadata) = s.property("metadata") {
-        metadata_invariants(metadata, check_metadata, lvl, &key(&child(path, "properties"), "metadata"), errs);
+        metadata_invariants(
+            metadata,
+            check_metadata,
+            lvl,
+            &key(&child(path, "properties"), "metadata"),
+            errs,
+        );
     }
     if s.x_embedded_resource && !s.x_preserve_unknown_fields && s.properties.is_none() {
         errs.push(FieldError::required(
@@ -106,9 +138,19 @@ fn invariants(s: &Structural, lvl: Level, path: &str, errs: &mut Vec<FieldError>
     }
 }
 
-fn metadata_invariants(s: &Structural, check_metadata: bool, lvl: Level, path: &str, errs: &mut Vec<FieldError>) {
+fn metadata_invariants(
+    s: &Structural,
+    check_metadata: bool,
+    lvl: Level,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+) {
     if check_metadata && s.type_ != "object" {
-        errs.push(FieldError::invalid(child(path, "type"), s.type_.as_str(), "must be object"));
+        errs.push(FieldError::invalid(
+            child(path, "type"),
+            s.type_.as_str(),
+            "must be object",
+        ));
     }
     if lvl != Level::Root {
         return;
@@ -162,7 +204,9 @@ fn is_int_or_string_any_of(s: &Structural) -> bool {
 
 /// `allOf: [{anyOf: [{type: integer}, {type: string}]}, ...]`: the second.
 fn is_int_or_string_all_of(s: &Structural) -> bool {
-    s.all_of.first().is_some_and(|first| is_int_or_string_pair(&first.any_of))
+    s.all_of
+        .first()
+        .is_some_and(|first| is_int_or_string_pair(&first.any_of))
 }
 
 fn value_validation(
@@ -179,7 +223,13 @@ fn value_validation(
         }
     }
     for (i, n) in v.all_of.iter().enumerate() {
-        nested(n, skip_first_all_of_any_of && i == 0, lvl, &index(&child(path, "allOf"), i), errs);
+        nested(
+            n,
+            skip_first_all_of_any_of && i == 0,
+            lvl,
+            &index(&child(path, "allOf"), i),
+            errs,
+        );
     }
     for (i, n) in v.one_of.iter().enumerate() {
         nested(n, false, lvl, &index(&child(path, "oneOf"), i), errs);
@@ -190,11 +240,19 @@ fn value_validation(
     if let Some(pattern) = &v.pattern
         && let Err(e) = regex::Regex::new(&pattern.source)
     {
-        let detail = e.to_string().lines().last().unwrap_or_default().trim().to_string();
+        let detail = e
+            .to_string()
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
         errs.push(FieldError::invalid(
             child(path, "pattern"),
             pattern.source.as_str(),
-            format!("must be a valid regular expression, but isn't: error parsing regexp: {detail}"),
+            format!(
+                "must be a valid regular expression, but isn't: error parsing regexp: {detail}"
+            ),
         ));
     }
 }
@@ -207,15 +265,26 @@ fn nested(v: &Structural, skip_any_of: bool, lvl: Level, path: &str, errs: &mut 
         nested(items, false, lvl, &child(path, "items"), errs);
     }
     for (k, p) in v.properties.iter().flatten() {
-        nested(p, false, Level::Field, &key(&child(path, "properties"), k), errs);
+        nested(
+            p,
+            false,
+            Level::Field,
+            &key(&child(path, "properties"), k),
+            errs,
+        );
     }
-    let forbid =
-        |errs: &mut Vec<FieldError>, field: &str, msg: &str| errs.push(FieldError::forbidden(child(path, field), msg));
+    let forbid = |errs: &mut Vec<FieldError>, field: &str, msg: &str| {
+        errs.push(FieldError::forbidden(child(path, field), msg))
+    };
     if !v.type_.is_empty() {
         forbid(errs, "type", "must be empty to be structural");
     }
     if v.additional_properties.is_some() {
-        forbid(errs, "additionalProperties", "must be undefined to be structural");
+        forbid(
+            errs,
+            "additionalProperties",
+            "must be undefined to be structural",
+        );
     }
     if v.default.is_some() {
         forbid(errs, "default", "must be undefined to be structural");
@@ -233,25 +302,53 @@ fn nested(v: &Structural, skip_any_of: bool, lvl: Level, path: &str, errs: &mut 
         forbid(errs, "externalDocs", "must be undefined to be structural");
     }
     if v.x_preserve_unknown_fields {
-        forbid(errs, "x-kubernetes-preserve-unknown-fields", "must be false to be structural");
+        forbid(
+            errs,
+            "x-kubernetes-preserve-unknown-fields",
+            "must be false to be structural",
+        );
     }
     if v.x_embedded_resource {
-        forbid(errs, "x-kubernetes-embedded-resource", "must be false to be structural");
+        forbid(
+            errs,
+            "x-kubernetes-embedded-resource",
+            "must be false to be structural",
+        );
     }
     if v.x_int_or_string {
-        forbid(errs, "x-kubernetes-int-or-string", "must be false to be structural");
+        forbid(
+            errs,
+            "x-kubernetes-int-or-string",
+            "must be false to be structural",
+        );
     }
     if !v.x_list_map_keys.is_empty() {
-        forbid(errs, "x-kubernetes-list-map-keys", "must be empty to be structural");
+        forbid(
+            errs,
+            "x-kubernetes-list-map-keys",
+            "must be empty to be structural",
+        );
     }
     if v.x_list_type.is_some() {
-        forbid(errs, "x-kubernetes-list-type", "must be undefined to be structural");
+        forbid(
+            errs,
+            "x-kubernetes-list-type",
+            "must be undefined to be structural",
+        );
     }
     if v.x_map_type.is_some() {
-        forbid(errs, "x-kubernetes-map-type", "must be undefined to be structural");
+        forbid(
+            errs,
+            "x-kubernetes-map-type",
+            "must be undefined to be structural",
+        );
     }
     if !v.x_validations.is_empty() {
-        forbid(errs, "x-kubernetes-validations", "must be empty to be structural");
+        forbid(
+            errs,
+            "x-kubernetes-validations",
+            "must be empty to be structural",
+        );
     }
     if v.property("metadata").is_some() {
         errs.push(FieldError::forbidden(
@@ -281,21 +378,37 @@ fn value_validation_completeness(
     if let Some(not) = &v.not {
         nested_completeness(not, Some(s), s_path, &child(v_path, "not"), errs);
     }
-    for (name, list) in [("allOf", &v.all_of), ("anyOf", &v.any_of), ("oneOf", &v.one_of)] {
+    for (name, list) in [
+        ("allOf", &v.all_of),
+        ("anyOf", &v.any_of),
+        ("oneOf", &v.one_of),
+    ] {
         for (i, n) in list.iter().enumerate() {
             nested_completeness(n, Some(s), s_path, &index(&child(v_path, name), i), errs);
         }
     }
 }
 
-fn nested_completeness(v: &Structural, s: Option<&Structural>, s_path: &str, v_path: &str, errs: &mut Vec<FieldError>) {
+fn nested_completeness(
+    v: &Structural,
+    s: Option<&Structural>,
+    s_path: &str,
+    v_path: &str,
+    errs: &mut Vec<FieldError>,
+) {
     let Some(s) = s else {
         errs.push(defined_in(s_path, v_path));
         return;
     };
     value_validation_completeness(v, Some(s), s_path, v_path, errs);
     if let Some(items) = &v.items {
-        nested_completeness(items, s.items.as_deref(), &child(s_path, "items"), &child(v_path, "items"), errs);
+        nested_completeness(
+            items,
+            s.items.as_deref(),
+            &child(s_path, "items"),
+            &child(v_path, "items"),
+            errs,
+        );
     }
     for (k, p) in v.properties.iter().flatten() {
         let s_prop_path = key(&child(s_path, "properties"), k);
@@ -320,7 +433,10 @@ mod tests {
 
     fn messages(schema: Value) -> Vec<String> {
         let s = Structural::new(&schema).unwrap();
-        validate_structural("spec.validation.openAPIV3Schema", &s).iter().map(ToString::to_string).collect()
+        validate_structural("spec.validation.openAPIV3Schema", &s)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     #[test]
@@ -329,11 +445,15 @@ mod tests {
         let cases: Vec<(Value, Vec<String>)> = vec![
             (
                 json!({"properties": {"spec": {"type": "object"}}}),
-                vec![format!("{p}.type: Required value: must not be empty at the root")],
+                vec![format!(
+                    "{p}.type: Required value: must not be empty at the root"
+                )],
             ),
             (
                 json!({"type": "array", "items": {"type": "string"}}),
-                vec![format!("{p}.type: Invalid value: \"array\": must be object at the root")],
+                vec![format!(
+                    "{p}.type: Invalid value: \"array\": must be object at the root"
+                )],
             ),
             (
                 json!({"type": "object", "properties": {"spec": {"properties": {"a": {"type": "string"}}}}}),
@@ -349,11 +469,15 @@ mod tests {
             ),
             (
                 json!({"type": "object", "properties": {"list": {"type": "array"}}}),
-                vec![format!("{p}.properties[list].items: Required value: must be specified")],
+                vec![format!(
+                    "{p}.properties[list].items: Required value: must be specified"
+                )],
             ),
             (
                 json!({"type": "object", "additionalProperties": {"type": "string"}}),
-                vec![format!("{p}.additionalProperties: Forbidden: must not be used at the root")],
+                vec![format!(
+                    "{p}.additionalProperties: Forbidden: must not be used at the root"
+                )],
             ),
             (
                 json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}}),
@@ -367,7 +491,9 @@ mod tests {
             ),
             (
                 json!({"type": "object", "properties": {"kind": {"type": "integer"}}}),
-                vec![format!("{p}.properties[kind].type: Invalid value: \"integer\": must be string")],
+                vec![format!(
+                    "{p}.properties[kind].type: Invalid value: \"integer\": must be string"
+                )],
             ),
             (
                 json!({"type": "object", "properties": {"t": {"type": "string", "x-kubernetes-embedded-resource": true}}}),
@@ -383,8 +509,12 @@ mod tests {
             (
                 json!({"type": "object", "properties": {"v": {"type": "string", "anyOf": [{"type": "string", "description": "d"}]}}}),
                 vec![
-                    format!("{p}.properties[v].anyOf[0].description: Forbidden: must be empty to be structural"),
-                    format!("{p}.properties[v].anyOf[0].type: Forbidden: must be empty to be structural"),
+                    format!(
+                        "{p}.properties[v].anyOf[0].description: Forbidden: must be empty to be structural"
+                    ),
+                    format!(
+                        "{p}.properties[v].anyOf[0].type: Forbidden: must be empty to be structural"
+                    ),
                 ],
             ),
             (
@@ -399,7 +529,9 @@ mod tests {
             ),
             (
                 json!({"type": "object", "properties": {"a": {"type": "string"}}, "anyOf": [{"properties": {"b": {"maxLength": 1}}}]}),
-                vec![format!("{p}.properties[b]: Required value: because it is defined in {p}.anyOf[0].properties[b]")],
+                vec![format!(
+                    "{p}.properties[b]: Required value: because it is defined in {p}.anyOf[0].properties[b]"
+                )],
             ),
             (
                 json!({"type": "object", "properties": {"v": {"type": "object", "allOf": [{"properties": {"metadata": {}}}]}}}),
@@ -407,7 +539,10 @@ mod tests {
                     "{p}.properties[v].allOf[0].properties[metadata]: Forbidden: must not be specified in a nested context"
                 )],
             ),
-            (json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}), vec![]),
+            (
+                json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+                vec![],
+            ),
         ];
         for (schema, want) in cases {
             assert_eq!(messages(schema.clone()), want, "{schema}");
@@ -416,7 +551,9 @@ mod tests {
 
     #[test]
     fn invalid_pattern() {
-        let errs = messages(json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "(["}}}));
+        let errs = messages(
+            json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "(["}}}),
+        );
         assert_eq!(errs.len(), 1);
         assert!(errs[0].starts_with("spec.validation.openAPIV3Schema.properties[a].pattern: Invalid value: \"([\": must be a valid regular expression, but isn't: "));
     }

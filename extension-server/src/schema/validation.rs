@@ -24,9 +24,17 @@ pub fn validate(obj: &Value, schema: &Structural) -> Vec<FieldError> {
 
 /// Runs only the schema's value validations, with error paths under
 /// `prefix` (kube's `fldPath`; `None` is the nil path of custom resources).
-pub(crate) fn validate_values(prefix: Option<&str>, value: &Value, schema: &Structural) -> Vec<FieldError> {
+pub(crate) fn validate_values(
+    prefix: Option<&str>,
+    value: &Value,
+    schema: &Structural,
+) -> Vec<FieldError> {
     let outcome = validate_node("", schema, value);
-    outcome.errors.into_iter().map(|e| e.into_field_error(prefix)).collect()
+    outcome
+        .errors
+        .into_iter()
+        .map(|e| e.into_field_error(prefix))
+        .collect()
 }
 
 /// The kind of a kube-openapi validation failure (its error code).
@@ -67,7 +75,14 @@ enum OpenApiError {
 
 impl OpenApiError {
     fn new(code: Code, name: &str, value: Option<Value>, message: String) -> Self {
-        OpenApiError::Validation { code, name: name.to_string(), value, limit: None, values: Vec::new(), message }
+        OpenApiError::Validation {
+            code,
+            name: name.to_string(),
+            value,
+            limit: None,
+            values: Vec::new(),
+            message,
+        }
     }
 
     fn with_limit(mut self, max: i64) -> Self {
@@ -83,9 +98,14 @@ impl OpenApiError {
             OpenApiError::Composite(message) => {
                 return FieldError::invalid(prefix.unwrap_or("<nil>"), "", message);
             }
-            OpenApiError::Validation { code, name, value, limit, values, message } => {
-                (code, name, value, limit, values, message)
-            }
+            OpenApiError::Validation {
+                code,
+                name,
+                value,
+                limit,
+                values,
+                message,
+            } => (code, name, value, limit, values, message),
         };
         let name = name.strip_prefix('.').unwrap_or(&name);
         let field = match (prefix, name) {
@@ -97,8 +117,10 @@ impl OpenApiError {
         match code {
             Code::Required => FieldError::required(field, ""),
             Code::Enum => {
-                let supported: Vec<String> =
-                    values.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect();
+                let supported: Vec<String> = values
+                    .iter()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    .collect();
                 let refs: Vec<&str> = supported.iter().map(String::as_str).collect();
                 FieldError::not_supported(field, value, &refs)
             }
@@ -109,18 +131,31 @@ impl OpenApiError {
                     m if m >= 0 => format!("may not be more than {m} bytes"),
                     _ => "value is too long".to_string(),
                 };
-                FieldError { kind: FieldErrorKind::TooLong, field, value: None, detail }
+                FieldError {
+                    kind: FieldErrorKind::TooLong,
+                    field,
+                    value: None,
+                    detail,
+                }
             }
             Code::MaxItems | Code::TooManyProperties => {
                 let max = limit.unwrap_or(-1);
                 let items = if max == 1 { "item" } else { "items" };
-                let detail =
-                    if max >= 0 { format!("must have at most {max} {items}") } else { "has too many items".into() };
+                let detail = if max >= 0 {
+                    format!("must have at most {max} {items}")
+                } else {
+                    "has too many items".into()
+                };
                 let detail = match value.as_i64() {
                     Some(actual) => format!("{actual}: {detail}"),
                     None => detail,
                 };
-                FieldError { kind: FieldErrorKind::TooMany, field, value: None, detail }
+                FieldError {
+                    kind: FieldErrorKind::TooMany,
+                    field,
+                    value: None,
+                    detail,
+                }
             }
             _ => FieldError::invalid(field, value, message),
         }
@@ -137,7 +172,10 @@ struct Outcome {
 
 impl Outcome {
     fn fail(err: OpenApiError) -> Outcome {
-        Outcome { errors: vec![err], matches: 0 }
+        Outcome {
+            errors: vec![err],
+            matches: 0,
+        }
     }
 
     fn merge(&mut self, other: Outcome) {
@@ -198,7 +236,12 @@ fn validate_node(path: &str, s: &Structural, data: &Value) -> Outcome {
         if formats::is_supported(format) {
             if !formats::validates(format, text) {
                 let message = format!("{path} in body must be of type {format}: {text:?}");
-                result.merge(Outcome::fail(OpenApiError::new(Code::InvalidType, path, Some(data.clone()), message)));
+                result.merge(Outcome::fail(OpenApiError::new(
+                    Code::InvalidType,
+                    path,
+                    Some(data.clone()),
+                    message,
+                )));
             }
             result.matches += 1;
         }
@@ -223,12 +266,20 @@ fn validate_node(path: &str, s: &Structural, data: &Value) -> Outcome {
 
 fn invalid_type(path: &str, type_name: &str, found: &str) -> Outcome {
     let message = format!("{path} in body must be of type {type_name}: {found:?}");
-    Outcome::fail(OpenApiError::new(Code::InvalidType, path, Some(Value::String(found.to_string())), message))
+    Outcome::fail(OpenApiError::new(
+        Code::InvalidType,
+        path,
+        Some(Value::String(found.to_string())),
+        message,
+    ))
 }
 
 /// kube-openapi's type validator, with its handling of formats.
 fn check_type(path: &str, types: &[&str], nullable: bool, format: &str, data: &Value) -> Outcome {
-    let ok = Outcome { errors: Vec::new(), matches: 1 };
+    let ok = Outcome {
+        errors: Vec::new(),
+        matches: 1,
+    };
     let contains = |t: &str| types.contains(&t);
     if data.is_null() {
         if !types.is_empty() && !contains("null") && !nullable {
@@ -237,8 +288,11 @@ fn check_type(path: &str, types: &[&str], nullable: bool, format: &str, data: &V
         return ok;
     }
     let (sch_type, data_format) = data_type(data);
-    let is_float_int =
-        sch_type == "number" && data.as_f64().is_some_and(|f| f.fract() == 0.0 && f.is_finite()) && contains("integer");
+    let is_float_int = sch_type == "number"
+        && data
+            .as_f64()
+            .is_some_and(|f| f.fract() == 0.0 && f.is_finite())
+        && contains("integer");
     let is_int_float = sch_type == "integer" && contains("number");
     let string_or_slice = data.is_string() || data.is_array();
     let type_matches = contains(sch_type) || is_float_int || is_int_float;
@@ -273,7 +327,9 @@ fn check_composition(path: &str, s: &Structural, data: &Value) -> Outcome {
             }
         }
         if first_success.is_none() {
-            main.errors.push(OpenApiError::Composite(format!("{path:?} must validate at least one schema (anyOf)")));
+            main.errors.push(OpenApiError::Composite(format!(
+                "{path:?} must validate at least one schema (anyOf)"
+            )));
         }
         if let Some(best) = best.or(first_success) {
             main.merge(best);
@@ -323,14 +379,22 @@ fn check_composition(path: &str, s: &Structural, data: &Value) -> Outcome {
             main.merge(result);
         }
         if validated != s.all_of.len() {
-            let extra = if validated == 0 { ". None validated" } else { "" };
-            main.errors.push(OpenApiError::Composite(format!("{path:?} must validate all the schemas (allOf){extra}")));
+            let extra = if validated == 0 {
+                ". None validated"
+            } else {
+                ""
+            };
+            main.errors.push(OpenApiError::Composite(format!(
+                "{path:?} must validate all the schemas (allOf){extra}"
+            )));
         }
     }
     if let Some(not) = &s.not
         && validate_node(path, not, data).is_valid()
     {
-        main.errors.push(OpenApiError::Composite(format!("{path:?} must not validate the schema (not)")));
+        main.errors.push(OpenApiError::Composite(format!(
+            "{path:?} must not validate the schema (not)"
+        )));
     }
     main.matches += 1;
     main
@@ -345,7 +409,9 @@ fn check_string(path: &str, s: &Structural, text: &str) -> Outcome {
         && length > max
     {
         let message = format!("{path} in body should be at most {max} chars long");
-        return Outcome::fail(OpenApiError::new(Code::TooLong, path, value, message).with_limit(max));
+        return Outcome::fail(
+            OpenApiError::new(Code::TooLong, path, value, message).with_limit(max),
+        );
     }
     if let Some(min) = s.min_length
         && length < min
@@ -379,41 +445,82 @@ fn bound_text(data: &serde_json::Number, bound: f64) -> String {
 
 /// `multipleOf`, `minimum` and `maximum` (with their exclusive forms).
 fn check_number(path: &str, s: &Structural, n: &serde_json::Number) -> Outcome {
-    let mut out = Outcome { errors: Vec::new(), matches: 1 };
+    let mut out = Outcome {
+        errors: Vec::new(),
+        matches: 1,
+    };
     let data = n.as_f64().unwrap_or(0.0);
     let value = Some(Value::Number(n.clone()));
     if let Some(factor) = s.multiple_of {
         if factor <= 0.0 {
-            let message = format!("factor MultipleOf declared for {path} must be positive: {}", go_float(factor));
-            out.errors.push(OpenApiError::new(Code::MultipleOf, path, Some(Value::from(factor)), message));
+            let message = format!(
+                "factor MultipleOf declared for {path} must be positive: {}",
+                go_float(factor)
+            );
+            out.errors.push(OpenApiError::new(
+                Code::MultipleOf,
+                path,
+                Some(Value::from(factor)),
+                message,
+            ));
         } else {
             let not_multiple = match n.as_i64() {
                 Some(i) if factor.fract() == 0.0 => i % (factor as i64) != 0,
                 _ => {
-                    let mult = if factor < 1.0 { 1.0 / factor * data } else { data / factor };
+                    let mult = if factor < 1.0 {
+                        1.0 / factor * data
+                    } else {
+                        data / factor
+                    };
                     !is_json_integer(mult)
                 }
             };
             if not_multiple {
-                let message = format!("{path} in body should be a multiple of {}", bound_text(n, factor));
-                out.errors.push(OpenApiError::new(Code::MultipleOf, path, value.clone(), message));
+                let message = format!(
+                    "{path} in body should be a multiple of {}",
+                    bound_text(n, factor)
+                );
+                out.errors.push(OpenApiError::new(
+                    Code::MultipleOf,
+                    path,
+                    value.clone(),
+                    message,
+                ));
             }
         }
     }
     if let Some(min) = s.minimum {
-        let fails = if s.exclusive_minimum { data <= min } else { data < min };
+        let fails = if s.exclusive_minimum {
+            data <= min
+        } else {
+            data < min
+        };
         if fails {
-            let op = if s.exclusive_minimum { "greater than" } else { "greater than or equal to" };
+            let op = if s.exclusive_minimum {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
             let message = format!("{path} in body should be {op} {}", bound_text(n, min));
-            out.errors.push(OpenApiError::new(Code::Min, path, value.clone(), message));
+            out.errors
+                .push(OpenApiError::new(Code::Min, path, value.clone(), message));
         }
     }
     if let Some(max) = s.maximum {
-        let fails = if s.exclusive_maximum { data >= max } else { data > max };
+        let fails = if s.exclusive_maximum {
+            data >= max
+        } else {
+            data > max
+        };
         if fails {
-            let op = if s.exclusive_maximum { "less than" } else { "less than or equal to" };
+            let op = if s.exclusive_maximum {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
             let message = format!("{path} in body should be {op} {}", bound_text(n, max));
-            out.errors.push(OpenApiError::new(Code::Max, path, value, message));
+            out.errors
+                .push(OpenApiError::new(Code::Max, path, value, message));
         }
     }
     out
@@ -441,19 +548,31 @@ fn check_array(path: &str, s: &Structural, items: &[Value]) -> Outcome {
         && size < min
     {
         let message = format!("{path} in body should have at least {min} items");
-        out.errors.push(OpenApiError::new(Code::MinItems, path, Some(Value::from(size)), message));
+        out.errors.push(OpenApiError::new(
+            Code::MinItems,
+            path,
+            Some(Value::from(size)),
+            message,
+        ));
     }
     if let Some(max) = s.max_items
         && size > max
     {
         let message = format!("{path} in body should have at most {max} items");
-        out.errors.push(OpenApiError::new(Code::MaxItems, path, Some(Value::from(size)), message).with_limit(max));
+        out.errors.push(
+            OpenApiError::new(Code::MaxItems, path, Some(Value::from(size)), message)
+                .with_limit(max),
+        );
     }
     if s.unique_items {
-        let duplicated = items.iter().enumerate().any(|(i, a)| items[..i].iter().any(|b| json_equal(a, b)));
+        let duplicated = items
+            .iter()
+            .enumerate()
+            .any(|(i, a)| items[..i].iter().any(|b| json_equal(a, b)));
         if duplicated {
             let message = format!("{path} in body shouldn't contain duplicates");
-            out.errors.push(OpenApiError::new(Code::Unique, path, None, message));
+            out.errors
+                .push(OpenApiError::new(Code::Unique, path, None, message));
         }
     }
     out.matches += 1;
@@ -467,9 +586,13 @@ pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
             (Some(i), Some(j)) => i == j,
             _ => x.as_f64() == y.as_f64(),
         },
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b))
+        }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         _ => a == b,
     }
@@ -477,7 +600,9 @@ pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
 
 /// `enum`.
 fn check_enum(path: &str, s: &Structural, data: &Value) -> Outcome {
-    let Some(values) = &s.enum_values else { return Outcome::default() };
+    let Some(values) = &s.enum_values else {
+        return Outcome::default();
+    };
     if values.is_empty() || (!data.is_null() && values.iter().any(|v| json_equal(v, data))) {
         return Outcome::default();
     }
@@ -511,14 +636,25 @@ fn check_object(path: &str, s: &Structural, map: &serde_json::Map<String, Value>
         && count < min
     {
         let message = format!("{path} in body should have at least {min} properties");
-        return Outcome::fail(OpenApiError::new(Code::TooFewProperties, path, Some(Value::from(count)), message));
+        return Outcome::fail(OpenApiError::new(
+            Code::TooFewProperties,
+            path,
+            Some(Value::from(count)),
+            message,
+        ));
     }
     if let Some(max) = s.max_properties
         && count > max
     {
         let message = format!("{path} in body should have at most {max} properties");
         return Outcome::fail(
-            OpenApiError::new(Code::TooManyProperties, path, Some(Value::from(count)), message).with_limit(max),
+            OpenApiError::new(
+                Code::TooManyProperties,
+                path,
+                Some(Value::from(count)),
+                message,
+            )
+            .with_limit(max),
         );
     }
     let mut out = Outcome::default();
@@ -548,7 +684,11 @@ fn check_object(path: &str, s: &Structural, map: &serde_json::Map<String, Value>
     if let Some(props) = &s.properties {
         for (name, prop) in props {
             if let Some(v) = map.get(name) {
-                let child = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
+                let child = if path.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{path}.{name}")
+                };
                 out.merge(validate_node(&child, prop, v));
             }
         }
@@ -557,7 +697,8 @@ fn check_object(path: &str, s: &Structural, map: &serde_json::Map<String, Value>
         if !map.contains_key(k) {
             let name = format!("{path}.{k}");
             let message = format!("{name} in body is required");
-            out.errors.push(OpenApiError::new(Code::Required, &name, None, message));
+            out.errors
+                .push(OpenApiError::new(Code::Required, &name, None, message));
         }
     }
     out
@@ -578,10 +719,13 @@ mod tests {
 
     fn messages(props: Value, spec: Value) -> Vec<String> {
         let s = schema(props);
-        validate(&json!({"apiVersion": "example.com/v1", "kind": "Foo", "spec": spec}), &s)
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        validate(
+            &json!({"apiVersion": "example.com/v1", "kind": "Foo", "spec": spec}),
+            &s,
+        )
+        .iter()
+        .map(ToString::to_string)
+        .collect()
     }
 
     #[test]
@@ -601,33 +745,55 @@ mod tests {
                     r#"spec.replicas: Invalid value: "number": spec.replicas in body must be of type integer: "number""#,
                 ],
             ),
-            (json!({"replicas": {"type": "integer"}}), json!({"replicas": 2.0}), vec![]),
-            (json!({"ratio": {"type": "number"}}), json!({"ratio": 2}), vec![]),
+            (
+                json!({"replicas": {"type": "integer"}}),
+                json!({"replicas": 2.0}),
+                vec![],
+            ),
+            (
+                json!({"ratio": {"type": "number"}}),
+                json!({"ratio": 2}),
+                vec![],
+            ),
             (
                 json!({"on": {"type": "boolean"}}),
                 json!({"on": "yes"}),
-                vec![r#"spec.on: Invalid value: "string": spec.on in body must be of type boolean: "string""#],
+                vec![
+                    r#"spec.on: Invalid value: "string": spec.on in body must be of type boolean: "string""#,
+                ],
             ),
             (
                 json!({"list": {"type": "array", "items": {"type": "string"}}}),
                 json!({"list": {"a": 1}}),
-                vec![r#"spec.list: Invalid value: "object": spec.list in body must be of type array: "object""#],
+                vec![
+                    r#"spec.list: Invalid value: "object": spec.list in body must be of type array: "object""#,
+                ],
             ),
             (
                 json!({"obj": {"type": "object"}}),
                 json!({"obj": [1]}),
-                vec![r#"spec.obj: Invalid value: "array": spec.obj in body must be of type object: "array""#],
+                vec![
+                    r#"spec.obj: Invalid value: "array": spec.obj in body must be of type object: "array""#,
+                ],
             ),
             (
                 json!({"name": {"type": "string"}}),
                 json!({"name": null}),
-                vec![r#"spec.name: Invalid value: "null": spec.name in body must be of type string: "null""#],
+                vec![
+                    r#"spec.name: Invalid value: "null": spec.name in body must be of type string: "null""#,
+                ],
             ),
-            (json!({"name": {"type": "string", "nullable": true}}), json!({"name": null}), vec![]),
+            (
+                json!({"name": {"type": "string", "nullable": true}}),
+                json!({"name": null}),
+                vec![],
+            ),
             (
                 json!({"size": {"type": "integer", "maximum": 3}}),
                 json!({"size": 5}),
-                vec!["spec.size: Invalid value: 5: spec.size in body should be less than or equal to 3"],
+                vec![
+                    "spec.size: Invalid value: 5: spec.size in body should be less than or equal to 3",
+                ],
             ),
             (
                 json!({"size": {"type": "integer", "maximum": 3, "exclusiveMaximum": true}}),
@@ -637,7 +803,9 @@ mod tests {
             (
                 json!({"size": {"type": "integer", "minimum": 1}}),
                 json!({"size": 0}),
-                vec!["spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1"],
+                vec![
+                    "spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1",
+                ],
             ),
             (
                 json!({"size": {"type": "number", "minimum": 0.5, "exclusiveMinimum": true}}),
@@ -647,29 +815,43 @@ mod tests {
             (
                 json!({"size": {"type": "number", "maximum": 1000000}}),
                 json!({"size": 2000000.5}),
-                vec!["spec.size: Invalid value: 2000000.5: spec.size in body should be less than or equal to 1e+06"],
+                vec![
+                    "spec.size: Invalid value: 2000000.5: spec.size in body should be less than or equal to 1e+06",
+                ],
             ),
             (
                 json!({"step": {"type": "integer", "multipleOf": 5}}),
                 json!({"step": 7}),
                 vec!["spec.step: Invalid value: 7: spec.step in body should be a multiple of 5"],
             ),
-            (json!({"step": {"type": "number", "multipleOf": 0.1}}), json!({"step": 0.3}), vec![]),
+            (
+                json!({"step": {"type": "number", "multipleOf": 0.1}}),
+                json!({"step": 0.3}),
+                vec![],
+            ),
             (
                 json!({"name": {"type": "string", "maxLength": 3}}),
                 json!({"name": "abcd"}),
                 vec!["spec.name: Too long: may not be more than 3 bytes"],
             ),
-            (json!({"name": {"type": "string", "maxLength": 3}}), json!({"name": "äöü"}), vec![]),
+            (
+                json!({"name": {"type": "string", "maxLength": 3}}),
+                json!({"name": "äöü"}),
+                vec![],
+            ),
             (
                 json!({"name": {"type": "string", "minLength": 3}}),
                 json!({"name": "ab"}),
-                vec![r#"spec.name: Invalid value: "ab": spec.name in body should be at least 3 chars long"#],
+                vec![
+                    r#"spec.name: Invalid value: "ab": spec.name in body should be at least 3 chars long"#,
+                ],
             ),
             (
                 json!({"name": {"type": "string", "pattern": "^[a-z]+$"}}),
                 json!({"name": "Abc"}),
-                vec![r#"spec.name: Invalid value: "Abc": spec.name in body should match '^[a-z]+$'"#],
+                vec![
+                    r#"spec.name: Invalid value: "Abc": spec.name in body should match '^[a-z]+$'"#,
+                ],
             ),
             (
                 json!({"color": {"type": "string", "enum": ["red", "blue"]}}),
@@ -694,7 +876,9 @@ mod tests {
             (
                 json!({"list": {"type": "array", "items": {"type": "integer"}, "uniqueItems": true}}),
                 json!({"list": [1, 2, 1]}),
-                vec![r#"spec.list: Invalid value: "": spec.list in body shouldn't contain duplicates"#],
+                vec![
+                    r#"spec.list: Invalid value: "": spec.list in body shouldn't contain duplicates"#,
+                ],
             ),
             (
                 json!({"labels": {"type": "object", "additionalProperties": {"type": "string"}, "maxProperties": 1}}),
@@ -704,7 +888,9 @@ mod tests {
             (
                 json!({"labels": {"type": "object", "additionalProperties": {"type": "string"}, "minProperties": 2}}),
                 json!({"labels": {"a": "1"}}),
-                vec!["spec.labels: Invalid value: 1: spec.labels in body should have at least 2 properties"],
+                vec![
+                    "spec.labels: Invalid value: 1: spec.labels in body should have at least 2 properties",
+                ],
             ),
             (
                 json!({"labels": {"type": "object", "additionalProperties": {"type": "string"}}}),
@@ -725,7 +911,11 @@ mod tests {
                 json!({"id": "123e4567-e89b-12d3-a456-426614174000"}),
                 vec![],
             ),
-            (json!({"tag": {"type": "string", "format": "int32"}}), json!({"tag": "x"}), vec![]),
+            (
+                json!({"tag": {"type": "string", "format": "int32"}}),
+                json!({"tag": "x"}),
+                vec![],
+            ),
             (
                 json!({"n": {"type": "integer", "format": "int32"}}),
                 json!({"n": true}),
@@ -733,7 +923,11 @@ mod tests {
             ),
         ];
         for (props, spec, want) in cases {
-            assert_eq!(messages(props.clone(), spec.clone()), want, "schema {props} value {spec}");
+            assert_eq!(
+                messages(props.clone(), spec.clone()),
+                want,
+                "schema {props} value {spec}"
+            );
         }
     }
 
@@ -745,9 +939,15 @@ mod tests {
             "properties": {"spec": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}
         }))
         .unwrap();
-        let msgs: Vec<String> = validate(&json!({}), &s).iter().map(ToString::to_string).collect();
+        let msgs: Vec<String> = validate(&json!({}), &s)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(msgs, vec!["spec: Required value"]);
-        let msgs: Vec<String> = validate(&json!({"spec": {}}), &s).iter().map(ToString::to_string).collect();
+        let msgs: Vec<String> = validate(&json!({"spec": {}}), &s)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(msgs, vec!["spec.name: Required value"]);
     }
 
@@ -758,10 +958,11 @@ mod tests {
         assert!(messages(props.clone(), json!({"port": "http"})).is_empty());
         assert_eq!(
             messages(props, json!({"port": true})),
-            vec![r#"spec.port: Invalid value: "boolean": spec.port in body must be of type integer,string: "boolean""#]
+            vec![
+                r#"spec.port: Invalid value: "boolean": spec.port in body must be of type integer,string: "boolean""#
+            ]
         );
-        let with_any_of =
-            json!({"port": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]}});
+        let with_any_of = json!({"port": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]}});
         assert_eq!(
             messages(with_any_of, json!({"port": true})),
             vec![
@@ -796,7 +997,8 @@ mod tests {
             vec![r#"<nil>: Invalid value: "": "spec.v" must not validate the schema (not)"#]
         );
         assert!(messages(not, json!({"v": "y"})).is_empty());
-        let any_of = json!({"v": {"type": "string", "anyOf": [{"maxLength": 1}, {"pattern": "^a"}]}});
+        let any_of =
+            json!({"v": {"type": "string", "anyOf": [{"maxLength": 1}, {"pattern": "^a"}]}});
         assert!(messages(any_of.clone(), json!({"v": "abc"})).is_empty());
         assert_eq!(messages(any_of, json!({"v": "bcd"})).len(), 2);
     }

@@ -19,11 +19,21 @@ const ANONYMOUS_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
 /// [`super::requestheader::RequestHeaderAuthenticator`] an aggregated server's.
 pub trait Authenticate: Send + Sync + 'static {
     /// The user, given the peer's certificate chain (DER, leaf first), or a 401 Status.
-    fn authenticate(&self, peer_certs: Option<&[Vec<u8>]>, headers: &HeaderMap, path: &str) -> Result<UserInfo>;
+    fn authenticate(
+        &self,
+        peer_certs: Option<&[Vec<u8>]>,
+        headers: &HeaderMap,
+        path: &str,
+    ) -> Result<UserInfo>;
 }
 
 impl Authenticate for Authenticator {
-    fn authenticate(&self, peer_certs: Option<&[Vec<u8>]>, headers: &HeaderMap, path: &str) -> Result<UserInfo> {
+    fn authenticate(
+        &self,
+        peer_certs: Option<&[Vec<u8>]>,
+        headers: &HeaderMap,
+        path: &str,
+    ) -> Result<UserInfo> {
         Authenticator::authenticate(self, peer_certs, headers, path)
     }
 }
@@ -38,7 +48,10 @@ pub struct Authenticator {
 impl Authenticator {
     /// An authenticator accepting client certificates and the given tokens.
     pub fn new(tokens: HashMap<String, UserInfo>) -> Self {
-        Authenticator { tokens, service_accounts: None }
+        Authenticator {
+            tokens,
+            service_accounts: None,
+        }
     }
 
     /// Also accepts service account tokens signed by the matching key.
@@ -57,24 +70,55 @@ impl Authenticator {
                 let fields = split_csv(line);
                 let (token, name) = (fields.first()?.clone(), fields.get(1)?.clone());
                 let uid = fields.get(2).cloned().unwrap_or_default();
-                let mut groups: Vec<String> =
-                    fields.get(3).map(|g| g.split(',').map(str::to_string).collect()).unwrap_or_default();
+                let mut groups: Vec<String> = fields
+                    .get(3)
+                    .map(|g| g.split(',').map(str::to_string).collect())
+                    .unwrap_or_default();
                 groups.push("system:authenticated".into());
-                Some((token, UserInfo { name, uid, groups, ..Default::default() }))
+                Some((
+                    token,
+                    UserInfo {
+                        name,
+                        uid,
+                        groups,
+                        ..Default::default()
+                    },
+                ))
             })
             .collect();
-        Ok(Authenticator { tokens, service_accounts: None })
+        Ok(Authenticator {
+            tokens,
+            service_accounts: None,
+        })
     }
 
     /// Authenticates a request given the peer's certificate chain (DER).
-    pub fn authenticate(&self, peer_certs: Option<&[Vec<u8>]>, headers: &HeaderMap, path: &str) -> Result<UserInfo> {
-        if let Some(subject) = peer_certs.and_then(|c| c.first()).and_then(|c| tls::subject(c)) {
+    pub fn authenticate(
+        &self,
+        peer_certs: Option<&[Vec<u8>]>,
+        headers: &HeaderMap,
+        path: &str,
+    ) -> Result<UserInfo> {
+        if let Some(subject) = peer_certs
+            .and_then(|c| c.first())
+            .and_then(|c| tls::subject(c))
+        {
             let mut groups = subject.organizations;
             groups.push("system:authenticated".into());
-            return Ok(UserInfo { name: subject.common_name, groups, ..Default::default() });
+            return Ok(UserInfo {
+                name: subject.common_name,
+                groups,
+                ..Default::default()
+            });
         }
-        if let Some(auth) = headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
-            let token = auth.strip_prefix("Bearer ").map(str::trim).unwrap_or_default();
+        if let Some(auth) = headers
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+        {
+            let token = auth
+                .strip_prefix("Bearer ")
+                .map(str::trim)
+                .unwrap_or_default();
             if let Some(user) = self.tokens.get(token) {
                 return Ok(user.clone());
             }
@@ -84,7 +128,10 @@ impl Authenticator {
                 None => Err(unauthorized()),
             };
         }
-        if ANONYMOUS_PATHS.iter().any(|p| path == *p || path.starts_with(&format!("{p}/"))) {
+        if ANONYMOUS_PATHS
+            .iter()
+            .any(|p| path == *p || path.starts_with(&format!("{p}/")))
+        {
             return Ok(UserInfo::anonymous());
         }
         Err(unauthorized())
@@ -133,15 +180,39 @@ mod tests {
     #[test]
     fn tokens_and_anonymous() {
         let mut tokens = HashMap::new();
-        tokens.insert("t0k".to_string(), UserInfo { name: "bob".into(), ..Default::default() });
+        tokens.insert(
+            "t0k".to_string(),
+            UserInfo {
+                name: "bob".into(),
+                ..Default::default()
+            },
+        );
         let auth = Authenticator::new(tokens);
         let mut headers = HeaderMap::new();
         headers.insert(http::header::AUTHORIZATION, "Bearer t0k".parse().unwrap());
-        assert_eq!(auth.authenticate(None, &headers, "/api").unwrap().name, "bob");
+        assert_eq!(
+            auth.authenticate(None, &headers, "/api").unwrap().name,
+            "bob"
+        );
         headers.insert(http::header::AUTHORIZATION, "Bearer nope".parse().unwrap());
-        assert_eq!(auth.authenticate(None, &headers, "/api").unwrap_err().code(), 401);
-        assert_eq!(auth.authenticate(None, &HeaderMap::new(), "/readyz").unwrap().name, "system:anonymous");
-        assert_eq!(auth.authenticate(None, &HeaderMap::new(), "/api/v1/pods").unwrap_err().code(), 401);
+        assert_eq!(
+            auth.authenticate(None, &headers, "/api")
+                .unwrap_err()
+                .code(),
+            401
+        );
+        assert_eq!(
+            auth.authenticate(None, &HeaderMap::new(), "/readyz")
+                .unwrap()
+                .name,
+            "system:anonymous"
+        );
+        assert_eq!(
+            auth.authenticate(None, &HeaderMap::new(), "/api/v1/pods")
+                .unwrap_err()
+                .code(),
+            401
+        );
     }
 
     #[test]
@@ -157,6 +228,9 @@ mod tests {
 
     #[test]
     fn token_file_lines() {
-        assert_eq!(split_csv(r#"abc,alice,1,"a,b""#), vec!["abc", "alice", "1", "a,b"]);
+        assert_eq!(
+            split_csv(r#"abc,alice,1,"a,b""#),
+            vec!["abc", "alice", "1", "a,b"]
+        );
     }
 }

@@ -15,7 +15,11 @@ const PUBLIC_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
 /// Paths every authenticated user may read (kube's `system:discovery`).
 const DISCOVERY_PATHS: &[&str] = &["/api", "/apis", "/openapi"];
 /// Reviews every authenticated user may create (kube's `system:basic-user`).
-const SELF_REVIEWS: &[&str] = &["selfsubjectreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews"];
+const SELF_REVIEWS: &[&str] = &[
+    "selfsubjectreviews",
+    "selfsubjectaccessreviews",
+    "selfsubjectrulesreviews",
+];
 
 /// The policy until RBAC is enforced: `system:masters` may do everything;
 /// authenticated users may read discovery and review themselves; everyone
@@ -23,7 +27,9 @@ const SELF_REVIEWS: &[&str] = &["selfsubjectreviews", "selfsubjectaccessreviews"
 pub struct MastersOnly;
 
 fn under(path: &str, prefixes: &[&str]) -> bool {
-    prefixes.iter().any(|p| path == *p || path.starts_with(&format!("{p}/")))
+    prefixes
+        .iter()
+        .any(|p| path == *p || path.starts_with(&format!("{p}/")))
 }
 
 impl Authorizer for MastersOnly {
@@ -49,16 +55,35 @@ impl Authorizer for MastersOnly {
 /// kube's 403 message for a denied request.
 pub fn forbidden(user: &UserInfo, info: &RequestInfo, path: &str) -> Error {
     let message = if info.is_resource_request {
-        let resource = if info.subresource.is_empty() { info.resource.clone() } else { format!("{}/{}", info.resource, info.subresource) };
-        let group_resource = if info.api_group.is_empty() { info.resource.clone() } else { format!("{}.{}", info.resource, info.api_group) };
-        let scope = if info.namespace.is_empty() { "at the cluster scope".to_string() } else { format!("in the namespace {:?}", info.namespace) };
-        let name = if info.name.is_empty() { String::new() } else { format!(" {:?}", info.name) };
+        let resource = if info.subresource.is_empty() {
+            info.resource.clone()
+        } else {
+            format!("{}/{}", info.resource, info.subresource)
+        };
+        let group_resource = if info.api_group.is_empty() {
+            info.resource.clone()
+        } else {
+            format!("{}.{}", info.resource, info.api_group)
+        };
+        let scope = if info.namespace.is_empty() {
+            "at the cluster scope".to_string()
+        } else {
+            format!("in the namespace {:?}", info.namespace)
+        };
+        let name = if info.name.is_empty() {
+            String::new()
+        } else {
+            format!(" {:?}", info.name)
+        };
         format!(
             "{group_resource}{name} is forbidden: User {:?} cannot {} resource {resource:?} in API group {:?} {scope}",
             user.name, info.verb, info.api_group
         )
     } else {
-        format!("forbidden: User {:?} cannot {} path {path:?}", user.name, info.verb)
+        format!(
+            "forbidden: User {:?} cannot {} path {path:?}",
+            user.name, info.verb
+        )
     };
     Error::new(Reason::Forbidden, message)
 }
@@ -70,15 +95,33 @@ mod tests {
 
     #[test]
     fn masters_and_public_paths() {
-        let admin = UserInfo { name: "admin".into(), groups: vec!["system:masters".into()], ..Default::default() };
+        let admin = UserInfo {
+            name: "admin".into(),
+            groups: vec!["system:masters".into()],
+            ..Default::default()
+        };
         let info = RequestInfo::parse(&Method::GET, "/api/v1/namespaces/default/configmaps", "");
-        assert!(MastersOnly.authorize(&admin, &info, "/api/v1/namespaces/default/configmaps").is_ok());
-        let err = MastersOnly.authorize(&UserInfo::anonymous(), &info, "/api/v1/namespaces/default/configmaps").unwrap_err();
+        assert!(
+            MastersOnly
+                .authorize(&admin, &info, "/api/v1/namespaces/default/configmaps")
+                .is_ok()
+        );
+        let err = MastersOnly
+            .authorize(
+                &UserInfo::anonymous(),
+                &info,
+                "/api/v1/namespaces/default/configmaps",
+            )
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "configmaps is forbidden: User \"system:anonymous\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""
         );
         let health = RequestInfo::parse(&Method::GET, "/readyz", "");
-        assert!(MastersOnly.authorize(&UserInfo::anonymous(), &health, "/readyz").is_ok());
+        assert!(
+            MastersOnly
+                .authorize(&UserInfo::anonymous(), &health, "/readyz")
+                .is_ok()
+        );
     }
 }

@@ -30,7 +30,11 @@ pub struct RequestHeaderOptions {
     #[arg(long, env = "KUBECHAIN_REQUESTHEADER_CLIENT_CA_FILE")]
     pub requestheader_client_ca_file: PathBuf,
     /// Common names the front proxy's certificate may have, comma-separated; empty: any the CA signed.
-    #[arg(long, env = "KUBECHAIN_REQUESTHEADER_ALLOWED_NAMES", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "KUBECHAIN_REQUESTHEADER_ALLOWED_NAMES",
+        value_delimiter = ','
+    )]
     pub requestheader_allowed_names: Vec<String>,
     /// Headers naming the user (the first one present wins).
     #[arg(long, value_delimiter = ',', default_value = "X-Remote-User")]
@@ -52,13 +56,27 @@ impl RequestHeaderOptions {
     /// their own subject.
     pub fn authenticator(&self, client_ca: &[u8]) -> Result<RequestHeaderAuthenticator, TlsError> {
         let path = &self.requestheader_client_ca_file;
-        let ca = std::fs::read(path).map_err(|source| TlsError::Read { path: path.clone(), source })?;
-        let lower = |names: &[String]| names.iter().map(|n| n.trim().to_ascii_lowercase()).filter(|n| !n.is_empty()).collect();
+        let ca = std::fs::read(path).map_err(|source| TlsError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let lower = |names: &[String]| {
+            names
+                .iter()
+                .map(|n| n.trim().to_ascii_lowercase())
+                .filter(|n| !n.is_empty())
+                .collect()
+        };
         Ok(RequestHeaderAuthenticator {
             front_proxy: ChainVerifier::new(&ca)?,
             front_proxy_ca: ca,
             client_ca: ChainVerifier::new(client_ca)?,
-            allowed_names: self.requestheader_allowed_names.iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect(),
+            allowed_names: self
+                .requestheader_allowed_names
+                .iter()
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+                .collect(),
             username_headers: lower(&self.requestheader_username_headers),
             uid_headers: lower(&self.requestheader_uid_headers),
             group_headers: lower(&self.requestheader_group_headers),
@@ -91,7 +109,9 @@ impl RequestHeaderAuthenticator {
 
     /// Whether the leaf's common name may act as the front proxy.
     fn allowed(&self, chain: &[Vec<u8>]) -> bool {
-        let Some(subject) = chain.first().and_then(|c| tls::subject(c)) else { return false };
+        let Some(subject) = chain.first().and_then(|c| tls::subject(c)) else {
+            return false;
+        };
         self.allowed_names.is_empty() || self.allowed_names.contains(&subject.common_name)
     }
 
@@ -106,23 +126,43 @@ impl RequestHeaderAuthenticator {
                 .collect()
         };
         let name = values(&self.username_headers).into_iter().next()?;
-        let uid = values(&self.uid_headers).into_iter().next().unwrap_or_default();
+        let uid = values(&self.uid_headers)
+            .into_iter()
+            .next()
+            .unwrap_or_default();
         let mut groups = values(&self.group_headers);
         let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (header, value) in headers {
-            if let Some(key) = self.extra_prefixes.iter().find_map(|p| header.as_str().strip_prefix(p.as_str())) {
-                extra.entry(unescape(key)).or_default().push(String::from_utf8_lossy(value.as_bytes()).into_owned());
+            if let Some(key) = self
+                .extra_prefixes
+                .iter()
+                .find_map(|p| header.as_str().strip_prefix(p.as_str()))
+            {
+                extra
+                    .entry(unescape(key))
+                    .or_default()
+                    .push(String::from_utf8_lossy(value.as_bytes()).into_owned());
             }
         }
         if !groups.iter().any(|g| g == "system:authenticated") {
             groups.push("system:authenticated".into());
         }
-        Some(UserInfo { name, uid, groups, extra })
+        Some(UserInfo {
+            name,
+            uid,
+            groups,
+            extra,
+        })
     }
 }
 
 impl Authenticate for RequestHeaderAuthenticator {
-    fn authenticate(&self, peer_certs: Option<&[Vec<u8>]>, headers: &HeaderMap, path: &str) -> Result<UserInfo> {
+    fn authenticate(
+        &self,
+        peer_certs: Option<&[Vec<u8>]>,
+        headers: &HeaderMap,
+        path: &str,
+    ) -> Result<UserInfo> {
         if let Some(chain) = peer_certs.filter(|c| !c.is_empty()) {
             if self.front_proxy.verifies(chain)
                 && self.allowed(chain)
@@ -131,7 +171,10 @@ impl Authenticate for RequestHeaderAuthenticator {
                 return Ok(user);
             }
             if !self.client_ca.verifies(chain) {
-                tracing::debug!(path, "client certificate is neither an allowed front proxy nor signed by the client CA");
+                tracing::debug!(
+                    path,
+                    "client certificate is neither an allowed front proxy nor signed by the client CA"
+                );
                 return Err(unauthorized());
             }
         }
@@ -147,8 +190,12 @@ fn unescape(key: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit));
-            let Some(byte) = hex.and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()) else {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .filter(|h| h.iter().all(u8::is_ascii_hexdigit));
+            let Some(byte) =
+                hex.and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok())
+            else {
                 return key.to_string();
             };
             out.push(byte);
@@ -164,7 +211,9 @@ fn unescape(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    };
 
     /// A CA: its PEM and an issuer of client certificates.
     fn ca(name: &str) -> (String, Issuer<'static, KeyPair>) {
@@ -182,7 +231,9 @@ mod tests {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.distinguished_name.push(DnType::CommonName, cn);
         for org in orgs {
-            params.distinguished_name.push(DnType::OrganizationName, *org);
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, *org);
         }
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         vec![params.signed_by(&key, issuer).unwrap().der().to_vec()]
@@ -203,19 +254,33 @@ mod tests {
         }
         let (front_pem, front_proxy) = ca("front-proxy-ca");
         let (cluster_pem, cluster) = ca("cluster-ca");
-        let file = std::env::temp_dir().join(format!("front-proxy-ca-{}.crt", uuid::Uuid::new_v4()));
+        let file =
+            std::env::temp_dir().join(format!("front-proxy-ca-{}.crt", uuid::Uuid::new_v4()));
         std::fs::write(&file, front_pem).unwrap();
-        let mut argv = vec!["test".to_string(), format!("--requestheader-client-ca-file={}", file.display())];
+        let mut argv = vec![
+            "test".to_string(),
+            format!("--requestheader-client-ca-file={}", file.display()),
+        ];
         argv.extend(extra_args.iter().map(|a| a.to_string()));
-        let auth = Args::parse_from(argv).requestheader.authenticator(cluster_pem.as_bytes()).unwrap();
+        let auth = Args::parse_from(argv)
+            .requestheader
+            .authenticator(cluster_pem.as_bytes())
+            .unwrap();
         std::fs::remove_file(file).unwrap();
-        Fixture { front_proxy, cluster, auth }
+        Fixture {
+            front_proxy,
+            cluster,
+            auth,
+        }
     }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (k, v) in pairs {
-            map.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+            map.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
         }
         map
     }
@@ -236,12 +301,18 @@ mod tests {
         ]);
         let user = f.auth.authenticate(Some(&cert), &h, "/apis").unwrap();
         assert_eq!((user.name.as_str(), user.uid.as_str()), ("alice", "42"));
-        assert_eq!(user.groups, ["devs", "system:masters", "system:authenticated"]);
+        assert_eq!(
+            user.groups,
+            ["devs", "system:masters", "system:authenticated"]
+        );
         assert_eq!(user.extra["acme.com/project"], ["a", "b"]);
         assert_eq!(user.extra["scopes"], ["view"]);
         assert_eq!(user.extra["bad%zz"], ["kept"]);
         // Without a user name the front proxy's request is not authenticated.
-        let err = f.auth.authenticate(Some(&cert), &headers(&[("X-Remote-Group", "g")]), "/apis").unwrap_err();
+        let err = f
+            .auth
+            .authenticate(Some(&cert), &headers(&[("X-Remote-Group", "g")]), "/apis")
+            .unwrap_err();
         assert_eq!(err.code(), 401);
     }
 
@@ -250,17 +321,36 @@ mod tests {
         let f = fixture(&["--requestheader-allowed-names=front-proxy-client"]);
         let h = headers(&[("X-Remote-User", "alice")]);
         let other = client(&f.front_proxy, "someone-else", &[]);
-        assert_eq!(f.auth.authenticate(Some(&other), &h, "/apis").unwrap_err().code(), 401);
+        assert_eq!(
+            f.auth
+                .authenticate(Some(&other), &h, "/apis")
+                .unwrap_err()
+                .code(),
+            401
+        );
         let any = fixture(&[]);
         let other = client(&any.front_proxy, "someone-else", &[]);
-        assert_eq!(any.auth.authenticate(Some(&other), &h, "/apis").unwrap().name, "alice");
+        assert_eq!(
+            any.auth
+                .authenticate(Some(&other), &h, "/apis")
+                .unwrap()
+                .name,
+            "alice"
+        );
     }
 
     #[test]
     fn cluster_certificates_are_their_subject_and_headers_are_ignored() {
         let f = fixture(&[]);
         let admin = client(&f.cluster, "kubernetes-admin", &["system:masters"]);
-        let user = f.auth.authenticate(Some(&admin), &headers(&[("X-Remote-User", "mallory")]), "/apis").unwrap();
+        let user = f
+            .auth
+            .authenticate(
+                Some(&admin),
+                &headers(&[("X-Remote-User", "mallory")]),
+                "/apis",
+            )
+            .unwrap();
         assert_eq!(user.name, "kubernetes-admin");
         assert_eq!(user.groups, ["system:masters", "system:authenticated"]);
     }
@@ -271,18 +361,49 @@ mod tests {
         let (_, stranger) = ca("front-proxy-ca");
         let forged = client(&stranger, "front-proxy-client", &[]);
         let h = headers(&[("X-Remote-User", "alice")]);
-        assert_eq!(f.auth.authenticate(Some(&forged), &h, "/apis").unwrap_err().code(), 401);
-        assert_eq!(f.auth.authenticate(None, &h, "/apis").unwrap_err().code(), 401);
-        assert_eq!(f.auth.authenticate(None, &HeaderMap::new(), "/healthz").unwrap().name, "system:anonymous");
+        assert_eq!(
+            f.auth
+                .authenticate(Some(&forged), &h, "/apis")
+                .unwrap_err()
+                .code(),
+            401
+        );
+        assert_eq!(
+            f.auth.authenticate(None, &h, "/apis").unwrap_err().code(),
+            401
+        );
+        assert_eq!(
+            f.auth
+                .authenticate(None, &HeaderMap::new(), "/healthz")
+                .unwrap()
+                .name,
+            "system:anonymous"
+        );
     }
 
     #[test]
     fn header_names_are_configurable() {
-        let f = fixture(&["--requestheader-username-headers=X-User,X-Login", "--requestheader-group-headers=X-Groups", "--requestheader-extra-headers-prefix=X-Extra-"]);
+        let f = fixture(&[
+            "--requestheader-username-headers=X-User,X-Login",
+            "--requestheader-group-headers=X-Groups",
+            "--requestheader-extra-headers-prefix=X-Extra-",
+        ]);
         let cert = client(&f.front_proxy, "front-proxy-client", &[]);
-        let h = headers(&[("X-Remote-User", "ignored"), ("X-Login", "bob"), ("X-Groups", "ops"), ("X-Extra-Team", "blue")]);
+        let h = headers(&[
+            ("X-Remote-User", "ignored"),
+            ("X-Login", "bob"),
+            ("X-Groups", "ops"),
+            ("X-Extra-Team", "blue"),
+        ]);
         let user = f.auth.authenticate(Some(&cert), &h, "/apis").unwrap();
-        assert_eq!((user.name.as_str(), user.groups[0].as_str(), user.extra["team"][0].as_str()), ("bob", "ops", "blue"));
+        assert_eq!(
+            (
+                user.name.as_str(),
+                user.groups[0].as_str(),
+                user.extra["team"][0].as_str()
+            ),
+            ("bob", "ops", "blue")
+        );
     }
 
     #[test]

@@ -21,5 +21,8 @@ pub async fn create(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
     let opts = write_options(req)?;
     let obj = body(req)?;
     let written = store.create(namespace(store, req), obj, &opts).await?;
-    Ok(with_warnings(object_response(store, StatusCode::CREATED, &written.object, out), &written.warnings))
+    Ok(with_warnings(
+        object_response(store, StatusCode::CREATED, &written.object, out),
+        &written.warnings,
+    ))
 }

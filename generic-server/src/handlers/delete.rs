@@ -16,14 +16,24 @@ pub async fn delete(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
     check_verb(store, req)?;
     let out = output(req)?;
     let opts = delete_options(req)?;
-    let deleted = store.delete(namespace(store, req), &req.info.name, &opts).await?;
+    let deleted = store
+        .delete(namespace(store, req), &req.info.name, &opts)
+        .await?;
     if !deleted.gone {
-        return Ok(object_response(store, StatusCode::ACCEPTED, &deleted.object, out));
+        return Ok(object_response(
+            store,
+            StatusCode::ACCEPTED,
+            &deleted.object,
+            out,
+        ));
     }
     if store.resource.strategy.return_deleted_object() {
         return Ok(object_response(store, StatusCode::OK, &deleted.object, out));
     }
-    Ok(ApiResponse::json(StatusCode::OK, &store.deleted_status(&deleted.object)))
+    Ok(ApiResponse::json(
+        StatusCode::OK,
+        &store.deleted_status(&deleted.object),
+    ))
 }
 
 /// DELETE every object matching the selectors.
@@ -31,7 +41,9 @@ pub async fn delete_collection(store: &Arc<Store>, req: &ApiRequest) -> Result<A
     check_verb(store, req)?;
     let list = list_options(req)?;
     let opts = delete_options(req)?;
-    let items = store.delete_collection(namespace(store, req), &list, &opts).await?;
+    let items = store
+        .delete_collection(namespace(store, req), &list, &opts)
+        .await?;
     let body = json!({
         "kind": store.resource.list_kind,
         "apiVersion": store.resource.api_version(),
@@ -50,10 +62,19 @@ fn delete_options(req: &ApiRequest) -> Result<DeleteOptions> {
         codec::decode_body(media, &req.body)?
     };
     if !body.is_object() {
-        return Err(Error::bad_request("the body of a delete must be a DeleteOptions object"));
+        return Err(Error::bad_request(
+            "the body of a delete must be a DeleteOptions object",
+        ));
     }
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
-    let mut dry_run = body.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All"));
+    let text = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let mut dry_run = body
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|v| v == "All"));
     let mut propagation = text(body.get("propagationPolicy"));
     if propagation.is_none() && body.get("orphanDependents") == Some(&Value::Bool(true)) {
         propagation = Some("Orphan".into());
@@ -62,7 +83,9 @@ fn delete_options(req: &ApiRequest) -> Result<DeleteOptions> {
         match key.as_str() {
             "dryRun" if value == "All" => dry_run = true,
             "dryRun" if !value.is_empty() => {
-                return Err(Error::bad_request(format!("Invalid dry run value: dryRun: Unsupported value: {value:?}: supported values: \"All\"")));
+                return Err(Error::bad_request(format!(
+                    "Invalid dry run value: dryRun: Unsupported value: {value:?}: supported values: \"All\""
+                )));
             }
             "propagationPolicy" if !value.is_empty() => propagation = Some(value),
             _ => {}

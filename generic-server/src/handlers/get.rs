@@ -17,12 +17,21 @@ pub async fn get(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
     check_verb(store, req)?;
     let out = output(req)?;
     let rv = req.param("resourceVersion");
-    let obj = store.get(namespace(store, req), &req.info.name, rv.as_deref()).await?;
+    let obj = store
+        .get(namespace(store, req), &req.info.name, rv.as_deref())
+        .await?;
     if req.info.subresource == "scale" {
-        return Ok(ApiResponse::json(StatusCode::OK, &store.to_scale(&obj.value())?));
+        return Ok(ApiResponse::json(
+            StatusCode::OK,
+            &store.to_scale(&obj.value())?,
+        ));
     }
     match out {
-        Output::Json => Ok(ApiResponse::bytes(StatusCode::OK, crate::codec::JSON, obj.bytes.clone())),
+        Output::Json => Ok(ApiResponse::bytes(
+            StatusCode::OK,
+            crate::codec::JSON,
+            obj.bytes.clone(),
+        )),
         Output::Table(_) => Ok(object_response(store, StatusCode::OK, &obj.value(), out)),
     }
 }
@@ -34,7 +43,11 @@ pub async fn list(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
     let opts = list_options(req)?;
     let result = store.list(namespace(store, req), &opts).await?;
     Ok(match out {
-        Output::Json => ApiResponse::bytes(StatusCode::OK, crate::codec::JSON, list_json(store, &result)),
+        Output::Json => ApiResponse::bytes(
+            StatusCode::OK,
+            crate::codec::JSON,
+            list_json(store, &result),
+        ),
         Output::Table(include) => {
             let strategy = &store.resource.strategy;
             let rows = result
@@ -47,7 +60,10 @@ pub async fn list(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
                 .collect();
             let columns = strategy.columns();
             let token = result.continue_token.as_deref().unwrap_or_default();
-            ApiResponse::json(StatusCode::OK, &table::table(Some(&columns), rows, &result.revision.to_string(), token))
+            ApiResponse::json(
+                StatusCode::OK,
+                &table::table(Some(&columns), rows, &result.revision.to_string(), token),
+            )
         }
     })
 }

@@ -44,14 +44,25 @@ fn check_verb(store: &Store, req: &ApiRequest) -> Result<()> {
     let supported = if info.subresource.is_empty() {
         store.resource.supports(&info.verb)
     } else {
-        store.resource.find_subresource(&info.subresource).is_some_and(|s| s.verbs.iter().any(|v| *v == info.verb))
+        store
+            .resource
+            .find_subresource(&info.subresource)
+            .is_some_and(|s| s.verbs.iter().any(|v| *v == info.verb))
     };
-    if supported { Ok(()) } else { Err(Error::method_not_allowed()) }
+    if supported {
+        Ok(())
+    } else {
+        Err(Error::method_not_allowed())
+    }
 }
 
 /// The namespace a request addresses (empty for cluster-scoped resources).
 fn namespace<'a>(store: &Store, req: &'a ApiRequest) -> &'a str {
-    if store.resource.namespaced { &req.info.namespace } else { "" }
+    if store.resource.namespaced {
+        &req.info.namespace
+    } else {
+        ""
+    }
 }
 
 /// How the client wants objects back.
@@ -67,12 +78,20 @@ pub(crate) enum Output {
 pub(crate) fn output(req: &ApiRequest) -> Result<Output> {
     let accept = req.header(header::ACCEPT).unwrap_or("");
     if table::wants_table(accept) {
-        return Ok(Output::Table(IncludeObject::parse(req.param("includeObject").as_deref())));
+        return Ok(Output::Table(IncludeObject::parse(
+            req.param("includeObject").as_deref(),
+        )));
     }
     let acceptable = accept.is_empty()
-        || accept.split(',').map(|p| codec::essence(p.trim())).any(|m| {
-            matches!(m, "application/json" | "*/*" | "application/*" | "application/yaml" | "")
-        });
+        || accept
+            .split(',')
+            .map(|p| codec::essence(p.trim()))
+            .any(|m| {
+                matches!(
+                    m,
+                    "application/json" | "*/*" | "application/*" | "application/yaml" | ""
+                )
+            });
     if acceptable {
         Ok(Output::Json)
     } else {
@@ -92,20 +111,32 @@ fn body(req: &ApiRequest) -> Result<Value> {
 /// Parses the options of a write.
 fn write_options(req: &ApiRequest) -> Result<WriteOptions> {
     let pairs = req.query_pairs();
-    let get = |k: &str| pairs.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
     let mut dry_run = false;
     for (_, value) in pairs.iter().filter(|(k, _)| k == "dryRun") {
         match value.as_str() {
             "All" => dry_run = true,
             "" => {}
             other => {
-                return Err(Error::bad_request(format!("Invalid dry run value: dryRun: Unsupported value: {other:?}: supported values: \"All\"")));
+                return Err(Error::bad_request(format!(
+                    "Invalid dry run value: dryRun: Unsupported value: {other:?}: supported values: \"All\""
+                )));
             }
         }
     }
     // Without a fieldManager, kube names the manager after the user agent.
-    let user_agent = req.header(header::USER_AGENT).and_then(|ua| ua.split('/').next()).filter(|ua| !ua.is_empty());
-    let field_manager = get("fieldManager").filter(|m| !m.is_empty()).map(str::to_string);
+    let user_agent = req
+        .header(header::USER_AGENT)
+        .and_then(|ua| ua.split('/').next())
+        .filter(|ua| !ua.is_empty());
+    let field_manager = get("fieldManager")
+        .filter(|m| !m.is_empty())
+        .map(str::to_string);
     let default_manager = user_agent.map(str::to_string);
     if let Some(manager) = &field_manager {
         if manager.len() > 128 {
@@ -115,7 +146,9 @@ fn write_options(req: &ApiRequest) -> Result<WriteOptions> {
             )));
         }
         if manager.chars().any(char::is_control) {
-            return Err(Error::bad_request("fieldManager: Invalid value: must only contain printable characters"));
+            return Err(Error::bad_request(
+                "fieldManager: Invalid value: must only contain printable characters",
+            ));
         }
     }
     Ok(WriteOptions {
@@ -131,7 +164,13 @@ fn write_options(req: &ApiRequest) -> Result<WriteOptions> {
 /// Parses the options of a list or watch.
 pub(crate) fn list_options(req: &ApiRequest) -> Result<ListOptions> {
     let pairs = req.query_pairs();
-    let get = |k: &str| pairs.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).filter(|v| !v.is_empty());
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty())
+    };
     let flag = |k: &str| get(k).is_some_and(|v| v == "true" || v == "1");
     let labels = get("labelSelector")
         .map(|s| LabelSelector::parse(&s))
@@ -142,24 +181,38 @@ pub(crate) fn list_options(req: &ApiRequest) -> Result<ListOptions> {
         .transpose()
         .map_err(|e| Error::bad_request(format!("invalid field selector: {e}")))?;
     let limit = match get("limit") {
-        Some(l) => l.parse::<i64>().map_err(|_| Error::bad_request(format!("invalid limit {l:?}")))?.max(0) as usize,
+        Some(l) => l
+            .parse::<i64>()
+            .map_err(|_| Error::bad_request(format!("invalid limit {l:?}")))?
+            .max(0) as usize,
         None => 0,
     };
     let resource_version_match = get("resourceVersionMatch");
     let timeout = match get("timeoutSeconds") {
-        Some(t) => Some(std::time::Duration::from_secs(
-            t.parse::<u64>().map_err(|_| Error::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
-        )),
+        Some(t) => Some(std::time::Duration::from_secs(t.parse::<u64>().map_err(
+            |_| Error::bad_request(format!("invalid timeoutSeconds {t:?}")),
+        )?)),
         None => None,
     };
     let continue_token = get("continue");
     let resource_version = get("resourceVersion");
-    if continue_token.is_some() && resource_version.as_deref().is_some_and(|rv| rv != "0") && req.info.verb == "list" {
-        return Err(Error::bad_request("specifying resource version is not allowed when using continue"));
+    if continue_token.is_some()
+        && resource_version.as_deref().is_some_and(|rv| rv != "0")
+        && req.info.verb == "list"
+    {
+        return Err(Error::bad_request(
+            "specifying resource version is not allowed when using continue",
+        ));
     }
     let send_initial_events = get("sendInitialEvents").map(|v| v == "true");
     let watch = req.info.verb == "watch" || flag("watch");
-    validate_list_options(watch, resource_version.as_deref(), resource_version_match.as_deref(), continue_token.is_some(), send_initial_events)?;
+    validate_list_options(
+        watch,
+        resource_version.as_deref(),
+        resource_version_match.as_deref(),
+        continue_token.is_some(),
+        send_initial_events,
+    )?;
     Ok(ListOptions {
         labels,
         fields,
@@ -174,34 +227,65 @@ pub(crate) fn list_options(req: &ApiRequest) -> Result<ListOptions> {
 }
 
 /// kube's `ValidateListOptions`: a 422 on `ListOptions.meta.k8s.io ""`.
-fn validate_list_options(watch: bool, rv: Option<&str>, rv_match: Option<&str>, cont: bool, send_initial: Option<bool>) -> Result<()> {
+fn validate_list_options(
+    watch: bool,
+    rv: Option<&str>,
+    rv_match: Option<&str>,
+    cont: bool,
+    send_initial: Option<bool>,
+) -> Result<()> {
     let forbidden = |detail: &str| FieldError::forbidden("resourceVersionMatch", detail);
     let mut errs = Vec::new();
     if watch && send_initial.is_some() && rv_match != Some("NotOlderThan") {
-        errs.push(forbidden("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+        errs.push(forbidden(
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
     }
     if let Some(m) = rv_match {
         if watch && send_initial.is_none() {
-            errs.push(forbidden("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+            errs.push(forbidden(
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
         }
         if !watch && rv.is_none() {
-            errs.push(forbidden("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+            errs.push(forbidden(
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
         }
         if cont {
-            errs.push(forbidden("resourceVersionMatch is forbidden when continue is provided"));
+            errs.push(forbidden(
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
         }
-        let supported: &[&str] = if watch { &["NotOlderThan"] } else { &["Exact", "NotOlderThan", ""] };
+        let supported: &[&str] = if watch {
+            &["NotOlderThan"]
+        } else {
+            &["Exact", "NotOlderThan", ""]
+        };
         if !supported.contains(&m) {
-            errs.push(FieldError::not_supported("resourceVersionMatch", m, supported));
+            errs.push(FieldError::not_supported(
+                "resourceVersionMatch",
+                m,
+                supported,
+            ));
         }
         if !watch && m == "Exact" && rv == Some("0") {
-            errs.push(forbidden("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+            errs.push(forbidden(
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
         }
     }
     if !watch && send_initial.is_some() {
-        errs.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+        errs.push(FieldError::forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
     }
-    if errs.is_empty() { Ok(()) } else { Err(Error::invalid("meta.k8s.io", "ListOptions", "", errs)) }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::invalid("meta.k8s.io", "ListOptions", "", errs))
+    }
 }
 
 /// An object response: JSON, or a one-row Table.
@@ -211,7 +295,10 @@ fn object_response(store: &Store, status: StatusCode, obj: &Value, out: Output) 
         Output::Table(include) => {
             let strategy = &store.resource.strategy;
             let row = table::row(strategy.cells(obj), obj, include);
-            let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
+            let rv = obj
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             let columns = strategy.columns();
             ApiResponse::json(status, &table::table(Some(&columns), vec![row], rv, ""))
         }
@@ -230,8 +317,16 @@ fn with_warnings(mut resp: ApiResponse, warnings: &[String]) -> ApiResponse {
 mod tests {
     use super::*;
 
-    fn errors(watch: bool, rv: Option<&str>, rv_match: Option<&str>, send_initial: Option<bool>) -> String {
-        validate_list_options(watch, rv, rv_match, false, send_initial).err().map(|e| e.to_string()).unwrap_or_default()
+    fn errors(
+        watch: bool,
+        rv: Option<&str>,
+        rv_match: Option<&str>,
+        send_initial: Option<bool>,
+    ) -> String {
+        validate_list_options(watch, rv, rv_match, false, send_initial)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
     }
 
     #[test]
@@ -245,8 +340,17 @@ mod tests {
         assert!(errors(false, Some("0"), Some("Bogus"), None).ends_with(
             "resourceVersionMatch: Unsupported value: \"Bogus\": supported values: \"Exact\", \"NotOlderThan\", \"\""
         ));
-        assert!(errors(true, None, None, Some(true)).ends_with("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
-        assert!(errors(true, None, Some("NotOlderThan"), None).ends_with("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
-        assert!(errors(false, None, None, Some(true)).ends_with("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"));
+        assert!(
+            errors(true, None, None, Some(true)).ends_with(
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+            )
+        );
+        assert!(errors(true, None, Some("NotOlderThan"), None).ends_with(
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+        ));
+        assert!(
+            errors(false, None, None, Some(true))
+                .ends_with("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list")
+        );
     }
 }

@@ -24,7 +24,11 @@ pub async fn patch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> 
             "application/apply-patch+yaml",
         ]
     } else {
-        &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]
+        &[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ]
     };
     let kind = PatchType::from_content_type(content_type)
         .filter(|k| *k != PatchType::StrategicMerge || store.resource.strategic_merge_patch)
@@ -33,10 +37,29 @@ pub async fn patch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> 
         return Err(codec::too_large());
     }
     let opts = write_options(req)?;
-    let written = store.patch(namespace(store, req), &req.info.name, &req.info.subresource, kind, &req.body, &opts).await?;
-    let status = if written.created { StatusCode::CREATED } else { StatusCode::OK };
+    let written = store
+        .patch(
+            namespace(store, req),
+            &req.info.name,
+            &req.info.subresource,
+            kind,
+            &req.body,
+            &opts,
+        )
+        .await?;
+    let status = if written.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     if req.info.subresource == "scale" {
-        return Ok(with_warnings(ApiResponse::json(status, &written.object), &written.warnings));
+        return Ok(with_warnings(
+            ApiResponse::json(status, &written.object),
+            &written.warnings,
+        ));
     }
-    Ok(with_warnings(object_response(store, status, &written.object, out), &written.warnings))
+    Ok(with_warnings(
+        object_response(store, status, &written.object, out),
+        &written.warnings,
+    ))
 }

@@ -15,10 +15,28 @@ pub async fn update(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
     let out = output(req)?;
     let opts = write_options(req)?;
     let obj = body(req)?;
-    let written = store.update(namespace(store, req), &req.info.name, &req.info.subresource, obj, &opts).await?;
-    let status = if written.created { StatusCode::CREATED } else { StatusCode::OK };
+    let written = store
+        .update(
+            namespace(store, req),
+            &req.info.name,
+            &req.info.subresource,
+            obj,
+            &opts,
+        )
+        .await?;
+    let status = if written.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     if req.info.subresource == "scale" {
-        return Ok(with_warnings(ApiResponse::json(status, &written.object), &written.warnings));
+        return Ok(with_warnings(
+            ApiResponse::json(status, &written.object),
+            &written.warnings,
+        ));
     }
-    Ok(with_warnings(object_response(store, status, &written.object, out), &written.warnings))
+    Ok(with_warnings(
+        object_response(store, status, &written.object, out),
+        &written.warnings,
+    ))
 }

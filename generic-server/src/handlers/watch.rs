@@ -28,7 +28,8 @@ pub async fn watch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> 
 }
 
 fn line(kind: &str, object: &Value) -> Bytes {
-    let mut bytes = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    let mut bytes =
+        serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
     bytes.push(b'\n');
     bytes.into()
 }
@@ -48,17 +49,27 @@ fn encoder(store: &Arc<Store>, out: Output) -> WatchEncoder {
                 line(kind.as_str(), &t)
             }
         }),
-        WatchItem::Bookmark { revision, initial_end } => {
+        WatchItem::Bookmark {
+            revision,
+            initial_end,
+        } => {
             let mut metadata = json!({"resourceVersion": revision.to_string()});
             if initial_end {
                 metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
             }
             let object = match out {
-                Output::Json => json!({"kind": resource.kind, "apiVersion": resource.api_version(), "metadata": metadata}),
-                Output::Table(_) => json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": null, "rows": null}),
+                Output::Json => {
+                    json!({"kind": resource.kind, "apiVersion": resource.api_version(), "metadata": metadata})
+                }
+                Output::Table(_) => {
+                    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": null, "rows": null})
+                }
             };
             Some(line("BOOKMARK", &object))
         }
-        WatchItem::Error(err) => Some(line("ERROR", &serde_json::to_value(err.to_status()).unwrap_or_default())),
+        WatchItem::Error(err) => Some(line(
+            "ERROR",
+            &serde_json::to_value(err.to_status()).unwrap_or_default(),
+        )),
     })
 }

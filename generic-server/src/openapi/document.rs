@@ -174,7 +174,9 @@ impl SubresourceSpec {
 
 /// `api/v1` for the core group, `apis/<group>/<version>` otherwise (the `/openapi/v3/` suffix).
 pub fn group_version_path(group: &str, version: &str) -> String {
-    crate::resource::group_version_path(group, version).trim_start_matches('/').to_string()
+    crate::resource::group_version_path(group, version)
+        .trim_start_matches('/')
+        .to_string()
 }
 
 /// The OpenAPI v3 document of one group-version serving `resources`.

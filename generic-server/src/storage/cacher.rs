@@ -95,8 +95,17 @@ pub struct WatchEvent {
 
 impl WatchEvent {
     /// A new event.
-    pub fn new(kind: WatchEventType, object: Arc<CachedObject>, prev: Option<Arc<CachedObject>>) -> Self {
-        WatchEvent { kind, object, prev, encoded: OnceLock::new() }
+    pub fn new(
+        kind: WatchEventType,
+        object: Arc<CachedObject>,
+        prev: Option<Arc<CachedObject>>,
+    ) -> Self {
+        WatchEvent {
+            kind,
+            object,
+            prev,
+            encoded: OnceLock::new(),
+        }
     }
 
     /// The event's revision.
@@ -106,7 +115,9 @@ impl WatchEvent {
 
     /// The JSON watch line for this event, encoded once.
     pub fn json_line(&self) -> Bytes {
-        self.encoded.get_or_init(|| encode_line(self.kind, &self.object.bytes)).clone()
+        self.encoded
+            .get_or_init(|| encode_line(self.kind, &self.object.bytes))
+            .clone()
     }
 }
 
@@ -190,13 +201,19 @@ impl ResourceCache {
                 };
                 let object = Arc::new(object);
                 state.objects.insert(event.kv.key.clone(), object.clone());
-                let kind = if prev.is_some() { WatchEventType::Modified } else { WatchEventType::Added };
+                let kind = if prev.is_some() {
+                    WatchEventType::Modified
+                } else {
+                    WatchEventType::Added
+                };
                 WatchEvent::new(kind, object, prev)
             }
             EventKind::Delete => {
                 state.objects.remove(&event.kv.key);
                 let Some(prev) = prev else { return };
-                let Some(last) = self.ingest(&prev.key, &prev_value(&prev), revision) else { return };
+                let Some(last) = self.ingest(&prev.key, &prev_value(&prev), revision) else {
+                    return;
+                };
                 WatchEvent::new(WatchEventType::Deleted, Arc::new(last), Some(prev))
             }
         };
@@ -216,8 +233,15 @@ impl ResourceCache {
     pub fn snapshot(&self, prefix: &str, progress: i64) -> Snapshot {
         let state = self.read();
         let end = prefix_end(prefix);
-        let objects = state.objects.range(prefix.to_string()..end).map(|(_, o)| o.clone()).collect();
-        Snapshot { objects, revision: progress.max(state.applied) }
+        let objects = state
+            .objects
+            .range(prefix.to_string()..end)
+            .map(|(_, o)| o.clone())
+            .collect();
+        Snapshot {
+            objects,
+            revision: progress.max(state.applied),
+        }
     }
 
     /// One object by key.
@@ -237,15 +261,29 @@ impl ResourceCache {
 
     /// Starts a watch after `revision`, from the ring when it reaches back
     /// that far, otherwise from etcd's history.
-    pub async fn watch_from(&self, storage: &dyn Storage, revision: i64) -> Result<WatchStart, StorageError> {
+    pub async fn watch_from(
+        &self,
+        storage: &dyn Storage,
+        revision: i64,
+    ) -> Result<WatchStart, StorageError> {
         {
             let state = self.read();
             if revision >= state.ring_start {
-                let replay = state.ring.iter().filter(|e| e.revision() > revision).cloned().collect();
-                return Ok(WatchStart::Cached { replay, live: state.sender.subscribe() });
+                let replay = state
+                    .ring
+                    .iter()
+                    .filter(|e| e.revision() > revision)
+                    .cloned()
+                    .collect();
+                return Ok(WatchStart::Cached {
+                    replay,
+                    live: state.sender.subscribe(),
+                });
             }
         }
-        let stream = storage.watch(&self.prefix, &prefix_end(&self.prefix), revision + 1).await?;
+        let stream = storage
+            .watch(&self.prefix, &prefix_end(&self.prefix), revision + 1)
+            .await?;
         Ok(WatchStart::History(stream))
     }
 
@@ -257,8 +295,18 @@ impl ResourceCache {
     ) -> (Snapshot, broadcast::Receiver<Arc<WatchEvent>>) {
         let state = self.read();
         let end = prefix_end(prefix);
-        let objects = state.objects.range(prefix.to_string()..end).map(|(_, o)| o.clone()).collect();
-        (Snapshot { objects, revision: progress.max(state.applied) }, state.sender.subscribe())
+        let objects = state
+            .objects
+            .range(prefix.to_string()..end)
+            .map(|(_, o)| o.clone())
+            .collect();
+        (
+            Snapshot {
+                objects,
+                revision: progress.max(state.applied),
+            },
+            state.sender.subscribe(),
+        )
     }
 }
 
@@ -304,7 +352,11 @@ impl Cacher {
 
     /// Registers (or returns) the cache of a key prefix, loading it from etcd
     /// at the dispatcher's current revision.
-    pub async fn register(&self, prefix: &str, ingest: Ingest) -> Result<Arc<ResourceCache>, StorageError> {
+    pub async fn register(
+        &self,
+        prefix: &str,
+        ingest: Ingest,
+    ) -> Result<Arc<ResourceCache>, StorageError> {
         if let Some(cache) = self.cache(prefix) {
             return Ok(cache);
         }
@@ -317,7 +369,10 @@ impl Cacher {
         let end = prefix_end(prefix);
         let mut start = prefix.to_string();
         loop {
-            let page = self.storage.range(&start, &end, LIST_PAGE, revision).await?;
+            let page = self
+                .storage
+                .range(&start, &end, LIST_PAGE, revision)
+                .await?;
             for kv in &page.kvs {
                 if let Some(obj) = ingest(&kv.key, &kv.value, kv.mod_revision) {
                     objects.insert(kv.key.clone(), Arc::new(obj));
@@ -339,17 +394,27 @@ impl Cacher {
                 sender: broadcast::channel(BROADCAST_CAPACITY).0,
             }),
         });
-        self.caches.write().unwrap_or_else(|e| e.into_inner()).insert(prefix.to_string(), cache.clone());
+        self.caches
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(prefix.to_string(), cache.clone());
         Ok(cache)
     }
 
     /// Drops the cache of a prefix (e.g. a deleted CRD's).
     pub fn unregister(&self, prefix: &str) {
-        self.caches.write().unwrap_or_else(|e| e.into_inner()).remove(prefix);
+        self.caches
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(prefix);
     }
 
     fn cache(&self, prefix: &str) -> Option<Arc<ResourceCache>> {
-        self.caches.read().unwrap_or_else(|e| e.into_inner()).get(prefix).cloned()
+        self.caches
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(prefix)
+            .cloned()
     }
 
     /// The cache a key belongs to: the longest registered prefix of it.
@@ -403,7 +468,10 @@ impl Cacher {
                         next = self.apply(&events).await.max(next - 1) + 1;
                     }
                     Err(StorageError::Compacted { compacted, .. }) => {
-                        tracing::error!(compacted, "watch cache fell behind compaction; reloading caches");
+                        tracing::error!(
+                            compacted,
+                            "watch cache fell behind compaction; reloading caches"
+                        );
                         next = self.reload().await + 1;
                         break;
                     }
@@ -435,9 +503,16 @@ impl Cacher {
     async fn reload(&self) -> i64 {
         let prefixes: Vec<(String, Ingest)> = {
             let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
-            caches.values().map(|c| (c.prefix.clone(), c.ingest.clone())).collect()
+            caches
+                .values()
+                .map(|c| (c.prefix.clone(), c.ingest.clone()))
+                .collect()
         };
-        let revision = self.storage.current_revision().await.unwrap_or_else(|_| self.progress());
+        let revision = self
+            .storage
+            .current_revision()
+            .await
+            .unwrap_or_else(|_| self.progress());
         self.progress.send_replace(revision);
         for (prefix, ingest) in prefixes {
             self.unregister(&prefix);
@@ -458,7 +533,8 @@ struct RevisionReader {
 
 impl RevisionReader {
     fn new(storage: Arc<dyn Storage>) -> Self {
-        let waiting: Arc<std::sync::Mutex<Vec<oneshot::Sender<Result<i64, StorageError>>>>> = Arc::default();
+        let waiting: Arc<std::sync::Mutex<Vec<oneshot::Sender<Result<i64, StorageError>>>>> =
+            Arc::default();
         let wake = Arc::new(tokio::sync::Notify::new());
         let (w, n) = (waiting.clone(), wake.clone());
         tokio::spawn(async move {
@@ -481,9 +557,13 @@ impl RevisionReader {
 
     async fn read(&self) -> Result<i64, StorageError> {
         let (tx, rx) = oneshot::channel();
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
+        self.waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(tx);
         self.wake.notify_one();
-        rx.await.unwrap_or_else(|_| Err(StorageError::Unavailable("revision reader stopped".into())))
+        rx.await
+            .unwrap_or_else(|_| Err(StorageError::Unavailable("revision reader stopped".into())))
     }
 }
 
@@ -497,8 +577,13 @@ pub fn history_event(cache: &ResourceCache, event: &Event) -> Option<WatchEvent>
         .map(Arc::new);
     match event.kind {
         EventKind::Put => {
-            let object = Arc::new(cache.ingest(&event.kv.key, &event.kv.value, event.revision())?);
-            let kind = if event.kv.create_revision == event.revision() { WatchEventType::Added } else { WatchEventType::Modified };
+            let object =
+                Arc::new(cache.ingest(&event.kv.key, &event.kv.value, event.revision())?);
+            let kind = if event.kv.create_revision == event.revision() {
+                WatchEventType::Added
+            } else {
+                WatchEventType::Modified
+            };
             Some(WatchEvent::new(kind, object, prev))
         }
         EventKind::Delete => {
@@ -515,7 +600,10 @@ fn json_ingest() -> Ingest {
     Arc::new(|key: &str, value: &[u8], revision: i64| {
         let mut v: Value = serde_json::from_slice(value).ok()?;
         v["metadata"]["resourceVersion"] = Value::String(revision.to_string());
-        let name = v["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let name = v["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         Some(CachedObject {
             key: key.into(),
             revision,
@@ -534,7 +622,9 @@ mod tests {
     use crate::storage::memory::MemoryStorage;
 
     fn obj(name: &str) -> Bytes {
-        serde_json::to_vec(&serde_json::json!({"metadata":{"name":name}})).unwrap().into()
+        serde_json::to_vec(&serde_json::json!({"metadata":{"name":name}}))
+            .unwrap()
+            .into()
     }
 
     #[tokio::test]
@@ -550,7 +640,13 @@ mod tests {
         let fresh = cacher.wait_fresh().await.unwrap();
         assert!(fresh > rev);
         let snap = cache.snapshot("/r/cm/", cacher.progress());
-        assert_eq!(snap.objects.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), vec!["a", "b"]);
+        assert_eq!(
+            snap.objects
+                .iter()
+                .map(|o| o.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["a", "b"]
+        );
         assert_eq!(snap.revision, fresh);
         let b = cache.get("/r/cm/b").unwrap();
         assert_eq!(b.value()["metadata"]["resourceVersion"], rev.to_string());
@@ -564,15 +660,35 @@ mod tests {
         let r1 = storage.create("/r/cm/a", obj("a")).await.unwrap();
         let r2 = storage.update("/r/cm/a", obj("a"), r1).await.unwrap();
         cacher.wait_fresh().await.unwrap();
-        let WatchStart::Cached { replay, mut live } = cache.watch_from(storage.as_ref(), r1).await.unwrap() else {
+        let WatchStart::Cached { replay, mut live } =
+            cache.watch_from(storage.as_ref(), r1).await.unwrap()
+        else {
             panic!("expected the ring to cover r1");
         };
-        assert_eq!(replay.iter().map(|e| (e.kind, e.revision())).collect::<Vec<_>>(), vec![(WatchEventType::Modified, r2)]);
+        assert_eq!(
+            replay
+                .iter()
+                .map(|e| (e.kind, e.revision()))
+                .collect::<Vec<_>>(),
+            vec![(WatchEventType::Modified, r2)]
+        );
         let (_, r3) = storage.delete("/r/cm/a", None).await.unwrap();
-        let deleted = tokio::time::timeout(Duration::from_secs(2), live.recv()).await.unwrap().unwrap();
-        assert_eq!((deleted.kind, deleted.revision()), (WatchEventType::Deleted, r3));
-        assert_eq!(deleted.object.value()["metadata"]["resourceVersion"], r3.to_string());
-        assert!(String::from_utf8_lossy(&deleted.json_line()).starts_with("{\"type\":\"DELETED\",\"object\":{"));
+        let deleted = tokio::time::timeout(Duration::from_secs(2), live.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (deleted.kind, deleted.revision()),
+            (WatchEventType::Deleted, r3)
+        );
+        assert_eq!(
+            deleted.object.value()["metadata"]["resourceVersion"],
+            r3.to_string()
+        );
+        assert!(
+            String::from_utf8_lossy(&deleted.json_line())
+                .starts_with("{\"type\":\"DELETED\",\"object\":{")
+        );
     }
 
     #[tokio::test]
@@ -582,7 +698,9 @@ mod tests {
         storage.update("/r/cm/a", obj("a"), r1).await.unwrap();
         let cacher = Cacher::start(storage.clone()).await.unwrap();
         let cache = cacher.register("/r/cm/", json_ingest()).await.unwrap();
-        let WatchStart::History(mut stream) = cache.watch_from(storage.as_ref(), r1 - 1).await.unwrap() else {
+        let WatchStart::History(mut stream) =
+            cache.watch_from(storage.as_ref(), r1 - 1).await.unwrap()
+        else {
             panic!("expected history");
         };
         let batch = stream.next().await.unwrap().unwrap();

@@ -3,8 +3,8 @@
 
 use bytes::Bytes;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, TxnOp, TxnOpResponse,
-    WatchOptions,
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, TxnOp,
+    TxnOpResponse, WatchOptions,
 };
 use futures::StreamExt;
 
@@ -24,8 +24,13 @@ impl EtcdStorage {
     pub async fn connect(endpoints: &[String]) -> Result<Self> {
         let options = ConnectOptions::new()
             .with_connect_timeout(std::time::Duration::from_secs(5))
-            .with_keep_alive(std::time::Duration::from_secs(10), std::time::Duration::from_secs(5));
-        let client = Client::connect(endpoints, Some(options)).await.map_err(unavailable)?;
+            .with_keep_alive(
+                std::time::Duration::from_secs(10),
+                std::time::Duration::from_secs(5),
+            );
+        let client = Client::connect(endpoints, Some(options))
+            .await
+            .map_err(unavailable)?;
         Ok(EtcdStorage { client })
     }
 
@@ -35,7 +40,9 @@ impl EtcdStorage {
     }
 
     fn kv(&self) -> etcd_client::KvClient {
-        self.client.kv_client().max_decoding_message_size(MAX_MESSAGE_BYTES)
+        self.client
+            .kv_client()
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
     }
 }
 
@@ -47,7 +54,10 @@ fn unavailable(err: etcd_client::Error) -> StorageError {
 fn map_err(err: etcd_client::Error, revision: i64) -> StorageError {
     let text = err.to_string();
     if text.contains("required revision has been compacted") {
-        StorageError::Compacted { requested: revision, compacted: 0 }
+        StorageError::Compacted {
+            requested: revision,
+            compacted: 0,
+        }
     } else if text.contains("required revision is a future revision") {
         StorageError::FutureRevision(revision)
     } else {
@@ -88,7 +98,11 @@ impl Storage for EtcdStorage {
         if revision > 0 {
             options = options.with_revision(revision);
         }
-        let resp = self.kv().get(start, Some(options)).await.map_err(|e| map_err(e, revision))?;
+        let resp = self
+            .kv()
+            .get(start, Some(options))
+            .await
+            .map_err(|e| map_err(e, revision))?;
         Ok(Page {
             kvs: resp.kvs().iter().map(to_kv).collect(),
             revision: header_revision(resp.header()),
@@ -119,7 +133,11 @@ impl Storage for EtcdStorage {
         }
         match current_from(resp.op_responses()) {
             None => Err(StorageError::NotFound(key.into())),
-            current => Err(StorageError::Conflict { key: key.into(), expected, current }),
+            current => Err(StorageError::Conflict {
+                key: key.into(),
+                expected,
+                current,
+            }),
         }
     }
 
@@ -130,38 +148,61 @@ impl Storage for EtcdStorage {
         };
         let txn = etcd_client::Txn::new()
             .when([compare])
-            .and_then([TxnOp::delete(key, Some(DeleteOptions::new().with_prev_key()))])
+            .and_then([TxnOp::delete(
+                key,
+                Some(DeleteOptions::new().with_prev_key()),
+            )])
             .or_else([TxnOp::get(key, None)]);
         let resp = self.kv().txn(txn).await.map_err(unavailable)?;
         let revision = header_revision(resp.header());
         if !resp.succeeded() {
             return match current_from(resp.op_responses()) {
                 None => Err(StorageError::NotFound(key.into())),
-                current => Err(StorageError::Conflict { key: key.into(), expected: expected.unwrap_or(0), current }),
+                current => Err(StorageError::Conflict {
+                    key: key.into(),
+                    expected: expected.unwrap_or(0),
+                    current,
+                }),
             };
         }
         let prev = resp.op_responses().into_iter().find_map(|r| match r {
             TxnOpResponse::Delete(d) => d.prev_kvs().first().map(to_kv),
             _ => None,
         });
-        prev.map(|kv| (kv, revision)).ok_or_else(|| StorageError::NotFound(key.into()))
+        prev.map(|kv| (kv, revision))
+            .ok_or_else(|| StorageError::NotFound(key.into()))
     }
 
     async fn watch(&self, start: &str, end: &str, from_revision: i64) -> Result<EventStream> {
-        let options = WatchOptions::new().with_range(end).with_start_revision(from_revision).with_prev_key();
-        let mut client = self.client.watch_client().max_decoding_message_size(MAX_MESSAGE_BYTES);
-        let stream = client.watch(start, Some(options)).await.map_err(unavailable)?;
+        let options = WatchOptions::new()
+            .with_range(end)
+            .with_start_revision(from_revision)
+            .with_prev_key();
+        let mut client = self
+            .client
+            .watch_client()
+            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        let stream = client
+            .watch(start, Some(options))
+            .await
+            .map_err(unavailable)?;
         let events = futures::stream::unfold(Some(stream), move |state| async move {
             let mut stream = state?;
             loop {
                 match stream.message().await {
                     Ok(Some(resp)) => {
                         if resp.compact_revision() > 0 {
-                            let err = StorageError::Compacted { requested: from_revision, compacted: resp.compact_revision() };
+                            let err = StorageError::Compacted {
+                                requested: from_revision,
+                                compacted: resp.compact_revision(),
+                            };
                             return Some((Err(err), None));
                         }
                         if resp.canceled() {
-                            let err = StorageError::Unavailable(format!("watch canceled: {}", resp.cancel_reason()));
+                            let err = StorageError::Unavailable(format!(
+                                "watch canceled: {}",
+                                resp.cancel_reason()
+                            ));
                             return Some((Err(err), None));
                         }
                         if resp.events().is_empty() {
@@ -170,7 +211,9 @@ impl Storage for EtcdStorage {
                         let batch = resp.events().iter().filter_map(convert_event).collect();
                         return Some((Ok(batch), Some(stream)));
                     }
-                    Ok(None) => return Some((Err(StorageError::Unavailable("watch closed".into())), None)),
+                    Ok(None) => {
+                        return Some((Err(StorageError::Unavailable("watch closed".into())), None));
+                    }
                     Err(e) => return Some((Err(unavailable(e)), None)),
                 }
             }
@@ -182,7 +225,10 @@ impl Storage for EtcdStorage {
         // A count-only read of one key: the cheapest linearizable read.
         let resp = self
             .kv()
-            .get("/kubechain/revision", Some(GetOptions::new().with_count_only()))
+            .get(
+                "/kubechain/revision",
+                Some(GetOptions::new().with_count_only()),
+            )
             .await
             .map_err(unavailable)?;
         Ok(header_revision(resp.header()))
@@ -214,11 +260,23 @@ mod tests {
     async fn compacted_revisions_are_reported() {
         let etcd = crate::testing::TestEtcd::start();
         let store = EtcdStorage::connect(&[etcd.endpoint()]).await.unwrap();
-        let first = store.create("/c/a", Bytes::from_static(b"1")).await.unwrap();
-        let second = store.update("/c/a", Bytes::from_static(b"2"), first).await.unwrap();
+        let first = store
+            .create("/c/a", Bytes::from_static(b"1"))
+            .await
+            .unwrap();
+        let second = store
+            .update("/c/a", Bytes::from_static(b"2"), first)
+            .await
+            .unwrap();
         store.client().compact(second, None).await.unwrap();
-        assert!(matches!(store.range("/c/", "/c0", 0, first).await, Err(StorageError::Compacted { .. })));
+        assert!(matches!(
+            store.range("/c/", "/c0", 0, first).await,
+            Err(StorageError::Compacted { .. })
+        ));
         let mut watch = store.watch("/c/", "/c0", first).await.unwrap();
-        assert!(matches!(watch.next().await, Some(Err(StorageError::Compacted { .. }))));
+        assert!(matches!(
+            watch.next().await,
+            Some(Err(StorageError::Compacted { .. }))
+        ));
     }
 }

@@ -26,7 +26,13 @@ struct State {
 
 impl Default for MemoryStorage {
     fn default() -> Self {
-        MemoryStorage { state: Mutex::new(State { revision: 1, ..Default::default() }), events: broadcast::channel(4096).0 }
+        MemoryStorage {
+            state: Mutex::new(State {
+                revision: 1,
+                ..Default::default()
+            }),
+            events: broadcast::channel(4096).0,
+        }
     }
 }
 
@@ -36,12 +42,21 @@ impl State {
     }
 
     fn at(&self, key: &str, revision: i64) -> Option<&KeyValue> {
-        self.versions.get(key)?.iter().rev().find(|(r, _)| *r <= revision)?.1.as_ref()
+        self.versions
+            .get(key)?
+            .iter()
+            .rev()
+            .find(|(r, _)| *r <= revision)?
+            .1
+            .as_ref()
     }
 
     fn record(&mut self, event: Event, sender: &broadcast::Sender<Vec<Event>>) {
         let value = (event.kind == EventKind::Put).then(|| event.kv.clone());
-        self.versions.entry(event.kv.key.clone()).or_default().push((self.revision, value));
+        self.versions
+            .entry(event.kv.key.clone())
+            .or_default()
+            .push((self.revision, value));
         self.history.push(event.clone());
         let _ = sender.send(vec![event]);
     }
@@ -52,7 +67,12 @@ impl MemoryStorage {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn put(&self, key: &str, value: Bytes, check: impl FnOnce(Option<&KeyValue>) -> Result<()>) -> Result<i64> {
+    fn put(
+        &self,
+        key: &str,
+        value: Bytes,
+        check: impl FnOnce(Option<&KeyValue>) -> Result<()>,
+    ) -> Result<i64> {
         let mut state = self.lock();
         let prev = state.latest(key).cloned();
         check(prev.as_ref())?;
@@ -64,7 +84,14 @@ impl MemoryStorage {
             create_revision: prev.as_ref().map_or(revision, |p| p.create_revision),
             mod_revision: revision,
         };
-        state.record(Event { kind: EventKind::Put, kv, prev }, &self.events);
+        state.record(
+            Event {
+                kind: EventKind::Put,
+                kv,
+                prev,
+            },
+            &self.events,
+        );
         Ok(revision)
     }
 }
@@ -80,7 +107,11 @@ impl Storage for MemoryStorage {
         if revision > state.revision {
             return Err(StorageError::FutureRevision(revision));
         }
-        let at = if revision > 0 { revision } else { state.revision };
+        let at = if revision > 0 {
+            revision
+        } else {
+            state.revision
+        };
         let keys = if end == "\0" {
             state.versions.range(start.to_string()..)
         } else {
@@ -92,7 +123,12 @@ impl Storage for MemoryStorage {
         let count = all.len() as i64;
         let take = if limit > 0 { limit as usize } else { all.len() };
         let more = all.len() > take;
-        Ok(Page { kvs: all.into_iter().take(take).collect(), revision: state.revision, more, count })
+        Ok(Page {
+            kvs: all.into_iter().take(take).collect(),
+            revision: state.revision,
+            more,
+            count,
+        })
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<i64> {
@@ -105,9 +141,11 @@ impl Storage for MemoryStorage {
     async fn update(&self, key: &str, value: Bytes, expected: i64) -> Result<i64> {
         self.put(key, value, |prev| match prev {
             None => Err(StorageError::NotFound(key.into())),
-            Some(p) if p.mod_revision != expected => {
-                Err(StorageError::Conflict { key: key.into(), expected, current: Some(p.clone()) })
-            }
+            Some(p) if p.mod_revision != expected => Err(StorageError::Conflict {
+                key: key.into(),
+                expected,
+                current: Some(p.clone()),
+            }),
             Some(_) => Ok(()),
         })
     }
@@ -118,12 +156,28 @@ impl Storage for MemoryStorage {
             return Err(StorageError::NotFound(key.into()));
         };
         if let Some(expected) = expected.filter(|e| *e != prev.mod_revision) {
-            return Err(StorageError::Conflict { key: key.into(), expected, current: Some(prev) });
+            return Err(StorageError::Conflict {
+                key: key.into(),
+                expected,
+                current: Some(prev),
+            });
         }
         state.revision += 1;
         let revision = state.revision;
-        let kv = KeyValue { key: key.into(), value: Bytes::new(), create_revision: 0, mod_revision: revision };
-        state.record(Event { kind: EventKind::Delete, kv, prev: Some(prev.clone()) }, &self.events);
+        let kv = KeyValue {
+            key: key.into(),
+            value: Bytes::new(),
+            create_revision: 0,
+            mod_revision: revision,
+        };
+        state.record(
+            Event {
+                kind: EventKind::Delete,
+                kv,
+                prev: Some(prev.clone()),
+            },
+            &self.events,
+        );
         Ok((prev, revision))
     }
 
@@ -133,16 +187,24 @@ impl Storage for MemoryStorage {
         let in_range = move |e: &Event| e.kv.key >= start && (end == "\0" || e.kv.key < end);
         let (replay, live) = {
             let state = self.lock();
-            let replay: Vec<Event> =
-                state.history.iter().filter(|e| e.revision() >= from_revision && in_range(e)).cloned().collect();
+            let replay: Vec<Event> = state
+                .history
+                .iter()
+                .filter(|e| e.revision() >= from_revision && in_range(e))
+                .cloned()
+                .collect();
             (replay, self.events.subscribe())
         };
         let last_replayed = replay.last().map_or(0, Event::revision);
         let replay = futures::stream::iter((!replay.is_empty()).then_some(Ok(replay)));
         let live = BroadcastStream::new(live).filter_map(move |batch| {
-            let batch: Option<Vec<Event>> = batch
-                .ok()
-                .map(|b| b.into_iter().filter(|e| e.revision() > last_replayed && e.revision() >= from_revision && in_range(e)).collect());
+            let batch: Option<Vec<Event>> = batch.ok().map(|b| {
+                b.into_iter()
+                    .filter(|e| {
+                        e.revision() > last_replayed && e.revision() >= from_revision && in_range(e)
+                    })
+                    .collect()
+            });
             async move { batch.filter(|b: &Vec<Event>| !b.is_empty()).map(Ok) }
         });
         Ok(replay.chain(live).boxed())

@@ -162,22 +162,45 @@ pub mod conformance {
     async fn crud(store: &dyn Storage, root: &str) {
         let key = format!("{root}/crud/a");
         assert_eq!(store.get(&key).await.unwrap(), None);
-        let r1 = store.create(&key, Bytes::from_static(b"one")).await.unwrap();
-        assert!(matches!(store.create(&key, Bytes::from_static(b"x")).await, Err(StorageError::AlreadyExists(_))));
+        let r1 = store
+            .create(&key, Bytes::from_static(b"one"))
+            .await
+            .unwrap();
+        assert!(matches!(
+            store.create(&key, Bytes::from_static(b"x")).await,
+            Err(StorageError::AlreadyExists(_))
+        ));
         let kv = store.get(&key).await.unwrap().unwrap();
-        assert_eq!((kv.value.as_ref(), kv.mod_revision, kv.create_revision), (b"one".as_ref(), r1, r1));
-        let r2 = store.update(&key, Bytes::from_static(b"two"), r1).await.unwrap();
+        assert_eq!(
+            (kv.value.as_ref(), kv.mod_revision, kv.create_revision),
+            (b"one".as_ref(), r1, r1)
+        );
+        let r2 = store
+            .update(&key, Bytes::from_static(b"two"), r1)
+            .await
+            .unwrap();
         assert!(r2 > r1);
         match store.update(&key, Bytes::from_static(b"three"), r1).await {
-            Err(StorageError::Conflict { current: Some(cur), .. }) => assert_eq!(cur.mod_revision, r2),
+            Err(StorageError::Conflict {
+                current: Some(cur), ..
+            }) => assert_eq!(cur.mod_revision, r2),
             other => panic!("expected conflict, got {other:?}"),
         }
-        assert!(matches!(store.delete(&key, Some(r1)).await, Err(StorageError::Conflict { .. })));
+        assert!(matches!(
+            store.delete(&key, Some(r1)).await,
+            Err(StorageError::Conflict { .. })
+        ));
         let (old, r3) = store.delete(&key, Some(r2)).await.unwrap();
         assert_eq!(old.value.as_ref(), b"two");
         assert!(r3 > r2);
-        assert!(matches!(store.delete(&key, None).await, Err(StorageError::NotFound(_))));
-        assert!(matches!(store.update(&key, Bytes::new(), r2).await, Err(StorageError::NotFound(_))));
+        assert!(matches!(
+            store.delete(&key, None).await,
+            Err(StorageError::NotFound(_))
+        ));
+        assert!(matches!(
+            store.update(&key, Bytes::new(), r2).await,
+            Err(StorageError::NotFound(_))
+        ));
         assert!(store.current_revision().await.unwrap() >= r3);
     }
 
@@ -185,7 +208,12 @@ pub mod conformance {
         let prefix = format!("{root}/range/");
         let mut revs = Vec::new();
         for name in ["a", "b", "c", "d"] {
-            revs.push(store.create(&format!("{prefix}{name}"), Bytes::from(name)).await.unwrap());
+            revs.push(
+                store
+                    .create(&format!("{prefix}{name}"), Bytes::from(name))
+                    .await
+                    .unwrap(),
+            );
         }
         let end = prefix_end(&prefix);
         let page = store.range(&prefix, &end, 2, 0).await.unwrap();
@@ -194,7 +222,13 @@ pub mod conformance {
         assert_eq!(page.count, 4);
         let next = format!("{}\0", page.kvs[1].key);
         let rest = store.range(&next, &end, 0, page.revision).await.unwrap();
-        assert_eq!(rest.kvs.iter().map(|kv| kv.value.as_ref()).collect::<Vec<_>>(), vec![b"c".as_ref(), b"d".as_ref()]);
+        assert_eq!(
+            rest.kvs
+                .iter()
+                .map(|kv| kv.value.as_ref())
+                .collect::<Vec<_>>(),
+            vec![b"c".as_ref(), b"d".as_ref()]
+        );
         assert!(!rest.more);
         // Reads at an older revision see the old state.
         store.delete(&format!("{prefix}a"), None).await.unwrap();
@@ -211,8 +245,14 @@ pub mod conformance {
         let mut stream = store.watch(&prefix, &end, start).await.unwrap();
         let key = format!("{prefix}x");
         let r1 = store.create(&key, Bytes::from_static(b"1")).await.unwrap();
-        let r2 = store.update(&key, Bytes::from_static(b"2"), r1).await.unwrap();
-        store.create(&format!("{root}/elsewhere"), Bytes::new()).await.unwrap();
+        let r2 = store
+            .update(&key, Bytes::from_static(b"2"), r1)
+            .await
+            .unwrap();
+        store
+            .create(&format!("{root}/elsewhere"), Bytes::new())
+            .await
+            .unwrap();
         let (_, r3) = store.delete(&key, None).await.unwrap();
         let mut seen = Vec::new();
         while seen.len() < 3 {
@@ -224,10 +264,19 @@ pub mod conformance {
             seen.extend(batch);
         }
         assert_eq!(
-            seen.iter().map(|e| (e.kind, e.revision())).collect::<Vec<_>>(),
-            vec![(EventKind::Put, r1), (EventKind::Put, r2), (EventKind::Delete, r3)]
+            seen.iter()
+                .map(|e| (e.kind, e.revision()))
+                .collect::<Vec<_>>(),
+            vec![
+                (EventKind::Put, r1),
+                (EventKind::Put, r2),
+                (EventKind::Delete, r3)
+            ]
         );
-        assert_eq!(seen[2].prev.as_ref().map(|p| p.value.as_ref()), Some(b"2".as_ref()));
+        assert_eq!(
+            seen[2].prev.as_ref().map(|p| p.value.as_ref()),
+            Some(b"2".as_ref())
+        );
         // A watch from an old revision replays history.
         let mut replay = store.watch(&prefix, &end, r2).await.unwrap();
         let first = replay.next().await.unwrap().unwrap();

@@ -21,27 +21,43 @@ pub struct Credentials {
 impl Credentials {
     /// Reads the current context of a kubeconfig; `server` overrides its URL.
     pub fn from_kubeconfig(path: &Path, server: Option<&str>) -> Result<Credentials> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let config: Value = serde_yaml_ng::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let config: Value = serde_yaml_ng::from_str(&text)
+            .with_context(|| format!("parsing {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let context_name = config["current-context"].as_str().unwrap_or_default();
         let context = named(&config["contexts"], context_name).map(|c| &c["context"]);
-        let cluster = named(&config["clusters"], context.and_then(|c| c["cluster"].as_str()).unwrap_or_default())
-            .or_else(|| config["clusters"].get(0))
-            .map(|c| &c["cluster"])
-            .context("kubeconfig has no cluster")?;
-        let user = named(&config["users"], context.and_then(|c| c["user"].as_str()).unwrap_or_default())
-            .or_else(|| config["users"].get(0))
-            .map(|u| &u["user"])
-            .context("kubeconfig has no user")?;
+        let cluster = named(
+            &config["clusters"],
+            context
+                .and_then(|c| c["cluster"].as_str())
+                .unwrap_or_default(),
+        )
+        .or_else(|| config["clusters"].get(0))
+        .map(|c| &c["cluster"])
+        .context("kubeconfig has no cluster")?;
+        let user = named(
+            &config["users"],
+            context.and_then(|c| c["user"].as_str()).unwrap_or_default(),
+        )
+        .or_else(|| config["users"].get(0))
+        .map(|u| &u["user"])
+        .context("kubeconfig has no user")?;
         let server = match server {
             Some(s) => s.to_string(),
-            None => cluster["server"].as_str().context("kubeconfig cluster has no server")?.to_string(),
+            None => cluster["server"]
+                .as_str()
+                .context("kubeconfig cluster has no server")?
+                .to_string(),
         };
         let ca = pem_field(cluster, "certificate-authority", base)?;
         let cert = pem_field(user, "client-certificate", base)?;
         let key = pem_field(user, "client-key", base)?;
-        Ok(Credentials { server: server.trim_end_matches('/').to_string(), tls: tls_config(&ca, &cert, &key)? })
+        Ok(Credentials {
+            server: server.trim_end_matches('/').to_string(),
+            tls: tls_config(&ca, &cert, &key)?,
+        })
     }
 
     /// A client with its own connection (HTTP/2 when the server offers it).
@@ -57,19 +73,26 @@ impl Credentials {
             .pool_max_idle_per_host(usize::MAX)
             .build()
             .context("building the HTTPS client")?;
-        Ok(Api { base: self.server.clone(), http })
+        Ok(Api {
+            base: self.server.clone(),
+            http,
+        })
     }
 }
 
 /// The entry of a kubeconfig list (`clusters`, `users`, `contexts`) with a name.
 fn named<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
-    list.as_array()?.iter().find(|entry| entry["name"].as_str() == Some(name))
+    list.as_array()?
+        .iter()
+        .find(|entry| entry["name"].as_str() == Some(name))
 }
 
 /// A PEM field of a kubeconfig entry: inline (`<field>-data`, base64) or a file.
 fn pem_field(entry: &Value, field: &str, base: &Path) -> Result<Vec<u8>> {
     if let Some(data) = entry[format!("{field}-data")].as_str() {
-        return base64::engine::general_purpose::STANDARD.decode(data.trim()).with_context(|| format!("decoding {field}-data"));
+        return base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .with_context(|| format!("decoding {field}-data"));
     }
     if let Some(file) = entry[field].as_str() {
         let path = base.join(file);
@@ -106,10 +129,19 @@ pub struct Api {
 impl Api {
     /// Sends a request; any status other than `expect` is an error that
     /// quotes the response.
-    pub async fn call(&self, method: Method, path: &str, body: Option<Bytes>, expect: StatusCode) -> Result<Bytes> {
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        expect: StatusCode,
+    ) -> Result<Bytes> {
         let response = self.send(method.clone(), path, body).await?;
         let status = response.status();
-        let bytes = response.bytes().await.with_context(|| format!("{method} {path}: reading the body"))?;
+        let bytes = response
+            .bytes()
+            .await
+            .with_context(|| format!("{method} {path}: reading the body"))?;
         if status != expect {
             let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).into_owned();
             bail!("{method} {path}: {status} (wanted {expect}): {text}");
@@ -118,22 +150,40 @@ impl Api {
     }
 
     /// Sends a request and returns the response as it arrives (for watches).
-    pub async fn send(&self, method: Method, path: &str, body: Option<Bytes>) -> Result<reqwest::Response> {
-        let mut request = self.http.request(method.clone(), format!("{}{path}", self.base)).header("Accept", "application/json");
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Result<reqwest::Response> {
+        let mut request = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base))
+            .header("Accept", "application/json");
         if let Some(body) = body {
-            request = request.header("Content-Type", "application/json").body(body);
+            request = request
+                .header("Content-Type", "application/json")
+                .body(body);
         }
-        request.send().await.with_context(|| format!("{method} {path}"))
+        request
+            .send()
+            .await
+            .with_context(|| format!("{method} {path}"))
     }
 
     /// The HTTP version the front door speaks to this client.
     pub async fn http_version(&self) -> Result<String> {
-        Ok(format!("{:?}", self.send(Method::GET, "/version", None).await?.version()))
+        Ok(format!(
+            "{:?}",
+            self.send(Method::GET, "/version", None).await?.version()
+        ))
     }
 }
 
 /// A raw etcd KV client on its own connection, allowed large ranges.
 pub async fn etcd(endpoint: &str) -> Result<etcd_client::KvClient> {
-    let client = etcd_client::Client::connect([endpoint], None).await.with_context(|| format!("connecting to etcd at {endpoint}"))?;
+    let client = etcd_client::Client::connect([endpoint], None)
+        .await
+        .with_context(|| format!("connecting to etcd at {endpoint}"))?;
     Ok(client.kv_client().max_decoding_message_size(256 << 20))
 }

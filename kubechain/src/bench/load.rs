@@ -28,7 +28,11 @@ pub struct Throughput {
 impl Throughput {
     /// Successful operations per second.
     pub fn per_second(&self) -> f64 {
-        if self.elapsed.is_zero() { 0.0 } else { self.ops as f64 / self.elapsed.as_secs_f64() }
+        if self.elapsed.is_zero() {
+            0.0
+        } else {
+            self.ops as f64 / self.elapsed.as_secs_f64()
+        }
     }
 
     fn absorb(&mut self, other: Throughput) {

@@ -141,14 +141,19 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     target.close().await;
     let errors = outcome?;
     if !errors.is_empty() {
-        let logs = logs.map(|l| format!(" (server logs were in {l})")).unwrap_or_default();
+        let logs = logs
+            .map(|l| format!(" (server logs were in {l})"))
+            .unwrap_or_default();
         bail!("the bench saw {} kinds of errors{logs}", errors.len());
     }
     Ok(())
 }
 
 async fn interrupted() -> String {
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
         return std::future::pending().await;
     };
     tokio::select! {
@@ -180,13 +185,29 @@ struct Names {
 
 impl Names {
     fn new() -> Names {
-        let id = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() % 0xff_ffff_ffff).unwrap_or_default();
+        let id = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() % 0xff_ffff_ffff)
+            .unwrap_or_default();
         let ns = |what: &str| format!("bench-{id:x}-{what}");
-        Names { create_ns: ns("create"), list_ns: ns("list"), watch_ns: [ns("watch-a"), ns("watch-b")], raw: format!("/kubechain-bench/{id:x}/") }
+        Names {
+            create_ns: ns("create"),
+            list_ns: ns("list"),
+            watch_ns: [ns("watch-a"), ns("watch-b")],
+            raw: format!("/kubechain-bench/{id:x}/"),
+        }
     }
 
     fn namespaces(&self) -> Vec<&str> {
-        [&self.create_ns, &self.list_ns, &self.watch_ns[0], &self.watch_ns[1]].into_iter().map(String::as_str).collect()
+        [
+            &self.create_ns,
+            &self.list_ns,
+            &self.watch_ns[0],
+            &self.watch_ns[1],
+        ]
+        .into_iter()
+        .map(String::as_str)
+        .collect()
     }
 }
 
@@ -209,7 +230,9 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     let credentials = &target.credentials;
     let admin = credentials.api()?;
     let http_version = admin.http_version().await?;
-    let apis = (0..concurrency).map(|_| credentials.api()).collect::<Result<Vec<_>>>()?;
+    let apis = (0..concurrency)
+        .map(|_| credentials.api())
+        .collect::<Result<Vec<_>>>()?;
     let mut etcds = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
         etcds.push(client::etcd(&target.etcd).await?);
@@ -218,13 +241,32 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     // The core server's memory and the JSON stored before the run: what the
     // cache grows by is set against the JSON the run adds.
     let core_rss = |target: &Target| {
-        target.pids().into_iter().find(|(name, _)| *name == "core-server").and_then(|(_, pid)| pid.ok()).and_then(target::memory).map(|(rss, _)| rss)
+        target
+            .pids()
+            .into_iter()
+            .find(|(name, _)| *name == "core-server")
+            .and_then(|(_, pid)| pid.ok())
+            .and_then(target::memory)
+            .map(|(rss, _)| rss)
     };
-    let idle = (core_rss(target), stored_json(&etcds[0], &format!("{}/", args.etcd_prefix)).await?.0);
+    let idle = (
+        core_rss(target),
+        stored_json(&etcds[0], &format!("{}/", args.etcd_prefix))
+            .await?
+            .0,
+    );
 
     for ns in names.namespaces() {
-        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}).to_string();
-        admin.call(Method::POST, "/api/v1/namespaces", Some(body.into()), StatusCode::CREATED).await?;
+        let body =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}).to_string();
+        admin
+            .call(
+                Method::POST,
+                "/api/v1/namespaces",
+                Some(body.into()),
+                StatusCode::CREATED,
+            )
+            .await?;
     }
     // The LIST fixture: created through kubechain, then the same stored bytes
     // copied to raw etcd keys, so both sides read identical values.
@@ -233,18 +275,40 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     let path = list_path.clone();
     for_each(&apis, plan.objects, move |api: Api, i| {
         let path = path.clone();
-        async move { api.call(Method::POST, &path, Some(configmap(&format!("object-{i}"))), StatusCode::CREATED).await.map(drop) }
+        async move {
+            api.call(
+                Method::POST,
+                &path,
+                Some(configmap(&format!("object-{i}"))),
+                StatusCode::CREATED,
+            )
+            .await
+            .map(drop)
+        }
     })
     .await
     .context("creating the LIST fixture")?;
-    let stored = range(&etcds[0], &format!("{}/configmaps/{}/", args.etcd_prefix, names.list_ns)).await?;
+    let stored = range(
+        &etcds[0],
+        &format!("{}/configmaps/{}/", args.etcd_prefix, names.list_ns),
+    )
+    .await?;
     if stored.len() != plan.objects {
-        bail!("etcd holds {} of the {} configmaps just created (is --etcd-prefix right?)", stored.len(), plan.objects);
+        bail!(
+            "etcd holds {} of the {} configmaps just created (is --etcd-prefix right?)",
+            stored.len(),
+            plan.objects
+        );
     }
     let raw_list = format!("{}list/", names.raw);
     let copies: Vec<(String, Vec<u8>)> = stored
         .iter()
-        .map(|(key, value)| (format!("{raw_list}{}", key.rsplit('/').next().unwrap_or_default()), value.clone()))
+        .map(|(key, value)| {
+            (
+                format!("{raw_list}{}", key.rsplit('/').next().unwrap_or_default()),
+                value.clone(),
+            )
+        })
         .collect();
     let template = stored[0].1.clone();
     let object_bytes = stored.iter().map(|(_, v)| v.len()).sum::<usize>() / stored.len();
@@ -255,7 +319,11 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     })
     .await
     .context("copying the LIST fixture to raw etcd keys")?;
-    let listed: Value = serde_json::from_slice(&admin.call(Method::GET, &list_path, None, StatusCode::OK).await?)?;
+    let listed: Value = serde_json::from_slice(
+        &admin
+            .call(Method::GET, &list_path, None, StatusCode::OK)
+            .await?,
+    )?;
     let items = listed["items"].as_array().map(Vec::len).unwrap_or_default();
     if items != plan.objects {
         bail!("LIST returned {items} of {} configmaps", plan.objects);
@@ -267,121 +335,245 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
 
     // Creates: a create-if-absent transaction against a POST of the same object.
     let raw_create = format!("{}create/", names.raw);
-    let etcd_creates = phase(&mut cpu, "raw etcd creates", seconds, closed_loop(etcds.clone(), plan.phase, move |mut kv: KvClient, i| {
-        let key = format!("{raw_create}{i}");
-        let value = template.clone();
-        async move {
-            let txn = Txn::new().when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)]).and_then([TxnOp::put(key, value, None)]);
-            if !kv.txn(txn).await?.succeeded() {
-                bail!("create transaction found the key already there");
+    let etcd_creates = phase(
+        &mut cpu,
+        "raw etcd creates",
+        seconds,
+        closed_loop(etcds.clone(), plan.phase, move |mut kv: KvClient, i| {
+            let key = format!("{raw_create}{i}");
+            let value = template.clone();
+            async move {
+                let txn = Txn::new()
+                    .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                    .and_then([TxnOp::put(key, value, None)]);
+                if !kv.txn(txn).await?.succeeded() {
+                    bail!("create transaction found the key already there");
+                }
+                Ok(())
             }
-            Ok(())
-        }
-    }))
+        }),
+    )
     .await;
     let create_path = format!("/api/v1/namespaces/{}/configmaps", names.create_ns);
-    let chain_creates = phase(&mut cpu, "kubechain creates", seconds, closed_loop(apis.clone(), plan.phase, move |api: Api, i| {
-        let path = create_path.clone();
-        async move { api.call(Method::POST, &path, Some(configmap(&format!("created-{i}"))), StatusCode::CREATED).await.map(drop) }
-    }))
+    let chain_creates = phase(
+        &mut cpu,
+        "kubechain creates",
+        seconds,
+        closed_loop(apis.clone(), plan.phase, move |api: Api, i| {
+            let path = create_path.clone();
+            async move {
+                api.call(
+                    Method::POST,
+                    &path,
+                    Some(configmap(&format!("created-{i}"))),
+                    StatusCode::CREATED,
+                )
+                .await
+                .map(drop)
+            }
+        }),
+    )
     .await;
     table.throughput("creates/s", &etcd_creates, &chain_creates, CREATE_RATIO);
 
     // GET of one object: a linearizable point read against a GET.
     let raw_key = format!("{raw_list}object-0");
-    let etcd_gets = phase(&mut cpu, "raw etcd GETs", seconds, closed_loop(etcds.clone(), plan.phase, move |mut kv: KvClient, _| {
-        let key = raw_key.clone();
-        async move {
-            let found = kv.get(key, None).await?.kvs().len();
-            if found != 1 {
-                bail!("point read found {found} keys");
+    let etcd_gets = phase(
+        &mut cpu,
+        "raw etcd GETs",
+        seconds,
+        closed_loop(etcds.clone(), plan.phase, move |mut kv: KvClient, _| {
+            let key = raw_key.clone();
+            async move {
+                let found = kv.get(key, None).await?.kvs().len();
+                if found != 1 {
+                    bail!("point read found {found} keys");
+                }
+                Ok(())
             }
-            Ok(())
-        }
-    }))
+        }),
+    )
     .await;
     let get_path = format!("{list_path}/object-0");
-    let chain_gets = phase(&mut cpu, "kubechain GETs", seconds, closed_loop(apis.clone(), plan.phase, move |api: Api, _| {
-        let path = get_path.clone();
-        async move { api.call(Method::GET, &path, None, StatusCode::OK).await.map(drop) }
-    }))
+    let chain_gets = phase(
+        &mut cpu,
+        "kubechain GETs",
+        seconds,
+        closed_loop(apis.clone(), plan.phase, move |api: Api, _| {
+            let path = get_path.clone();
+            async move {
+                api.call(Method::GET, &path, None, StatusCode::OK)
+                    .await
+                    .map(drop)
+            }
+        }),
+    )
     .await;
     table.throughput("GET/s (one object)", &etcd_gets, &chain_gets, GET_RATIO);
 
     // LIST: a linearizable range read of the copies against a LIST.
     let objects = plan.objects;
     let raw_prefix = raw_list.clone();
-    let etcd_lists = phase(&mut cpu, "raw etcd LISTs", seconds, closed_loop(etcds.clone(), plan.phase, move |mut kv: KvClient, _| {
-        let prefix = raw_prefix.clone();
-        async move {
-            let found = kv.get(prefix, Some(GetOptions::new().with_prefix())).await?.kvs().len();
-            if found != objects {
-                bail!("range read found {found} of {objects} keys");
+    let etcd_lists = phase(
+        &mut cpu,
+        "raw etcd LISTs",
+        seconds,
+        closed_loop(etcds.clone(), plan.phase, move |mut kv: KvClient, _| {
+            let prefix = raw_prefix.clone();
+            async move {
+                let found = kv
+                    .get(prefix, Some(GetOptions::new().with_prefix()))
+                    .await?
+                    .kvs()
+                    .len();
+                if found != objects {
+                    bail!("range read found {found} of {objects} keys");
+                }
+                Ok(())
             }
-            Ok(())
-        }
-    }))
+        }),
+    )
     .await;
     let path = list_path.clone();
-    let chain_lists = phase(&mut cpu, "kubechain LISTs", seconds, closed_loop(apis.clone(), plan.phase, move |api: Api, _| {
-        let path = path.clone();
-        async move {
-            let body = api.call(Method::GET, &path, None, StatusCode::OK).await?;
-            // Parsing every list would load the bench, not the server: a
-            // complete list is at least as long as its payloads.
-            if body.len() < objects * PAYLOAD {
-                bail!("LIST returned {} bytes, too few for {objects} objects", body.len());
+    let chain_lists = phase(
+        &mut cpu,
+        "kubechain LISTs",
+        seconds,
+        closed_loop(apis.clone(), plan.phase, move |api: Api, _| {
+            let path = path.clone();
+            async move {
+                let body = api.call(Method::GET, &path, None, StatusCode::OK).await?;
+                // Parsing every list would load the bench, not the server: a
+                // complete list is at least as long as its payloads.
+                if body.len() < objects * PAYLOAD {
+                    bail!(
+                        "LIST returned {} bytes, too few for {objects} objects",
+                        body.len()
+                    );
+                }
+                Ok(())
             }
-            Ok(())
-        }
-    }))
+        }),
+    )
     .await;
-    table.throughput(&format!("LIST/s ({objects} objects)"), &etcd_lists, &chain_lists, LIST_RATIO);
+    table.throughput(
+        &format!("LIST/s ({objects} objects)"),
+        &etcd_lists,
+        &chain_lists,
+        LIST_RATIO,
+    );
 
-    for (phase_name, result) in [("creates", &etcd_creates), ("creates", &chain_creates), ("GETs", &etcd_gets), ("GETs", &chain_gets), ("LISTs", &etcd_lists), ("LISTs", &chain_lists)] {
+    for (phase_name, result) in [
+        ("creates", &etcd_creates),
+        ("creates", &chain_creates),
+        ("GETs", &etcd_gets),
+        ("GETs", &chain_gets),
+        ("LISTs", &etcd_lists),
+        ("LISTs", &chain_lists),
+    ] {
         if result.failed > 0 {
-            errors.push(format!("{phase_name}: {} failed; first: {}", result.failed, result.errors.join(" | ")));
+            errors.push(format!(
+                "{phase_name}: {} failed; first: {}",
+                result.failed,
+                result.errors.join(" | ")
+            ));
         }
     }
 
     // The aggregator's proxy: metrics-server's node list through the front
     // door against the same GETs sent to metrics-server directly, as the
     // proxy sends them (front-proxy certificate, identity headers).
-    if let Some(direct) = target.dir().and_then(|dir| metrics_server_client(&dir).transpose()) {
+    if let Some(direct) = target
+        .dir()
+        .and_then(|dir| metrics_server_client(&dir).transpose())
+    {
         let direct = direct?;
         let path = "/apis/metrics.k8s.io/v1beta1/nodes";
-        let get = move |api: Api, _| async move { api.call(Method::GET, path, None, StatusCode::OK).await.map(drop) };
-        let directs = (0..concurrency).map(|_| direct.api_with_headers(identity_headers())).collect::<Result<Vec<_>>>()?;
-        let direct_gets = phase(&mut cpu, "metrics-server GETs, direct", seconds, closed_loop(directs, plan.phase, get)).await;
-        let proxied_gets = phase(&mut cpu, "metrics-server GETs, proxied", seconds, closed_loop(apis.clone(), plan.phase, get)).await;
-        table.proxy("aggregated API GET/s (metrics-server)", &direct_gets, &proxied_gets);
-        for (what, result) in [("direct metrics-server GETs", &direct_gets), ("proxied metrics-server GETs", &proxied_gets)] {
+        let get = move |api: Api, _| async move {
+            api.call(Method::GET, path, None, StatusCode::OK)
+                .await
+                .map(drop)
+        };
+        let directs = (0..concurrency)
+            .map(|_| direct.api_with_headers(identity_headers()))
+            .collect::<Result<Vec<_>>>()?;
+        let direct_gets = phase(
+            &mut cpu,
+            "metrics-server GETs, direct",
+            seconds,
+            closed_loop(directs, plan.phase, get),
+        )
+        .await;
+        let proxied_gets = phase(
+            &mut cpu,
+            "metrics-server GETs, proxied",
+            seconds,
+            closed_loop(apis.clone(), plan.phase, get),
+        )
+        .await;
+        table.proxy(
+            "aggregated API GET/s (metrics-server)",
+            &direct_gets,
+            &proxied_gets,
+        );
+        for (what, result) in [
+            ("direct metrics-server GETs", &direct_gets),
+            ("proxied metrics-server GETs", &proxied_gets),
+        ] {
             if result.failed > 0 {
-                errors.push(format!("{what}: {} failed; first: {}", result.failed, result.errors.join(" | ")));
+                errors.push(format!(
+                    "{what}: {} failed; first: {}",
+                    result.failed,
+                    result.errors.join(" | ")
+                ));
             }
         }
     }
 
     // The cache's growth, measured before watchers add their buffers.
     if let (Some(before), Some(after)) = (idle.0, core_rss(target)) {
-        let added = stored_json(&etcds[0], &format!("{}/", args.etcd_prefix)).await?.0.saturating_sub(idle.1);
+        let added = stored_json(&etcds[0], &format!("{}/", args.etcd_prefix))
+            .await?
+            .0
+            .saturating_sub(idle.1);
         table.cache_growth(before, after, added, MEMORY_TIMES_JSON);
     }
 
     // Watch delivery latency.
     let mut notes = Vec::new();
     for (watchers, ns) in plan.watchers.iter().zip(&names.watch_ns) {
-        eprintln!("bench: watch latency, {watchers} watchers, {} events/s for {:.0} s", plan.rate, plan.watch_time.as_secs_f64());
-        let watch_plan = WatchPlan { watchers: *watchers, rate: plan.rate, duration: plan.watch_time, grace: plan.grace };
+        eprintln!(
+            "bench: watch latency, {watchers} watchers, {} events/s for {:.0} s",
+            plan.rate,
+            plan.watch_time.as_secs_f64()
+        );
+        let watch_plan = WatchPlan {
+            watchers: *watchers,
+            rate: plan.rate,
+            duration: plan.watch_time,
+            grace: plan.grace,
+        };
         let before = cpu.snapshot();
         let result = match watch::measure(credentials, ns, &watch_plan).await {
             Ok(result) => result,
-            Err(e) => WatchResult { watchers: *watchers, failed: 1, errors: vec![format!("{e:#}")], ..Default::default() },
+            Err(e) => WatchResult {
+                watchers: *watchers,
+                failed: 1,
+                errors: vec![format!("{e:#}")],
+                ..Default::default()
+            },
         };
         cpu.record(&format!("watch, {watchers} watchers"), before);
-        eprintln!("bench:   p50 {:?}, p99 {:?}, {} delivered, {} lost", result.p50, result.p99, result.delivered, result.lost);
+        eprintln!(
+            "bench:   p50 {:?}, p99 {:?}, {} delivered, {} lost",
+            result.p50, result.p99, result.delivered, result.lost
+        );
         if result.failed > 0 {
-            errors.push(format!("watch with {watchers} watchers: {} failures; first: {}", result.failed, result.errors.join(" | ")));
+            errors.push(format!(
+                "watch with {watchers} watchers: {} failures; first: {}",
+                result.failed,
+                result.errors.join(" | ")
+            ));
         }
         notes.push(format!(
             "watch, {watchers} watchers: {:.0} writes/s of {} asked, POST p50 {:.1} ms (included in every delivery latency)",
@@ -396,16 +588,32 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         errors.push(exit);
     }
     // Memory, against the JSON of everything the servers cache.
-    let (json_bytes, json_objects) = stored_json(&etcds[0], &format!("{}/", args.etcd_prefix)).await?;
+    let (json_bytes, json_objects) =
+        stored_json(&etcds[0], &format!("{}/", args.etcd_prefix)).await?;
     for (name, pid) in target.pids() {
-        let memory = pid.and_then(|pid| target::memory(pid).ok_or_else(|| "no /proc entry".to_string()));
-        table.memory(name, memory, (name == "core-server").then_some((json_bytes, MEMORY_TIMES_JSON)));
+        let memory =
+            pid.and_then(|pid| target::memory(pid).ok_or_else(|| "no /proc entry".to_string()));
+        table.memory(
+            name,
+            memory,
+            (name == "core-server").then_some((json_bytes, MEMORY_TIMES_JSON)),
+        );
     }
     table.json_size(json_bytes, json_objects);
 
-    let size = if args.size == Size::Small { "small" } else { "full" };
-    println!("kubechain bench: size {size}, concurrency {concurrency} (one connection per worker, {http_version} to the front door), {seconds:.0} s per phase,");
-    println!("objects of {object_bytes} bytes of stored JSON, watch events at {}/s for {:.0} s", plan.rate, plan.watch_time.as_secs_f64());
+    let size = if args.size == Size::Small {
+        "small"
+    } else {
+        "full"
+    };
+    println!(
+        "kubechain bench: size {size}, concurrency {concurrency} (one connection per worker, {http_version} to the front door), {seconds:.0} s per phase,"
+    );
+    println!(
+        "objects of {object_bytes} bytes of stored JSON, watch events at {}/s for {:.0} s",
+        plan.rate,
+        plan.watch_time.as_secs_f64()
+    );
     println!();
     print!("{}", table.render());
     println!();
@@ -413,7 +621,14 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         println!("{note}");
     }
     println!();
-    print!("{}", cpu.render(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)));
+    print!(
+        "{}",
+        cpu.render(
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        )
+    );
     println!();
     if errors.is_empty() {
         println!("errors: none");
@@ -434,36 +649,66 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
 /// one (its front-proxy certificate), from the data directory `kubechain up`
 /// keeps; `None` when the cluster runs none.
 fn metrics_server_client(dir: &std::path::Path) -> Result<Option<client::Credentials>> {
-    let Ok(ports) = std::fs::read_to_string(dir.join("ports.json")) else { return Ok(None) };
-    let Some(port) = serde_json::from_str::<Value>(&ports)?["metrics"].as_u64() else { return Ok(None) };
+    let Ok(ports) = std::fs::read_to_string(dir.join("ports.json")) else {
+        return Ok(None);
+    };
+    let Some(port) = serde_json::from_str::<Value>(&ports)?["metrics"].as_u64() else {
+        return Ok(None);
+    };
     let pki = dir.join("pki");
-    let read = |name: &str| std::fs::read(pki.join(name)).with_context(|| format!("reading {name}"));
-    let tls = client::tls_config(&read("ca.crt")?, &read("front-proxy-client.crt")?, &read("front-proxy-client.key")?)?;
-    Ok(Some(client::Credentials { server: format!("https://127.0.0.1:{port}"), tls }))
+    let read =
+        |name: &str| std::fs::read(pki.join(name)).with_context(|| format!("reading {name}"));
+    let tls = client::tls_config(
+        &read("ca.crt")?,
+        &read("front-proxy-client.crt")?,
+        &read("front-proxy-client.key")?,
+    )?;
+    Ok(Some(client::Credentials {
+        server: format!("https://127.0.0.1:{port}"),
+        tls,
+    }))
 }
 
 /// The identity the aggregator's proxy asserts for the admin.
 fn identity_headers() -> reqwest::header::HeaderMap {
     let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert("X-Remote-User", reqwest::header::HeaderValue::from_static("kubernetes-admin"));
-    headers.insert("X-Remote-Group", reqwest::header::HeaderValue::from_static("system:masters"));
+    headers.insert(
+        "X-Remote-User",
+        reqwest::header::HeaderValue::from_static("kubernetes-admin"),
+    );
+    headers.insert(
+        "X-Remote-Group",
+        reqwest::header::HeaderValue::from_static("system:masters"),
+    );
     headers
 }
 
 /// Runs one timed phase with a progress line, recording who used the CPU.
-async fn phase(cpu: &mut CpuTable, name: &str, seconds: f64, work: impl std::future::Future<Output = Throughput>) -> Throughput {
+async fn phase(
+    cpu: &mut CpuTable,
+    name: &str,
+    seconds: f64,
+    work: impl std::future::Future<Output = Throughput>,
+) -> Throughput {
     eprintln!("bench: {name} ({seconds:.0} s)");
     let before = cpu.snapshot();
     let result = work.await;
     cpu.record(name, before);
-    eprintln!("bench:   {:.0}/s, {} failed", result.per_second(), result.failed);
+    eprintln!(
+        "bench:   {:.0}/s, {} failed",
+        result.per_second(),
+        result.failed
+    );
     result
 }
 
 /// Every key and value under `prefix`, read in pages.
 async fn range(kv: &KvClient, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
     let mut out = Vec::new();
-    page_through(kv, prefix, |key, value| out.push((String::from_utf8_lossy(key).into_owned(), value.to_vec()))).await?;
+    page_through(kv, prefix, |key, value| {
+        out.push((String::from_utf8_lossy(key).into_owned(), value.to_vec()))
+    })
+    .await?;
     Ok(out)
 }
 
@@ -478,7 +723,11 @@ async fn stored_json(kv: &KvClient, prefix: &str) -> Result<(u64, u64)> {
     Ok((bytes, count))
 }
 
-async fn page_through(kv: &KvClient, prefix: &str, mut each: impl FnMut(&[u8], &[u8])) -> Result<()> {
+async fn page_through(
+    kv: &KvClient,
+    prefix: &str,
+    mut each: impl FnMut(&[u8], &[u8]),
+) -> Result<()> {
     let mut kv = kv.clone();
     let mut end = prefix.as_bytes().to_vec();
     if let Some(last) = end.last_mut() {
@@ -486,7 +735,12 @@ async fn page_through(kv: &KvClient, prefix: &str, mut each: impl FnMut(&[u8], &
     }
     let mut from = prefix.as_bytes().to_vec();
     loop {
-        let response = kv.get(from.clone(), Some(GetOptions::new().with_range(end.clone()).with_limit(500))).await?;
+        let response = kv
+            .get(
+                from.clone(),
+                Some(GetOptions::new().with_range(end.clone()).with_limit(500)),
+            )
+            .await?;
         for entry in response.kvs() {
             each(entry.key(), entry.value());
         }
@@ -503,11 +757,18 @@ async fn page_through(kv: &KvClient, prefix: &str, mut each: impl FnMut(&[u8], &
 /// Removes what the bench made in a cluster that outlives it.
 async fn cleanup(admin: &Api, kv: &KvClient, names: &Names) {
     for ns in names.namespaces() {
-        if let Err(e) = admin.send(Method::DELETE, &format!("/api/v1/namespaces/{ns}"), None).await {
+        if let Err(e) = admin
+            .send(Method::DELETE, &format!("/api/v1/namespaces/{ns}"), None)
+            .await
+        {
             eprintln!("bench: could not delete namespace {ns}: {e:#}");
         }
     }
-    if let Err(e) = kv.clone().delete(names.raw.as_str(), Some(DeleteOptions::new().with_prefix())).await {
+    if let Err(e) = kv
+        .clone()
+        .delete(names.raw.as_str(), Some(DeleteOptions::new().with_prefix()))
+        .await
+    {
         eprintln!("bench: could not delete {}: {e}", names.raw);
     }
 }

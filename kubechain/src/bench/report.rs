@@ -37,8 +37,18 @@ fn verdict(pass: bool, errors: bool) -> &'static str {
 impl Table {
     /// Operations per second of the same work on both sides; the target is
     /// kubechain ≥ `min_ratio` × etcd.
-    pub fn throughput(&mut self, metric: &str, etcd: &Throughput, chain: &Throughput, min_ratio: f64) {
-        let ratio = if etcd.per_second() > 0.0 { chain.per_second() / etcd.per_second() } else { 0.0 };
+    pub fn throughput(
+        &mut self,
+        metric: &str,
+        etcd: &Throughput,
+        chain: &Throughput,
+        min_ratio: f64,
+    ) {
+        let ratio = if etcd.per_second() > 0.0 {
+            chain.per_second() / etcd.per_second()
+        } else {
+            0.0
+        };
         self.rows.push(Row {
             metric: metric.to_string(),
             etcd: format!("{:.0}", etcd.per_second()),
@@ -52,14 +62,22 @@ impl Table {
     /// An aggregated server's GETs through the aggregator's proxy against
     /// the same GETs sent to it directly (no target: the cost of the proxy).
     pub fn proxy(&mut self, metric: &str, direct: &Throughput, proxied: &Throughput) {
-        let ratio = if direct.per_second() > 0.0 { proxied.per_second() / direct.per_second() } else { 0.0 };
+        let ratio = if direct.per_second() > 0.0 {
+            proxied.per_second() / direct.per_second()
+        } else {
+            0.0
+        };
         self.rows.push(Row {
             metric: metric.to_string(),
             etcd: format!("direct: {:.0}", direct.per_second()),
             chain: format!("{:.0}", proxied.per_second()),
             ratio: format!("{ratio:.2}×"),
             target: "-".into(),
-            result: if direct.failed + proxied.failed > 0 { "ERROR" } else { "" },
+            result: if direct.failed + proxied.failed > 0 {
+                "ERROR"
+            } else {
+                ""
+            },
         });
     }
 
@@ -68,7 +86,14 @@ impl Table {
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
         let errors = result.failed > 0;
         let metric = |q: &str| format!("watch {q}, {} watchers", result.watchers);
-        self.rows.push(Row { metric: metric("p50"), etcd: "-".into(), chain: ms(result.p50), ratio: "-".into(), target: "-".into(), result: if errors { "ERROR" } else { "" } });
+        self.rows.push(Row {
+            metric: metric("p50"),
+            etcd: "-".into(),
+            chain: ms(result.p50),
+            ratio: "-".into(),
+            target: "-".into(),
+            result: if errors { "ERROR" } else { "" },
+        });
         self.rows.push(Row {
             metric: metric("p99"),
             etcd: "-".into(),
@@ -81,13 +106,33 @@ impl Table {
 
     /// Resident memory of a process (now and peak); etcd's goes in the etcd
     /// column. `json` makes it the core-server row: RSS < `max_times` × JSON.
-    pub fn memory(&mut self, name: &str, memory: Result<(u64, u64), String>, json: Option<(u64, f64)>) {
+    pub fn memory(
+        &mut self,
+        name: &str,
+        memory: Result<(u64, u64), String>,
+        json: Option<(u64, f64)>,
+    ) {
         let text = match &memory {
-            Ok((rss, peak)) => format!("{:.1} MiB (peak {:.1})", *rss as f64 / MIB, *peak as f64 / MIB),
+            Ok((rss, peak)) => format!(
+                "{:.1} MiB (peak {:.1})",
+                *rss as f64 / MIB,
+                *peak as f64 / MIB
+            ),
             Err(why) => format!("unknown: {why}"),
         };
-        let (etcd, chain) = if name == "etcd" { (text, "-".to_string()) } else { ("-".to_string(), text) };
-        let mut row = Row { metric: format!("memory {name}"), etcd, chain, ratio: "-".into(), target: "-".into(), result: "" };
+        let (etcd, chain) = if name == "etcd" {
+            (text, "-".to_string())
+        } else {
+            ("-".to_string(), text)
+        };
+        let mut row = Row {
+            metric: format!("memory {name}"),
+            etcd,
+            chain,
+            ratio: "-".into(),
+            target: "-".into(),
+            result: "",
+        };
         if let Some((json, max_times)) = json {
             row.target = format!("< {max_times}× JSON");
             if let Ok((rss, _)) = memory {
@@ -107,7 +152,12 @@ impl Table {
         self.rows.push(Row {
             metric: "core-server growth for its cache".into(),
             etcd: format!("{:.1} MiB JSON", json as f64 / MIB),
-            chain: format!("+{:.1} MiB ({:.1} → {:.1})", grown as f64 / MIB, before as f64 / MIB, after as f64 / MIB),
+            chain: format!(
+                "+{:.1} MiB ({:.1} → {:.1})",
+                grown as f64 / MIB,
+                before as f64 / MIB,
+                after as f64 / MIB
+            ),
             ratio: format!("{times:.2}× JSON"),
             target: format!("< {max_times}× JSON"),
             result: verdict(times < max_times, false),
@@ -138,7 +188,8 @@ impl Table {
             result: "result",
         };
         let all: Vec<&Row> = std::iter::once(&header).chain(&self.rows).collect();
-        let width = |f: fn(&Row) -> &str| all.iter().map(|r| f(r).chars().count()).max().unwrap_or(0);
+        let width =
+            |f: fn(&Row) -> &str| all.iter().map(|r| f(r).chars().count()).max().unwrap_or(0);
         let widths = [
             width(|r| &r.metric),
             width(|r| &r.etcd),
@@ -190,24 +241,47 @@ impl CpuTable {
     /// A table for the bench and the servers with a known pid.
     pub fn new(servers: &[(&str, Result<u32, String>)]) -> CpuTable {
         let mut processes = vec![("bench".to_string(), None)];
-        processes.extend(servers.iter().filter_map(|(name, pid)| Some((name.to_string(), Some(*pid.as_ref().ok()?)))));
-        CpuTable { processes, rows: Vec::new() }
+        processes.extend(
+            servers
+                .iter()
+                .filter_map(|(name, pid)| Some((name.to_string(), Some(*pid.as_ref().ok()?)))),
+        );
+        CpuTable {
+            processes,
+            rows: Vec::new(),
+        }
     }
 
     /// The CPU times now.
     pub fn snapshot(&self) -> CpuSnapshot {
-        CpuSnapshot { at: Instant::now(), times: self.processes.iter().map(|(_, pid)| cpu_time(*pid)).collect() }
+        CpuSnapshot {
+            at: Instant::now(),
+            times: self
+                .processes
+                .iter()
+                .map(|(_, pid)| cpu_time(*pid))
+                .collect(),
+        }
     }
 
     /// Records what each process used since `before`.
     pub fn record(&mut self, phase: &str, before: CpuSnapshot) {
-        let used = self.snapshot().times.into_iter().zip(before.times).map(|(after, before)| Some(after?.saturating_sub(before?))).collect();
-        self.rows.push((phase.to_string(), before.at.elapsed(), used));
+        let used = self
+            .snapshot()
+            .times
+            .into_iter()
+            .zip(before.times)
+            .map(|(after, before)| Some(after?.saturating_sub(before?)))
+            .collect();
+        self.rows
+            .push((phase.to_string(), before.at.elapsed(), used));
     }
 
     /// The table as text.
     pub fn render(&self, cores: usize) -> String {
-        let mut out = format!("CPU seconds used per phase ({cores} cores: at most {cores} s per second of wall time)\n");
+        let mut out = format!(
+            "CPU seconds used per phase ({cores} cores: at most {cores} s per second of wall time)\n"
+        );
         let mut header = format!("{:<26}{:>6}", "phase", "wall");
         for (name, _) in &self.processes {
             let _ = write!(header, "{:>18}", name);
@@ -238,14 +312,32 @@ mod tests {
     #[test]
     fn rows_are_aligned_and_judged() {
         let mut table = Table::default();
-        let etcd = Throughput { ops: 1000, elapsed: Duration::from_secs(1), ..Default::default() };
-        let chain = Throughput { ops: 800, elapsed: Duration::from_secs(1), ..Default::default() };
+        let etcd = Throughput {
+            ops: 1000,
+            elapsed: Duration::from_secs(1),
+            ..Default::default()
+        };
+        let chain = Throughput {
+            ops: 800,
+            elapsed: Duration::from_secs(1),
+            ..Default::default()
+        };
         table.throughput("creates/s", &etcd, &chain, 0.7);
-        table.memory("core-server", Ok((30 << 20, 40 << 20)), Some((20 << 20, 3.0)));
+        table.memory(
+            "core-server",
+            Ok((30 << 20, 40 << 20)),
+            Some((20 << 20, 3.0)),
+        );
         let text = table.render();
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("metric"));
-        assert!(lines[2].contains("0.80×") && lines[2].ends_with("PASS"), "{text}");
-        assert!(lines[3].contains("1.50× JSON") && lines[3].ends_with("PASS"), "{text}");
+        assert!(
+            lines[2].contains("0.80×") && lines[2].ends_with("PASS"),
+            "{text}"
+        );
+        assert!(
+            lines[3].contains("1.50× JSON") && lines[3].ends_with("PASS"),
+            "{text}"
+        );
     }
 }

@@ -37,26 +37,51 @@ impl Target {
     /// Starts a cluster, or describes the one `--target` names.
     pub async fn open(args: &BenchArgs) -> Result<Target> {
         if let Some(url) = &args.target {
-            let kubeconfig = args.kubeconfig.clone().or_else(|| std::env::var_os("KUBECONFIG").map(PathBuf::from)).context("--target needs --kubeconfig")?;
+            let kubeconfig = args
+                .kubeconfig
+                .clone()
+                .or_else(|| std::env::var_os("KUBECONFIG").map(PathBuf::from))
+                .context("--target needs --kubeconfig")?;
             let credentials = Credentials::from_kubeconfig(&kubeconfig, Some(url))?;
             let etcd = match &args.etcd_endpoint {
                 Some(e) => e.clone(),
-                None => etcd_from_ports_file(&kubeconfig).unwrap_or_else(|| "http://127.0.0.1:2379".to_string()),
+                None => etcd_from_ports_file(&kubeconfig)
+                    .unwrap_or_else(|| "http://127.0.0.1:2379".to_string()),
             };
-            let cluster_dir = std::fs::canonicalize(&kubeconfig).ok().and_then(|k| Some(k.parent()?.display().to_string()));
-            return Ok(Target { credentials, etcd, started: None, cluster_dir });
+            let cluster_dir = std::fs::canonicalize(&kubeconfig)
+                .ok()
+                .and_then(|k| Some(k.parent()?.display().to_string()));
+            return Ok(Target {
+                credentials,
+                etcd,
+                started: None,
+                cluster_dir,
+            });
         }
         let temporary = args.data_dir.is_none();
-        let data_dir = args.data_dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("kubechain-bench-{}", std::process::id())));
+        let data_dir = args.data_dir.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("kubechain-bench-{}", std::process::id()))
+        });
         let port = match args.port {
             Some(p) => p,
             None => TcpListener::bind("127.0.0.1:0")?.local_addr()?.port(),
         };
-        let up_args = UpArgs { data_dir, port, core_replicas: 1, extension_replicas: 1, aggregator_replicas: 1 };
+        let up_args = UpArgs {
+            data_dir,
+            port,
+            core_replicas: 1,
+            extension_replicas: 1,
+            aggregator_replicas: 1,
+        };
         let cluster = up::start(&up_args).await.context("starting a cluster")?;
         let credentials = Credentials::from_kubeconfig(&cluster.kubeconfig, None)?;
         let etcd = cluster.etcd_url.clone();
-        Ok(Target { credentials, etcd, started: Some(Started { cluster, temporary }), cluster_dir: None })
+        Ok(Target {
+            credentials,
+            etcd,
+            started: Some(Started { cluster, temporary }),
+            cluster_dir: None,
+        })
     }
 
     /// Whether this run owns the cluster (and may simply throw it away).
@@ -83,7 +108,11 @@ impl Target {
             .iter()
             .map(|name| {
                 let pid = match &self.started {
-                    Some(_) => own_children().into_iter().find(|(n, _)| n == name).map(|(_, pid)| pid).ok_or_else(|| "not running".to_string()),
+                    Some(_) => own_children()
+                        .into_iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, pid)| pid)
+                        .ok_or_else(|| "not running".to_string()),
                     None => by_name(name, self.cluster_dir.as_deref()),
                 };
                 (*name, pid)
@@ -95,7 +124,11 @@ impl Target {
     /// `kubechain up`; in a bench it is an error).
     pub fn exited(&mut self) -> Option<String> {
         let started = self.started.as_mut()?;
-        started.cluster.children.exited().map(|(name, status)| format!("{name} exited during the bench ({status})"))
+        started
+            .cluster
+            .children
+            .exited()
+            .map(|(name, status)| format!("{name} exited during the bench ({status})"))
     }
 
     /// Stops a started cluster; removes its data directory if the bench made it.
@@ -111,17 +144,25 @@ impl Target {
 
 /// `kubechain up` keeps `ports.json` beside the kubeconfig: etcd's port is there.
 fn etcd_from_ports_file(kubeconfig: &Path) -> Option<String> {
-    let ports: Value = serde_json::from_slice(&std::fs::read(kubeconfig.parent()?.join("ports.json")).ok()?).ok()?;
+    let ports: Value =
+        serde_json::from_slice(&std::fs::read(kubeconfig.parent()?.join("ports.json")).ok()?)
+            .ok()?;
     Some(format!("http://127.0.0.1:{}", ports["etcd"].as_u64()?))
 }
 
 /// This process's children: (program name, pid).
 fn own_children() -> Vec<(String, u32)> {
-    let tasks = std::fs::read_dir("/proc/self/task").map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default();
+    let tasks = std::fs::read_dir("/proc/self/task")
+        .map(|d| d.flatten().collect::<Vec<_>>())
+        .unwrap_or_default();
     tasks
         .iter()
         .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
-        .flat_map(|list| list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()).collect::<Vec<_>>())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
         .filter_map(|pid| Some((program_name(pid)?, pid)))
         .collect()
 }
@@ -129,7 +170,12 @@ fn own_children() -> Vec<(String, u32)> {
 fn program_name(pid: u32) -> Option<String> {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let argv0 = cmdline.split(|b| *b == 0).next()?;
-    Some(Path::new(std::str::from_utf8(argv0).ok()?).file_name()?.to_str()?.to_string())
+    Some(
+        Path::new(std::str::from_utf8(argv0).ok()?)
+            .file_name()?
+            .to_str()?
+            .to_string(),
+    )
 }
 
 /// The one process on this machine whose program is `name` (what `pgrep`
@@ -143,7 +189,10 @@ fn by_name(name: &str, dir: Option<&str>) -> Result<u32, String> {
         .filter(|pid| program_name(*pid).as_deref() == Some(name))
         .collect();
     if let (true, Some(dir)) = (pids.len() > 1, dir) {
-        let names_dir = |pid: &u32| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(&format!("{dir}/")));
+        let names_dir = |pid: &u32| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&format!("{dir}/")))
+        };
         pids.retain(names_dir);
     }
     match pids.as_slice() {
@@ -157,7 +206,14 @@ fn by_name(name: &str, dir: Option<&str>) -> Result<u32, String> {
 pub fn memory(pid: u32) -> Option<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| -> Option<u64> {
-        let kib: u64 = status.lines().find_map(|l| l.strip_prefix(name))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
         Some(kib * 1024)
     };
     Some((field("VmRSS:")?, field("VmHWM:")?))
@@ -165,7 +221,10 @@ pub fn memory(pid: u32) -> Option<(u64, u64)> {
 
 /// CPU time (user + system) a process has used; `None` for this process.
 pub fn cpu_time(pid: Option<u32>) -> Option<std::time::Duration> {
-    let path = pid.map_or_else(|| "/proc/self/stat".to_string(), |pid| format!("/proc/{pid}/stat"));
+    let path = pid.map_or_else(
+        || "/proc/self/stat".to_string(),
+        |pid| format!("/proc/{pid}/stat"),
+    );
     let stat = std::fs::read_to_string(path).ok()?;
     // Fields after the command name (which may hold spaces): state is the
     // 3rd field of the whole line, utime the 14th, stime the 15th.

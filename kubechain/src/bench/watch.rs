@@ -65,16 +65,33 @@ pub struct WatchResult {
 }
 
 fn unix_nanos() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or_default()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or_default()
 }
 
 /// Runs one watch phase in namespace `ns` (which must exist and be empty).
 pub async fn measure(credentials: &Credentials, ns: &str, plan: &WatchPlan) -> Result<WatchResult> {
     let writer = credentials.api()?;
-    let list: Value = serde_json::from_slice(&writer.call(Method::GET, &format!("/api/v1/namespaces/{ns}/configmaps"), None, StatusCode::OK).await?)?;
-    let rv = list["metadata"]["resourceVersion"].as_str().context("list without resourceVersion")?.to_string();
+    let list: Value = serde_json::from_slice(
+        &writer
+            .call(
+                Method::GET,
+                &format!("/api/v1/namespaces/{ns}/configmaps"),
+                None,
+                StatusCode::OK,
+            )
+            .await?,
+    )?;
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .context("list without resourceVersion")?
+        .to_string();
     let events = (plan.rate as f64 * plan.duration.as_secs_f64()).round() as usize;
-    let path = format!("/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=3600");
+    let path = format!(
+        "/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=3600"
+    );
 
     // Open every watch before the first write.
     let connecting = Arc::new(Semaphore::new(CONNECTING));
@@ -84,10 +101,21 @@ pub async fn measure(credentials: &Credentials, ns: &str, plan: &WatchPlan) -> R
     let mut watchers = Vec::with_capacity(plan.watchers);
     for _ in 0..plan.watchers {
         let api = credentials.api()?;
-        let (path, connecting, ready, stop, complete) = (path.clone(), connecting.clone(), ready_tx.clone(), stop_rx.clone(), complete.clone());
-        watchers.push(tokio::spawn(async move { watcher(api, path, events, connecting, ready, stop, complete).await }));
+        let (path, connecting, ready, stop, complete) = (
+            path.clone(),
+            connecting.clone(),
+            ready_tx.clone(),
+            stop_rx.clone(),
+            complete.clone(),
+        );
+        watchers.push(tokio::spawn(async move {
+            watcher(api, path, events, connecting, ready, stop, complete).await
+        }));
     }
-    let mut result = WatchResult { watchers: plan.watchers, ..Default::default() };
+    let mut result = WatchResult {
+        watchers: plan.watchers,
+        ..Default::default()
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
     for _ in 0..plan.watchers {
         match tokio::time::timeout_at(deadline.into(), ready_rx.recv()).await {
@@ -95,7 +123,10 @@ pub async fn measure(credentials: &Credentials, ns: &str, plan: &WatchPlan) -> R
             Ok(Some(Err(e))) => record(&mut result, e),
             Ok(None) => break,
             Err(_) => {
-                record(&mut result, anyhow!("watchers were not all connected after 60 s"));
+                record(
+                    &mut result,
+                    anyhow!("watchers were not all connected after 60 s"),
+                );
                 break;
             }
         }
@@ -120,7 +151,14 @@ pub async fn measure(credentials: &Credentials, ns: &str, plan: &WatchPlan) -> R
                 "data": {"sentAt": unix_nanos().to_string()},
             });
             let sent = Instant::now();
-            writer.call(Method::POST, &format!("/api/v1/namespaces/{ns}/configmaps"), Some(body.to_string().into()), StatusCode::CREATED).await?;
+            writer
+                .call(
+                    Method::POST,
+                    &format!("/api/v1/namespaces/{ns}/configmaps"),
+                    Some(body.to_string().into()),
+                    StatusCode::CREATED,
+                )
+                .await?;
             Ok::<_, anyhow::Error>(sent.elapsed())
         }));
     }
@@ -136,7 +174,10 @@ pub async fn measure(credentials: &Credentials, ns: &str, plan: &WatchPlan) -> R
     }
     result.write_rate = result.written as f64 / start.elapsed().as_secs_f64();
     write_times.sort_unstable();
-    result.write_p50 = write_times.get(write_times.len() / 2).copied().unwrap_or_default();
+    result.write_p50 = write_times
+        .get(write_times.len() / 2)
+        .copied()
+        .unwrap_or_default();
 
     // Give the watchers their grace, then stop whoever is still waiting.
     let grace_end = Instant::now() + plan.grace;
@@ -160,11 +201,22 @@ pub async fn measure(credentials: &Credentials, ns: &str, plan: &WatchPlan) -> R
         }
     }
     if result.lost > 0 {
-        let lost = anyhow!("{} watch events lost ({} watchers × {} events written, {} delivered)", result.lost, plan.watchers, result.written, result.delivered);
+        let lost = anyhow!(
+            "{} watch events lost ({} watchers × {} events written, {} delivered)",
+            result.lost,
+            plan.watchers,
+            result.written,
+            result.delivered
+        );
         record(&mut result, lost);
     }
     latencies.sort_unstable();
-    let at = |q: f64| latencies.get(((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1)).copied().unwrap_or_default();
+    let at = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or_default()
+    };
     result.p50 = Duration::from_nanos(at(0.50));
     result.p99 = Duration::from_nanos(at(0.99));
     result.max = Duration::from_nanos(latencies.last().copied().unwrap_or_default());

@@ -18,19 +18,33 @@ pub(super) fn validate_column(col: &Value, path: &str) -> Vec<FieldError> {
     }
     let type_ = get("type");
     if type_.is_empty() {
-        errs.push(FieldError::required(child(path, "type"), format!("must be one of {TYPES}")));
+        errs.push(FieldError::required(
+            child(path, "type"),
+            format!("must be one of {TYPES}"),
+        ));
     } else if !TYPES.split(',').any(|t| t == type_) {
-        errs.push(FieldError::invalid(child(path, "type"), type_, format!("must be one of {TYPES}")));
+        errs.push(FieldError::invalid(
+            child(path, "type"),
+            type_,
+            format!("must be one of {TYPES}"),
+        ));
     }
     let format = get("format");
     if !format.is_empty() && !FORMATS.split(',').any(|f| f == format) {
-        errs.push(FieldError::invalid(child(path, "format"), format, format!("must be one of {FORMATS}")));
+        errs.push(FieldError::invalid(
+            child(path, "format"),
+            format,
+            format!("must be one of {FORMATS}"),
+        ));
     }
     let json_path = get("jsonPath");
     if json_path.is_empty() {
         errs.push(FieldError::required(child(path, "JSONPath"), ""));
     } else {
-        errs.extend(validate_simple_json_path(json_path, &child(path, "JSONPath")));
+        errs.extend(validate_simple_json_path(
+            json_path,
+            &child(path, "JSONPath"),
+        ));
     }
     errs
 }
@@ -40,7 +54,11 @@ pub(super) fn validate_simple_json_path(s: &str, path: &str) -> Vec<FieldError> 
     if s.is_empty() {
         vec![FieldError::invalid(path, s, "must not be empty")]
     } else if !s.starts_with('.') {
-        vec![FieldError::invalid(path, s, "must be a simple json path starting with .")]
+        vec![FieldError::invalid(
+            path,
+            s,
+            "must be a simple json path starting with .",
+        )]
     } else {
         Vec::new()
     }

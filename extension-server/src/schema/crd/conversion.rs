@@ -16,38 +16,61 @@ const ACCEPTED_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 /// conversion.
 fn webhook_parts(conversion: &Value) -> (Option<&Value>, Option<&Vec<Value>>) {
     let webhook = conversion.get("webhook").filter(|w| !w.is_null());
-    let client_config = webhook.and_then(|w| w.get("clientConfig")).filter(|c| !c.is_null());
-    let versions = webhook.and_then(|w| w.get("conversionReviewVersions")).and_then(Value::as_array);
+    let client_config = webhook
+        .and_then(|w| w.get("clientConfig"))
+        .filter(|c| !c.is_null());
+    let versions = webhook
+        .and_then(|w| w.get("conversionReviewVersions"))
+        .and_then(Value::as_array);
     (client_config, versions)
 }
 
 /// Whether the stored conversion names an accepted review version (or
 /// none), so that a still-unrecognized list is not newly rejected.
 pub(super) fn has_valid_review_version_or_none(spec: &Value) -> bool {
-    let Some(conversion) = spec.get("conversion").filter(|c| !c.is_null()) else { return true };
+    let Some(conversion) = spec.get("conversion").filter(|c| !c.is_null()) else {
+        return true;
+    };
     match webhook_parts(conversion).1 {
         None => true,
         Some(v) if v.is_empty() => true,
-        Some(v) => v.iter().any(|x| x.as_str().is_some_and(|s| ACCEPTED_REVIEW_VERSIONS.contains(&s))),
+        Some(v) => v.iter().any(|x| {
+            x.as_str()
+                .is_some_and(|s| ACCEPTED_REVIEW_VERSIONS.contains(&s))
+        }),
     }
 }
 
 /// Validates a conversion at `path` (`spec.conversion`).
-pub(super) fn validate_conversion(conversion: &Value, require_recognized: bool, path: &str) -> Vec<FieldError> {
+pub(super) fn validate_conversion(
+    conversion: &Value,
+    require_recognized: bool,
+    path: &str,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let strategy = conversion.get("strategy").and_then(Value::as_str).unwrap_or_default();
+    let strategy = conversion
+        .get("strategy")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let strategy_path = child(path, "strategy");
     match strategy {
         "" => errs.push(FieldError::required(strategy_path, "")),
         "None" | "Webhook" => {}
-        other => errs.push(FieldError::not_supported(strategy_path, other, &["None", "Webhook"])),
+        other => errs.push(FieldError::not_supported(
+            strategy_path,
+            other,
+            &["None", "Webhook"],
+        )),
     }
     let (client_config, review_versions) = webhook_parts(conversion);
     let config_path = child(path, "webhookClientConfig");
     let versions_path = child(path, "conversionReviewVersions");
     if strategy == "Webhook" {
         match client_config {
-            None => errs.push(FieldError::required(config_path, "required when strategy is set to Webhook")),
+            None => errs.push(FieldError::required(
+                config_path,
+                "required when strategy is set to Webhook",
+            )),
             Some(cc) => {
                 let url = cc.get("url").filter(|u| !u.is_null());
                 let service = cc.get("service").filter(|s| !s.is_null());
@@ -58,14 +81,22 @@ pub(super) fn validate_conversion(conversion: &Value, require_recognized: bool, 
                             url.as_str().unwrap_or_default(),
                         ));
                     }
-                    (None, Some(service)) => {
-                        errs.extend(validate_webhook_service(&child(&config_path, "service"), service))
-                    }
-                    _ => errs.push(FieldError::required(config_path, "exactly one of url or service is required")),
+                    (None, Some(service)) => errs.extend(validate_webhook_service(
+                        &child(&config_path, "service"),
+                        service,
+                    )),
+                    _ => errs.push(FieldError::required(
+                        config_path,
+                        "exactly one of url or service is required",
+                    )),
                 }
             }
         }
-        errs.extend(validate_review_versions(review_versions, require_recognized, &versions_path));
+        errs.extend(validate_review_versions(
+            review_versions,
+            require_recognized,
+            &versions_path,
+        ));
     } else {
         let forbidden = "should not be set when strategy is not set to Webhook";
         if client_config.is_some() {
@@ -78,7 +109,11 @@ pub(super) fn validate_conversion(conversion: &Value, require_recognized: bool, 
     errs
 }
 
-fn validate_review_versions(versions: Option<&Vec<Value>>, require_recognized: bool, path: &str) -> Vec<FieldError> {
+fn validate_review_versions(
+    versions: Option<&Vec<Value>>,
+    require_recognized: bool,
+    path: &str,
+) -> Vec<FieldError> {
     let Some(versions) = versions.filter(|v| !v.is_empty()) else {
         return vec![FieldError::required(path, "")];
     };
@@ -101,7 +136,10 @@ fn validate_review_versions(versions: Option<&Vec<Value>>, require_recognized: b
         errs.push(FieldError::invalid(
             path,
             Value::Array(versions.clone()),
-            format!("must include at least one of {}", ACCEPTED_REVIEW_VERSIONS.join(", ")),
+            format!(
+                "must include at least one of {}",
+                ACCEPTED_REVIEW_VERSIONS.join(", ")
+            ),
         ));
     }
     errs
@@ -126,7 +164,11 @@ fn parse_url(raw: &str) -> UrlParts<'_> {
         None => (rest, None),
     };
     let (scheme, rest) = match rest.split_once("://") {
-        Some((s, r)) if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) => {
+        Some((s, r))
+            if !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
             (s, Some(r))
         }
         _ => ("", None),
@@ -156,19 +198,39 @@ fn validate_webhook_url(path: &str, raw: &str) -> Vec<FieldError> {
     let u = parse_url(raw);
     let mut errs = Vec::new();
     if u.scheme != "https" {
-        errs.push(FieldError::invalid(path, u.scheme, format!("'https' is the only allowed URL scheme{FORM}")));
+        errs.push(FieldError::invalid(
+            path,
+            u.scheme,
+            format!("'https' is the only allowed URL scheme{FORM}"),
+        ));
     }
     if u.host.is_empty() {
-        errs.push(FieldError::invalid(path, u.host, format!("host must be specified{FORM}")));
+        errs.push(FieldError::invalid(
+            path,
+            u.host,
+            format!("host must be specified{FORM}"),
+        ));
     }
     if let Some(user) = u.user {
-        errs.push(FieldError::invalid(path, user, "user information is not permitted in the URL"));
+        errs.push(FieldError::invalid(
+            path,
+            user,
+            "user information is not permitted in the URL",
+        ));
     }
     if let Some(fragment) = u.fragment {
-        errs.push(FieldError::invalid(path, fragment, "fragments are not permitted in the URL"));
+        errs.push(FieldError::invalid(
+            path,
+            fragment,
+            "fragments are not permitted in the URL",
+        ));
     }
     if let Some(query) = u.query {
-        errs.push(FieldError::invalid(path, query, "query parameters are not permitted in the URL"));
+        errs.push(FieldError::invalid(
+            path,
+            query,
+            "query parameters are not permitted in the URL",
+        ));
     }
     errs
 }
@@ -178,10 +240,16 @@ fn validate_webhook_service(path: &str, service: &Value) -> Vec<FieldError> {
     let get = |k: &str| service.get(k).and_then(Value::as_str).unwrap_or_default();
     let mut errs = Vec::new();
     if get("name").is_empty() {
-        errs.push(FieldError::required(child(path, "name"), "service name is required"));
+        errs.push(FieldError::required(
+            child(path, "name"),
+            "service name is required",
+        ));
     }
     if get("namespace").is_empty() {
-        errs.push(FieldError::required(child(path, "namespace"), "service namespace is required"));
+        errs.push(FieldError::required(
+            child(path, "namespace"),
+            "service namespace is required",
+        ));
     }
     let port = service.get("port").and_then(Value::as_i64).unwrap_or(443);
     if !(1..=65535).contains(&port) {
@@ -191,27 +259,45 @@ fn validate_webhook_service(path: &str, service: &Value) -> Vec<FieldError> {
             "port is not valid: must be between 1 and 65535, inclusive",
         ));
     }
-    let Some(url_path) = service.get("path").and_then(Value::as_str) else { return errs };
+    let Some(url_path) = service.get("path").and_then(Value::as_str) else {
+        return errs;
+    };
     let ppath = child(path, "path");
     if url_path == "/" || url_path.is_empty() {
         return errs;
     }
     if url_path == "//" {
-        errs.push(FieldError::invalid(ppath, url_path, "segment[0] may not be empty"));
+        errs.push(FieldError::invalid(
+            ppath,
+            url_path,
+            "segment[0] may not be empty",
+        ));
         return errs;
     }
     if !url_path.starts_with('/') {
-        errs.push(FieldError::invalid(&ppath, url_path, "must start with a '/'"));
+        errs.push(FieldError::invalid(
+            &ppath,
+            url_path,
+            "must start with a '/'",
+        ));
     }
     let trimmed = url_path.get(1..).unwrap_or_default();
     let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
     for (i, step) in trimmed.split('/').enumerate() {
         if step.is_empty() {
-            errs.push(FieldError::invalid(&ppath, url_path, format!("segment[{i}] may not be empty")));
+            errs.push(FieldError::invalid(
+                &ppath,
+                url_path,
+                format!("segment[{i}] may not be empty"),
+            ));
             continue;
         }
         for problem in dns1123_subdomain(step) {
-            errs.push(FieldError::invalid(&ppath, url_path, format!("segment[{i}]: {problem}")));
+            errs.push(FieldError::invalid(
+                &ppath,
+                url_path,
+                format!("segment[{i}]: {problem}"),
+            ));
         }
     }
     errs
@@ -223,7 +309,10 @@ mod tests {
     use serde_json::json;
 
     fn messages(conversion: Value) -> Vec<String> {
-        validate_conversion(&conversion, true, "spec.conversion").iter().map(ToString::to_string).collect()
+        validate_conversion(&conversion, true, "spec.conversion")
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     #[test]

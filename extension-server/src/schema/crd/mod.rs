@@ -62,13 +62,22 @@ impl Options {
         let schemas = openapi_schema::all_schemas(old_spec);
         Options {
             allow_defaults: true,
-            require_recognized_conversion_review_version: conversion::has_valid_review_version_or_none(old_spec),
+            require_recognized_conversion_review_version:
+                conversion::has_valid_review_version_or_none(old_spec),
             require_immutable_names: is_established(old),
             require_open_api_schema: all_versions_have_schema(old_spec),
-            require_valid_property_type: !schemas.iter().any(|s| openapi_schema::has_invalid_types(s)),
-            require_structural_schema: !schemas.iter().any(|s| !super::structural_rules::is_structural(s)),
-            require_pruned_defaults: !schemas.iter().any(|s| schema_defaults::has_unpruned_defaults(s)),
-            require_atomic_set_type: !schemas.iter().any(|s| openapi_schema::has_non_atomic_set_type(s)),
+            require_valid_property_type: !schemas
+                .iter()
+                .any(|s| openapi_schema::has_invalid_types(s)),
+            require_structural_schema: !schemas
+                .iter()
+                .any(|s| !super::structural_rules::is_structural(s)),
+            require_pruned_defaults: !schemas
+                .iter()
+                .any(|s| schema_defaults::has_unpruned_defaults(s)),
+            require_atomic_set_type: !schemas
+                .iter()
+                .any(|s| openapi_schema::has_non_atomic_set_type(s)),
             require_map_list_keys_map_set_validation: !schemas
                 .iter()
                 .any(|s| openapi_schema::has_invalid_map_list_keys(s)),
@@ -90,14 +99,23 @@ pub fn validate_crd(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
         Some(old) => {
             let opts = Options::update(old);
             let mut errs = validation::object_meta_update(new, old);
-            errs.extend(validation::labels(new.pointer("/metadata/labels"), "metadata.labels"));
-            errs.extend(validation::annotations(new.pointer("/metadata/annotations"), "metadata.annotations"));
+            errs.extend(validation::labels(
+                new.pointer("/metadata/labels"),
+                "metadata.labels",
+            ));
+            errs.extend(validation::annotations(
+                new.pointer("/metadata/annotations"),
+                "metadata.annotations",
+            ));
             errs.extend(validate_spec(&new["spec"], &opts));
             errs.extend(immutable_spec_fields(&new["spec"], &old["spec"], &opts));
             errs
         }
     };
-    errs.extend(names::validate_names(&new["status"]["acceptedNames"], "status.acceptedNames"));
+    errs.extend(names::validate_names(
+        &new["status"]["acceptedNames"],
+        "status.acceptedNames",
+    ));
     errs.extend(stored_versions(new));
     errs.extend(api_approval(new, old));
     errs.extend(preserve_unknown_fields(new, old));
@@ -108,7 +126,10 @@ pub fn validate_crd(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
 /// and the accepted names must be valid.
 pub fn validate_crd_status_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = validation::object_meta_update(new, old);
-    errs.extend(names::validate_names(&new["status"]["acceptedNames"], "status.acceptedNames"));
+    errs.extend(names::validate_names(
+        &new["status"]["acceptedNames"],
+        "status.acceptedNames",
+    ));
     errs
 }
 
@@ -119,28 +140,53 @@ fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
 fn is_established(crd: &Value) -> bool {
     crd.pointer("/status/conditions")
         .and_then(Value::as_array)
-        .is_some_and(|conds| conds.iter().any(|c| str_at(c, "type") == "Established" && str_at(c, "status") == "True"))
+        .is_some_and(|conds| {
+            conds
+                .iter()
+                .any(|c| str_at(c, "type") == "Established" && str_at(c, "status") == "True")
+        })
 }
 
 fn all_versions_have_schema(spec: &Value) -> bool {
-    spec.get("versions").and_then(Value::as_array).is_none_or(|versions| {
-        versions.iter().all(|v| v.pointer("/schema/openAPIV3Schema").is_some_and(|s| !s.is_null()))
-    })
+    spec.get("versions")
+        .and_then(Value::as_array)
+        .is_none_or(|versions| {
+            versions.iter().all(|v| {
+                v.pointer("/schema/openAPIV3Schema")
+                    .is_some_and(|s| !s.is_null())
+            })
+        })
 }
 
 /// ObjectMeta validation with kube's CRD name rule: a DNS subdomain equal
 /// to `<spec.names.plural>.<spec.group>`.
 fn metadata_on_create(crd: &Value) -> Vec<FieldError> {
-    let required = format!("{}.{}", str_at(&crd["spec"]["names"], "plural"), str_at(&crd["spec"], "group"));
+    let required = format!(
+        "{}.{}",
+        str_at(&crd["spec"]["names"], "plural"),
+        str_at(&crd["spec"], "group")
+    );
     let must_be = "must be spec.names.plural+\".\"+spec.group";
     let mut errs = validation::object_meta(crd, false, validation::NameRule::Subdomain);
-    let generate_name = crd.pointer("/metadata/generateName").and_then(Value::as_str).unwrap_or_default();
+    let generate_name = crd
+        .pointer("/metadata/generateName")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if !generate_name.is_empty() && generate_name != required {
-        errs.insert(0, FieldError::invalid("metadata.generateName", generate_name, must_be));
+        errs.insert(
+            0,
+            FieldError::invalid("metadata.generateName", generate_name, must_be),
+        );
     }
-    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if !name.is_empty() && name != required {
-        let at = errs.iter().rposition(|e| e.field == "metadata.name").map_or(0, |p| p + 1);
+        let at = errs
+            .iter()
+            .rposition(|e| e.field == "metadata.name")
+            .map_or(0, |p| p + 1);
         errs.insert(at, FieldError::invalid("metadata.name", name, must_be));
     }
     errs
@@ -158,23 +204,40 @@ fn validate_spec(spec: &Value, opts: &Options) -> Vec<FieldError> {
         if !problems.is_empty() {
             errs.push(FieldError::invalid("spec.group", group, problems.join(",")));
         } else if !group.contains('.') {
-            errs.push(FieldError::invalid("spec.group", group, "should be a domain with at least one dot"));
+            errs.push(FieldError::invalid(
+                "spec.group",
+                group,
+                "should be a domain with at least one dot",
+            ));
         }
     }
     match str_at(spec, "scope") {
         "" => errs.push(FieldError::required("spec.scope", "")),
         "Cluster" | "Namespaced" => {}
-        other => errs.push(FieldError::not_supported("spec.scope", other, &["Cluster", "Namespaced"])),
+        other => errs.push(FieldError::not_supported(
+            "spec.scope",
+            other,
+            &["Cluster", "Namespaced"],
+        )),
     }
 
-    let preserve_unknown = spec.get("preserveUnknownFields").and_then(Value::as_bool).unwrap_or(false);
+    let preserve_unknown = spec
+        .get("preserveUnknownFields")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     if !preserve_unknown {
         opts.require_structural_schema = true;
     }
     let internal = InternalSpec::new(spec);
-    if internal.validation.and_then(|v| v.get("openAPIV3Schema")).is_none_or(Value::is_null) {
+    if internal
+        .validation
+        .and_then(|v| v.get("openAPIV3Schema"))
+        .is_none_or(Value::is_null)
+    {
         for (i, v) in internal.versions.iter().enumerate() {
-            let has_schema = v.pointer("/schema/openAPIV3Schema").is_some_and(|s| !s.is_null());
+            let has_schema = v
+                .pointer("/schema/openAPIV3Schema")
+                .is_some_and(|s| !s.is_null());
             let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
             if opts.require_open_api_schema && !has_schema {
                 errs.push(FieldError::required(path, "schemas are required"));
@@ -183,7 +246,10 @@ fn validate_spec(spec: &Value, opts: &Options) -> Vec<FieldError> {
                 && !has_schema
                 && v.get("served") == Some(&Value::Bool(true))
             {
-                errs.push(FieldError::required(path, "because otherwise all fields are pruned"));
+                errs.push(FieldError::required(
+                    path,
+                    "because otherwise all fields are pruned",
+                ));
             }
         }
     }
@@ -198,7 +264,10 @@ fn validate_spec(spec: &Value, opts: &Options) -> Vec<FieldError> {
             ));
         }
     }
-    if schemas.iter().any(|s| openapi_schema::has_kubernetes_extensions(s)) {
+    if schemas
+        .iter()
+        .any(|s| openapi_schema::has_kubernetes_extensions(s))
+    {
         opts.require_structural_schema = true;
     }
 
@@ -218,14 +287,28 @@ fn validate_spec(spec: &Value, opts: &Options) -> Vec<FieldError> {
         }
         let problems = validation::dns1035_label(name);
         if !problems.is_empty() {
-            errs.push(FieldError::invalid(child(&vpath, "name"), name, problems.join(",")));
+            errs.push(FieldError::invalid(
+                child(&vpath, "name"),
+                name,
+                problems.join(","),
+            ));
         }
         let status_enabled = hoisting::has_status(internal.subresources_for(i));
-        errs.extend(validate_version(&internal, i, &vpath, status_enabled, &opts));
+        errs.extend(validate_version(
+            &internal,
+            i,
+            &vpath,
+            status_enabled,
+            &opts,
+        ));
     }
     let versions_value = spec.get("versions").cloned().unwrap_or(Value::Null);
     if !unique {
-        errs.push(FieldError::invalid("spec.versions", versions_value.clone(), "must contain unique version names"));
+        errs.push(FieldError::invalid(
+            "spec.versions",
+            versions_value.clone(),
+            "must contain unique version names",
+        ));
     }
     if storage != 1 {
         errs.push(FieldError::invalid(
@@ -234,10 +317,19 @@ fn validate_spec(spec: &Value, opts: &Options) -> Vec<FieldError> {
             "must have exactly one version marked as storage version",
         ));
     }
-    if let Some(first) = internal.versions.first().map(|v| str_at(v, "name")).filter(|n| !n.is_empty()) {
+    if let Some(first) = internal
+        .versions
+        .first()
+        .map(|v| str_at(v, "name"))
+        .filter(|n| !n.is_empty())
+    {
         let problems = validation::dns1035_label(first);
         if !problems.is_empty() {
-            errs.push(FieldError::invalid("spec.version", first, problems.join(",")));
+            errs.push(FieldError::invalid(
+                "spec.version",
+                first,
+                problems.join(","),
+            ));
         }
     }
 
@@ -254,9 +346,15 @@ fn validate_spec(spec: &Value, opts: &Options) -> Vec<FieldError> {
         &opts,
         "spec.validation",
     ));
-    errs.extend(subresources::validate_subresources(internal.subresources, "spec.subresources"));
+    errs.extend(subresources::validate_subresources(
+        internal.subresources,
+        "spec.subresources",
+    ));
     for (j, col) in internal.columns.iter().enumerate() {
-        errs.extend(columns::validate_column(col, &index("spec.additionalPrinterColumns", j)));
+        errs.extend(columns::validate_column(
+            col,
+            &index("spec.additionalPrinterColumns", j),
+        ));
     }
     if !internal.selectable_fields.is_empty() {
         match internal.validation {
@@ -304,7 +402,11 @@ fn validate_version(
     let version = internal.versions[i];
     let mut errs = Vec::new();
     for msg in deprecation_warning_problems(version) {
-        errs.push(FieldError::invalid(child(vpath, "deprecationWarning"), version["deprecationWarning"].clone(), msg));
+        errs.push(FieldError::invalid(
+            child(vpath, "deprecationWarning"),
+            version["deprecationWarning"].clone(),
+            msg,
+        ));
     }
     errs.extend(openapi_schema::validate_validation(
         internal.version_schema(i),
@@ -312,9 +414,15 @@ fn validate_version(
         opts,
         &child(vpath, "schema"),
     ));
-    errs.extend(subresources::validate_subresources(internal.version_subresources(i), &child(vpath, "subresources")));
+    errs.extend(subresources::validate_subresources(
+        internal.version_subresources(i),
+        &child(vpath, "subresources"),
+    ));
     for (j, col) in internal.version_columns(i).iter().enumerate() {
-        errs.extend(columns::validate_column(col, &index(&child(vpath, "additionalPrinterColumns"), j)));
+        errs.extend(columns::validate_column(
+            col,
+            &index(&child(vpath, "additionalPrinterColumns"), j),
+        ));
     }
     let fields = internal.version_selectable_fields(i);
     if !fields.is_empty() {
@@ -339,8 +447,13 @@ fn validate_version(
 }
 
 fn deprecation_warning_problems(version: &Value) -> Vec<String> {
-    let deprecated = version.get("deprecated").and_then(Value::as_bool).unwrap_or(false);
-    let Some(warning) = version.get("deprecationWarning").filter(|w| !w.is_null()) else { return Vec::new() };
+    let deprecated = version
+        .get("deprecated")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let Some(warning) = version.get("deprecationWarning").filter(|w| !w.is_null()) else {
+        return Vec::new();
+    };
     if !deprecated {
         return vec!["can only be set for deprecated versions".into()];
     }
@@ -354,7 +467,9 @@ fn deprecation_warning_problems(version: &Value) -> Vec<String> {
     }
     for (i, c) in warning.char_indices() {
         if c.is_control() {
-            out.push(format!("must only contain printable UTF-8 characters; control character found at index {i}"));
+            out.push(format!(
+                "must only contain printable UTF-8 characters; control character found at index {i}"
+            ));
             break;
         }
         if c.is_whitespace() && c != ' ' {
@@ -378,10 +493,18 @@ fn immutable_spec_fields(new: &Value, old: &Value, opts: &Options) -> Vec<FieldE
     };
     if opts.require_immutable_names {
         immutable("spec.scope", &new["scope"], &old["scope"]);
-        immutable("spec.names.kind", &new["names"]["kind"], &old["names"]["kind"]);
+        immutable(
+            "spec.names.kind",
+            &new["names"]["kind"],
+            &old["names"]["kind"],
+        );
     }
     immutable("spec.group", &new["group"], &old["group"]);
-    immutable("spec.names.plural", &new["names"]["plural"], &old["names"]["plural"]);
+    immutable(
+        "spec.names.plural",
+        &new["names"]["plural"],
+        &old["names"]["plural"],
+    );
     errs
 }
 
@@ -396,15 +519,26 @@ fn stored_versions(crd: &Value) -> Vec<FieldError> {
         .unwrap_or_default();
     let stored_value = Value::from(stored.clone());
     if stored.is_empty() {
-        return vec![FieldError::invalid(path, stored_value, "must have at least one stored version")];
+        return vec![FieldError::invalid(
+            path,
+            stored_value,
+            "must have at least one stored version",
+        )];
     }
-    let versions: Vec<&Value> =
-        crd.pointer("/spec/versions").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
+    let versions: Vec<&Value> = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
     let mut errs = Vec::new();
     for v in &versions {
         let name = str_at(v, "name");
         if v.get("storage").and_then(Value::as_bool) == Some(true) && !stored.contains(&name) {
-            errs.push(FieldError::invalid(path, stored_value.clone(), format!("must have the storage version {name}")));
+            errs.push(FieldError::invalid(
+                path,
+                stored_value.clone(),
+                format!("must have the storage version {name}"),
+            ));
         }
     }
     let mut reported = Vec::new();
@@ -425,8 +559,10 @@ fn stored_versions(crd: &Value) -> Vec<FieldError> {
 const API_APPROVED: &str = "api-approved.kubernetes.io";
 
 fn approval_state(crd: &Value) -> (&'static str, Option<String>) {
-    let Some(annotation) =
-        crd.pointer("/metadata/annotations").and_then(|a| a.get(API_APPROVED)).and_then(Value::as_str)
+    let Some(annotation) = crd
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(API_APPROVED))
+        .and_then(Value::as_str)
     else {
         return ("missing", None);
     };
@@ -434,15 +570,23 @@ fn approval_state(crd: &Value) -> (&'static str, Option<String>) {
         return ("bypassed", Some(annotation.to_string()));
     }
     let approved = annotation.split_once("://").is_some_and(|(scheme, rest)| {
-        !scheme.is_empty() && !rest.is_empty() && !rest.starts_with('/') && !annotation.contains(' ')
+        !scheme.is_empty()
+            && !rest.is_empty()
+            && !rest.starts_with('/')
+            && !annotation.contains(' ')
     });
-    (if approved { "approved" } else { "invalid" }, Some(annotation.to_string()))
+    (
+        if approved { "approved" } else { "invalid" },
+        Some(annotation.to_string()),
+    )
 }
 
 /// Groups under `k8s.io` and `kubernetes.io` need the API approval annotation.
 fn api_approval(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let group = str_at(&new["spec"], "group");
-    let protected = ["k8s.io", "kubernetes.io"].iter().any(|g| group == *g || group.ends_with(&format!(".{g}")));
+    let protected = ["k8s.io", "kubernetes.io"]
+        .iter()
+        .any(|g| group == *g || group.ends_with(&format!(".{g}")));
     if !protected {
         return Vec::new();
     }
@@ -471,7 +615,11 @@ fn api_approval(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
 
 /// `spec.preserveUnknownFields: true` is only kept for CRDs that had it.
 fn preserve_unknown_fields(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let set = |crd: &Value| crd.pointer("/spec/preserveUnknownFields").and_then(Value::as_bool) == Some(true);
+    let set = |crd: &Value| {
+        crd.pointer("/spec/preserveUnknownFields")
+            .and_then(Value::as_bool)
+            == Some(true)
+    };
     if old.is_some_and(set) || !set(new) {
         return Vec::new();
     }
@@ -519,7 +667,10 @@ mod tests {
         let mut crd = crd.clone();
         default_crd(&mut crd);
         prepare_for_create(&mut crd);
-        validate_crd(&crd, None).iter().map(ToString::to_string).collect()
+        validate_crd(&crd, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     fn dns1035(value: &str) -> String {
@@ -900,7 +1051,10 @@ mod tests {
         mutate(&mut new);
         default_crd(&mut new);
         prepare_for_update(&mut new, old);
-        validate_crd(&new, Some(old)).iter().map(ToString::to_string).collect()
+        validate_crd(&new, Some(old))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     #[test]
@@ -982,10 +1136,16 @@ mod tests {
         prepare_for_create(&mut old);
         let mut new = old.clone();
         new["status"]["acceptedNames"] = json!({"plural": "Widgets", "kind": "Widget"});
-        let errs: Vec<String> = validate_crd_status_update(&new, &old).iter().map(ToString::to_string).collect();
+        let errs: Vec<String> = validate_crd_status_update(&new, &old)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(
             errs,
-            vec![format!(r#"status.acceptedNames.plural: Invalid value: "Widgets": {}"#, dns1035("Widgets"))]
+            vec![format!(
+                r#"status.acceptedNames.plural: Invalid value: "Widgets": {}"#,
+                dns1035("Widgets")
+            )]
         );
     }
 }

@@ -15,7 +15,11 @@ pub(super) fn validate_names(names: &Value, path: &str) -> Vec<FieldError> {
         let value = get(field);
         let problems = dns1035_label(value);
         if !value.is_empty() && !problems.is_empty() {
-            errs.push(FieldError::invalid(child(path, field), value, problems.join(",")));
+            errs.push(FieldError::invalid(
+                child(path, field),
+                value,
+                problems.join(","),
+            ));
         }
     }
     for field in ["kind", "listKind"] {
@@ -25,7 +29,10 @@ pub(super) fn validate_names(names: &Value, path: &str) -> Vec<FieldError> {
             errs.push(FieldError::invalid(
                 child(path, field),
                 value,
-                format!("may have mixed case, but should otherwise match: {}", problems.join(",")),
+                format!(
+                    "may have mixed case, but should otherwise match: {}",
+                    problems.join(",")
+                ),
             ));
         }
     }
@@ -33,23 +40,39 @@ pub(super) fn validate_names(names: &Value, path: &str) -> Vec<FieldError> {
         names
             .get(k)
             .and_then(Value::as_array)
-            .map(|a| a.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|v| v.as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
             .unwrap_or_default()
     };
     for (i, short) in list("shortNames").iter().enumerate() {
         let problems = dns1035_label(short);
         if !problems.is_empty() {
-            errs.push(FieldError::invalid(index(&child(path, "shortNames"), i), short.as_str(), problems.join(",")));
+            errs.push(FieldError::invalid(
+                index(&child(path, "shortNames"), i),
+                short.as_str(),
+                problems.join(","),
+            ));
         }
     }
     let (kind, list_kind) = (get("kind"), get("listKind"));
     if !kind.is_empty() && kind == list_kind {
-        errs.push(FieldError::invalid(child(path, "listKind"), list_kind, "kind and listKind may not be the same"));
+        errs.push(FieldError::invalid(
+            child(path, "listKind"),
+            list_kind,
+            "kind and listKind may not be the same",
+        ));
     }
     for (i, category) in list("categories").iter().enumerate() {
         let problems = dns1035_label(category);
         if !problems.is_empty() {
-            errs.push(FieldError::invalid(index(&child(path, "categories"), i), category.as_str(), problems.join(",")));
+            errs.push(FieldError::invalid(
+                index(&child(path, "categories"), i),
+                category.as_str(),
+                problems.join(","),
+            ));
         }
     }
     errs

@@ -14,8 +14,12 @@ use super::{Options, schema_defaults, selectable_fields};
 
 const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
 const META_FIELDS: [&str; 3] = ["metadata", "kind", "apiVersion"];
-const VALIDATION_REASONS: [&str; 4] =
-    ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
+const VALIDATION_REASONS: [&str; 4] = [
+    "FieldValueDuplicate",
+    "FieldValueForbidden",
+    "FieldValueInvalid",
+    "FieldValueRequired",
+];
 
 /// The internal `JSONSchemaProps` fields in declaration order with their
 /// JSON names, and whether a status-enabled root may set them.
@@ -57,7 +61,11 @@ const ROOT_FIELDS: [(&str, &str, bool); 44] = [
     ("Definitions", "definitions", false),
     ("ExternalDocs", "externalDocs", true),
     ("Example", "example", true),
-    ("XPreserveUnknownFields", "x-kubernetes-preserve-unknown-fields", true),
+    (
+        "XPreserveUnknownFields",
+        "x-kubernetes-preserve-unknown-fields",
+        true,
+    ),
     ("XEmbeddedResource", "x-kubernetes-embedded-resource", false),
     ("XIntOrString", "x-kubernetes-int-or-string", false),
     ("XListMapKeys", "x-kubernetes-list-map-keys", false),
@@ -71,7 +79,11 @@ pub(super) fn all_schemas(spec: &Value) -> Vec<&Value> {
     spec.get("versions")
         .and_then(Value::as_array)
         .map(|versions| {
-            versions.iter().filter_map(|v| v.pointer("/schema/openAPIV3Schema")).filter(|s| !s.is_null()).collect()
+            versions
+                .iter()
+                .filter_map(|v| v.pointer("/schema/openAPIV3Schema"))
+                .filter(|s| !s.is_null())
+                .collect()
         })
         .unwrap_or_default()
 }
@@ -92,9 +104,25 @@ pub(super) fn schema_has(s: &Value, pred: &dyn Fn(&Value) -> bool) -> bool {
     if pred(s) {
         return true;
     }
-    let sub = |k: &str| present(s, k).is_some_and(|v| if v.is_object() { schema_has(v, pred) } else { false });
-    let list = |k: &str| s.get(k).and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| schema_has(v, pred)));
-    let map = |k: &str| s.get(k).and_then(Value::as_object).is_some_and(|m| m.values().any(|v| schema_has(v, pred)));
+    let sub = |k: &str| {
+        present(s, k).is_some_and(|v| {
+            if v.is_object() {
+                schema_has(v, pred)
+            } else {
+                false
+            }
+        })
+    };
+    let list = |k: &str| {
+        s.get(k)
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|v| schema_has(v, pred)))
+    };
+    let map = |k: &str| {
+        s.get(k)
+            .and_then(Value::as_object)
+            .is_some_and(|m| m.values().any(|v| schema_has(v, pred)))
+    };
     sub("items")
         || list("items")
         || list("allOf")
@@ -120,9 +148,13 @@ pub(super) fn has_kubernetes_extensions(s: &Value) -> bool {
         n.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true))
             || present(n, "x-kubernetes-preserve-unknown-fields").is_some()
             || n.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
-            || n.get("x-kubernetes-list-map-keys").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
+            || n.get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty())
             || present(n, "x-kubernetes-list-type").is_some()
-            || n.get("x-kubernetes-validations").and_then(Value::as_array).is_some_and(|a| !a.is_empty())
+            || n.get("x-kubernetes-validations")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty())
     })
 }
 
@@ -140,7 +172,9 @@ pub(super) fn has_non_atomic_set_type(s: &Value) -> bool {
         if str_of(n, "x-kubernetes-list-type") != "set" {
             return false;
         }
-        let Some(items) = present(n, "items").filter(|i| i.is_object()) else { return false };
+        let Some(items) = present(n, "items").filter(|i| i.is_object()) else {
+            return false;
+        };
         match str_of(items, "type") {
             "array" => present(items, "x-kubernetes-list-type").is_some_and(|t| t != "atomic"),
             "object" => str_of(items, "x-kubernetes-map-type") != "atomic",
@@ -163,14 +197,19 @@ pub(super) fn validate_validation(
     opts: &Options,
     path: &str,
 ) -> Vec<FieldError> {
-    let Some(schema) = validation.and_then(|v| present(v, "openAPIV3Schema")) else { return Vec::new() };
+    let Some(schema) = validation.and_then(|v| present(v, "openAPIV3Schema")) else {
+        return Vec::new();
+    };
     let schema_path = child(path, "openAPIV3Schema");
     let mut errs = Vec::new();
     if status_enabled && let Some(e) = status_root_rule(schema, &schema_path) {
         errs.push(e);
     }
     if schema.get("nullable") == Some(&Value::Bool(true)) {
-        errs.push(FieldError::forbidden(child(&schema_path, "nullable"), "nullable cannot be true at the root"));
+        errs.push(FieldError::forbidden(
+            child(&schema_path, "nullable"),
+            "nullable cannot be true at the root",
+        ));
     }
     let mut init_errs = Vec::new();
     if opts.require_structural_schema {
@@ -179,7 +218,11 @@ pub(super) fn validate_validation(
             Ok(ss) => {
                 let structural = validate_structural(&schema_path, &ss);
                 if structural.is_empty() {
-                    errs.extend(schema_defaults::validate_defaults(&schema_path, &ss, opts.require_pruned_defaults));
+                    errs.extend(schema_defaults::validate_defaults(
+                        &schema_path,
+                        &ss,
+                        opts.require_pruned_defaults,
+                    ));
                 } else {
                     errs.extend(structural);
                 }
@@ -248,15 +291,26 @@ struct Ssv {
 
 impl Ssv {
     fn without_defaults(&self, reason: &str) -> Ssv {
-        Ssv { allow_defaults: false, disallow_reason: reason.to_string(), ..self.clone() }
+        Ssv {
+            allow_defaults: false,
+            disallow_reason: reason.to_string(),
+            ..self.clone()
+        }
     }
 
     /// The per-node checks of `specStandardValidatorV3.validate`.
     fn check(&self, s: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
         let get = |k: &str| s.get(k).filter(|v| !v.is_null());
         let type_ = get("type").and_then(Value::as_str).unwrap_or_default();
-        if self.require_valid_property_type && !type_.is_empty() && !OPENAPI_V3_TYPES.contains(&type_) {
-            errs.push(FieldError::not_supported(child(path, "type"), type_, &OPENAPI_V3_TYPES));
+        if self.require_valid_property_type
+            && !type_.is_empty()
+            && !OPENAPI_V3_TYPES.contains(&type_)
+        {
+            errs.push(FieldError::not_supported(
+                child(path, "type"),
+                type_,
+                &OPENAPI_V3_TYPES,
+            ));
         }
         if get("default").is_some() && !self.allow_defaults {
             let detail = if self.disallow_reason.is_empty() {
@@ -266,23 +320,50 @@ impl Ssv {
             };
             errs.push(FieldError::forbidden(child(path, "default"), detail));
         }
-        if get("id").and_then(Value::as_str).is_some_and(|id| !id.is_empty()) {
-            errs.push(FieldError::forbidden(child(path, "id"), "id is not supported"));
+        if get("id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| !id.is_empty())
+        {
+            errs.push(FieldError::forbidden(
+                child(path, "id"),
+                "id is not supported",
+            ));
         }
         if get("additionalItems").is_some() {
-            errs.push(FieldError::forbidden(child(path, "additionalItems"), "additionalItems is not supported"));
+            errs.push(FieldError::forbidden(
+                child(path, "additionalItems"),
+                "additionalItems is not supported",
+            ));
         }
-        if get("patternProperties").and_then(Value::as_object).is_some_and(|m| !m.is_empty()) {
-            errs.push(FieldError::forbidden(child(path, "patternProperties"), "patternProperties is not supported"));
+        if get("patternProperties")
+            .and_then(Value::as_object)
+            .is_some_and(|m| !m.is_empty())
+        {
+            errs.push(FieldError::forbidden(
+                child(path, "patternProperties"),
+                "patternProperties is not supported",
+            ));
         }
-        if get("definitions").and_then(Value::as_object).is_some_and(|m| !m.is_empty()) {
-            errs.push(FieldError::forbidden(child(path, "definitions"), "definitions is not supported"));
+        if get("definitions")
+            .and_then(Value::as_object)
+            .is_some_and(|m| !m.is_empty())
+        {
+            errs.push(FieldError::forbidden(
+                child(path, "definitions"),
+                "definitions is not supported",
+            ));
         }
         if get("dependencies").is_some() {
-            errs.push(FieldError::forbidden(child(path, "dependencies"), "dependencies is not supported"));
+            errs.push(FieldError::forbidden(
+                child(path, "dependencies"),
+                "dependencies is not supported",
+            ));
         }
         if get("$ref").is_some() {
-            errs.push(FieldError::forbidden(child(path, "$ref"), "$ref is not supported"));
+            errs.push(FieldError::forbidden(
+                child(path, "$ref"),
+                "$ref is not supported",
+            ));
         }
         if type_ == "null" {
             errs.push(FieldError::forbidden(
@@ -290,10 +371,18 @@ impl Ssv {
                 "type cannot be set to null, use nullable as an alternative",
             ));
         }
-        if get("items").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
-            errs.push(FieldError::forbidden(child(path, "items"), "items must be a schema object and not an array"));
+        if get("items")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+        {
+            errs.push(FieldError::forbidden(
+                child(path, "items"),
+                "items must be a schema object and not an array",
+            ));
         }
-        if self.inside_resource_meta && s.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true)) {
+        if self.inside_resource_meta
+            && s.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true))
+        {
             errs.push(FieldError::forbidden(
                 child(path, "x-kubernetes-embedded-resource"),
                 "must not be used inside of resource meta",
@@ -303,7 +392,14 @@ impl Ssv {
 }
 
 /// kube's `ValidateCustomResourceDefinitionOpenAPISchema`, recursively.
-fn validate_schema(schema: &Value, path: &str, ssv: &Ssv, is_root: bool, opts: &Options, errs: &mut Vec<FieldError>) {
+fn validate_schema(
+    schema: &Value,
+    path: &str,
+    ssv: &Ssv,
+    is_root: bool,
+    opts: &Options,
+    errs: &mut Vec<FieldError>,
+) {
     let Some(s) = schema.as_object() else { return };
     let get = |k: &str| s.get(k).filter(|v| !v.is_null());
     ssv.check(s, path, errs);
@@ -315,7 +411,9 @@ fn validate_schema(schema: &Value, path: &str, ssv: &Ssv, is_root: bool, opts: &
     }
     let properties = get("properties").and_then(Value::as_object);
     if let Some(extra) = get("additionalProperties") {
-        if properties.is_some_and(|p| !p.is_empty()) && (extra == &Value::Bool(false) || extra.is_object()) {
+        if properties.is_some_and(|p| !p.is_empty())
+            && (extra == &Value::Bool(false) || extra.is_object())
+        {
             errs.push(FieldError::forbidden(
                 child(path, "additionalProperties"),
                 "additionalProperties and properties are mutual exclusive",
@@ -326,7 +424,14 @@ fn validate_schema(schema: &Value, path: &str, ssv: &Ssv, is_root: bool, opts: &
         } else {
             ssv.clone()
         };
-        validate_schema(extra, &child(path, "additionalProperties"), &sub, false, opts, errs);
+        validate_schema(
+            extra,
+            &child(path, "additionalProperties"),
+            &sub,
+            false,
+            opts,
+            errs,
+        );
     }
     let embedded = s.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true));
     for (name, prop) in properties.into_iter().flatten() {
@@ -337,30 +442,71 @@ fn validate_schema(schema: &Value, path: &str, ssv: &Ssv, is_root: bool, opts: &
                 sub = sub.without_defaults(&format!("in top-level {name}"));
             }
         }
-        validate_schema(prop, &key(&child(path, "properties"), name), &sub, false, opts, errs);
+        validate_schema(
+            prop,
+            &key(&child(path, "properties"), name),
+            &sub,
+            false,
+            opts,
+            errs,
+        );
     }
     if let Some(not) = get("not") {
         validate_schema(not, &child(path, "not"), ssv, false, opts, errs);
     }
     for list in ["allOf", "oneOf", "anyOf"] {
-        for (i, n) in get(list).and_then(Value::as_array).into_iter().flatten().enumerate() {
+        for (i, n) in get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             validate_schema(n, &index(&child(path, list), i), ssv, false, opts, errs);
         }
     }
-    for (name, d) in get("definitions").and_then(Value::as_object).into_iter().flatten() {
-        validate_schema(d, &key(&child(path, "definitions"), name), ssv, false, opts, errs);
+    for (name, d) in get("definitions")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        validate_schema(
+            d,
+            &key(&child(path, "definitions"), name),
+            ssv,
+            false,
+            opts,
+            errs,
+        );
     }
     match get("items") {
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
-                validate_schema(item, &index(&child(path, "items"), i), ssv, false, opts, errs);
+                validate_schema(
+                    item,
+                    &index(&child(path, "items"), i),
+                    ssv,
+                    false,
+                    opts,
+                    errs,
+                );
             }
         }
         Some(items) => validate_schema(items, &child(path, "items"), ssv, false, opts, errs),
         None => {}
     }
-    for (name, d) in get("dependencies").and_then(Value::as_object).into_iter().flatten() {
-        validate_schema(d, &key(&child(path, "dependencies"), name), ssv, false, opts, errs);
+    for (name, d) in get("dependencies")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        validate_schema(
+            d,
+            &key(&child(path, "dependencies"), name),
+            ssv,
+            false,
+            opts,
+            errs,
+        );
     }
     list_and_map_types(s, path, opts, errs);
     if opts.require_map_list_keys_map_set_validation {
@@ -371,7 +517,12 @@ fn validate_schema(schema: &Value, path: &str, ssv: &Ssv, is_root: bool, opts: &
 
 /// `x-kubernetes-preserve-unknown-fields`, `-map-type`, `-list-type` and
 /// `-list-map-keys` rules.
-fn list_and_map_types(s: &Map<String, Value>, path: &str, opts: &Options, errs: &mut Vec<FieldError>) {
+fn list_and_map_types(
+    s: &Map<String, Value>,
+    path: &str,
+    opts: &Options,
+    errs: &mut Vec<FieldError>,
+) {
     let get = |k: &str| s.get(k).filter(|v| !v.is_null());
     let type_ = get("type").and_then(Value::as_str).unwrap_or_default();
     if get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false)) {
@@ -412,7 +563,9 @@ fn list_and_map_types(s: &Map<String, Value>, path: &str, opts: &Options, errs: 
     {
         match str_of(items, "type") {
             "array" => {
-                if let Some(inner) = present(items, "x-kubernetes-list-type").filter(|t| *t != "atomic") {
+                if let Some(inner) =
+                    present(items, "x-kubernetes-list-type").filter(|t| *t != "atomic")
+                {
                     errs.push(FieldError::invalid(
                         child(&child(path, "items"), "x-kubernetes-list-type"),
                         inner.clone(),
@@ -423,7 +576,10 @@ fn list_and_map_types(s: &Map<String, Value>, path: &str, opts: &Options, errs: 
             "object" if str_of(items, "x-kubernetes-map-type") != "atomic" => {
                 errs.push(FieldError::invalid(
                     child(&child(path, "items"), "x-kubernetes-map-type"),
-                    items.get("x-kubernetes-list-type").cloned().unwrap_or(Value::Null),
+                    items
+                        .get("x-kubernetes-list-type")
+                        .cloned()
+                        .unwrap_or(Value::Null),
                     "must be atomic as item of a list with x-kubernetes-list-type=set",
                 ));
             }
@@ -433,7 +589,11 @@ fn list_and_map_types(s: &Map<String, Value>, path: &str, opts: &Options, errs: 
     if let Some(lt) = list_type
         && !["atomic", "set", "map"].contains(&lt)
     {
-        errs.push(FieldError::not_supported(child(path, "x-kubernetes-list-type"), lt, &["atomic", "set", "map"]));
+        errs.push(FieldError::not_supported(
+            child(path, "x-kubernetes-list-type"),
+            lt,
+            &["atomic", "set", "map"],
+        ));
     }
     let keys: Vec<&str> = get("x-kubernetes-list-map-keys")
         .and_then(Value::as_array)
@@ -442,13 +602,23 @@ fn list_and_map_types(s: &Map<String, Value>, path: &str, opts: &Options, errs: 
     if !keys.is_empty() {
         let msg = "must be map if x-kubernetes-list-map-keys is non-empty";
         match list_type {
-            None => errs.push(FieldError::required(child(path, "x-kubernetes-list-type"), msg)),
-            Some(lt) if lt != "map" => errs.push(FieldError::invalid(child(path, "x-kubernetes-list-type"), lt, msg)),
+            None => errs.push(FieldError::required(
+                child(path, "x-kubernetes-list-type"),
+                msg,
+            )),
+            Some(lt) if lt != "map" => errs.push(FieldError::invalid(
+                child(path, "x-kubernetes-list-type"),
+                lt,
+                msg,
+            )),
             _ => {}
         }
     }
     if list_type == Some("map") {
-        let keys_value = s.get("x-kubernetes-list-map-keys").cloned().unwrap_or(Value::Null);
+        let keys_value = s
+            .get("x-kubernetes-list-map-keys")
+            .cloned()
+            .unwrap_or(Value::Null);
         if keys.is_empty() {
             errs.push(FieldError::required(
                 child(path, "x-kubernetes-list-map-keys"),
@@ -511,7 +681,9 @@ fn list_and_map_types(s: &Map<String, Value>, path: &str, opts: &Options, errs: 
 /// keys are required or defaulted, and not nullable.
 fn map_list_keys_map_set(schema: &Value, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let Some(items) = present(schema, "items").filter(|i| i.is_object()) else { return errs };
+    let Some(items) = present(schema, "items").filter(|i| i.is_object()) else {
+        return errs;
+    };
     let list_type = str_of(schema, "x-kubernetes-list-type");
     if list_type != "set" && list_type != "map" {
         return errs;
@@ -536,7 +708,9 @@ fn map_list_keys_map_set(schema: &Value, path: &str) -> Vec<FieldError> {
             .flatten()
             .filter_map(Value::as_str);
         for k in keys {
-            let Some(prop) = items.get("properties").and_then(|p| p.get(k)) else { continue };
+            let Some(prop) = items.get("properties").and_then(|p| p.get(k)) else {
+                continue;
+            };
             let prop_path = key(&child(&items_path, "properties"), k);
             if !required.contains(&k) && present(prop, "default").is_none() {
                 errs.push(FieldError::required(
@@ -561,19 +735,38 @@ fn has_newlines(s: &str) -> bool {
 
 /// The shape of `x-kubernetes-validations` rules (the CEL itself is not
 /// compiled here).
-fn validation_rules(schema: &Value, s: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
-    let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else { return };
+fn validation_rules(
+    schema: &Value,
+    s: &Map<String, Value>,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+) {
+    let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
+        return;
+    };
     for (i, rule) in rules.iter().enumerate() {
         let rpath = index(&child(path, "x-kubernetes-validations"), i);
         let text = |k: &str| rule.get(k).and_then(Value::as_str).unwrap_or_default();
-        let (rule_text, message, message_expr) = (text("rule"), text("message"), text("messageExpression"));
+        let (rule_text, message, message_expr) =
+            (text("rule"), text("message"), text("messageExpression"));
         let (trimmed_rule, trimmed_msg) = (rule_text.trim(), message.trim());
         if trimmed_rule.is_empty() {
-            errs.push(FieldError::required(child(&rpath, "rule"), "rule is not specified"));
+            errs.push(FieldError::required(
+                child(&rpath, "rule"),
+                "rule is not specified",
+            ));
         } else if !message.is_empty() && trimmed_msg.is_empty() {
-            errs.push(FieldError::invalid(child(&rpath, "message"), message, "message must be non-empty if specified"));
+            errs.push(FieldError::invalid(
+                child(&rpath, "message"),
+                message,
+                "message must be non-empty if specified",
+            ));
         } else if has_newlines(trimmed_msg) {
-            errs.push(FieldError::invalid(child(&rpath, "message"), message, "message must not contain line breaks"));
+            errs.push(FieldError::invalid(
+                child(&rpath, "message"),
+                message,
+                "message must not contain line breaks",
+            ));
         } else if has_newlines(trimmed_rule) && trimmed_msg.is_empty() {
             errs.push(FieldError::required(
                 child(&rpath, "message"),
@@ -589,7 +782,11 @@ fn validation_rules(schema: &Value, s: &Map<String, Value>, path: &str, errs: &m
         if let Some(reason) = rule.get("reason").and_then(Value::as_str)
             && !VALIDATION_REASONS.contains(&reason)
         {
-            errs.push(FieldError::not_supported(child(&rpath, "reason"), reason, &VALIDATION_REASONS));
+            errs.push(FieldError::not_supported(
+                child(&rpath, "reason"),
+                reason,
+                &VALIDATION_REASONS,
+            ));
         }
         let field_path = text("fieldPath");
         if !field_path.is_empty() && field_path.trim().is_empty() {
@@ -610,7 +807,11 @@ fn validation_rules(schema: &Value, s: &Map<String, Value>, path: &str, errs: &m
             && let Ok(ss) = Structural::new(schema)
             && selectable_fields::valid_field_path(field_path, &ss, true).is_err()
         {
-            errs.push(FieldError::invalid(child(&rpath, "fieldPath"), field_path, "fieldPath must be a valid path"));
+            errs.push(FieldError::invalid(
+                child(&rpath, "fieldPath"),
+                field_path,
+                "fieldPath must be a valid path",
+            ));
         }
     }
 }

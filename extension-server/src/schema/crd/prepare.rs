@@ -8,11 +8,21 @@ use serde_json::{Map, Value, json};
 /// (`<kind>List`), `conversion.strategy: None`, and port 443 on a
 /// conversion webhook service.
 pub fn default_crd(crd: &mut Value) {
-    let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
     if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
-        let kind = names.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
-        let empty =
-            |names: &Map<String, Value>, k: &str| names.get(k).and_then(Value::as_str).is_none_or(str::is_empty);
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let empty = |names: &Map<String, Value>, k: &str| {
+            names
+                .get(k)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+        };
         if empty(names, "singular") && !kind.is_empty() {
             names.insert("singular".into(), json!(kind.to_lowercase()));
         }
@@ -25,8 +35,9 @@ pub fn default_crd(crd: &mut Value) {
             spec.insert("conversion".into(), json!({"strategy": "None"}));
         }
         Some(conversion) => {
-            if let Some(service) =
-                conversion.pointer_mut("/webhook/clientConfig/service").and_then(Value::as_object_mut)
+            if let Some(service) = conversion
+                .pointer_mut("/webhook/clientConfig/service")
+                .and_then(Value::as_object_mut)
             {
                 service.entry("port").or_insert(json!(443));
             }
@@ -44,8 +55,12 @@ fn storage_version(crd: &Value) -> Option<String> {
 }
 
 fn add_stored_version(crd: &mut Value) {
-    let Some(storage) = storage_version(crd) else { return };
-    let Some(status) = crd.get_mut("status").and_then(Value::as_object_mut) else { return };
+    let Some(storage) = storage_version(crd) else {
+        return;
+    };
+    let Some(status) = crd.get_mut("status").and_then(Value::as_object_mut) else {
+        return;
+    };
     let stored = status.entry("storedVersions").or_insert_with(|| json!([]));
     if let Value::Array(list) = stored {
         if !list.iter().any(|v| v.as_str() == Some(storage.as_str())) {
@@ -59,7 +74,9 @@ fn add_stored_version(crd: &mut Value) {
 /// On create: the status is reset, generation set to 1, and the storage
 /// version recorded in `status.storedVersions`.
 pub fn prepare_for_create(crd: &mut Value) {
-    let Some(obj) = crd.as_object_mut() else { return };
+    let Some(obj) = crd.as_object_mut() else {
+        return;
+    };
     obj.insert("status".into(), json!({}));
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.insert("generation".into(), json!(1));
@@ -70,12 +87,23 @@ pub fn prepare_for_create(crd: &mut Value) {
 /// On update: the status is kept from `old`, generation bumped when the
 /// spec changed, and a new storage version appended to `storedVersions`.
 pub fn prepare_for_update(new: &mut Value, old: &Value) {
-    let Some(obj) = new.as_object_mut() else { return };
-    obj.insert("status".into(), old.get("status").cloned().unwrap_or_else(|| json!({})));
-    let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+    let Some(obj) = new.as_object_mut() else {
+        return;
+    };
+    obj.insert(
+        "status".into(),
+        old.get("status").cloned().unwrap_or_else(|| json!({})),
+    );
+    let generation = old
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let changed = obj.get("spec") != old.get("spec");
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("generation".into(), json!(if changed { generation + 1 } else { generation }));
+        meta.insert(
+            "generation".into(),
+            json!(if changed { generation + 1 } else { generation }),
+        );
     }
     add_stored_version(new);
 }
@@ -93,7 +121,10 @@ mod tests {
         assert_eq!(crd["spec"]["conversion"], json!({"strategy": "None"}));
         let mut crd = json!({"spec": {"names": {"kind": "W"}, "conversion": {"strategy": "Webhook", "webhook": {"clientConfig": {"service": {"name": "s", "namespace": "n"}}}}}});
         default_crd(&mut crd);
-        assert_eq!(crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["port"], 443);
+        assert_eq!(
+            crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["port"],
+            443
+        );
     }
 
     #[test]
@@ -103,8 +134,7 @@ mod tests {
         assert_eq!(crd["status"], json!({"storedVersions": ["v1"]}));
         assert_eq!(crd["metadata"]["generation"], 1);
         let old = crd.clone();
-        let mut new =
-            json!({"metadata": {"name": "w"}, "spec": {"versions": [{"name": "v1"}, {"name": "v2", "storage": true}]}});
+        let mut new = json!({"metadata": {"name": "w"}, "spec": {"versions": [{"name": "v1"}, {"name": "v2", "storage": true}]}});
         prepare_for_update(&mut new, &old);
         assert_eq!(new["status"]["storedVersions"], json!(["v1", "v2"]));
         assert_eq!(new["metadata"]["generation"], 2);

@@ -14,7 +14,11 @@ use super::super::validation::validate_values;
 /// Checks every `default` reachable through `properties` and `items`
 /// (kube does not follow `additionalProperties` here). `path` is the
 /// schema's own path.
-pub(super) fn validate_defaults(path: &str, s: &Structural, require_pruned: bool) -> Vec<FieldError> {
+pub(super) fn validate_defaults(
+    path: &str,
+    s: &Structural,
+    require_pruned: bool,
+) -> Vec<FieldError> {
     let mut root = s.clone();
     root.x_embedded_resource = true;
     let mut errs = Vec::new();
@@ -22,7 +26,13 @@ pub(super) fn validate_defaults(path: &str, s: &Structural, require_pruned: bool
     errs
 }
 
-fn walk(path: &str, s: &Structural, inside_meta: bool, require_pruned: bool, errs: &mut Vec<FieldError>) {
+fn walk(
+    path: &str,
+    s: &Structural,
+    inside_meta: bool,
+    require_pruned: bool,
+    errs: &mut Vec<FieldError>,
+) {
     let inside_meta = inside_meta && !s.x_embedded_resource;
     if let Some(default) = &s.default {
         let default_path = child(path, "default");
@@ -30,7 +40,11 @@ fn walk(path: &str, s: &Structural, inside_meta: bool, require_pruned: bool, err
             errs.extend(validate_values(Some(&default_path), default, s));
         } else {
             if require_pruned && !is_pruned(default, s) {
-                errs.push(FieldError::invalid(&default_path, default.clone(), "must not have unknown fields"));
+                errs.push(FieldError::invalid(
+                    &default_path,
+                    default.clone(),
+                    "must not have unknown fields",
+                ));
             }
             let embedded = validate_embedded(&default_path, default, s, s.x_embedded_resource);
             if embedded.is_empty() {
@@ -41,12 +55,24 @@ fn walk(path: &str, s: &Structural, inside_meta: bool, require_pruned: bool, err
         }
     }
     if let Some(items) = &s.items {
-        walk(&child(path, "items"), items, inside_meta, require_pruned, errs);
+        walk(
+            &child(path, "items"),
+            items,
+            inside_meta,
+            require_pruned,
+            errs,
+        );
     }
     for (k, prop) in s.properties.iter().flatten() {
-        let sub_inside =
-            inside_meta || (s.x_embedded_resource && matches!(k.as_str(), "metadata" | "apiVersion" | "kind"));
-        walk(&key(&child(path, "properties"), k), prop, sub_inside, require_pruned, errs);
+        let sub_inside = inside_meta
+            || (s.x_embedded_resource && matches!(k.as_str(), "metadata" | "apiVersion" | "kind"));
+        walk(
+            &key(&child(path, "properties"), k),
+            prop,
+            sub_inside,
+            require_pruned,
+            errs,
+        );
     }
 }
 
@@ -58,7 +84,9 @@ fn is_pruned(default: &Value, s: &Structural) -> bool {
 /// Whether a stored schema has defaults that pruning would change (so the
 /// rule is not newly enforced on update).
 pub(super) fn has_unpruned_defaults(schema: &Value) -> bool {
-    let Ok(s) = Structural::new(schema) else { return false };
+    let Ok(s) = Structural::new(schema) else {
+        return false;
+    };
     if !validate_structural("", &s).is_empty() {
         return false;
     }

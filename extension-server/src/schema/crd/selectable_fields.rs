@@ -35,12 +35,19 @@ pub(super) fn validate_with_schema(
     errs
 }
 
-fn validate_selectable_fields(fields: &[&Value], schema: Option<&Structural>, path: &str) -> Vec<FieldError> {
+fn validate_selectable_fields(
+    fields: &[&Value],
+    schema: Option<&Structural>,
+    path: &str,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut unique: Vec<String> = Vec::new();
     for (i, field) in fields.iter().enumerate() {
         let fpath = child(&index(path, i), "jsonPath");
-        let json_path = field.get("jsonPath").and_then(Value::as_str).unwrap_or_default();
+        let json_path = field
+            .get("jsonPath")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if json_path.is_empty() {
             errs.push(FieldError::required(fpath, ""));
             continue;
@@ -51,12 +58,20 @@ fn validate_selectable_fields(fields: &[&Value], schema: Option<&Structural>, pa
         {
             Ok(r) => r,
             Err(e) => {
-                errs.push(FieldError::invalid(fpath, json_path, format!("is an invalid path: {e}")));
+                errs.push(FieldError::invalid(
+                    fpath,
+                    json_path,
+                    format!("is an invalid path: {e}"),
+                ));
                 continue;
             }
         };
         if resolved.first().is_some_and(|root| root == "metadata") {
-            errs.push(FieldError::invalid(&fpath, json_path, "must not point to fields in metadata"));
+            errs.push(FieldError::invalid(
+                &fpath,
+                json_path,
+                "must not point to fields in metadata",
+            ));
         }
         if !matches!(found.type_.as_str(), "string" | "boolean" | "integer") {
             errs.push(FieldError::invalid(
@@ -77,7 +92,10 @@ fn validate_selectable_fields(fields: &[&Value], schema: Option<&Structural>, pa
             kind: FieldErrorKind::TooMany,
             field: path.to_string(),
             value: None,
-            detail: format!("{}: must have at most {MAX_SELECTABLE_FIELDS} items", unique.len()),
+            detail: format!(
+                "{}: must have at most {MAX_SELECTABLE_FIELDS} items",
+                unique.len()
+            ),
         });
     }
     errs
@@ -153,9 +171,13 @@ pub(super) fn valid_field_path<'a>(
     let mut it = toks.iter();
     let step = |current: &'a Structural, name: &str| -> Result<&'a Structural, String> {
         if current.properties.is_some() {
-            current.property(name).ok_or_else(|| "does not refer to a valid field".to_string())
+            current
+                .property(name)
+                .ok_or_else(|| "does not refer to a valid field".to_string())
         } else if current.additional_properties.is_some() {
-            current.additional_schema().ok_or_else(|| "does not refer to a valid field".to_string())
+            current
+                .additional_schema()
+                .ok_or_else(|| "does not refer to a valid field".to_string())
         } else {
             Err("does not refer to a valid field".into())
         }
@@ -220,10 +242,22 @@ mod tests {
             valid_field_path(".spec.labels['a.b']", &s, true).map(|(p, _)| p),
             Ok(vec!["spec".into(), "labels".into(), "a.b".into()])
         );
-        assert_eq!(valid_field_path(".spec.labels['a']", &s, false).unwrap_err(), "array notation is not allowed");
-        assert_eq!(valid_field_path(".spec.nope", &s, false).unwrap_err(), "does not refer to a valid field");
-        assert_eq!(valid_field_path("spec", &s, false).unwrap_err(), "expected [ or . but got: spec");
-        assert_eq!(valid_field_path(".spec.", &s, false).unwrap_err(), "unexpected end of JSON path");
+        assert_eq!(
+            valid_field_path(".spec.labels['a']", &s, false).unwrap_err(),
+            "array notation is not allowed"
+        );
+        assert_eq!(
+            valid_field_path(".spec.nope", &s, false).unwrap_err(),
+            "does not refer to a valid field"
+        );
+        assert_eq!(
+            valid_field_path("spec", &s, false).unwrap_err(),
+            "expected [ or . but got: spec"
+        );
+        assert_eq!(
+            valid_field_path(".spec.", &s, false).unwrap_err(),
+            "unexpected end of JSON path"
+        );
     }
 
     #[test]
@@ -247,7 +281,10 @@ mod tests {
             run(json!([{"jsonPath": ".spec.color"}, {"jsonPath": ".spec.color"}])),
             vec![r#"spec.selectableFields[1].jsonPath: Duplicate value: ".spec.color""#]
         );
-        assert_eq!(run(json!([{}])), vec!["spec.selectableFields[0].jsonPath: Required value"]);
+        assert_eq!(
+            run(json!([{}])),
+            vec!["spec.selectableFields[0].jsonPath: Required value"]
+        );
         assert_eq!(
             run(json!([{"jsonPath": ".spec.missing"}])),
             vec![
@@ -258,18 +295,25 @@ mod tests {
 
     #[test]
     fn at_most_eight_selectable_fields() {
-        let props: serde_json::Map<String, Value> =
-            (0..9).map(|i| (format!("f{i}"), json!({"type": "string"}))).collect();
+        let props: serde_json::Map<String, Value> = (0..9)
+            .map(|i| (format!("f{i}"), json!({"type": "string"})))
+            .collect();
         let s = Structural::new(
             &json!({"type": "object", "properties": {"spec": {"type": "object", "properties": props}}}),
         )
         .unwrap();
-        let fields: Vec<Value> = (0..9).map(|i| json!({"jsonPath": format!(".spec.f{i}")})).collect();
-        let refs: Vec<&Value> = fields.iter().collect();
-        let errs: Vec<String> = validate_selectable_fields(&refs, Some(&s), "spec.selectableFields")
-            .iter()
-            .map(ToString::to_string)
+        let fields: Vec<Value> = (0..9)
+            .map(|i| json!({"jsonPath": format!(".spec.f{i}")}))
             .collect();
-        assert_eq!(errs, vec!["spec.selectableFields: Too many: 9: must have at most 8 items"]);
+        let refs: Vec<&Value> = fields.iter().collect();
+        let errs: Vec<String> =
+            validate_selectable_fields(&refs, Some(&s), "spec.selectableFields")
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+        assert_eq!(
+            errs,
+            vec!["spec.selectableFields: Too many: 9: must have at most 8 items"]
+        );
     }
 }
