@@ -36,7 +36,12 @@ fn to_pb(req: ApiRequest) -> pb::ApiRequest {
         .headers
         .iter()
         .filter(|(name, _)| FORWARDED_HEADERS.contains(&name.as_str()))
-        .filter_map(|(name, value)| Some(pb::Header { name: name.to_string(), value: value.to_str().ok()?.to_string() }))
+        .filter_map(|(name, value)| {
+            Some(pb::Header {
+                name: name.to_string(),
+                value: value.to_str().ok()?.to_string(),
+            })
+        })
         .collect();
     let info = req.info;
     pb::ApiRequest {
@@ -60,17 +65,26 @@ fn to_pb(req: ApiRequest) -> pb::ApiRequest {
             name: req.user.name,
             uid: req.user.uid,
             groups: req.user.groups,
-            extra: req.user.extra.into_iter().map(|(k, values)| (k, pb::ExtraValues { values })).collect(),
+            extra: req
+                .user
+                .extra
+                .into_iter()
+                .map(|(k, values)| (k, pb::ExtraValues { values }))
+                .collect(),
         }),
         audit_id: req.audit_id,
     }
 }
 
 fn from_pb(req: pb::ApiRequest) -> Result<ApiRequest, tonic::Status> {
-    let method = Method::from_bytes(req.method.as_bytes()).map_err(|_| tonic::Status::invalid_argument("bad method"))?;
+    let method = Method::from_bytes(req.method.as_bytes())
+        .map_err(|_| tonic::Status::invalid_argument("bad method"))?;
     let mut headers = HeaderMap::new();
     for h in req.headers {
-        if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(h.name.as_bytes()), HeaderValue::from_str(&h.value)) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(h.name.as_bytes()),
+            HeaderValue::from_str(&h.value),
+        ) {
             headers.append(name, value);
         }
     }
@@ -110,7 +124,8 @@ fn from_pb(req: pb::ApiRequest) -> Result<ApiRequest, tonic::Status> {
 }
 
 type FrameStream = Pin<Box<dyn Stream<Item = Result<pb::ApiResponseFrame, tonic::Status>> + Send>>;
-type SnapshotStream = Pin<Box<dyn Stream<Item = Result<pb::DiscoverySnapshot, tonic::Status>> + Send>>;
+type SnapshotStream =
+    Pin<Box<dyn Stream<Item = Result<pb::DiscoverySnapshot, tonic::Status>> + Send>>;
 
 /// Serves a handler, and its discovery, to the server above it in the chain.
 pub struct DelegationService {
@@ -121,22 +136,39 @@ pub struct DelegationService {
 
 impl DelegationService {
     /// Serves `handler` to callers whose certificate CN is in `allowed_callers`.
-    pub fn new(handler: Arc<dyn Handler>, discovery: Arc<Discovery>, allowed_callers: Vec<String>) -> Self {
-        DelegationService { handler, discovery, allowed_callers }
+    pub fn new(
+        handler: Arc<dyn Handler>,
+        discovery: Arc<Discovery>,
+        allowed_callers: Vec<String>,
+    ) -> Self {
+        DelegationService {
+            handler,
+            discovery,
+            allowed_callers,
+        }
     }
 
     /// The tonic service, with message limits set.
     pub fn into_server(self) -> DelegationServer<Self> {
-        DelegationServer::new(self).max_decoding_message_size(MAX_MESSAGE_BYTES).max_encoding_message_size(MAX_MESSAGE_BYTES)
+        DelegationServer::new(self)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     fn check_caller<T>(&self, request: &tonic::Request<T>) -> Result<(), tonic::Status> {
-        let certs = request.peer_certs().ok_or_else(|| tonic::Status::unauthenticated("a client certificate is required"))?;
+        let certs = request
+            .peer_certs()
+            .ok_or_else(|| tonic::Status::unauthenticated("a client certificate is required"))?;
         let subject = certs.first().and_then(|c| crate::tls::subject(c.as_ref()));
         match subject {
             Some(s) if self.allowed_callers.iter().any(|a| *a == s.common_name) => Ok(()),
-            Some(s) => Err(tonic::Status::permission_denied(format!("{} may not delegate to this server", s.common_name))),
-            None => Err(tonic::Status::unauthenticated("unreadable client certificate")),
+            Some(s) => Err(tonic::Status::permission_denied(format!(
+                "{} may not delegate to this server",
+                s.common_name
+            ))),
+            None => Err(tonic::Status::unauthenticated(
+                "unreadable client certificate",
+            )),
         }
     }
 }
@@ -145,7 +177,12 @@ fn frames(resp: ApiResponse) -> FrameStream {
     let headers = resp
         .headers
         .iter()
-        .filter_map(|(n, v)| Some(pb::Header { name: n.to_string(), value: v.to_str().ok()?.to_string() }))
+        .filter_map(|(n, v)| {
+            Some(pb::Header {
+                name: n.to_string(),
+                value: v.to_str().ok()?.to_string(),
+            })
+        })
         .collect();
     let streaming = matches!(resp.body, Body::Stream(_));
     let head = pb::ApiResponseFrame {
@@ -155,15 +192,24 @@ fn frames(resp: ApiResponse) -> FrameStream {
             streaming,
         })),
     };
-    let chunk = |b: Bytes| Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(b)) });
+    let chunk = |b: Bytes| {
+        Ok(pb::ApiResponseFrame {
+            frame: Some(pb::api_response_frame::Frame::Chunk(b)),
+        })
+    };
     let body: FrameStream = match resp.body {
         Body::Full(bytes) => {
-            let chunks: Vec<Bytes> = (0..bytes.len()).step_by(CHUNK_BYTES).map(|i| bytes.slice(i..(i + CHUNK_BYTES).min(bytes.len()))).collect();
+            let chunks: Vec<Bytes> = (0..bytes.len())
+                .step_by(CHUNK_BYTES)
+                .map(|i| bytes.slice(i..(i + CHUNK_BYTES).min(bytes.len())))
+                .collect();
             futures::stream::iter(chunks.into_iter().map(chunk)).boxed()
         }
         Body::Stream(stream) => stream.map(chunk).boxed(),
     };
-    futures::stream::once(async { Ok(head) }).chain(body).boxed()
+    futures::stream::once(async { Ok(head) })
+        .chain(body)
+        .boxed()
 }
 
 #[tonic::async_trait]
@@ -171,7 +217,10 @@ impl Delegation for DelegationService {
     type HandleStream = FrameStream;
     type WatchDiscoveryStream = SnapshotStream;
 
-    async fn handle(&self, request: tonic::Request<pb::ApiRequest>) -> Result<tonic::Response<FrameStream>, tonic::Status> {
+    async fn handle(
+        &self,
+        request: tonic::Request<pb::ApiRequest>,
+    ) -> Result<tonic::Response<FrameStream>, tonic::Status> {
         self.check_caller(&request)?;
         let req = from_pb(request.into_inner())?;
         let resp = self.handler.handle(req).await;
@@ -187,7 +236,10 @@ impl Delegation for DelegationService {
         let snapshots = updates.map(|docs| {
             let groups_json = serde_json::to_vec(&docs.groups).unwrap_or_default();
             let etag = crate::openapi::content_hash(&groups_json);
-            Ok(pb::DiscoverySnapshot { groups_json: groups_json.into(), etag })
+            Ok(pb::DiscoverySnapshot {
+                groups_json: groups_json.into(),
+                etag,
+            })
         });
         Ok(tonic::Response::new(snapshots.boxed()))
     }
@@ -221,7 +273,12 @@ pub struct GrpcDelegate {
 impl GrpcDelegate {
     /// A link to the replicas at `endpoints` (`https://127.0.0.1:7443`),
     /// verifying each as `server_name` and presenting our certificate.
-    pub fn new(name: &str, endpoints: &[String], server_name: &str, tls: &TlsFiles) -> Result<Self, tonic::transport::Error> {
+    pub fn new(
+        name: &str,
+        endpoints: &[String],
+        server_name: &str,
+        tls: &TlsFiles,
+    ) -> Result<Self, tonic::transport::Error> {
         static IDS: AtomicUsize = AtomicUsize::new(0);
         let delegate = GrpcDelegate {
             id: IDS.fetch_add(1, Ordering::Relaxed),
@@ -246,14 +303,22 @@ impl GrpcDelegate {
         let client = DelegationClient::new(channel)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        Ok(Replica { address: address.into(), client, failed_at: None })
+        Ok(Replica {
+            address: address.into(),
+            client,
+            failed_at: None,
+        })
     }
 
     /// Replaces the replica set, keeping the connections of replicas that
     /// stay; an address registered twice (a restarted replica whose old
     /// lease has not expired yet) counts once.
     pub fn set_endpoints(&self, endpoints: &[String]) -> Result<(), tonic::transport::Error> {
-        let current = self.replicas.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let current = self
+            .replicas
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let mut next: Vec<Replica> = Vec::new();
         for address in endpoints {
             if next.iter().any(|r| r.address == *address) {
@@ -270,16 +335,33 @@ impl GrpcDelegate {
 
     /// Follows the replicas registered in etcd; while none is registered the
     /// static endpoints stay in use.
-    pub fn follow_endpoints(&self, mut registered: tokio::sync::watch::Receiver<Vec<crate::endpoints::Endpoint>>) {
+    pub fn follow_endpoints(
+        &self,
+        mut registered: tokio::sync::watch::Receiver<Vec<crate::endpoints::Endpoint>>,
+    ) {
         let this = self.clone();
-        let fallback: Vec<String> = self.replicas.read().unwrap_or_else(|e| e.into_inner()).iter().map(|r| r.address.clone()).collect();
+        let fallback: Vec<String> = self
+            .replicas
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|r| r.address.clone())
+            .collect();
         tokio::spawn(async move {
+            let mut seen: Vec<String> = Vec::new();
             loop {
-                let set: Vec<String> = registered.borrow_and_update().iter().map(|e| e.address.clone()).collect();
+                let endpoints = registered.borrow_and_update().clone();
+                let set: Vec<String> = endpoints.iter().map(|e| e.address.clone()).collect();
                 let chosen = if set.is_empty() { &fallback } else { &set };
                 if let Err(e) = this.set_endpoints(chosen) {
                     tracing::warn!(delegate = %this.name, error = %e, "bad endpoint");
                 }
+                // A new registration is a replica (re)started: it takes
+                // traffic at once, whatever its address's predecessor did.
+                for fresh in endpoints.iter().filter(|e| !seen.contains(&e.id)) {
+                    this.revive(&fresh.address);
+                }
+                seen = endpoints.into_iter().map(|e| e.id).collect();
                 tracing::debug!(delegate = %this.name, replicas = ?chosen, "replica set");
                 if registered.changed().await.is_err() {
                     return;
@@ -290,7 +372,12 @@ impl GrpcDelegate {
 
     /// The addresses currently in use.
     pub fn addresses(&self) -> Vec<String> {
-        self.replicas.read().unwrap_or_else(|e| e.into_inner()).iter().map(|r| r.address.clone()).collect()
+        self.replicas
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|r| r.address.clone())
+            .collect()
     }
 
     /// The next replica to try: round robin over those not tried yet,
@@ -301,7 +388,19 @@ impl GrpcDelegate {
         let order = (0..replicas.len()).map(|i| &replicas[(start + i) % replicas.len()]);
         let fresh = |r: &&&Replica| r.failed_at.is_none_or(|t| t.elapsed() > EJECTION);
         let untried: Vec<&Replica> = order.filter(|r| !tried.contains(&r.address)).collect();
-        untried.iter().find(fresh).or(untried.first()).map(|r| (*r).clone())
+        untried
+            .iter()
+            .find(fresh)
+            .or(untried.first())
+            .map(|r| (*r).clone())
+    }
+
+    /// Forgets that the replica at `address` failed.
+    fn revive(&self, address: &str) {
+        let mut replicas = self.replicas.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = replicas.iter_mut().find(|r| r.address == address) {
+            r.failed_at = None;
+        }
     }
 
     fn mark_failed(&self, address: &str) {
@@ -320,14 +419,20 @@ impl GrpcDelegate {
             let mut backoff = Duration::from_millis(100);
             loop {
                 if let Some(mut replica) = this.pick(&[]) {
-                    match replica.client.watch_discovery(pb::WatchDiscoveryRequest {}).await {
+                    match replica
+                        .client
+                        .watch_discovery(pb::WatchDiscoveryRequest {})
+                        .await
+                    {
                         Ok(resp) => {
                             let mut stream = resp.into_inner();
                             while let Some(Ok(snapshot)) = stream.next().await {
                                 backoff = Duration::from_millis(100);
                                 match serde_json::from_slice(&snapshot.groups_json) {
                                     Ok(groups) => discovery.set_delegates(groups),
-                                    Err(e) => tracing::warn!(delegate = %this.name, error = %e, "bad discovery snapshot"),
+                                    Err(e) => {
+                                        tracing::warn!(delegate = %this.name, error = %e, "bad discovery snapshot")
+                                    }
                                 }
                             }
                         }
@@ -345,9 +450,20 @@ impl GrpcDelegate {
 
     /// Whether the delegate answers (a health check).
     pub async fn ping(&self) -> Result<(), String> {
-        let req = ApiRequest::new(Method::GET, "/readyz", "", HeaderMap::new(), Bytes::new(), UserInfo::default());
+        let req = ApiRequest::new(
+            Method::GET,
+            "/readyz",
+            "",
+            HeaderMap::new(),
+            Bytes::new(),
+            UserInfo::default(),
+        );
         let resp = self.handle(req).await;
-        if resp.status.is_success() { Ok(()) } else { Err(format!("{} answered {}", self.name, resp.status)) }
+        if resp.status.is_success() {
+            Ok(())
+        } else {
+            Err(format!("{} answered {}", self.name, resp.status))
+        }
     }
 
     fn unavailable(&self, why: &str) -> ApiResponse {
@@ -357,11 +473,21 @@ impl GrpcDelegate {
 
     /// Opens a request on one replica: its head and the frames that follow;
     /// `Err` when it never got there.
-    async fn open(&self, replica: &mut Replica, req: pb::ApiRequest) -> Result<(pb::ResponseHead, Frames), String> {
+    async fn open(
+        &self,
+        replica: &mut Replica,
+        req: pb::ApiRequest,
+    ) -> Result<(pb::ResponseHead, Frames), String> {
         let mut client = self.local_client(replica);
-        let mut frames = client.handle(req).await.map_err(|s| s.to_string())?.into_inner();
+        let mut frames = client
+            .handle(req)
+            .await
+            .map_err(|s| s.to_string())?
+            .into_inner();
         match frames.next().await {
-            Some(Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Head(head)) })) => Ok((head, frames)),
+            Some(Ok(pb::ApiResponseFrame {
+                frame: Some(pb::api_response_frame::Frame::Head(head)),
+            })) => Ok((head, frames)),
             Some(Err(status)) => Err(status.to_string()),
             _ => Err("response without a head frame".into()),
         }
@@ -380,7 +506,9 @@ impl GrpcDelegate {
             if let Some(client) = connections.borrow().get(&key) {
                 return client.clone();
             }
-            let client = self.connect(&replica.address).map_or_else(|_| replica.client.clone(), |r| r.client);
+            let client = self
+                .connect(&replica.address)
+                .map_or_else(|_| replica.client.clone(), |r| r.client);
             connections.borrow_mut().insert(key, client.clone());
             client
         })
@@ -388,7 +516,11 @@ impl GrpcDelegate {
 
     /// Sends a request to one replica; `Err` when it never got there. A
     /// watch it answers is resumed elsewhere if the replica dies.
-    async fn send(&self, replica: &mut Replica, req: pb::ApiRequest) -> Result<ApiResponse, String> {
+    async fn send(
+        &self,
+        replica: &mut Replica,
+        req: pb::ApiRequest,
+    ) -> Result<ApiResponse, String> {
         let watch = req.info.as_ref().is_some_and(|i| i.verb == "watch");
         let resume = watch.then(|| req.clone());
         let (head, frames) = self.open(replica, req).await?;
@@ -396,7 +528,10 @@ impl GrpcDelegate {
         let mut resp = ApiResponse::bytes(status, "", Bytes::new());
         resp.headers.clear();
         for h in head.headers {
-            if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(h.name.as_bytes()), HeaderValue::from_str(&h.value)) {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(h.name.as_bytes()),
+                HeaderValue::from_str(&h.value),
+            ) {
                 resp.headers.append(name, value);
             }
         }
@@ -415,7 +550,11 @@ impl GrpcDelegate {
             (true, _) => Body::Stream(chunks(frames).boxed()),
             (false, _) => {
                 let parts: Vec<Bytes> = chunks(frames).collect().await;
-                Body::Full(if parts.len() == 1 { parts.into_iter().next().unwrap_or_default() } else { parts.concat().into() })
+                Body::Full(if parts.len() == 1 {
+                    parts.into_iter().next().unwrap_or_default()
+                } else {
+                    parts.concat().into()
+                })
             }
         };
         Ok(resp)
@@ -427,12 +566,16 @@ type Frames = tonic::Streaming<pb::ApiResponseFrame>;
 
 /// The body chunks among `frames`, ending at the first error.
 fn chunks(frames: Frames) -> impl Stream<Item = Bytes> {
-    frames.take_while(|frame| futures::future::ready(frame.is_ok())).filter_map(|frame| async move {
-        match frame {
-            Ok(pb::ApiResponseFrame { frame: Some(pb::api_response_frame::Frame::Chunk(bytes)) }) => Some(bytes),
-            _ => None,
-        }
-    })
+    frames
+        .take_while(|frame| futures::future::ready(frame.is_ok()))
+        .filter_map(|frame| async move {
+            match frame {
+                Ok(pb::ApiResponseFrame {
+                    frame: Some(pb::api_response_frame::Frame::Chunk(bytes)),
+                }) => Some(bytes),
+                _ => None,
+            }
+        })
 }
 
 /// How long a broken watch keeps looking for a replica to resume on.
@@ -492,7 +635,9 @@ impl ResumingWatch {
                 "resourceVersion" | "resourceVersionMatch" | "sendInitialEvents" => {}
                 "timeoutSeconds" => {
                     let total: u64 = value.parse().unwrap_or(0);
-                    let left = total.checked_sub(self.started.elapsed().as_secs()).filter(|left| *left > 0)?;
+                    let left = total
+                        .checked_sub(self.started.elapsed().as_secs())
+                        .filter(|left| *left > 0)?;
                     query.append_pair("timeoutSeconds", &left.to_string());
                 }
                 _ => {
@@ -528,8 +673,11 @@ impl ResumingWatch {
                 Ok((_, frames)) => {
                     // Refused (most likely 410 Gone): the client gets the Status as an ERROR event.
                     let body: Vec<Bytes> = chunks(frames).collect().await;
-                    let status: serde_json::Value = serde_json::from_slice(&body.concat()).unwrap_or_default();
-                    let mut line = serde_json::to_vec(&serde_json::json!({"type": "ERROR", "object": status})).unwrap_or_default();
+                    let status: serde_json::Value =
+                        serde_json::from_slice(&body.concat()).unwrap_or_default();
+                    let mut line =
+                        serde_json::to_vec(&serde_json::json!({"type": "ERROR", "object": status}))
+                            .unwrap_or_default();
                     line.push(b'\n');
                     return Some(line.into());
                 }
@@ -548,9 +696,17 @@ impl ResumingWatch {
 /// The resourceVersion of the last watch event in `chunk` (one or more
 /// newline-terminated JSON events, plain or as Table rows).
 fn last_resource_version(chunk: &[u8]) -> Option<String> {
-    let line = chunk.strip_suffix(b"\n").unwrap_or(chunk).rsplit(|b| *b == b'\n').next()?;
+    let line = chunk
+        .strip_suffix(b"\n")
+        .unwrap_or(chunk)
+        .rsplit(|b| *b == b'\n')
+        .next()?;
     let event: serde_json::Value = serde_json::from_slice(line).ok()?;
-    event.pointer("/object/metadata/resourceVersion")?.as_str().filter(|v| !v.is_empty()).map(str::to_string)
+    event
+        .pointer("/object/metadata/resourceVersion")?
+        .as_str()
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
 }
 
 #[async_trait::async_trait]
@@ -595,27 +751,53 @@ mod tests {
     impl Handler for Endless {
         async fn handle(&self, req: ApiRequest) -> ApiResponse {
             let flag = DropFlag(self.0.clone());
-            let first = futures::stream::once(async move { Bytes::from(format!("user={}\n", req.user.name)) });
+            let first =
+                futures::stream::once(
+                    async move { Bytes::from(format!("user={}\n", req.user.name)) },
+                );
             let forever = futures::stream::pending::<Bytes>().map(move |b| {
                 let _keep = &flag;
                 b
             });
-            ApiResponse::stream(StatusCode::OK, "application/json", first.chain(forever).boxed())
+            ApiResponse::stream(
+                StatusCode::OK,
+                "application/json",
+                first.chain(forever).boxed(),
+            )
         }
     }
 
     async fn serve(handler: Arc<dyn Handler>, tls: &TlsFiles, callers: &[&str]) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let service = DelegationService::new(handler, Arc::new(Discovery::default()), callers.iter().map(|c| c.to_string()).collect());
-        let server = tonic::transport::Server::builder().tls_config(tls.grpc_server()).unwrap().add_service(service.into_server());
-        tokio::spawn(server.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)));
+        let service = DelegationService::new(
+            handler,
+            Arc::new(Discovery::default()),
+            callers.iter().map(|c| c.to_string()).collect(),
+        );
+        let server = tonic::transport::Server::builder()
+            .tls_config(tls.grpc_server())
+            .unwrap()
+            .add_service(service.into_server());
+        tokio::spawn(
+            server.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        );
         format!("https://127.0.0.1:{}", addr.port())
     }
 
     fn request() -> ApiRequest {
-        let user = UserInfo { name: "alice".into(), ..Default::default() };
-        ApiRequest::new(Method::GET, "/api/v1/configmaps", "watch=true", HeaderMap::new(), Bytes::new(), user)
+        let user = UserInfo {
+            name: "alice".into(),
+            ..Default::default()
+        };
+        ApiRequest::new(
+            Method::GET,
+            "/api/v1/configmaps",
+            "watch=true",
+            HeaderMap::new(),
+            Bytes::new(),
+            user,
+        )
     }
 
     #[tokio::test]
@@ -623,11 +805,19 @@ mod tests {
         crate::tls::install_crypto_provider();
         let files = crate::testing::tls_files(&["kubechain-core-server", "kubechain-aggregator"]);
         let dropped = Arc::new(AtomicBool::new(false));
-        let endpoint = serve(Arc::new(Endless(dropped.clone())), &files[0], &["kubechain-aggregator"]).await;
-        let delegate = GrpcDelegate::new("core-server", &[endpoint], "core-server", &files[1]).unwrap();
+        let endpoint = serve(
+            Arc::new(Endless(dropped.clone())),
+            &files[0],
+            &["kubechain-aggregator"],
+        )
+        .await;
+        let delegate =
+            GrpcDelegate::new("core-server", &[endpoint], "core-server", &files[1]).unwrap();
         let resp = delegate.handle(request()).await;
         assert_eq!(resp.status, StatusCode::OK);
-        let Body::Stream(mut body) = resp.body else { panic!("expected a streamed body") };
+        let Body::Stream(mut body) = resp.body else {
+            panic!("expected a streamed body")
+        };
         assert_eq!(body.next().await.unwrap(), Bytes::from("user=alice\n"));
         assert!(!dropped.load(Ordering::SeqCst));
         drop(body);
@@ -635,17 +825,35 @@ mod tests {
         while !dropped.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(dropped.load(Ordering::SeqCst), "the server kept streaming after the client went away");
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "the server kept streaming after the client went away"
+        );
     }
 
     #[tokio::test]
     async fn callers_are_checked_and_unreachable_delegates_are_503() {
         crate::tls::install_crypto_provider();
         let files = crate::testing::tls_files(&["kubechain-core-server", "kubechain-intruder"]);
-        let endpoint = serve(Arc::new(Endless(Arc::default())), &files[0], &["kubechain-aggregator"]).await;
-        let intruder = GrpcDelegate::new("core-server", &[endpoint], "core-server", &files[1]).unwrap();
-        assert_eq!(intruder.handle(request()).await.status, StatusCode::SERVICE_UNAVAILABLE);
-        let nowhere = GrpcDelegate::new("core-server", &["https://127.0.0.1:1".to_string()], "core-server", &files[1]).unwrap();
+        let endpoint = serve(
+            Arc::new(Endless(Arc::default())),
+            &files[0],
+            &["kubechain-aggregator"],
+        )
+        .await;
+        let intruder =
+            GrpcDelegate::new("core-server", &[endpoint], "core-server", &files[1]).unwrap();
+        assert_eq!(
+            intruder.handle(request()).await.status,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        let nowhere = GrpcDelegate::new(
+            "core-server",
+            &["https://127.0.0.1:1".to_string()],
+            "core-server",
+            &files[1],
+        )
+        .unwrap();
         let resp = nowhere.handle(request()).await;
         assert_eq!(resp.status, StatusCode::SERVICE_UNAVAILABLE);
         let status: serde_json::Value = serde_json::from_slice(&resp.into_bytes().await).unwrap();
@@ -659,7 +867,10 @@ mod tests {
         assert_eq!(last_resource_version(plain).as_deref(), Some("9"));
         let table = br#"{"type":"ADDED","object":{"kind":"Table","metadata":{"resourceVersion":"12"},"rows":[]}}"#;
         assert_eq!(last_resource_version(table).as_deref(), Some("12"));
-        assert_eq!(last_resource_version(b"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\"}}\n"), None);
+        assert_eq!(
+            last_resource_version(b"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\"}}\n"),
+            None
+        );
     }
 
     #[tokio::test]
@@ -677,10 +888,19 @@ mod tests {
             last: None,
             started: Instant::now(),
         };
-        assert_eq!(watch.continuation().unwrap().query, watch.request.query, "nothing passed through: start afresh");
-        watch.last = Some(Bytes::from_static(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"41\"}}}\n"));
+        assert_eq!(
+            watch.continuation().unwrap().query,
+            watch.request.query,
+            "nothing passed through: start afresh"
+        );
+        watch.last = Some(Bytes::from_static(
+            b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"41\"}}}\n",
+        ));
         let query = watch.continuation().unwrap().query;
-        assert_eq!(query, "watch=true&timeoutSeconds=600&labelSelector=a%3Db&resourceVersion=41");
+        assert_eq!(
+            query,
+            "watch=true&timeoutSeconds=600&labelSelector=a%3Db&resourceVersion=41"
+        );
         watch.started -= Duration::from_secs(600);
         assert!(watch.continuation().is_none(), "its time is up");
     }
