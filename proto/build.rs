@@ -1,5 +1,5 @@
-//! Compiles the delegation protocol and the Kubernetes schemas with protox
-//! (no system protoc).
+//! Compiles the delegation protocol, the OpenAPI v2 document model and the
+//! Kubernetes schemas with protox (no system protoc).
 //!
 //! `k8s/*.proto` (written by `k8s/gen.py`) become one encoded
 //! `FileDescriptorSet`, `$OUT_DIR/k8s_descriptor_set.bin`, which `src/k8s.rs`
@@ -12,6 +12,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fds = protox::compile(["delegation.proto"], ["."])?;
     // Bodies and chunks as `bytes::Bytes`: passed through without copies.
     tonic_prost_build::configure().bytes(".").compile_fds(fds)?;
+
+    println!("cargo:rerun-if-changed=openapi");
+    let fds = protox::compile(["openapi_v2.proto"], ["openapi"])?;
+    tonic_prost_build::configure().compile_fds(fds)?;
 
     println!("cargo:rerun-if-changed=k8s");
     let mut k8s_protos: Vec<PathBuf> = std::fs::read_dir("k8s")?

@@ -6,6 +6,7 @@
 mod apiservice;
 mod autoregister;
 mod available;
+mod openapi_v2;
 mod proxy;
 
 use std::net::SocketAddr;
@@ -176,7 +177,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
             &options.service_account_issuer,
         )?);
     }
-    let handler = Arc::new(proxy::Aggregator::new(server, routes, clients));
+    let handler = Arc::new(openapi_v2::OpenApiV2::new(Arc::new(
+        proxy::Aggregator::new(server, routes, clients),
+    )));
     let door = Arc::new(FrontDoor::new(
         authenticator,
         Box::new(MastersOnly),

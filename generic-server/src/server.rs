@@ -555,7 +555,8 @@ fn complete_kind_schema(components: &mut Components, name: &str, r: &Resource) {
 }
 
 /// Answers a rendered document, or 304 when the client has it.
-fn cached(req: &ApiRequest, rendered: &Rendered) -> ApiResponse {
+/// A rendered document, or 304 Not Modified when the client holds its ETag.
+pub fn cached(req: &ApiRequest, rendered: &Rendered) -> ApiResponse {
     let mut resp = if req.header(header::IF_NONE_MATCH) == Some(rendered.etag.as_str()) {
         ApiResponse::bytes(
             StatusCode::NOT_MODIFIED,

@@ -11,6 +11,12 @@ pub mod delegation {
     tonic::include_proto!("kubechain.delegation.v1");
 }
 
+/// The OpenAPI v2 document model served in protobuf at `/openapi/v2`.
+#[allow(missing_docs, clippy::all)]
+pub mod openapi_v2 {
+    include!(concat!(env!("OUT_DIR"), "/openapi.v2.rs"));
+}
+
 pub mod k8s;
 
 /// The encoded `FileDescriptorSet` of every Kubernetes proto package in `k8s/`.

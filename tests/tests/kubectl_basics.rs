@@ -539,3 +539,118 @@ fn every_write_verb_on_namespaces_and_secrets() {
         );
     }
 }
+
+const LIST: &str = "apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: listed}
+  data: {a: b}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: listed}
+  spec:
+    selector: {matchLabels: {app: listed}}
+    template:
+      metadata: {labels: {app: listed}}
+      spec:
+        containers: [{name: c, image: nginx BOGUS}]
+- apiVersion: example.com/v1
+  kind: Gadget
+  metadata: {name: listed}
+  spec: {size: 3}
+";
+
+const GADGETS: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+";
+
+/// `kubectl apply -f` of a `kind: List` (what `kubectl get -o yaml` prints)
+/// validates on the client against `/openapi/v2`, as with kube-apiserver.
+#[test]
+fn apply_of_a_list_validates_against_openapi_v2() {
+    let cluster = Cluster::start();
+    cluster.kubectl_stdin(&["apply", "-f", "-"], GADGETS).ok();
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/gadgets.example.com",
+            "--timeout=20s",
+        ])
+        .ok();
+
+    let bad = LIST.replace(" BOGUS}", ", bogus: 1}");
+    let refused = cluster.kubectl_stdin(&["apply", "-f", "-"], &bad);
+    assert!(
+        refused.err().contains(
+            "ValidationError(Deployment.spec.template.spec.containers[0]): unknown field \"bogus\" in io.k8s.api.core.v1.Container"
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        cluster
+            .kubectl(&["get", "configmap", "listed"])
+            .err()
+            .contains("NotFound"),
+        "a refused List must create nothing"
+    );
+
+    let good = LIST.replace(" BOGUS}", "}");
+    let applied = cluster.kubectl_stdin(&["apply", "-f", "-"], &good);
+    for line in [
+        "configmap/listed created",
+        "deployment.apps/listed created",
+        "gadget.example.com/listed created",
+    ] {
+        assert!(applied.ok().contains(line), "{line}: {}", applied.stdout);
+    }
+
+    // What `kubectl get -o yaml` prints is a List that applies back.
+    let listed = cluster.kubectl(&["get", "configmap,deployment,gadget", "-o", "yaml"]);
+    let again = cluster.kubectl_stdin(&["apply", "-f", "-"], listed.ok());
+    assert!(
+        again.ok().contains("gadget.example.com/listed"),
+        "{}",
+        again.stdout
+    );
+
+    // The document itself: every built-in and custom kind, refs resolved.
+    let v2 = cluster.kubectl(&["get", "--raw", "/openapi/v2"]).json();
+    assert_eq!(v2["swagger"], "2.0");
+    let definitions = v2["definitions"].as_object().expect("definitions");
+    let config_map = &definitions["io.k8s.api.core.v1.ConfigMap"];
+    assert_eq!(
+        config_map["x-kubernetes-group-version-kind"][0]["kind"],
+        "ConfigMap"
+    );
+    assert!(
+        definitions
+            .values()
+            .any(|d| d["x-kubernetes-group-version-kind"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k["kind"] == "Gadget"))),
+        "the CRD's kind is missing from /openapi/v2"
+    );
+    let text = v2.to_string();
+    assert!(!text.contains("#/components/"), "a v3 ref was left in v2");
+}

@@ -35,6 +35,7 @@ mod index;
 mod parameters;
 #[rustfmt::skip]
 pub mod list_meta;
+pub mod v2;
 
 pub use components::{Components, GroupVersionKind, SCHEMA_PREFIX};
 pub use document::{

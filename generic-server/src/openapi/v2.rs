@@ -1,0 +1,424 @@
+//! `/openapi/v2`: every group-version's v3 schemas merged into one Swagger
+//! 2.0 document, in JSON or in the protobuf form kubectl reads when it
+//! validates a `kind: List` manifest on the client side.
+//!
+//! Only definitions are published (clients take paths from `/openapi/v3`).
+//! Each schema is reduced to what Swagger 2.0 can say and what kubectl's
+//! parser accepts: `$ref`s point into `#/definitions/`, a lone `allOf` ref
+//! becomes the ref, arrays always have one item schema, and `anyOf`,
+//! `oneOf`, `not` and `nullable` are dropped (the server validates those).
+
+use std::collections::BTreeSet;
+
+use prost::Message;
+use proto::openapi_v2 as pb;
+use serde_json::{Map, Value, json};
+
+/// Where v3 documents keep their schemas.
+const V3_REF: &str = "#/components/schemas/";
+/// Where a v2 document keeps them.
+const V2_REF: &str = "#/definitions/";
+/// The extension naming the kinds a definition is.
+const GVK: &str = "x-kubernetes-group-version-kind";
+
+/// Schema keywords Swagger 2.0 shares with OpenAPI v3, copied as they are.
+const PLAIN: &[&str] = &[
+    "description",
+    "format",
+    "title",
+    "default",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "enum",
+    "readOnly",
+    "example",
+];
+
+/// Adds the schemas of one v3 group-version document to `definitions`,
+/// uniting the kinds of a definition several documents share.
+pub fn add_definitions(definitions: &mut Map<String, Value>, v3_document: &Value) {
+    let Some(schemas) = v3_document
+        .pointer("/components/schemas")
+        .and_then(Value::as_object)
+    else {
+        return;
+    };
+    for (name, schema) in schemas {
+        let converted = schema_to_v2(schema);
+        match definitions.get_mut(name) {
+            Some(existing) => unite_kinds(existing, &converted),
+            None => {
+                definitions.insert(name.clone(), converted);
+            }
+        }
+    }
+}
+
+/// Adds the group-version-kinds of `other` that `existing` lacks.
+fn unite_kinds(existing: &mut Value, other: &Value) {
+    let Some(more) = other.get(GVK).and_then(Value::as_array) else {
+        return;
+    };
+    let Some(object) = existing.as_object_mut() else {
+        return;
+    };
+    let kinds = object
+        .entry(GVK)
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Some(kinds) = kinds.as_array_mut() {
+        for kind in more {
+            if !kinds.contains(kind) {
+                kinds.push(kind.clone());
+            }
+        }
+    }
+}
+
+/// One v3 schema in Swagger 2.0 form.
+pub fn schema_to_v2(schema: &Value) -> Value {
+    let Some(object) = schema.as_object() else {
+        return json!({});
+    };
+    let description = object.get("description").cloned();
+    let reference = object.get("$ref").and_then(Value::as_str).or_else(|| {
+        match object
+            .get("allOf")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+        {
+            Some([only]) => only.get("$ref").and_then(Value::as_str),
+            _ => None,
+        }
+    });
+    if let Some(reference) = reference {
+        let name = reference.strip_prefix(V3_REF).unwrap_or(reference);
+        let mut out = Map::from_iter([("$ref".to_string(), json!(format!("{V2_REF}{name}")))]);
+        if let Some(description) = description {
+            out.insert("description".into(), description);
+        }
+        return Value::Object(out);
+    }
+    let mut out = Map::new();
+    for (key, value) in object {
+        match key.as_str() {
+            "type" => {
+                let types: Vec<&str> = match value {
+                    Value::String(t) => vec![t.as_str()],
+                    Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+                    _ => Vec::new(),
+                };
+                let types: Vec<&str> = types.into_iter().filter(|t| *t != "null").collect();
+                if let [only] = types.as_slice() {
+                    out.insert("type".into(), json!(only));
+                }
+            }
+            "properties" => {
+                let properties: Map<String, Value> = value
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, s)| (name.clone(), schema_to_v2(s)))
+                    .collect();
+                out.insert("properties".into(), Value::Object(properties));
+            }
+            "additionalProperties" => {
+                let converted = match value {
+                    Value::Bool(b) => Value::Bool(*b),
+                    other => schema_to_v2(other),
+                };
+                out.insert(key.clone(), converted);
+            }
+            "items" => {
+                let item = match value {
+                    Value::Array(items) => items.first().map(schema_to_v2),
+                    other => Some(schema_to_v2(other)),
+                };
+                out.insert(key.clone(), item.unwrap_or_else(|| json!({})));
+            }
+            k if PLAIN.contains(&k) || k.starts_with("x-") => {
+                out.insert(key.clone(), value.clone());
+            }
+            _ => {}
+        }
+    }
+    if out.get("type").and_then(Value::as_str) == Some("array") && !out.contains_key("items") {
+        out.insert("items".into(), json!({}));
+    }
+    Value::Object(out)
+}
+
+/// The whole v2 document over `definitions`; a `$ref` to a definition that
+/// is not there becomes an unconstrained schema, so the document always
+/// parses.
+pub fn document(mut definitions: Map<String, Value>, version: &str) -> Value {
+    let names: BTreeSet<String> = definitions.keys().cloned().collect();
+    for schema in definitions.values_mut() {
+        drop_dangling_refs(schema, &names);
+    }
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": version},
+        "paths": {},
+        "definitions": definitions,
+    })
+}
+
+fn drop_dangling_refs(schema: &mut Value, names: &BTreeSet<String>) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+        let known = reference
+            .strip_prefix(V2_REF)
+            .is_some_and(|name| names.contains(name));
+        if !known {
+            object.remove("$ref");
+        }
+        return;
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(sub) = object.get_mut(key) {
+            drop_dangling_refs(sub, names);
+        }
+    }
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        for sub in properties.values_mut() {
+            drop_dangling_refs(sub, names);
+        }
+    }
+}
+
+/// The document in gnostic's protobuf form
+/// (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`).
+pub fn to_protobuf(document: &Value) -> Vec<u8> {
+    let text = |key: &str| {
+        document
+            .pointer(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let definitions = document
+        .get("definitions")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(name, schema)| named_schema(name, schema))
+        .collect();
+    pb::Document {
+        swagger: text("/swagger"),
+        info: Some(pb::Info {
+            title: text("/info/title"),
+            version: text("/info/version"),
+        }),
+        paths: Some(pb::Paths::default()),
+        definitions: Some(pb::Definitions {
+            additional_properties: definitions,
+        }),
+    }
+    .encode_to_vec()
+}
+
+fn named_schema(name: &str, schema: &Value) -> pb::NamedSchema {
+    pb::NamedSchema {
+        name: name.to_string(),
+        value: Some(schema_to_protobuf(schema)),
+    }
+}
+
+/// A value as gnostic's `Any` (its YAML; JSON is YAML).
+fn any(value: &Value) -> pb::Any {
+    pb::Any {
+        yaml: value.to_string(),
+    }
+}
+
+fn schema_to_protobuf(schema: &Value) -> pb::Schema {
+    let text = |key: &str| {
+        schema
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let number = |key: &str| schema.get(key).and_then(Value::as_f64).unwrap_or_default();
+    let integer = |key: &str| schema.get(key).and_then(Value::as_i64).unwrap_or_default();
+    let flag = |key: &str| schema.get(key).and_then(Value::as_bool).unwrap_or_default();
+    let empty = Map::new();
+    let object = schema.as_object().unwrap_or(&empty);
+    pb::Schema {
+        r#ref: text("$ref"),
+        format: text("format"),
+        title: text("title"),
+        description: text("description"),
+        default: schema.get("default").map(any),
+        multiple_of: number("multipleOf"),
+        maximum: number("maximum"),
+        exclusive_maximum: flag("exclusiveMaximum"),
+        minimum: number("minimum"),
+        exclusive_minimum: flag("exclusiveMinimum"),
+        max_length: integer("maxLength"),
+        min_length: integer("minLength"),
+        pattern: text("pattern"),
+        max_items: integer("maxItems"),
+        min_items: integer("minItems"),
+        unique_items: flag("uniqueItems"),
+        max_properties: integer("maxProperties"),
+        min_properties: integer("minProperties"),
+        required: schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect(),
+        r#enum: schema
+            .get("enum")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(any)
+            .collect(),
+        additional_properties: schema.get("additionalProperties").map(|extra| {
+            let oneof = match extra {
+                Value::Bool(b) => pb::additional_properties_item::Oneof::Boolean(*b),
+                other => pb::additional_properties_item::Oneof::Schema(Box::new(
+                    schema_to_protobuf(other),
+                )),
+            };
+            Box::new(pb::AdditionalPropertiesItem { oneof: Some(oneof) })
+        }),
+        r#type: schema
+            .get("type")
+            .and_then(Value::as_str)
+            .map(|t| pb::TypeItem {
+                value: vec![t.to_string()],
+            }),
+        items: schema.get("items").map(|item| pb::ItemsItem {
+            schema: vec![schema_to_protobuf(item)],
+        }),
+        all_of: Vec::new(),
+        properties: schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| pb::Properties {
+                additional_properties: properties
+                    .iter()
+                    .map(|(name, sub)| named_schema(name, sub))
+                    .collect(),
+            }),
+        read_only: flag("readOnly"),
+        example: schema.get("example").map(any),
+        vendor_extension: object
+            .iter()
+            .filter(|(key, _)| key.starts_with("x-"))
+            .map(|(key, value)| pb::NamedAny {
+                name: key.clone(),
+                value: Some(any(value)),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_point_into_definitions_and_lone_all_of_becomes_a_ref() {
+        let v3 = json!({
+            "type": "object",
+            "properties": {
+                "metadata": {"allOf": [{"$ref": "#/components/schemas/Meta"}], "default": {}, "description": "m"},
+                "spec": {"$ref": "#/components/schemas/Spec"},
+                "size": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": true},
+                "tags": {"type": "array"},
+                "note": {"type": ["string", "null"], "nullable": true},
+            },
+        });
+        let v2 = schema_to_v2(&v3);
+        assert_eq!(
+            v2["properties"]["metadata"],
+            json!({"$ref": "#/definitions/Meta", "description": "m"})
+        );
+        assert_eq!(
+            v2["properties"]["spec"],
+            json!({"$ref": "#/definitions/Spec"})
+        );
+        assert_eq!(
+            v2["properties"]["size"],
+            json!({"x-kubernetes-int-or-string": true})
+        );
+        assert_eq!(
+            v2["properties"]["tags"],
+            json!({"type": "array", "items": {}})
+        );
+        assert_eq!(v2["properties"]["note"], json!({"type": "string"}));
+    }
+
+    #[test]
+    fn shared_definitions_unite_their_kinds_and_dangling_refs_go() {
+        let doc = |kind: &str| {
+            json!({"components": {"schemas": {
+                "Options": {"type": "object", "properties": {"x": {"$ref": "#/components/schemas/Gone"}},
+                            GVK: [{"group": "", "version": "v1", "kind": kind}]},
+            }}})
+        };
+        let mut definitions = Map::new();
+        add_definitions(&mut definitions, &doc("A"));
+        add_definitions(&mut definitions, &doc("B"));
+        add_definitions(&mut definitions, &doc("A"));
+        let document = document(definitions, "v1.33.0");
+        let options = &document["definitions"]["Options"];
+        assert_eq!(options[GVK].as_array().map(Vec::len), Some(2));
+        assert_eq!(options["properties"]["x"], json!({}));
+    }
+
+    #[test]
+    fn protobuf_carries_definitions_types_and_extensions() {
+        let document = document(
+            Map::from_iter([(
+                "io.k8s.api.core.v1.ConfigMap".to_string(),
+                json!({"type": "object", "required": ["a"], "properties": {"data": {"type": "object", "additionalProperties": {"type": "string"}}},
+                       GVK: [{"group": "", "version": "v1", "kind": "ConfigMap"}]}),
+            )]),
+            "v1.33.0",
+        );
+        let decoded = pb::Document::decode(to_protobuf(&document).as_slice()).expect("decodes");
+        assert_eq!(decoded.swagger, "2.0");
+        let definitions = decoded
+            .definitions
+            .expect("definitions")
+            .additional_properties;
+        let config_map = definitions[0].value.as_ref().expect("schema");
+        assert_eq!(
+            config_map.r#type.as_ref().map(|t| t.value.clone()),
+            Some(vec!["object".to_string()])
+        );
+        assert_eq!(config_map.required, ["a"]);
+        let extension = &config_map.vendor_extension[0];
+        assert_eq!(extension.name, GVK);
+        let kinds: Value =
+            serde_json::from_str(&extension.value.as_ref().expect("value").yaml).expect("JSON");
+        assert_eq!(kinds[0]["kind"], "ConfigMap");
+        let data = &config_map
+            .properties
+            .as_ref()
+            .expect("properties")
+            .additional_properties[0];
+        assert_eq!(data.name, "data");
+    }
+}
