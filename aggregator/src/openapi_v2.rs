@@ -82,11 +82,11 @@ impl OpenApiV2 {
         let mut sources = BTreeMap::new();
         let mut changed = cache.rendered.is_none() || cache.sources.len() != paths.len();
         for (path, resp) in answers {
-            if resp.status == StatusCode::NOT_MODIFIED {
-                if let Some(kept) = cache.sources.remove(path) {
-                    sources.insert(path.clone(), kept);
-                    continue;
-                }
+            if resp.status == StatusCode::NOT_MODIFIED
+                && let Some(kept) = cache.sources.remove(path)
+            {
+                sources.insert(path.clone(), kept);
+                continue;
             }
             changed = true;
             if !resp.status.is_success() {
