@@ -421,16 +421,38 @@ impl Store {
         name: &str,
         resource_version: Option<&str>,
     ) -> Result<Arc<CachedObject>> {
-        if resource_version.is_none_or(str::is_empty) {
-            self.fresh().await?;
-        }
-        let obj = self
-            .cache
-            .get(&self.key(namespace, name))
-            .ok_or_else(|| self.not_found(name))?;
-        one(self.present(vec![obj]).await?)
+        let key = self.key(namespace, name);
+        let obj = if resource_version.is_none_or(str::is_empty) && !self.cache_is_fresh().await {
+            // The cache lags behind etcd: read the object from etcd itself.
+            let kv = self
+                .storage
+                .get(&key)
+                .await
+                .map_err(|e| storage_error(self, name, e))?;
+            kv.and_then(|kv| self.cache.ingest(&kv.key, &kv.value, kv.mod_revision))
+                .map(Arc::new)
+        } else {
+            self.cache.get(&key)
+        };
+        one(self
+            .present(vec![obj.ok_or_else(|| self.not_found(name))?])
+            .await?)
     }
 
+    /// Whether the cache caught up with etcd's current revision in time (a
+    /// consistent read from memory); when it did not, the caller reads etcd,
+    /// as kube-apiserver falls back when its cache lags.
+    async fn cache_is_fresh(&self) -> bool {
+        match self.fresh().await {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(resource = %self.resource.plural, error = %e, "consistent read falls back to etcd");
+                false
+            }
+        }
+    }
+
+    /// Waits until the cache is current with etcd (a consistent read).
     async fn fresh(&self) -> Result<i64> {
         self.cacher
             .wait_fresh()
@@ -499,7 +521,9 @@ impl Store {
                         "resourceVersionMatch is forbidden unless resourceVersion is provided",
                     ));
                 }
-                self.fresh().await?;
+                if !self.cache_is_fresh().await {
+                    return self.list_from_storage(&prefix, &prefix, 0, opts).await;
+                }
             }
             "0" => {}
             _ => {
@@ -561,7 +585,7 @@ impl Store {
         &self,
         prefix: &str,
         start: &str,
-        revision: i64,
+        mut revision: i64,
         opts: &ListOptions,
     ) -> Result<ListResult> {
         let end = prefix_end(prefix);
@@ -580,6 +604,10 @@ impl Store {
                 ),
                 other => storage_error(self, "", other),
             })?;
+            // Revision 0 reads the latest; later pages read at the first's.
+            if revision == 0 {
+                revision = page.revision;
+            }
             for kv in &page.kvs {
                 if let Some(obj) = self.cache.ingest(&kv.key, &kv.value, kv.mod_revision) {
                     if self.matches(&obj, opts) {
@@ -1935,6 +1963,93 @@ fn store_matches(obj: &CachedObject, opts: &ListOptions) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Etcd whose revision, once `lag` is set, the watch cache never
+    /// reaches: a cache that lags.
+    #[derive(Default)]
+    struct Ahead(
+        crate::storage::memory::MemoryStorage,
+        std::sync::atomic::AtomicI64,
+    );
+
+    #[async_trait::async_trait]
+    impl Storage for Ahead {
+        async fn get(&self, key: &str) -> Result<Option<crate::storage::KeyValue>, StorageError> {
+            self.0.get(key).await
+        }
+        async fn range(
+            &self,
+            start: &str,
+            end: &str,
+            limit: i64,
+            revision: i64,
+        ) -> Result<crate::storage::Page, StorageError> {
+            self.0.range(start, end, limit, revision).await
+        }
+        async fn create(&self, key: &str, value: Bytes) -> Result<i64, StorageError> {
+            self.0.create(key, value).await
+        }
+        async fn update(
+            &self,
+            key: &str,
+            value: Bytes,
+            expected: i64,
+        ) -> Result<i64, StorageError> {
+            self.0.update(key, value, expected).await
+        }
+        async fn delete(
+            &self,
+            key: &str,
+            expected: Option<i64>,
+        ) -> Result<(crate::storage::KeyValue, i64), StorageError> {
+            self.0.delete(key, expected).await
+        }
+        async fn watch(
+            &self,
+            start: &str,
+            end: &str,
+            from: i64,
+        ) -> Result<crate::storage::EventStream, StorageError> {
+            self.0.watch(start, end, from).await
+        }
+        async fn current_revision(&self) -> Result<i64, StorageError> {
+            let lag = self.1.load(std::sync::atomic::Ordering::Relaxed);
+            Ok(self.0.current_revision().await? + lag)
+        }
+    }
+
+    #[tokio::test]
+    async fn consistent_reads_fall_back_to_etcd_when_the_cache_lags() {
+        struct Plain;
+        impl crate::strategy::Strategy for Plain {}
+        let ahead = Arc::new(Ahead::default());
+        let storage: Arc<dyn Storage> = ahead.clone();
+        let cacher = Cacher::start(storage.clone()).await.unwrap();
+        let resource = Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain);
+        let store = Store::new(resource, cacher, Admission::default(), "/registry", None)
+            .await
+            .unwrap();
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}});
+        ahead.1.store(1_000, std::sync::atomic::Ordering::Relaxed);
+        let revision = storage
+            .create(
+                "/registry/configmaps/ns/a",
+                serde_json::to_vec(&object).unwrap().into(),
+            )
+            .await
+            .unwrap();
+
+        let got = store.get("ns", "a", None).await.expect("a consistent get");
+        assert_eq!(got.name, "a");
+        assert_eq!(got.revision, revision);
+        assert_eq!(store.get("ns", "b", None).await.unwrap_err().code(), 404);
+        let listed = store
+            .list("ns", &ListOptions::default())
+            .await
+            .expect("a consistent list");
+        assert_eq!(listed.items.len(), 1);
+        assert_eq!(listed.revision, revision);
+    }
 
     #[test]
     fn continue_tokens_round_trip() {
