@@ -27,6 +27,9 @@ use crate::resource::group_version_path;
 /// How long a dependent whose owner is not (yet) known waits before the
 /// owner is looked up: informers of other resources may still be loading.
 const OWNER_GRACE: Duration = Duration::from_secs(2);
+/// How often dependents whose owners this collector does not follow (custom
+/// resources owning built-ins, say) have their owners looked up again.
+const REMOTE_OWNER_RECHECK: Duration = Duration::from_secs(5);
 
 /// One owner reference.
 #[derive(Debug, Clone, PartialEq)]
@@ -271,6 +274,24 @@ pub fn follow(addr: &Addr<GarbageCollector>, store: Arc<Store>) {
 
 impl Actor for GarbageCollector {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        // Owners served by other servers of the chain send this collector no
+        // events: their dependents are looked at again on a period.
+        ctx.run_interval(REMOTE_OWNER_RECHECK, |gc, ctx| {
+            let candidates: Vec<String> = gc
+                .nodes
+                .iter()
+                .filter(|(_, n)| {
+                    !n.owners.is_empty() && !n.owners.iter().any(|o| gc.nodes.contains_key(&o.uid))
+                })
+                .map(|(uid, _)| uid.clone())
+                .collect();
+            for uid in candidates {
+                gc.check_owners(&uid, ctx);
+            }
+        });
+    }
 }
 
 /// An object changed (from an informer).

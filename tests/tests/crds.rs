@@ -585,3 +585,61 @@ fn python_client_drives_custom_resources() {
     );
     assert!(stdout.contains("python crd: all checks passed"));
 }
+
+/// The operator pattern: built-ins owned by a custom resource are garbage
+/// collected once it is deleted (the core server's collector looks up
+/// owners served by the extension server).
+#[test]
+fn built_ins_owned_by_a_custom_resource_are_collected_with_it() {
+    let cluster = Cluster::start();
+    cluster.kubectl_stdin(&["apply", "-f", "-"], WIDGETS).ok();
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=20s",
+        ])
+        .ok();
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &widget("owner", "{color: red}"))
+        .ok();
+    let uid = cluster
+        .kubectl(&["get", "widget", "owner", "-o", "jsonpath={.metadata.uid}"])
+        .ok()
+        .to_string();
+    let owned = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  ownerReferences: \
+             [{{apiVersion: example.com/v1, kind: Widget, name: owner, uid: {uid}}}]\ndata: {{a: b}}\n"
+        )
+    };
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &owned("owned-a"))
+        .ok();
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &owned("owned-b"))
+        .ok();
+    // The owner exists: past the collector's first look, they stay.
+    std::thread::sleep(Duration::from_secs(3));
+    cluster
+        .kubectl(&["get", "configmap", "owned-a", "owned-b"])
+        .ok();
+
+    cluster.kubectl(&["delete", "widget", "owner"]).ok();
+    let deleted = Instant::now();
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            cluster
+                .kubectl(&["get", "configmaps", "-o", "name"])
+                .ok()
+                .lines()
+                .all(|l| !l.contains("owned-"))
+        }),
+        "dependents of a deleted custom resource were not collected"
+    );
+    eprintln!(
+        "custom resource deleted → its ConfigMaps collected after {:?}",
+        deleted.elapsed()
+    );
+}
