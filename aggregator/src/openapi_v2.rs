@@ -27,8 +27,9 @@ pub struct OpenApiV2 {
 /// What the last build used and made.
 #[derive(Default)]
 struct Cache {
-    /// Each group-version document by path: its ETag and its schemas.
-    sources: BTreeMap<String, (String, Value)>,
+    /// Each group-version document by path: its ETag and its JSON (parsed
+    /// only while the document is built, one at a time).
+    sources: BTreeMap<String, (String, Bytes)>,
     /// The document as JSON and as protobuf.
     rendered: Option<(Rendered, Rendered)>,
 }
@@ -100,15 +101,14 @@ impl OpenApiV2 {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or_default()
                 .to_string();
-            let document: Value =
-                serde_json::from_slice(&resp.into_bytes().await).unwrap_or_default();
-            sources.insert(path.clone(), (etag, document));
+            sources.insert(path.clone(), (etag, resp.into_bytes().await));
         }
         cache.sources = sources;
         if changed {
             let mut definitions = Map::new();
-            for (_, document) in cache.sources.values() {
-                v2::add_definitions(&mut definitions, document);
+            for (_, json) in cache.sources.values() {
+                let document: Value = serde_json::from_slice(json).unwrap_or_default();
+                v2::add_definitions(&mut definitions, &document);
             }
             let document = v2::document(definitions, KUBERNETES_VERSION);
             let json = Rendered::new(&document, "application/json");
