@@ -112,12 +112,7 @@ impl OpenApiV2 {
             }
             let document = v2::document(definitions, KUBERNETES_VERSION);
             let json = Rendered::new(&document, "application/json");
-            let protobuf = Bytes::from(v2::to_protobuf(&document));
-            let protobuf = Rendered {
-                etag: format!("\"{}\"", generic_server::openapi::content_hash(&protobuf)),
-                body: protobuf,
-                content_type: PROTOBUF,
-            };
+            let protobuf = Rendered::bytes(v2::to_protobuf(&document).into(), PROTOBUF);
             cache.rendered = Some((json, protobuf));
         }
         let Some((json, protobuf)) = &cache.rendered else {

@@ -397,16 +397,17 @@ impl GrpcDelegate {
 
     /// Forgets that the replica at `address` failed.
     fn revive(&self, address: &str) {
-        let mut replicas = self.replicas.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(r) = replicas.iter_mut().find(|r| r.address == address) {
-            r.failed_at = None;
-        }
+        self.set_failed_at(address, None);
     }
 
     fn mark_failed(&self, address: &str) {
+        self.set_failed_at(address, Some(Instant::now()));
+    }
+
+    fn set_failed_at(&self, address: &str, failed_at: Option<Instant>) {
         let mut replicas = self.replicas.write().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = replicas.iter_mut().find(|r| r.address == address) {
-            r.failed_at = Some(Instant::now());
+            r.failed_at = failed_at;
         }
     }
 

@@ -230,7 +230,14 @@ pub struct Rendered {
 impl Rendered {
     /// Renders a document; the ETag is the hash of its bytes.
     pub fn new(value: &Value, content_type: &'static str) -> Self {
-        let body = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
+        Self::bytes(
+            serde_json::to_vec(value).unwrap_or_default().into(),
+            content_type,
+        )
+    }
+
+    /// A document already encoded; the ETag is the hash of its bytes.
+    pub fn bytes(body: Bytes, content_type: &'static str) -> Self {
         let etag = format!("\"{}\"", crate::openapi::content_hash(&body));
         Rendered {
             body,

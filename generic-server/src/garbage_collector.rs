@@ -282,9 +282,8 @@ impl Actor for GarbageCollector {
             let candidates: Vec<String> = gc
                 .nodes
                 .iter()
-                .filter(|(_, n)| {
-                    !n.owners.is_empty() && !n.owners.iter().any(|o| gc.nodes.contains_key(&o.uid))
-                })
+                // check_owners skips those with an owner this collector follows.
+                .filter(|(_, n)| !n.owners.is_empty())
                 .map(|(uid, _)| uid.clone())
                 .collect();
             for uid in candidates {
