@@ -115,6 +115,13 @@ impl Cluster {
 
     /// Runs `kubechain up` and waits for its ready line.
     fn launch(&mut self) {
+        if let Err(why) = self.try_launch() {
+            panic!("{why}");
+        }
+    }
+
+    /// Runs `kubechain up`; `Err` when it exits before its ready line.
+    fn try_launch(&mut self) -> Result<(), String> {
         let started = Instant::now();
         let mut launcher = Command::new(bin_dir().join("kubechain"))
             .args([
@@ -142,13 +149,23 @@ impl Cluster {
             match rx.recv_timeout(Duration::from_secs(90)) {
                 Ok(line) if line.starts_with("kubechain ready: export KUBECONFIG=") => break,
                 Ok(_) => continue,
-                Err(_) => panic!(
-                    "kubechain up did not become ready; logs in {}",
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    if let Some(mut launcher) = self.launcher.take() {
+                        let _ = launcher.wait();
+                    }
+                    return Err(format!(
+                        "kubechain up exited before it was ready; logs in {}",
+                        self.dir.join("logs").display()
+                    ));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+                    "kubechain up did not become ready in 90 s; logs in {}",
                     self.dir.join("logs").display()
                 ),
             }
         }
         self.startup = started.elapsed();
+        Ok(())
     }
 
     /// The admin kubeconfig.
@@ -350,6 +367,17 @@ impl Cluster {
             startup: Duration::ZERO,
             up_args: args.iter().map(|a| a.to_string()).collect(),
         };
+        // A port found free may be taken by another test's process before
+        // the aggregator binds it: a launcher that exits early gets another.
+        for _ in 1..3 {
+            match cluster.try_launch() {
+                Ok(()) => return cluster,
+                Err(why) => {
+                    eprintln!("{why}; trying another port");
+                    cluster.port = free_port();
+                }
+            }
+        }
         cluster.launch();
         cluster
     }
