@@ -205,7 +205,7 @@ fn frames(resp: ApiResponse) -> FrameStream {
                 .collect();
             futures::stream::iter(chunks.into_iter().map(chunk)).boxed()
         }
-        Body::Stream(stream) => stream.map(chunk).boxed(),
+        Body::Stream(stream) => crate::request::coalesce(stream).map(chunk).boxed(),
     };
     futures::stream::once(async { Ok(head) })
         .chain(body)

@@ -13,7 +13,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use crate::codec;
 use crate::filters::authentication::{Authenticate, strip_identity_headers};
 use crate::filters::authorization::Authorizer;
-use crate::request::{ApiRequest, ApiResponse, Body, Handler};
+use crate::request::{self, ApiRequest, ApiResponse, Body, Handler};
 
 /// The peer's certificate chain (DER), captured when the connection opens.
 #[derive(Clone)]
@@ -153,6 +153,8 @@ fn into_http(resp: ApiResponse) -> HttpResponse {
     }
     match resp.body {
         Body::Full(bytes) => builder.body(bytes),
-        Body::Stream(stream) => builder.streaming(stream.map(Ok::<_, std::convert::Infallible>)),
+        Body::Stream(stream) => {
+            builder.streaming(request::coalesce(stream).map(Ok::<_, std::convert::Infallible>))
+        }
     }
 }

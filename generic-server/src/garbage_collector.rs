@@ -101,8 +101,21 @@ impl Node {
 pub struct GarbageCollector {
     client: Loopback,
     discovery: Arc<Discovery>,
+    /// Objects that have owners or are being deleted, by uid: what the
+    /// collector acts on. Every other object is only in `present`.
     nodes: HashMap<String, Node>,
+    /// Hashes of the uids of every object that exists (owners included).
+    present: HashSet<u64>,
     dependents: HashMap<String, HashSet<String>>,
+}
+
+/// The compact key of a uid in `present`: a cluster's worth of objects
+/// fits in 8 bytes each (a collision can only keep a dependent alive).
+fn uid_key(uid: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    uid.hash(&mut hasher);
+    hasher.finish()
 }
 
 impl GarbageCollector {
@@ -116,6 +129,7 @@ impl GarbageCollector {
             client,
             discovery,
             nodes: HashMap::new(),
+            present: HashSet::new(),
             dependents: HashMap::new(),
         }
         .start();
@@ -165,7 +179,7 @@ impl GarbageCollector {
         let known: Vec<bool> = node
             .owners
             .iter()
-            .map(|o| self.nodes.contains_key(&o.uid))
+            .map(|o| self.present.contains(&uid_key(&o.uid)))
             .collect();
         if known.iter().any(|k| *k) {
             return;
@@ -319,7 +333,11 @@ impl Handler<Observe> for GarbageCollector {
                         .or_default()
                         .insert(uid.clone());
                 }
+                self.present.insert(uid_key(&uid));
                 let has_owners = !node.owners.is_empty();
+                if !has_owners && !node.deleting {
+                    return;
+                }
                 self.nodes.insert(uid.clone(), node);
                 self.finalize_owner(&uid, ctx);
                 if has_owners {
@@ -331,6 +349,7 @@ impl Handler<Observe> for GarbageCollector {
                     return;
                 };
                 self.unlink(&uid);
+                self.present.remove(&uid_key(&uid));
                 for dependent in self.dependents.get(&uid).cloned().unwrap_or_default() {
                     self.check_owners(&dependent, ctx);
                 }

@@ -25,6 +25,43 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
+/// Labels a selector can be matched against, looked up by key.
+pub trait LabelSet {
+    /// The value under `key`: `None` when absent, `Some(None)` when present
+    /// but not a string.
+    fn label(&self, key: &str) -> Option<Option<&str>>;
+}
+
+impl LabelSet for Map<String, Value> {
+    fn label(&self, key: &str) -> Option<Option<&str>> {
+        self.get(key).map(Value::as_str)
+    }
+}
+
+/// An object's labels in the compact form a cache keeps: sorted key/value
+/// pairs in one allocation (none when there are no labels).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Labels(Box<[(Box<str>, Box<str>)]>);
+
+impl Labels {
+    /// The string-valued labels of a `metadata.labels` object.
+    pub fn from_map(map: &Map<String, Value>) -> Labels {
+        let mut pairs: Vec<(Box<str>, Box<str>)> = map
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().into(), v.as_str()?.into())))
+            .collect();
+        pairs.sort_unstable();
+        Labels(pairs.into_boxed_slice())
+    }
+}
+
+impl LabelSet for Labels {
+    fn label(&self, key: &str) -> Option<Option<&str>> {
+        let i = self.0.binary_search_by(|(k, _)| (**k).cmp(key)).ok()?;
+        Some(Some(&self.0[i].1))
+    }
+}
+
 /// The binary operators, in the order kube lists them in its errors.
 const BINARY_OPERATORS: &str = "in, notin, =, ==, !=, gt, lt";
 
@@ -127,9 +164,9 @@ impl Requirement {
     }
 
     /// Whether a set of labels satisfies this requirement.
-    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        let value = labels.and_then(|labels| labels.get(&self.key));
-        let text = value.and_then(Value::as_str);
+    pub fn matches<L: LabelSet + ?Sized>(&self, labels: Option<&L>) -> bool {
+        let value = labels.and_then(|labels| labels.label(&self.key));
+        let text = value.flatten();
         match self.operator {
             Operator::In | Operator::Equals | Operator::DoubleEquals => {
                 text.is_some_and(|text| self.has_value(text))
@@ -259,7 +296,11 @@ impl LabelSelector {
 
     /// Whether a labels map (`None` when the object has no labels) satisfies the selector.
     pub fn matches<'a>(&self, labels: impl Into<Option<&'a Map<String, Value>>>) -> bool {
-        let labels = labels.into();
+        self.matches_labels(labels.into())
+    }
+
+    /// Whether a set of labels (`None` when the object has none) satisfies the selector.
+    pub fn matches_labels<L: LabelSet + ?Sized>(&self, labels: Option<&L>) -> bool {
         !self.nothing && self.requirements.iter().all(|r| r.matches(labels))
     }
 
@@ -868,6 +909,13 @@ mod tests {
                 parsed.matches(&labels(given.clone())),
                 *expected,
                 "{selector:?} on {given}"
+            );
+            // The cache's compact copy of the labels matches the same way.
+            let compact = Labels::from_map(&labels(given.clone()));
+            assert_eq!(
+                parsed.matches_labels(Some(&compact)),
+                *expected,
+                "{selector:?} on compact {given}"
             );
         }
     }

@@ -16,7 +16,7 @@ use crate::admission::{Admission, Attributes, Operation};
 use crate::apply;
 use crate::error::{Error, FieldError, Reason, Result};
 use crate::field_selector::FieldSelector;
-use crate::label_selector::LabelSelector;
+use crate::label_selector::{LabelSelector, Labels};
 use crate::patch::{self, PatchType};
 use crate::request::{BodyStream, UserInfo};
 use crate::resource::{Resource, ScaleSelector, ScaleSpec};
@@ -210,10 +210,10 @@ fn ingest_with(fields: Arc<dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync
         let labels = meta
             .get("labels")
             .and_then(Value::as_object)
-            .cloned()
+            .map(Labels::from_map)
             .unwrap_or_default();
         Some(CachedObject {
-            key: key.to_string(),
+            key: key.into(),
             revision,
             namespace: text("namespace"),
             name: text("name"),
@@ -571,7 +571,7 @@ impl Store {
         }
         let remaining = (items.len() - limit) as i64;
         items.truncate(limit);
-        let last = items.last().map(|o| o.key.clone()).unwrap_or_default();
+        let last = items.last().map(|o| o.key.to_string()).unwrap_or_default();
         let token = encode_continue(revision, &format!("{}\0", &last[self.prefix.len()..]));
         ListResult {
             items,
@@ -1939,7 +1939,7 @@ fn default_watch_timeout() -> Duration {
 
 fn store_matches(obj: &CachedObject, opts: &ListOptions) -> bool {
     if let Some(labels) = &opts.labels {
-        if !labels.matches(&obj.labels) {
+        if !labels.matches_labels(Some(&obj.labels)) {
             return false;
         }
     }

@@ -108,6 +108,56 @@ impl ApiRequest {
 /// A boxed stream of body chunks.
 pub type BodyStream = Pin<Box<dyn Stream<Item = Bytes> + Send + 'static>>;
 
+/// The most bytes `coalesce` joins into one chunk.
+const COALESCE_BYTES: usize = 256 * 1024;
+
+/// Joins the chunks a stream already has ready into one (up to
+/// `COALESCE_BYTES`), so a backlog of watch events leaves as one frame and
+/// one write rather than one per event; a lone chunk passes as it is.
+pub fn coalesce(mut inner: BodyStream) -> BodyStream {
+    use std::task::Poll;
+    let mut held: Option<Bytes> = None;
+    let mut ended = false;
+    Box::pin(futures::stream::poll_fn(move |cx| {
+        let first = match held.take() {
+            Some(first) => first,
+            None if ended => return Poll::Ready(None),
+            None => match inner.as_mut().poll_next(cx) {
+                Poll::Ready(Some(first)) => first,
+                Poll::Ready(None) => {
+                    ended = true;
+                    return Poll::Ready(None);
+                }
+                Poll::Pending => return Poll::Pending,
+            },
+        };
+        let mut joined: Option<bytes::BytesMut> = None;
+        let mut len = first.len();
+        while !ended && len < COALESCE_BYTES {
+            match inner.as_mut().poll_next(cx) {
+                Poll::Ready(Some(next)) if len + next.len() > COALESCE_BYTES => {
+                    held = Some(next);
+                    break;
+                }
+                Poll::Ready(Some(next)) => {
+                    len += next.len();
+                    joined
+                        .get_or_insert_with(|| {
+                            let mut buf =
+                                bytes::BytesMut::with_capacity(COALESCE_BYTES.min(len * 4));
+                            buf.extend_from_slice(&first);
+                            buf
+                        })
+                        .extend_from_slice(&next);
+                }
+                Poll::Ready(None) => ended = true,
+                Poll::Pending => break,
+            }
+        }
+        Poll::Ready(Some(joined.map_or(first, bytes::BytesMut::freeze)))
+    }))
+}
+
 /// A response body: whole, or streamed (watch).
 pub enum Body {
     /// The whole body.
@@ -222,5 +272,32 @@ pub struct NotFoundHandler;
 impl Handler for NotFoundHandler {
     async fn handle(&self, _req: ApiRequest) -> ApiResponse {
         Error::path_not_found().into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    #[tokio::test]
+    async fn coalesce_joins_what_is_ready_and_nothing_more() {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+        let mut body = coalesce(tokio_stream::wrappers::UnboundedReceiverStream::new(rx).boxed());
+        tx.send(Bytes::from_static(b"a\n")).unwrap();
+        assert_eq!(body.next().await.unwrap(), "a\n");
+        for line in ["b\n", "c\n", "d\n"] {
+            tx.send(Bytes::from(line)).unwrap();
+        }
+        assert_eq!(body.next().await.unwrap(), "b\nc\nd\n");
+        let big = Bytes::from(vec![b'x'; COALESCE_BYTES]);
+        tx.send(Bytes::from_static(b"e\n")).unwrap();
+        tx.send(big.clone()).unwrap();
+        drop(tx);
+        // Over the limit: the big chunk waits for the next turn, then the end.
+        assert_eq!(body.next().await.unwrap(), "e\n");
+        assert_eq!(body.next().await.unwrap().len(), big.len());
+        assert!(body.next().await.is_none());
+        assert!(body.next().await.is_none());
     }
 }

@@ -8,13 +8,16 @@
 //! it was sent) and waits until the dispatcher has applied it.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::{Mutex, broadcast, oneshot, watch};
+
+use crate::label_selector::Labels;
 
 use super::{Event, EventKind, EventStream, Storage, StorageError, prefix_end};
 
@@ -31,8 +34,8 @@ const FRESHNESS_TIMEOUT: Duration = Duration::from_secs(3);
 /// few parsed attributes selectors need.
 #[derive(Debug)]
 pub struct CachedObject {
-    /// The etcd key.
-    pub key: String,
+    /// The etcd key (shared with the cache's index).
+    pub key: Arc<str>,
     /// The revision of this state (for a deleted object: the delete's).
     pub revision: i64,
     /// The object's JSON as served.
@@ -42,7 +45,7 @@ pub struct CachedObject {
     /// `metadata.name`.
     pub name: String,
     /// `metadata.labels`.
-    pub labels: Map<String, Value>,
+    pub labels: Labels,
     /// Extra selectable fields the resource declares, by field path.
     pub fields: Vec<(String, String)>,
 }
@@ -148,7 +151,7 @@ pub struct ResourceCache {
 }
 
 struct CacheState {
-    objects: BTreeMap<String, Arc<CachedObject>>,
+    objects: BTreeMap<Arc<str>, Arc<CachedObject>>,
     /// The last revision applied to this cache.
     applied: i64,
     /// The ring holds every event after this revision.
@@ -192,7 +195,7 @@ impl ResourceCache {
     fn apply(&self, event: &Event) {
         let mut state = self.write();
         let revision = event.revision();
-        let prev = state.objects.get(&event.kv.key).cloned();
+        let prev = state.objects.get(event.kv.key.as_str()).cloned();
         let watch_event = match event.kind {
             EventKind::Put => {
                 let Some(object) = self.ingest(&event.kv.key, &event.kv.value, revision) else {
@@ -200,7 +203,7 @@ impl ResourceCache {
                     return;
                 };
                 let object = Arc::new(object);
-                state.objects.insert(event.kv.key.clone(), object.clone());
+                state.objects.insert(object.key.clone(), object.clone());
                 let kind = if prev.is_some() {
                     WatchEventType::Modified
                 } else {
@@ -209,7 +212,7 @@ impl ResourceCache {
                 WatchEvent::new(kind, object, prev)
             }
             EventKind::Delete => {
-                state.objects.remove(&event.kv.key);
+                state.objects.remove(event.kv.key.as_str());
                 let Some(prev) = prev else { return };
                 let Some(last) = self.ingest(&prev.key, &prev_value(&prev), revision) else {
                     return;
@@ -235,7 +238,7 @@ impl ResourceCache {
         let end = prefix_end(prefix);
         let objects = state
             .objects
-            .range(prefix.to_string()..end)
+            .range::<str, _>((Bound::Included(prefix), Bound::Excluded(end.as_str())))
             .map(|(_, o)| o.clone())
             .collect();
         Snapshot {
@@ -297,7 +300,7 @@ impl ResourceCache {
         let end = prefix_end(prefix);
         let objects = state
             .objects
-            .range(prefix.to_string()..end)
+            .range::<str, _>((Bound::Included(prefix), Bound::Excluded(end.as_str())))
             .map(|(_, o)| o.clone())
             .collect();
         (
@@ -375,7 +378,7 @@ impl Cacher {
                 .await?;
             for kv in &page.kvs {
                 if let Some(obj) = ingest(&kv.key, &kv.value, kv.mod_revision) {
-                    objects.insert(kv.key.clone(), Arc::new(obj));
+                    objects.insert(obj.key.clone(), Arc::new(obj));
                 }
             }
             match page.kvs.last() {
@@ -610,7 +613,7 @@ fn json_ingest() -> Ingest {
             bytes: serde_json::to_vec(&v).ok()?.into(),
             namespace: String::new(),
             name,
-            labels: Map::new(),
+            labels: Labels::default(),
             fields: Vec::new(),
         })
     })

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::time::{Duration, Instant};
 
 use super::load::Throughput;
-use super::target::cpu_time;
+use super::target::{cpu_time, memory};
 use super::watch::WatchResult;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -228,7 +228,15 @@ impl Table {
 pub struct CpuTable {
     /// The bench itself (`None`) and each server whose process is known.
     processes: Vec<(String, Option<u32>)>,
-    rows: Vec<(String, Duration, Vec<Option<Duration>>)>,
+    rows: Vec<CpuRow>,
+}
+
+/// One phase: its wall time and, per process, the CPU it used and the
+/// resident memory it ended with.
+struct CpuRow {
+    phase: String,
+    wall: Duration,
+    used: Vec<(Option<Duration>, Option<u64>)>,
 }
 
 /// CPU times at the start of a phase.
@@ -272,15 +280,24 @@ impl CpuTable {
             .into_iter()
             .zip(before.times)
             .map(|(after, before)| Some(after?.saturating_sub(before?)))
+            .zip(&self.processes)
+            .map(|(cpu, (_, pid))| {
+                let rss = memory(pid.unwrap_or_else(std::process::id)).map(|(rss, _)| rss);
+                (cpu, rss)
+            })
             .collect();
-        self.rows
-            .push((phase.to_string(), before.at.elapsed(), used));
+        self.rows.push(CpuRow {
+            phase: phase.to_string(),
+            wall: before.at.elapsed(),
+            used,
+        });
     }
 
     /// The table as text.
     pub fn render(&self, cores: usize) -> String {
         let mut out = format!(
-            "CPU seconds used per phase ({cores} cores: at most {cores} s per second of wall time)\n"
+            "CPU seconds used per phase ({cores} cores: at most {cores} s per second of wall time), \
+             and resident MiB at its end\n"
         );
         let mut header = format!("{:<26}{:>6}", "phase", "wall");
         for (name, _) in &self.processes {
@@ -288,15 +305,12 @@ impl CpuTable {
         }
         out.push_str(&header);
         out.push('\n');
-        for (phase, wall, used) in &self.rows {
-            let mut line = format!("{phase:<26}{:>6.1}", wall.as_secs_f64());
-            for u in used {
-                match u {
-                    Some(u) => {
-                        let _ = write!(line, "{:>18.1}", u.as_secs_f64());
-                    }
-                    None => line.push_str(&format!("{:>18}", "-")),
-                }
+        for row in &self.rows {
+            let mut line = format!("{:<26}{:>6.1}", row.phase, row.wall.as_secs_f64());
+            for (cpu, rss) in &row.used {
+                let cpu = cpu.map_or("-".to_string(), |c| format!("{:.1}", c.as_secs_f64()));
+                let rss = rss.map_or("-".to_string(), |r| format!("{:.1}", r as f64 / MIB));
+                let _ = write!(line, "{:>18}", format!("{cpu} / {rss}"));
             }
             out.push_str(&line);
             out.push('\n');
