@@ -22,6 +22,7 @@ use crate::error::Error;
 use crate::request::{ApiRequest, ApiResponse, Body, BodyStream, Handler, UserInfo};
 use crate::request_info::RequestInfo;
 use crate::tls::TlsFiles;
+use crate::watch_hub::WatchHub;
 
 /// Largest gRPC message either end accepts.
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
@@ -268,6 +269,8 @@ pub struct GrpcDelegate {
     tls: TlsFiles,
     replicas: Arc<RwLock<Vec<Replica>>>,
     next: Arc<AtomicUsize>,
+    /// Identical watches ride one watch on the next server.
+    hub: Arc<WatchHub>,
 }
 
 impl GrpcDelegate {
@@ -287,6 +290,7 @@ impl GrpcDelegate {
             tls: tls.clone(),
             replicas: Arc::default(),
             next: Arc::default(),
+            hub: Arc::default(),
         };
         delegate.set_endpoints(endpoints)?;
         Ok(delegate)
@@ -696,7 +700,7 @@ impl ResumingWatch {
 
 /// The resourceVersion of the last watch event in `chunk` (one or more
 /// newline-terminated JSON events, plain or as Table rows).
-fn last_resource_version(chunk: &[u8]) -> Option<String> {
+pub(crate) fn last_resource_version(chunk: &[u8]) -> Option<String> {
     let line = chunk
         .strip_suffix(b"\n")
         .unwrap_or(chunk)
@@ -713,6 +717,26 @@ fn last_resource_version(chunk: &[u8]) -> Option<String> {
 #[async_trait::async_trait]
 impl Handler for GrpcDelegate {
     async fn handle(&self, req: ApiRequest) -> ApiResponse {
+        if req.info.verb == "watch" {
+            return self.hub.watch(req, Arc::new(Direct(self.clone()))).await;
+        }
+        self.direct(req).await
+    }
+}
+
+/// A link that opens every watch on the next server (the hub's way there).
+struct Direct(GrpcDelegate);
+
+#[async_trait::async_trait]
+impl Handler for Direct {
+    async fn handle(&self, req: ApiRequest) -> ApiResponse {
+        self.0.direct(req).await
+    }
+}
+
+impl GrpcDelegate {
+    /// Sends a request to a replica, trying the next one while it never got there.
+    async fn direct(&self, req: ApiRequest) -> ApiResponse {
         let request = to_pb(req);
         let mut tried = Vec::new();
         let mut last_error = String::from("no replica");

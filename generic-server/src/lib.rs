@@ -39,6 +39,7 @@ pub mod table;
 pub mod tls;
 pub mod validation;
 pub mod version;
+pub mod watch_hub;
 
 #[cfg(test)]
 pub mod testing;

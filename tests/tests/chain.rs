@@ -151,3 +151,77 @@ fn footprint_of_a_cluster() {
         assert!(kib < 200 * 1024, "{server} uses {kib} KiB");
     }
 }
+
+/// Identical watches through the aggregator ride one watch on the core
+/// server; each must still see exactly the events after its own
+/// resourceVersion: those from the shared start, one joining late (replayed
+/// from the aggregator's recent events), and one from further back than the
+/// shared watch reaches (a watch of its own).
+#[test]
+fn identical_watches_each_see_the_events_after_their_own_version() {
+    let cluster = Cluster::start();
+    cluster.kubectl(&["create", "namespace", "shared"]).ok();
+    let create = |name: &str| {
+        cluster
+            .kubectl(&[
+                "create",
+                "configmap",
+                name,
+                "-n",
+                "shared",
+                "-o",
+                "jsonpath={.metadata.resourceVersion}",
+            ])
+            .ok()
+            .to_string()
+    };
+    let watch = |from: &str| {
+        cluster.kubectl_spawn(&[
+            "get",
+            "--raw",
+            &format!(
+                "/api/v1/namespaces/shared/configmaps?watch=true&resourceVersion={from}&timeoutSeconds=8"
+            ),
+        ])
+    };
+    let oldest = create("first");
+    let start = create("second");
+    let early: Vec<_> = (0..8).map(|_| watch(&start)).collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let versions: Vec<String> = (0..4).map(|i| create(&format!("cm-{i}"))).collect();
+    let late = watch(&versions[1]);
+    let older = watch(&oldest);
+    std::thread::sleep(Duration::from_millis(500));
+    create("cm-4");
+
+    let names = |child: std::process::Child| -> Vec<String> {
+        let out = child.wait_with_output().expect("kubectl output");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "watch failed: {stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                let event: serde_json::Value =
+                    serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+                assert_eq!(event["type"], "ADDED", "{l}");
+                event["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let all: Vec<String> = (0..5).map(|i| format!("cm-{i}")).collect();
+    for watcher in early {
+        assert_eq!(names(watcher), all);
+    }
+    assert_eq!(names(late), all[2..]);
+    let mut from_oldest = vec!["second".to_string()];
+    from_oldest.extend(all.iter().cloned());
+    assert_eq!(names(older), from_oldest);
+}
