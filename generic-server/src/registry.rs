@@ -422,21 +422,41 @@ impl Store {
         resource_version: Option<&str>,
     ) -> Result<Arc<CachedObject>> {
         let key = self.key(namespace, name);
-        let obj = if resource_version.is_none_or(str::is_empty) && !self.cache_is_fresh().await {
-            // The cache lags behind etcd: read the object from etcd itself.
-            let kv = self
-                .storage
-                .get(&key)
-                .await
-                .map_err(|e| storage_error(self, name, e))?;
-            kv.and_then(|kv| self.cache.ingest(&kv.key, &kv.value, kv.mod_revision))
-                .map(Arc::new)
-        } else {
-            self.cache.get(&key)
+        let obj = match resource_version.filter(|rv| !rv.is_empty()) {
+            None if !self.cache_is_fresh().await => {
+                // The cache lags behind etcd: read the object from etcd itself.
+                let kv = self
+                    .storage
+                    .get(&key)
+                    .await
+                    .map_err(|e| storage_error(self, name, e))?;
+                kv.and_then(|kv| self.cache.ingest(&kv.key, &kv.value, kv.mod_revision))
+                    .map(Arc::new)
+            }
+            None | Some("0") => self.cache.get(&key),
+            Some(rv) => {
+                // Not older than `rv`: once the cache has reached it.
+                self.caught_up(parse_rv(rv)?).await?;
+                self.cache.get(&key)
+            }
         };
         one(self
             .present(vec![obj.ok_or_else(|| self.not_found(name))?])
             .await?)
+    }
+
+    /// Waits until the cache has reached `revision`; a 504 "Too large
+    /// resource version" when it does not in time, as kube answers.
+    async fn caught_up(&self, revision: i64) -> Result<()> {
+        self.cacher.wait_for(revision).await.map_err(|_| {
+            Error::new(
+                Reason::Timeout,
+                format!(
+                    "Too large resource version: {revision}, current: {}",
+                    self.cacher.progress()
+                ),
+            )
+        })
     }
 
     /// Whether the cache caught up with etcd's current revision in time (a
@@ -533,15 +553,7 @@ impl Store {
                         .list_from_storage(&prefix, &prefix, revision, opts)
                         .await;
                 }
-                self.cacher.wait_for(revision).await.map_err(|_| {
-                    Error::new(
-                        Reason::Timeout,
-                        format!(
-                            "Too large resource version: {revision}, current: {}",
-                            self.cacher.progress()
-                        ),
-                    )
-                })?;
+                self.caught_up(revision).await?;
             }
         }
         let snapshot = self.cache.snapshot(&prefix, self.cacher.progress());
@@ -2049,6 +2061,52 @@ mod tests {
             .expect("a consistent list");
         assert_eq!(listed.items.len(), 1);
         assert_eq!(listed.revision, revision);
+    }
+
+    async fn configmap_store() -> (Arc<dyn Storage>, Store) {
+        struct Plain;
+        impl crate::strategy::Strategy for Plain {}
+        let storage: Arc<dyn Storage> = Arc::new(crate::storage::memory::MemoryStorage::default());
+        let cacher = Cacher::start(storage.clone()).await.unwrap();
+        let resource = Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain);
+        let store = Store::new(resource, cacher, Admission::default(), "/registry", None)
+            .await
+            .unwrap();
+        (storage, store)
+    }
+
+    #[tokio::test]
+    async fn a_get_from_a_resource_version_waits_for_the_cache_to_reach_it() {
+        let (storage, store) = configmap_store().await;
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}});
+        let revision = storage
+            .create(
+                "/registry/configmaps/ns/a",
+                serde_json::to_vec(&object).unwrap().into(),
+            )
+            .await
+            .unwrap();
+        let rv = revision.to_string();
+        let got = store
+            .get("ns", "a", Some(&rv))
+            .await
+            .expect("a get not older than the create");
+        assert_eq!(got.revision, revision);
+        assert_eq!(
+            store.get("ns", "a", Some("0")).await.unwrap().revision,
+            revision
+        );
+        let ahead = (revision + 100).to_string();
+        let err = store.get("ns", "a", Some(&ahead)).await.unwrap_err();
+        assert_eq!(err.code(), 504);
+        assert!(
+            err.to_string().contains("Too large resource version"),
+            "{err}"
+        );
+        assert_eq!(
+            store.get("ns", "a", Some("x")).await.unwrap_err().code(),
+            400
+        );
     }
 
     #[test]

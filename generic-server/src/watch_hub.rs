@@ -23,8 +23,9 @@ use crate::request::{ApiRequest, ApiResponse, Body, BodyStream, Handler};
 
 /// Event lines kept per shared watch for watchers that join from the past.
 const RING_LINES: usize = 1024;
-/// Event lines buffered per watcher before a slow one is ended.
-const BUFFERED_LINES: usize = 4096;
+/// Event lines buffered per watcher before a slow one is ended (allocated
+/// up front for each shared watch: about 40 KiB).
+const BUFFERED_LINES: usize = 512;
 
 /// One event line of a shared watch.
 #[derive(Clone, Debug)]

@@ -222,6 +222,34 @@ fn bad_requests_get_statuses_and_change_nothing() {
         "MethodNotAllowed",
     );
 
+    // A read "not older than" a resourceVersion the cluster has not reached
+    // waits for it, then answers 504 as kube does; one it has reached is served.
+    let rv = before["metadata"]["resourceVersion"].as_str().unwrap();
+    let read = |path: &str| request(&cluster, "GET", path, "application/json", b"");
+    let too_large = read(&format!("{item}?resourceVersion=999999999"));
+    assert_status(&too_large, 504, "Timeout");
+    assert!(
+        too_large.1["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Too large resource version: 999999999"),
+        "{}",
+        too_large.1
+    );
+    assert_status(
+        &read(&format!("{collection}?resourceVersion=999999999")),
+        504,
+        "Timeout",
+    );
+    assert_status(
+        &read(&format!("{item}?resourceVersion=abc")),
+        400,
+        "BadRequest",
+    );
+    let current = read(&format!("{item}?resourceVersion={rv}"));
+    assert_eq!(current.0, 200, "{}", current.1);
+    assert_eq!(current.1["metadata"]["resourceVersion"], rv);
+
     let after = cluster
         .kubectl(&["get", "cm", "precious", "-o", "json"])
         .json();
