@@ -178,6 +178,9 @@ pub struct Store {
     admission: Admission,
     patch_schema: Option<PatchSchema>,
     converter: Option<Arc<dyn Converter>>,
+    /// Field selector labels in the stored resource's terms, when this
+    /// store is a view of another resource's storage.
+    field_label: Option<fn(&str) -> String>,
 }
 
 /// Converts objects between the versions of a resource whose versions share
@@ -314,6 +317,7 @@ impl Store {
         patch_schema: Option<PatchSchema>,
     ) -> Result<Store> {
         let prefix = resource.key_prefix(etcd_root);
+        let shared = resource.strategy.shared_storage();
         let strategy = resource.strategy.clone();
         let fields = Arc::new(move |obj: &Value| {
             strategy
@@ -326,7 +330,7 @@ impl Store {
             .register(&prefix, ingest_with(fields))
             .await
             .map_err(|e| Error::unavailable(e.to_string()))?;
-        Ok(Store {
+        let store = Store {
             storage: cacher.storage().clone(),
             resource,
             cacher,
@@ -335,7 +339,31 @@ impl Store {
             admission,
             patch_schema,
             converter: None,
+            field_label: None,
+        };
+        Ok(match shared {
+            Some(shared) => Store {
+                field_label: Some(shared.field_label),
+                ..store.with_converter(shared.converter)
+            },
+            None => store,
         })
+    }
+
+    /// List options in the stored resource's terms (its field labels).
+    fn storage_options<'a>(&self, opts: &'a ListOptions) -> std::borrow::Cow<'a, ListOptions> {
+        let (Some(label), Some(_)) = (self.field_label, &opts.fields) else {
+            return std::borrow::Cow::Borrowed(opts);
+        };
+        let mut opts = opts.clone();
+        for requirement in opts
+            .fields
+            .iter_mut()
+            .flat_map(|f| f.requirements.iter_mut())
+        {
+            requirement.field = label(&requirement.field);
+        }
+        std::borrow::Cow::Owned(opts)
     }
 
     /// Serves a version other than the stored one through a converter.
@@ -525,6 +553,7 @@ impl Store {
     /// Lists objects, from the cache unless an exact or paged read needs etcd.
     pub async fn list(&self, namespace: &str, opts: &ListOptions) -> Result<ListResult> {
         self.check_selectors(opts)?;
+        let opts = &*self.storage_options(opts);
         let prefix = self.list_prefix(namespace);
         if let Some(token) = &opts.continue_token {
             let (revision, start) = decode_continue(token)?;
@@ -650,6 +679,7 @@ impl Store {
         encode: WatchEncoder,
     ) -> Result<BodyStream> {
         self.check_selectors(&opts)?;
+        let opts = self.storage_options(&opts).into_owned();
         let prefix = self.list_prefix(namespace);
         let rv = opts.resource_version.clone().unwrap_or_default();
         let initial = opts
@@ -696,6 +726,7 @@ impl Store {
                 .converter
                 .clone()
                 .map(|c| (c, self.resource.api_version())),
+            stored_terms: self.field_label.is_some(),
         };
         tokio::spawn(watcher.run(replay, live, history));
         Ok(tokio_stream::wrappers::ReceiverStream::new(rx).boxed())
@@ -1796,6 +1827,8 @@ struct Watcher {
     cacher: Arc<Cacher>,
     send_initial_end: Option<i64>,
     converter: Option<(Arc<dyn Converter>, String)>,
+    /// Selectors are in the stored resource's terms (a view of its storage).
+    stored_terms: bool,
 }
 
 /// How often bookmarks are sent to watchers that allow them.
@@ -1812,8 +1845,16 @@ impl Watcher {
     /// Sends an event if it concerns this watcher; false when the client is gone.
     async fn forward(&self, event: &WatchEvent) -> bool {
         let Some((converter, version)) = &self.converter else {
-            return self.forward_served(event).await;
+            return self.forward_served(event, None).await;
         };
+        // A view of another resource's storage selects in the stored terms.
+        let matched = self.stored_terms.then(|| {
+            let now = self.matches(&event.object);
+            (event.prev.as_ref().is_some_and(|p| self.matches(p)), now)
+        });
+        if matched == Some((false, false)) {
+            return true;
+        }
         let mut objects = vec![event.object.clone()];
         objects.extend(event.prev.clone());
         let Ok(mut converted) =
@@ -1823,14 +1864,17 @@ impl Watcher {
         };
         let object = converted.remove(0);
         let prev = converted.pop();
-        self.forward_served(&WatchEvent::new(event.kind, object, prev))
+        self.forward_served(&WatchEvent::new(event.kind, object, prev), matched)
             .await
     }
 
-    /// Sends an event already in the watcher's version.
-    async fn forward_served(&self, event: &WatchEvent) -> bool {
-        let now = self.matches(&event.object);
-        let before = event.prev.as_ref().is_some_and(|p| self.matches(p));
+    /// Sends an event already in the watcher's version; `matched` tells
+    /// whether its previous and new states match, when already known.
+    async fn forward_served(&self, event: &WatchEvent, matched: Option<(bool, bool)>) -> bool {
+        let (before, now) = matched.unwrap_or_else(|| {
+            let now = self.matches(&event.object);
+            (event.prev.as_ref().is_some_and(|p| self.matches(p)), now)
+        });
         let object = &event.object;
         let item = match (event.kind, before, now) {
             (WatchEventType::Deleted, false, false) | (_, false, false) => return true,

@@ -331,10 +331,14 @@ impl Resource {
     /// The etcd key prefix of its objects, ending in `/`:
     /// `/registry/<resource>/` for core, `/registry/<group>/<resource>/` otherwise.
     pub fn key_prefix(&self, root: &str) -> String {
-        if self.group.is_empty() {
-            format!("{root}/{}/", self.plural)
+        let (group, plural) = match self.strategy.shared_storage() {
+            Some(shared) => (shared.group, shared.plural),
+            None => (self.group.as_str(), self.plural.as_str()),
+        };
+        if group.is_empty() {
+            format!("{root}/{plural}/")
         } else {
-            format!("{root}/{}/{}/", self.group, self.plural)
+            format!("{root}/{group}/{plural}/")
         }
     }
 }

@@ -4,11 +4,28 @@
 //! may not set, validation, table columns and selectable fields. Everything
 //! else (keys, conflicts, metadata, watch, selectors) is the store's job.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::error::{FieldError, Result};
 use crate::table::{self, Column};
 use crate::validation::NameRule;
+
+/// Another resource's storage that a resource serves in its own shape, as
+/// events.k8s.io/v1 Events are the core v1 Events read and written through
+/// a conversion: one set of etcd keys, one cache.
+#[derive(Clone)]
+pub struct SharedStorage {
+    /// The group of the resource whose keys are used.
+    pub group: &'static str,
+    /// That resource's plural.
+    pub plural: &'static str,
+    /// Converts objects between the stored shape and this resource's.
+    pub converter: Arc<dyn crate::registry::Converter>,
+    /// A field selector label of this resource, as the stored resource names it.
+    pub field_label: fn(&str) -> String,
+}
 
 /// A resource's own rules. Every method has a neutral default.
 pub trait Strategy: Send + Sync + 'static {
@@ -101,6 +118,12 @@ pub trait Strategy: Send + Sync + 'static {
     /// The value of a selectable field; by default the string at its path.
     fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         string_at(obj, field)
+    }
+
+    /// The storage of another resource this one is a view of; by default
+    /// its own keys.
+    fn shared_storage(&self) -> Option<SharedStorage> {
+        None
     }
 }
 

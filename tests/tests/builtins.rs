@@ -1212,17 +1212,94 @@ fn scale_rollout_set_image_diff_describe_explain() {
             .ends_with("deployment-controller Scaled up replica set web-abc to 5"),
         "{scaled:?}"
     );
-    // KNOWN GAP: events.k8s.io/v1 Events and core v1 Events are stored
-    // apart (/registry/events.k8s.io/events vs /registry/events); in kube
-    // they are one resource seen through two APIs, so describe (which lists
-    // core v1 events) shows the "RolledOut" events.k8s.io Event, and each API
-    // reads the other's Events converted (note<->message,
-    // regarding<->involvedObject, deprecatedSource<->source). The assertions
-    // on the RolledOut row and on reading each Event through the other API
-    // are removed until the two share storage.
+    // events.k8s.io/v1 Events and core v1 Events are one resource seen
+    // through two APIs, as in kube: describe (which lists core v1 events)
+    // shows the RolledOut event, and each API reads the other's converted.
+    let rolled = row("RolledOut").unwrap_or_else(|| panic!("events.k8s.io event missing:\n{text}"));
+    assert_eq!(rolled[0], "Warning");
     assert!(
-        get(&cluster, &["events.v1.events.k8s.io", "web.rolled"])["note"]
-            == "Rolled out the new template"
+        rolled.join(" ").ends_with("Rolled out the new template"),
+        "{rolled:?}"
+    );
+    let as_core = get(&cluster, &["events", "web.rolled"]);
+    assert_eq!(as_core["apiVersion"], "v1");
+    assert_eq!(as_core["message"], "Rolled out the new template");
+    assert_eq!(as_core["involvedObject"]["name"], "web");
+    assert_eq!(as_core["reportingComponent"], "e2e.example.com/tester");
+    let as_events = get(&cluster, &["events.v1.events.k8s.io", "web.scaled"]);
+    assert_eq!(as_events["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(as_events["note"], "Scaled up replica set web-abc to 5");
+    assert_eq!(as_events["regarding"]["kind"], "Deployment");
+    assert_eq!(
+        as_events["deprecatedSource"]["component"],
+        "deployment-controller"
+    );
+    assert_eq!(as_events["deprecatedCount"], 1);
+    assert!(as_events.get("message").is_none(), "{as_events}");
+    assert_eq!(
+        get(&cluster, &["events.v1.events.k8s.io", "web.rolled"])["note"],
+        "Rolled out the new template"
+    );
+    // Field selectors in each API's own terms.
+    let selected = cluster
+        .kubectl(&[
+            "get",
+            "events.v1.events.k8s.io",
+            "--field-selector",
+            "regarding.name=web,reportingController=e2e.example.com/tester",
+            "-o",
+            "name",
+        ])
+        .ok()
+        .to_string();
+    assert_eq!(selected.trim(), "event.events.k8s.io/web.rolled");
+    let selected = cluster
+        .kubectl(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=web,reason=RolledOut",
+            "-o",
+            "name",
+        ])
+        .ok()
+        .to_string();
+    assert_eq!(selected.trim(), "event/web.rolled");
+    // A watch through events.k8s.io selects in its terms and sends its shape.
+    cluster
+        .kubectl_stdin(
+            &["create", "-f", "-"],
+            "apiVersion: v1\nkind: Event\nmetadata: {name: other.scaled}\ninvolvedObject: {kind: Deployment, name: other, namespace: default}\nreason: ScalingReplicaSet\nmessage: elsewhere\ntype: Normal\n",
+        )
+        .ok();
+    let watched = cluster
+        .kubectl(&[
+            "get",
+            "--raw",
+            "/apis/events.k8s.io/v1/namespaces/default/events?watch=true&fieldSelector=regarding.name%3Dweb&timeoutSeconds=2",
+        ])
+        .ok()
+        .to_string();
+    let mut names: Vec<String> = watched
+        .lines()
+        .map(|l| {
+            let event: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            assert_eq!(event["object"]["apiVersion"], "events.k8s.io/v1", "{l}");
+            assert!(event["object"]["note"].is_string(), "{l}");
+            event["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names, ["web.rolled", "web.scaled"], "{watched}");
+    // One storage: kube's key for both.
+    assert!(
+        cluster
+            .etcdctl(&["get", "/registry/events/default/web.rolled", "--keys-only"])
+            .ok()
+            .contains("web.rolled")
     );
 
     // describe of another kind.

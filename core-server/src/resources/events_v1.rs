@@ -1,9 +1,14 @@
-//! events.k8s.io/v1 Events. In kube these are the core v1 Events seen
-//! through another version (one storage); here they are their own resource
-//! with their own etcd keys. They print as core Events do.
+//! events.k8s.io/v1 Events: the core v1 Events seen through another shape,
+//! as in kube. One storage (`/registry/events/`) and one cache serve both;
+//! this resource converts on the way in and out (`involvedObject` is
+//! `regarding`, `message` is `note`, the older fields are `deprecated*`).
+//! They print as core Events do.
 
-use generic_server::error::FieldError;
-use generic_server::strategy::{Strategy, string_at};
+use std::sync::Arc;
+
+use generic_server::error::{FieldError, Result};
+use generic_server::registry::Converter;
+use generic_server::strategy::{SharedStorage, Strategy, string_at};
 use generic_server::table::Column;
 use generic_server::validation;
 use serde_json::{Value, json};
@@ -18,6 +23,62 @@ const NOTE_LIMIT: usize = 1024;
 
 /// The rules of `events.k8s.io/v1/Event`.
 pub struct EventsV1Strategy;
+
+/// Fields named differently in core v1 and events.k8s.io/v1 (the rest,
+/// metadata included, are the same).
+const RENAMED: &[(&str, &str)] = &[
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("reportingComponent", "reportingController"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+];
+
+/// Converts Events between the stored core v1 shape and events.k8s.io/v1.
+struct EventsConverter;
+
+#[async_trait::async_trait]
+impl Converter for EventsConverter {
+    fn storage_version(&self) -> String {
+        "v1".into()
+    }
+
+    async fn convert(&self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>> {
+        let to_events = api_version == "events.k8s.io/v1";
+        Ok(objects
+            .into_iter()
+            .map(|mut obj| {
+                if let Some(map) = obj.as_object_mut() {
+                    for (core, events) in RENAMED {
+                        let (from, to) = if to_events {
+                            (core, events)
+                        } else {
+                            (events, core)
+                        };
+                        if let Some(value) = map.remove(*from) {
+                            map.insert(to.to_string(), value);
+                        }
+                    }
+                    map.insert("apiVersion".into(), json!(api_version));
+                }
+                obj
+            })
+            .collect())
+    }
+}
+
+/// A field selector label of events.k8s.io/v1 as core v1 names it.
+fn core_field_label(label: &str) -> String {
+    if let Some(rest) = label.strip_prefix("regarding.") {
+        return format!("involvedObject.{rest}");
+    }
+    match label {
+        "reportingController" => "reportingComponent".into(),
+        other => other.into(),
+    }
+}
 
 /// The same event in core v1 terms, for the printer.
 fn as_core(obj: &Value) -> Value {
@@ -58,6 +119,15 @@ fn length(obj: &Value, field: &str, limit: usize, errs: &mut Vec<FieldError>) {
 impl Strategy for EventsV1Strategy {
     fn allow_create_on_update(&self) -> bool {
         true
+    }
+
+    fn shared_storage(&self) -> Option<SharedStorage> {
+        Some(SharedStorage {
+            group: "",
+            plural: "events",
+            converter: Arc::new(EventsConverter),
+            field_label: core_field_label,
+        })
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
@@ -174,6 +244,36 @@ impl Strategy for EventsV1Strategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn core_events_and_events_v1_convert_both_ways() {
+        let core = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "Pulled", "message": "pulled the image",
+            "source": {"component": "kubelet", "host": "n1"}, "firstTimestamp": "2024-01-01T00:00:00Z",
+            "lastTimestamp": "2024-01-01T00:00:01Z", "count": 2, "type": "Normal", "reportingComponent": "kubelet",
+            "reportingInstance": "n1", "eventTime": null});
+        let converted = EventsConverter
+            .convert(vec![core.clone()], "events.k8s.io/v1")
+            .await
+            .unwrap();
+        let v1 = &converted[0];
+        assert_eq!(v1["apiVersion"], "events.k8s.io/v1");
+        assert_eq!(v1["regarding"]["name"], "p");
+        assert_eq!(v1["note"], "pulled the image");
+        assert_eq!(v1["reportingController"], "kubelet");
+        assert_eq!(v1["deprecatedSource"]["host"], "n1");
+        assert_eq!(v1["deprecatedCount"], 2);
+        assert_eq!(v1["deprecatedLastTimestamp"], "2024-01-01T00:00:01Z");
+        assert!(v1.get("involvedObject").is_none() && v1.get("message").is_none());
+        let back = EventsConverter.convert(converted, "v1").await.unwrap();
+        assert_eq!(back[0], core);
+        assert_eq!(core_field_label("regarding.uid"), "involvedObject.uid");
+        assert_eq!(
+            core_field_label("reportingController"),
+            "reportingComponent"
+        );
+        assert_eq!(core_field_label("metadata.name"), "metadata.name");
+    }
 
     #[test]
     fn validation_and_row() {
