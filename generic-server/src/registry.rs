@@ -2076,24 +2076,11 @@ mod tests {
 
     #[tokio::test]
     async fn consistent_reads_fall_back_to_etcd_when_the_cache_lags() {
-        struct Plain;
-        impl crate::strategy::Strategy for Plain {}
         let ahead = Arc::new(Ahead::default());
         let storage: Arc<dyn Storage> = ahead.clone();
-        let cacher = Cacher::start(storage.clone()).await.unwrap();
-        let resource = Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain);
-        let store = Store::new(resource, cacher, Admission::default(), "/registry", None)
-            .await
-            .unwrap();
-        let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}});
+        let store = configmap_store(storage.clone()).await;
         ahead.1.store(1_000, std::sync::atomic::Ordering::Relaxed);
-        let revision = storage
-            .create(
-                "/registry/configmaps/ns/a",
-                serde_json::to_vec(&object).unwrap().into(),
-            )
-            .await
-            .unwrap();
+        let revision = create_configmap_a(&storage).await;
 
         let got = store.get("ns", "a", None).await.expect("a consistent get");
         assert_eq!(got.name, "a");
@@ -2107,29 +2094,34 @@ mod tests {
         assert_eq!(listed.revision, revision);
     }
 
-    async fn configmap_store() -> (Arc<dyn Storage>, Store) {
-        struct Plain;
-        impl crate::strategy::Strategy for Plain {}
-        let storage: Arc<dyn Storage> = Arc::new(crate::storage::memory::MemoryStorage::default());
-        let cacher = Cacher::start(storage.clone()).await.unwrap();
-        let resource = Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain);
-        let store = Store::new(resource, cacher, Admission::default(), "/registry", None)
-            .await
-            .unwrap();
-        (storage, store)
-    }
-
-    #[tokio::test]
-    async fn a_get_from_a_resource_version_waits_for_the_cache_to_reach_it() {
-        let (storage, store) = configmap_store().await;
+    /// Stores configmap `ns/a` straight into `storage`; its revision.
+    async fn create_configmap_a(storage: &Arc<dyn Storage>) -> i64 {
         let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}});
-        let revision = storage
+        storage
             .create(
                 "/registry/configmaps/ns/a",
                 serde_json::to_vec(&object).unwrap().into(),
             )
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    /// A configmap store over `storage`, its cache started.
+    async fn configmap_store(storage: Arc<dyn Storage>) -> Store {
+        struct Plain;
+        impl crate::strategy::Strategy for Plain {}
+        let cacher = Cacher::start(storage).await.unwrap();
+        let resource = Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain);
+        Store::new(resource, cacher, Admission::default(), "/registry", None)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_get_from_a_resource_version_waits_for_the_cache_to_reach_it() {
+        let storage: Arc<dyn Storage> = Arc::new(crate::storage::memory::MemoryStorage::default());
+        let store = configmap_store(storage.clone()).await;
+        let revision = create_configmap_a(&storage).await;
         let rv = revision.to_string();
         let got = store
             .get("ns", "a", Some(&rv))
