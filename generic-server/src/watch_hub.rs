@@ -21,11 +21,14 @@ use tokio::sync::{broadcast, oneshot, watch};
 
 use crate::request::{ApiRequest, ApiResponse, Body, BodyStream, Handler};
 
-/// Event lines kept per shared watch for watchers that join from the past.
+/// Event lines kept per shared watch for watchers that join from the past,
+/// at most this many and this many bytes (a thousand agents each with a
+/// watch of its own, say kubelets' pods on their node, keep little each).
 const RING_LINES: usize = 1024;
+const RING_BYTES: usize = 64 * 1024;
 /// Event lines buffered per watcher before a slow one is ended (allocated
-/// up front for each shared watch: about 40 KiB).
-const BUFFERED_LINES: usize = 512;
+/// up front for each shared watch: about 10 KiB).
+const BUFFERED_LINES: usize = 128;
 
 /// One event line of a shared watch.
 #[derive(Clone, Debug)]
@@ -98,6 +101,8 @@ struct Shared {
 struct State {
     /// The last event lines, oldest first.
     ring: VecDeque<Line>,
+    /// Their bytes.
+    ring_bytes: usize,
     /// The ring holds every event after this resourceVersion.
     ring_start: u64,
     /// The resourceVersion of the last event passed on.
@@ -161,12 +166,15 @@ impl Shared {
                 bytes,
             };
             state.last = state.last.max(revision);
-            if state.ring.len() == RING_LINES {
-                if let Some(old) = state.ring.pop_front() {
-                    state.ring_start = old.revision;
-                }
-            }
+            state.ring_bytes += line.bytes.len();
             state.ring.push_back(line.clone());
+            while state.ring.len() > RING_LINES || state.ring_bytes > RING_BYTES {
+                let Some(old) = state.ring.pop_front() else {
+                    break;
+                };
+                state.ring_bytes -= old.bytes.len();
+                state.ring_start = old.revision;
+            }
             if let Some(sender) = &state.sender {
                 let _ = sender.send(line);
             }
@@ -208,6 +216,7 @@ impl WatchHub {
                         head: head_rx,
                         state: Mutex::new(State {
                             ring: VecDeque::new(),
+                            ring_bytes: 0,
                             ring_start: share.after,
                             last: share.after,
                             sender: Some(sender),
@@ -555,6 +564,26 @@ mod tests {
         }
         // The first opened for all; the others, refused, asked on their own.
         assert_eq!(next.queries().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn the_replay_is_bounded_in_bytes() {
+        let (hub, next) = (WatchHub::default(), Arc::new(Next::default()));
+        let mut a = open(&hub, &next, "watch=true&resourceVersion=5").await;
+        let padding = "x".repeat(RING_BYTES);
+        let big = format!(
+            "{{\"type\":\"ADDED\",\"object\":{{\"metadata\":{{\"resourceVersion\":\"6\"}},\"data\":\"{padding}\"}}}}\n"
+        );
+        next.opened.lock().unwrap()[0].1.send(big.into()).unwrap();
+        next.send(0, &[7]);
+        assert_eq!(receive(&mut a, 2).await, [6, 7]);
+        // The big event no longer fits: from before it, a watch of its own.
+        let _b = open(&hub, &next, "watch=true&resourceVersion=5").await;
+        assert_eq!(next.queries().len(), 2);
+        let mut c = open(&hub, &next, "watch=true&resourceVersion=6").await;
+        next.send(0, &[8]);
+        assert_eq!(receive(&mut c, 2).await, [7, 8]);
+        assert_eq!(next.queries().len(), 2);
     }
 
     #[tokio::test]
