@@ -312,6 +312,96 @@ fn namespaces_secrets_and_cascading_deletion() {
             .err()
             .contains("namespaces \"default\" is forbidden: this namespace may not be deleted")
     );
+
+    // A namespace whose content carries finalizers stays Terminating and
+    // says why in its conditions, in kube's words.
+    cluster.kubectl(&["create", "namespace", "stuck"]).ok();
+    let held = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, namespace: stuck, finalizers: [example.com/hold]}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: held, namespace: stuck, finalizers: [example.com/hold]}\nrules: []\n";
+    cluster.kubectl_stdin(&["apply", "-f", "-"], held).ok();
+    cluster
+        .kubectl(&["create", "secret", "generic", "loose", "-n", "stuck"])
+        .ok();
+    cluster
+        .kubectl(&["delete", "namespace", "stuck", "--wait=false"])
+        .ok();
+    let condition = |ns: &Value, kind: &str| {
+        ns["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == kind).cloned())
+    };
+    let mut ns = Value::Null;
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            ns = cluster
+                .kubectl(&["get", "ns", "stuck", "-o", "json"])
+                .json();
+            condition(&ns, "NamespaceFinalizersRemaining").is_some_and(|c| c["status"] == "True")
+        }),
+        "no NamespaceFinalizersRemaining condition: {ns}"
+    );
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    let remaining = condition(&ns, "NamespaceContentRemaining").expect("content condition");
+    assert_eq!(remaining["status"], "True");
+    assert_eq!(remaining["reason"], "SomeResourcesRemain");
+    assert_eq!(
+        remaining["message"],
+        "Some resources are remaining: configmaps. has 1 resource instances, roles.rbac.authorization.k8s.io has 1 resource instances"
+    );
+    let finalizers = condition(&ns, "NamespaceFinalizersRemaining").expect("finalizer condition");
+    assert_eq!(finalizers["reason"], "SomeFinalizersRemain");
+    assert_eq!(
+        finalizers["message"],
+        "Some content in the namespace has finalizers remaining: example.com/hold in 2 resource instances"
+    );
+    for (kind, reason) in [
+        ("NamespaceDeletionDiscoveryFailure", "ResourcesDiscovered"),
+        (
+            "NamespaceDeletionGroupVersionParsingFailure",
+            "ParsedGroupVersions",
+        ),
+        ("NamespaceDeletionContentFailure", "ContentDeleted"),
+    ] {
+        let c = condition(&ns, kind).unwrap_or_else(|| panic!("no {kind}: {ns}"));
+        assert_eq!(
+            (c["status"].as_str(), c["reason"].as_str()),
+            (Some("False"), Some(reason))
+        );
+    }
+    // What has no finalizer is gone; what has one is marked for deletion.
+    assert!(
+        cluster
+            .kubectl(&["get", "secret", "loose", "-n", "stuck"])
+            .err()
+            .contains("NotFound")
+    );
+    let cm = cluster
+        .kubectl(&["get", "cm", "held", "-n", "stuck", "-o", "json"])
+        .json();
+    assert!(cm["metadata"]["deletionTimestamp"].is_string(), "{cm}");
+    let described = cluster.kubectl(&["describe", "namespace", "stuck"]);
+    assert!(
+        described.ok().contains("SomeFinalizersRemain"),
+        "{}",
+        described.stdout
+    );
+    // Once the finalizers are released the namespace goes away.
+    for what in ["configmap/held", "role/held"] {
+        cluster
+            .kubectl(&[
+                "patch",
+                what,
+                "-n",
+                "stuck",
+                "--type=merge",
+                "-p",
+                r#"{"metadata":{"finalizers":null}}"#,
+            ])
+            .ok();
+    }
+    assert!(eventually(Duration::from_secs(20), || cluster
+        .kubectl(&["get", "ns", "stuck"])
+        .stderr
+        .contains("NotFound")));
 }
 
 #[test]

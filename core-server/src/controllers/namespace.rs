@@ -1,9 +1,11 @@
 //! The namespace controller: empties a Terminating namespace of everything
 //! namespaced that discovery lists (built-ins, custom resources, anything a
 //! delegate serves), then removes the `kubernetes` finalizer so the
-//! namespace goes away.
+//! namespace goes away. While content remains it says why in the
+//! namespace's status conditions, as kube's namespace controller does, so
+//! `kubectl describe namespace` shows what a stuck namespace waits for.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +13,7 @@ use actix::prelude::*;
 use generic_server::discovery::Discovery;
 use generic_server::error::Reason;
 use generic_server::loopback::Loopback;
+use generic_server::registry::now_rfc3339;
 use generic_server::resource::group_version_path;
 use serde_json::{Value, json};
 
@@ -115,11 +118,19 @@ impl Handler<Finished> for NamespaceController {
     }
 }
 
+/// A namespaced collection that content is deleted from.
+struct Collection {
+    /// Its path in the namespace.
+    path: String,
+    /// `<plural>.<group>`, as kube names it in conditions.
+    label: String,
+}
+
 /// Every namespaced resource that supports deletecollection, preferred
-/// version of each group, as collection paths in `namespace`.
-fn collections(discovery: &Discovery, namespace: &str) -> Vec<String> {
+/// version of each group, in `namespace`.
+fn collections(discovery: &Discovery, namespace: &str) -> Vec<Collection> {
     let docs = discovery.documents();
-    let mut paths = Vec::new();
+    let mut collections = Vec::new();
     for group in &docs.groups {
         let name = group
             .pointer("/metadata/name")
@@ -142,46 +153,238 @@ fn collections(discovery: &Discovery, namespace: &str) -> Vec<String> {
                 .unwrap_or_default();
             if r["scope"] == "Namespaced" && verbs.iter().any(|v| v == "deletecollection") {
                 let plural = r["resource"].as_str().unwrap_or_default();
-                paths.push(format!(
-                    "{}/namespaces/{namespace}/{plural}",
-                    group_version_path(name, v)
-                ));
+                collections.push(Collection {
+                    path: format!(
+                        "{}/namespaces/{namespace}/{plural}",
+                        group_version_path(name, v)
+                    ),
+                    label: format!("{plural}.{name}"),
+                });
             }
         }
     }
-    paths
+    collections
 }
 
-/// Deletes the namespace's content; finalizes it once nothing is left.
+/// What one pass over a namespace's content found.
+#[derive(Debug, Default)]
+struct Content {
+    /// Why not every server's resources are known, if they are not.
+    discovery_failure: Option<String>,
+    /// Collections whose deletion failed, with why.
+    delete_failures: Vec<String>,
+    /// Objects left, by `<plural>.<group>`.
+    remaining: BTreeMap<String, usize>,
+    /// Objects left, by finalizer they carry.
+    finalizers: BTreeMap<String, usize>,
+}
+
+impl Content {
+    /// Whether the namespace may be finalized.
+    fn gone(&self) -> bool {
+        self.discovery_failure.is_none()
+            && self.delete_failures.is_empty()
+            && self.remaining.is_empty()
+    }
+
+    /// The status conditions kube's namespace controller keeps, as they
+    /// stand after this pass (type, failing, reason, message).
+    fn conditions(&self) -> [(&'static str, bool, &'static str, String); 5] {
+        let counts = |counts: &BTreeMap<String, usize>, verb: &str| {
+            let mut parts: Vec<String> = counts
+                .iter()
+                .map(|(what, n)| format!("{what} {verb} {n} resource instances"))
+                .collect();
+            parts.sort();
+            parts.join(", ")
+        };
+        let mut failures = self.delete_failures.clone();
+        failures.sort();
+        [
+            match &self.discovery_failure {
+                Some(why) => (
+                    "NamespaceDeletionDiscoveryFailure",
+                    true,
+                    "DiscoveryFailed",
+                    why.clone(),
+                ),
+                None => (
+                    "NamespaceDeletionDiscoveryFailure",
+                    false,
+                    "ResourcesDiscovered",
+                    "All resources successfully discovered".into(),
+                ),
+            },
+            (
+                "NamespaceDeletionGroupVersionParsingFailure",
+                false,
+                "ParsedGroupVersions",
+                "All legacy kube types successfully parsed".into(),
+            ),
+            if failures.is_empty() {
+                (
+                    "NamespaceDeletionContentFailure",
+                    false,
+                    "ContentDeleted",
+                    "All content successfully deleted, may be waiting on finalization".into(),
+                )
+            } else {
+                (
+                    "NamespaceDeletionContentFailure",
+                    true,
+                    "ContentDeletionFailed",
+                    format!(
+                        "Failed to delete all resource types, {} remaining: {}",
+                        failures.len(),
+                        failures.join(", ")
+                    ),
+                )
+            },
+            if self.remaining.is_empty() {
+                (
+                    "NamespaceContentRemaining",
+                    false,
+                    "ContentRemoved",
+                    "All content successfully removed".into(),
+                )
+            } else {
+                (
+                    "NamespaceContentRemaining",
+                    true,
+                    "SomeResourcesRemain",
+                    format!(
+                        "Some resources are remaining: {}",
+                        counts(&self.remaining, "has")
+                    ),
+                )
+            },
+            if self.finalizers.is_empty() {
+                (
+                    "NamespaceFinalizersRemaining",
+                    false,
+                    "ContentHasNoFinalizers",
+                    "All content-preserving finalizers finished".into(),
+                )
+            } else {
+                (
+                    "NamespaceFinalizersRemaining",
+                    true,
+                    "SomeFinalizersRemain",
+                    format!(
+                        "Some content in the namespace has finalizers remaining: {}",
+                        counts(&self.finalizers, "in")
+                    ),
+                )
+            },
+        ]
+    }
+
+    /// Writes the conditions into a namespace's status, keeping each
+    /// condition's transition time unless its status flips; whether
+    /// anything changed.
+    fn update_status(&self, ns: &mut Value, now: &str) -> bool {
+        let mut conditions = ns
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut changed = false;
+        for (kind, failing, reason, message) in self.conditions() {
+            let status = if failing { "True" } else { "False" };
+            let fresh = json!({"type": kind, "status": status, "lastTransitionTime": now, "reason": reason, "message": message});
+            match conditions.iter_mut().find(|c| c["type"] == kind) {
+                None => {
+                    conditions.push(fresh);
+                    changed = true;
+                }
+                Some(old)
+                    if old["status"] != status
+                        || old["reason"] != reason
+                        || old["message"] != message.as_str() =>
+                {
+                    if old["status"] != status {
+                        old["lastTransitionTime"] = json!(now);
+                    }
+                    old["status"] = json!(status);
+                    old["reason"] = json!(reason);
+                    old["message"] = json!(message);
+                    changed = true;
+                }
+                Some(_) => {}
+            }
+        }
+        if changed {
+            ns["status"]["conditions"] = json!(conditions);
+        }
+        changed
+    }
+}
+
+/// Deletes the namespace's content and counts what is left.
+async fn delete_content(client: &Loopback, discovery: &Discovery, name: &str) -> Content {
+    let mut content = Content::default();
+    if !discovery.delegates_known() {
+        content.discovery_failure =
+            Some("Discovery failed for some groups: the resources of the servers behind this one are not known yet".into());
+    }
+    let collections = collections(discovery, name);
+    for c in &collections {
+        match client.delete(&c.path).await {
+            Ok(_) => {}
+            Err(e) if matches!(e.reason(), Reason::NotFound | Reason::MethodNotAllowed) => {}
+            Err(e) => content.delete_failures.push(format!("{}: {e}", c.label)),
+        }
+    }
+    for c in &collections {
+        let list = match client.get(&c.path).await {
+            Ok(list) => list,
+            Err(e) if e.reason() == Reason::NotFound => continue,
+            Err(e) => {
+                content.delete_failures.push(format!("{}: {e}", c.label));
+                continue;
+            }
+        };
+        let items = list
+            .get("items")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if items.is_empty() {
+            continue;
+        }
+        content.remaining.insert(c.label.clone(), items.len());
+        for finalizer in items
+            .iter()
+            .filter_map(|i| i.pointer("/metadata/finalizers").and_then(Value::as_array))
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            *content.finalizers.entry(finalizer.to_string()).or_default() += 1;
+        }
+    }
+    content
+}
+
+/// Deletes the namespace's content and reports on it in the namespace's
+/// status; finalizes the namespace once nothing is left.
 async fn finalize(
     client: &Loopback,
     discovery: &Discovery,
     name: &str,
 ) -> generic_server::Result<bool> {
-    let paths = collections(discovery, name);
-    for path in &paths {
-        match client.delete(path).await {
-            Ok(_) => {}
-            Err(e) if matches!(e.reason(), Reason::NotFound | Reason::MethodNotAllowed) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    for path in &paths {
-        let list = match client.get(path).await {
-            Ok(list) => list,
-            Err(e) if e.reason() == Reason::NotFound => continue,
-            Err(e) => return Err(e),
-        };
-        if list
-            .get("items")
-            .and_then(Value::as_array)
-            .is_some_and(|items| !items.is_empty())
-        {
-            return Ok(false);
-        }
-    }
+    let content = delete_content(client, discovery, name).await;
     let path = format!("/api/v1/namespaces/{name}");
-    let mut ns = client.get(&path).await?;
+    let mut ns = match client.get(&path).await {
+        Ok(ns) => ns,
+        Err(e) if e.reason() == Reason::NotFound => return Ok(true),
+        Err(e) => return Err(e),
+    };
+    if content.update_status(&mut ns, &now_rfc3339()) {
+        ns = client.update(&format!("{path}/status"), &ns).await?;
+    }
+    if !content.gone() {
+        return Ok(false);
+    }
     let remaining: Vec<Value> = ns
         .pointer("/spec/finalizers")
         .and_then(Value::as_array)
@@ -195,5 +398,108 @@ async fn finalize(
         Ok(_) => Ok(true),
         Err(e) if e.reason() == Reason::NotFound => Ok(true),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition<'a>(ns: &'a Value, kind: &str) -> &'a Value {
+        ns["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+            .unwrap_or_else(|| panic!("no {kind} condition in {ns}"))
+    }
+
+    #[test]
+    fn remaining_content_and_finalizers_are_counted_in_kube_words() {
+        let content = Content {
+            remaining: BTreeMap::from([
+                ("widgets.example.com".into(), 2),
+                ("configmaps.".into(), 1),
+            ]),
+            finalizers: BTreeMap::from([("example.com/hold".into(), 3)]),
+            ..Content::default()
+        };
+        assert!(!content.gone());
+        let mut ns = json!({"metadata": {"name": "team"}, "status": {"phase": "Terminating"}});
+        assert!(content.update_status(&mut ns, "2026-01-01T00:00:00Z"));
+        let remaining = condition(&ns, "NamespaceContentRemaining");
+        assert_eq!(remaining["status"], "True");
+        assert_eq!(remaining["reason"], "SomeResourcesRemain");
+        assert_eq!(
+            remaining["message"],
+            "Some resources are remaining: configmaps. has 1 resource instances, widgets.example.com has 2 resource instances"
+        );
+        let finalizers = condition(&ns, "NamespaceFinalizersRemaining");
+        assert_eq!(finalizers["status"], "True");
+        assert_eq!(
+            finalizers["message"],
+            "Some content in the namespace has finalizers remaining: example.com/hold in 3 resource instances"
+        );
+        let discovered = condition(&ns, "NamespaceDeletionDiscoveryFailure");
+        assert_eq!(discovered["status"], "False");
+        assert_eq!(discovered["reason"], "ResourcesDiscovered");
+        assert_eq!(ns["status"]["conditions"].as_array().unwrap().len(), 5);
+        assert_eq!(ns["status"]["phase"], "Terminating");
+    }
+
+    #[test]
+    fn a_condition_keeps_its_transition_time_until_its_status_flips() {
+        let stuck = Content {
+            remaining: BTreeMap::from([("configmaps.".into(), 2)]),
+            ..Content::default()
+        };
+        let mut ns = json!({"metadata": {"name": "team"}});
+        assert!(stuck.update_status(&mut ns, "T1"));
+        assert!(!stuck.update_status(&mut ns, "T2"), "nothing changed");
+        let fewer = Content {
+            remaining: BTreeMap::from([("configmaps.".into(), 1)]),
+            ..Content::default()
+        };
+        assert!(fewer.update_status(&mut ns, "T3"));
+        let remaining = condition(&ns, "NamespaceContentRemaining");
+        assert_eq!(remaining["lastTransitionTime"], "T1");
+        assert_eq!(
+            remaining["message"],
+            "Some resources are remaining: configmaps. has 1 resource instances"
+        );
+        let empty = Content::default();
+        assert!(empty.gone());
+        assert!(empty.update_status(&mut ns, "T4"));
+        let remaining = condition(&ns, "NamespaceContentRemaining");
+        assert_eq!(remaining["status"], "False");
+        assert_eq!(remaining["reason"], "ContentRemoved");
+        assert_eq!(remaining["lastTransitionTime"], "T4");
+        assert_eq!(
+            condition(&ns, "NamespaceDeletionContentFailure")["lastTransitionTime"],
+            "T1"
+        );
+    }
+
+    #[test]
+    fn failures_keep_the_namespace() {
+        let failed = Content {
+            delete_failures: vec!["widgets.example.com: boom".into()],
+            ..Content::default()
+        };
+        assert!(!failed.gone());
+        let mut ns = json!({"metadata": {"name": "team"}});
+        failed.update_status(&mut ns, "T");
+        assert_eq!(
+            condition(&ns, "NamespaceDeletionContentFailure")["message"],
+            "Failed to delete all resource types, 1 remaining: widgets.example.com: boom"
+        );
+        let undiscovered = Content {
+            discovery_failure: Some("not yet".into()),
+            ..Content::default()
+        };
+        assert!(!undiscovered.gone());
+        undiscovered.update_status(&mut ns, "T");
+        assert_eq!(
+            condition(&ns, "NamespaceDeletionDiscoveryFailure")["status"],
+            "True"
+        );
     }
 }
