@@ -19,11 +19,12 @@ use clap::Parser;
 use generic_server::admission::{Admission, NamespaceLifecycle};
 use generic_server::delegation::{DelegationService, GrpcDelegate};
 use generic_server::discovery::Discovery;
-use generic_server::garbage_collector::GarbageCollector;
+use generic_server::garbage_collector::{self, GarbageCollector};
 use generic_server::informer::{self, Change};
 use generic_server::loopback::Loopback;
 use generic_server::options::{self, EtcdOptions, TlsOptions};
 use generic_server::server::{ApiServer, HealthCheck};
+use generic_server::storage::cacher::Cacher;
 use serde_json::json;
 
 /// Namespaces that exist from the start.
@@ -163,7 +164,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if let Some(services) = server.store("", "v1", "services") {
         AllocationRepair::start(cacher.storage().clone(), services);
     }
-    start_controllers(&server, client, discovery.clone());
+    start_controllers(&server, client, discovery.clone(), cacher, &prefix);
 
     tracing::info!(listen = %options.listen, "core-server serving");
     let service = DelegationService::new(server, discovery, options.allowed_callers);
@@ -259,12 +260,21 @@ async fn bootstrap_kubernetes_service(
     Ok(())
 }
 
-/// Starts the namespace and service account controllers on namespace events.
-fn start_controllers(server: &Arc<ApiServer>, client: Loopback, discovery: Arc<Discovery>) {
+/// Starts the garbage collector (over this server's objects and its
+/// delegates'), and the namespace and service account controllers on
+/// namespace events.
+fn start_controllers(
+    server: &Arc<ApiServer>,
+    client: Loopback,
+    discovery: Arc<Discovery>,
+    cacher: Arc<Cacher>,
+    etcd_root: &str,
+) {
     let Some(namespaces) = server.store("", "v1", "namespaces") else {
         return;
     };
-    GarbageCollector::start(server.stores(), client.clone(), discovery.clone());
+    let collector = GarbageCollector::start(server.stores(), client.clone(), discovery.clone());
+    garbage_collector::follow_delegates(&collector, cacher, discovery.clone(), etcd_root);
     let finalizer =
         controllers::namespace::NamespaceController::new(client.clone(), discovery).start();
     let accounts = controllers::serviceaccount::ServiceAccountController::new(client).start();

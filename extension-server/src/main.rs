@@ -20,7 +20,6 @@ use clap::Parser;
 use generic_server::admission::{Admission, NamespaceLifecycle};
 use generic_server::delegation::DelegationService;
 use generic_server::discovery::Discovery;
-use generic_server::garbage_collector::GarbageCollector;
 use generic_server::informer;
 use generic_server::loopback::Loopback;
 use generic_server::options::{self, EtcdOptions, TlsOptions};
@@ -87,7 +86,6 @@ async fn run(options: Options) -> anyhow::Result<()> {
         &prefix,
     ));
     let webhooks = Arc::new(generic_server::service_client::Clients::new(None));
-    let collector = GarbageCollector::start(Vec::new(), client.clone(), discovery.clone());
     let context = controllers::crd::Context {
         server: server.clone(),
         cacher,
@@ -96,7 +94,6 @@ async fn run(options: Options) -> anyhow::Result<()> {
         client,
         reader,
         webhooks,
-        collector,
     };
     let controller = controllers::crd::CrdController::new(context).start();
     informer::follow(crds, Duration::from_secs(60), move |change| {

@@ -510,6 +510,14 @@ impl Discovery {
         merge_groups(&[&own, &delegates])
     }
 
+    /// The delegates' groups.
+    pub fn delegates(&self) -> Vec<Value> {
+        self.delegates
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// This server's own groups.
     pub fn own(&self) -> Vec<Value> {
         self.own.read().unwrap_or_else(|e| e.into_inner()).clone()

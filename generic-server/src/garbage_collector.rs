@@ -8,7 +8,13 @@
 //!   first has its dependents deleted, then loses the finalizer.
 //!
 //! It acts through the server's own API ([`Loopback`]), so owners served by
-//! other servers of the chain are looked up the same way.
+//! other servers of the chain are looked up the same way. The core server's
+//! collector is the cluster's only one: besides its own stores it follows
+//! what its delegates serve (custom resources, CRDs) through its own watch
+//! cache of etcd ([`follow_delegates`]), metadata only, so it sees the
+//! whole ownership graph as kube's collector does: a custom resource owned
+//! by a ConfigMap is collected, and an orphaning or foreground deletion
+//! reaches dependents on both sides.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -20,9 +26,11 @@ use serde_json::{Value, json};
 use crate::discovery::Discovery;
 use crate::error::{Reason, Result};
 use crate::informer::{self, Change};
+use crate::label_selector::Labels;
 use crate::loopback::Loopback;
 use crate::registry::Store;
 use crate::resource::group_version_path;
+use crate::storage::cacher::{CachedObject, Cacher, Ingest};
 
 /// How long a dependent whose owner is not (yet) known waits before the
 /// owner is looked up: informers of other resources may still be loading.
@@ -30,6 +38,8 @@ const OWNER_GRACE: Duration = Duration::from_secs(2);
 /// How often dependents whose owners this collector does not follow (custom
 /// resources owning built-ins, say) have their owners looked up again.
 const REMOTE_OWNER_RECHECK: Duration = Duration::from_secs(5);
+/// How often the collector's informers deliver every object again.
+const RESYNC: Duration = Duration::from_secs(300);
 
 /// One owner reference.
 #[derive(Debug, Clone, PartialEq)]
@@ -277,13 +287,117 @@ impl GarbageCollector {
     }
 }
 
-/// Makes a collector follow one more store (a resource added at run time).
-pub fn follow(addr: &Addr<GarbageCollector>, store: Arc<Store>) {
+/// Makes a collector follow one store.
+fn follow(addr: &Addr<GarbageCollector>, store: Arc<Store>) {
     let addr = addr.clone();
-    informer::follow(store, Duration::from_secs(300), move |change| {
+    informer::follow(store, RESYNC, move |change| {
         addr.do_send(Observe(change));
         true
     });
+}
+
+/// Makes a collector follow every resource its server's delegates serve, as
+/// discovery lists them, reading their keys from `cacher` (the server's own
+/// etcd watch) under `etcd_root`; a resource that leaves discovery is let go.
+pub fn follow_delegates(
+    addr: &Addr<GarbageCollector>,
+    cacher: Arc<Cacher>,
+    discovery: Arc<Discovery>,
+    etcd_root: &str,
+) {
+    let (addr, root) = (addr.clone(), etcd_root.trim_end_matches('/').to_string());
+    let mut changes = discovery.subscribe();
+    tokio::spawn(async move {
+        let mut followed: HashSet<String> = HashSet::new();
+        loop {
+            let wanted = delegate_prefixes(&discovery.delegates(), &root);
+            for gone in followed.difference(&wanted) {
+                cacher.unregister(gone);
+            }
+            followed.retain(|p| wanted.contains(p));
+            for prefix in wanted.difference(&followed.clone()) {
+                if let Err(e) = cacher.register(prefix, graph_ingest()).await {
+                    tracing::warn!(%prefix, error = %e, "garbage collector cannot follow a delegate's resource");
+                    continue;
+                }
+                let addr = addr.clone();
+                informer::follow_cache(cacher.clone(), prefix.clone(), RESYNC, move |change| {
+                    addr.do_send(Observe(change));
+                    true
+                });
+                followed.insert(prefix.clone());
+            }
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    });
+}
+
+/// The etcd key prefix of each resource in discovery groups.
+fn delegate_prefixes(groups: &[Value], root: &str) -> HashSet<String> {
+    let mut prefixes = HashSet::new();
+    for group in groups {
+        let name = group
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let resources = group
+            .get("versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.get("resources").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|r| r.get("resource").and_then(Value::as_str));
+        for plural in resources.filter(|p| !p.contains('/')) {
+            prefixes.insert(if name.is_empty() {
+                format!("{root}/{plural}/")
+            } else {
+                format!("{root}/{name}/{plural}/")
+            });
+        }
+    }
+    prefixes
+}
+
+/// Keeps of an object only what the collector reads: its kind and the
+/// metadata of the ownership graph.
+fn graph_ingest() -> Ingest {
+    Arc::new(|key: &str, value: &[u8], revision: i64| {
+        let obj: Value = serde_json::from_slice(value).ok()?;
+        let meta = obj.get("metadata")?;
+        let mut kept = serde_json::Map::new();
+        for field in [
+            "name",
+            "namespace",
+            "uid",
+            "ownerReferences",
+            "finalizers",
+            "deletionTimestamp",
+        ] {
+            if let Some(v) = meta.get(field) {
+                kept.insert(field.into(), v.clone());
+            }
+        }
+        let text = |k: &str| {
+            meta.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let slim =
+            json!({"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept});
+        Some(CachedObject {
+            key: key.into(),
+            revision,
+            bytes: serde_json::to_vec(&slim).ok()?.into(),
+            namespace: text("namespace"),
+            name: text("name"),
+            labels: Labels::default(),
+            fields: Vec::new(),
+        })
+    })
 }
 
 impl Actor for GarbageCollector {
@@ -459,4 +573,56 @@ async fn update_with_retry(
         Reason::Conflict,
         format!("{path} kept changing"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delegates_resources_are_followed_at_their_storage_prefixes() {
+        let groups = vec![json!({
+            "metadata": {"name": "example.com"},
+            "versions": [
+                {"version": "v2", "resources": [{"resource": "widgets"}, {"resource": "widgets/status"}]},
+                {"version": "v1", "resources": [{"resource": "widgets"}, {"resource": "gadgets"}]}
+            ]
+        })];
+        let prefixes = delegate_prefixes(&groups, "/registry");
+        assert_eq!(
+            prefixes,
+            HashSet::from([
+                "/registry/example.com/widgets/".to_string(),
+                "/registry/example.com/gadgets/".to_string(),
+            ])
+        );
+    }
+
+    #[test]
+    fn the_graph_keeps_only_what_ownership_needs() {
+        let stored = json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "ns", "uid": "u1", "labels": {"a": "b"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "boss", "uid": "u0"}],
+                "finalizers": ["example.com/hold"], "managedFields": [{"manager": "kubectl"}]},
+            "spec": {"big": "x".repeat(1000)}
+        });
+        let obj = graph_ingest()(
+            "/registry/example.com/widgets/ns/w",
+            &serde_json::to_vec(&stored).unwrap(),
+            7,
+        )
+        .expect("ingested");
+        assert!(obj.bytes.len() < 300, "{} bytes kept", obj.bytes.len());
+        let (uid, node) = Node::from(&obj.value()).expect("a node");
+        assert_eq!(uid, "u1");
+        assert_eq!(
+            (node.kind.as_str(), node.api_version.as_str()),
+            ("Widget", "example.com/v1")
+        );
+        assert_eq!((node.namespace.as_str(), node.name.as_str()), ("ns", "w"));
+        assert_eq!(node.owners[0].uid, "u0");
+        assert_eq!(node.finalizers, ["example.com/hold"]);
+        assert!(!node.deleting);
+    }
 }

@@ -2,13 +2,16 @@
 //! delivered once at the start, then on each change, and all again on each
 //! resync period.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::broadcast;
 
+use crate::error::Result;
 use crate::registry::Store;
-use crate::storage::cacher::WatchEventType;
+use crate::storage::cacher::{Cacher, Snapshot, WatchEvent, WatchEventType};
 
 /// A change a controller is told about.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +22,9 @@ pub enum Change {
     Deleted(Value),
 }
 
+/// What an informer starts from: a snapshot and the live events after it.
+type Subscription = (Snapshot, broadcast::Receiver<Arc<WatchEvent>>);
+
 /// Follows a store, calling `on_change` for every object and change, until
 /// `on_change` returns false.
 pub fn follow(
@@ -26,12 +32,57 @@ pub fn follow(
     resync: Duration,
     on_change: impl Fn(Change) -> bool + Send + 'static,
 ) {
+    let name = store.resource.plural.clone();
+    follow_source(
+        name,
+        move || {
+            let store = store.clone();
+            async move { Some(store.subscribe().await) }
+        },
+        resync,
+        on_change,
+    );
+}
+
+/// Follows the cache registered in `cacher` under `prefix` like
+/// [`follow`], until the cache is unregistered.
+pub fn follow_cache(
+    cacher: Arc<Cacher>,
+    prefix: String,
+    resync: Duration,
+    on_change: impl Fn(Change) -> bool + Send + 'static,
+) {
+    follow_source(
+        prefix.clone(),
+        move || {
+            let (cacher, prefix) = (cacher.clone(), prefix.clone());
+            async move {
+                let cache = cacher.registered(&prefix)?;
+                Some(Ok(cache.snapshot_and_subscribe(&prefix, cacher.progress())))
+            }
+        },
+        resync,
+        on_change,
+    );
+}
+
+/// The informer loop over any source; a source answering `None` has
+/// nothing more to follow.
+fn follow_source<F>(
+    name: String,
+    subscribe: impl Fn() -> F + Send + 'static,
+    resync: Duration,
+    on_change: impl Fn(Change) -> bool + Send + 'static,
+) where
+    F: Future<Output = Option<Result<Subscription>>> + Send,
+{
     tokio::spawn(async move {
         loop {
-            let (snapshot, mut events) = match store.subscribe().await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(resource = %store.resource.plural, error = %e, "informer cannot list; retrying");
+            let (snapshot, mut events) = match subscribe().await {
+                None => return,
+                Some(Ok(s)) => s,
+                Some(Err(e)) => {
+                    tracing::warn!(source = %name, error = %e, "informer cannot list; retrying");
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
                 }

@@ -587,8 +587,9 @@ fn python_client_drives_custom_resources() {
 }
 
 /// The operator pattern: built-ins owned by a custom resource are garbage
-/// collected once it is deleted (the core server's collector looks up
-/// owners served by the extension server).
+/// collected once it is deleted, and the other way round; orphaning and
+/// foreground deletion reach dependents served by the other server (one
+/// collector, in the core server, sees the whole graph).
 #[test]
 fn built_ins_owned_by_a_custom_resource_are_collected_with_it() {
     let cluster = Cluster::start();
@@ -642,4 +643,145 @@ fn built_ins_owned_by_a_custom_resource_are_collected_with_it() {
         "custom resource deleted → its ConfigMaps collected after {:?}",
         deleted.elapsed()
     );
+
+    let uid_of = |what: &str| {
+        cluster
+            .kubectl(&["get", what, "-o", "jsonpath={.metadata.uid}"])
+            .ok()
+            .to_string()
+    };
+    let owned_by = |kind: &str,
+                    name: &str,
+                    owner_api: &str,
+                    owner_kind: &str,
+                    owner: &str,
+                    extra: &str| {
+        let uid = uid_of(&format!("{owner_kind}/{owner}"));
+        let body = format!(
+            "apiVersion: {}\nkind: {kind}\nmetadata:\n  name: {name}\n{extra}  ownerReferences: \
+             [{{apiVersion: {owner_api}, kind: {owner_kind}, name: {owner}, uid: {uid}, blockOwnerDeletion: true}}]\n{}",
+            if kind == "Widget" {
+                "example.com/v1"
+            } else {
+                "v1"
+            },
+            if kind == "Widget" {
+                "spec: {color: blue}\n"
+            } else {
+                "data: {a: b}\n"
+            },
+        );
+        cluster.kubectl_stdin(&["apply", "-f", "-"], &body).ok();
+    };
+
+    // Orphaning a custom resource keeps its ConfigMap, without the reference.
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &widget("parent", "{color: red}"))
+        .ok();
+    owned_by(
+        "ConfigMap",
+        "kept",
+        "example.com/v1",
+        "Widget",
+        "parent",
+        "",
+    );
+    cluster
+        .kubectl(&["delete", "widget", "parent", "--cascade=orphan"])
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || cluster
+        .kubectl(&["get", "widget", "parent"])
+        .stderr
+        .contains("NotFound")));
+    std::thread::sleep(Duration::from_secs(6));
+    let kept = cluster
+        .kubectl(&["get", "configmap", "kept", "-o", "json"])
+        .json();
+    assert!(
+        kept["metadata"].get("ownerReferences").is_none(),
+        "an orphaned ConfigMap still names its owner: {kept}"
+    );
+
+    // A custom resource owned by a ConfigMap, and one owned by it, go with it.
+    cluster.kubectl(&["create", "configmap", "boss"]).ok();
+    owned_by("Widget", "minion", "v1", "ConfigMap", "boss", "");
+    owned_by(
+        "Widget",
+        "grandchild",
+        "example.com/v1",
+        "Widget",
+        "minion",
+        "",
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    cluster
+        .kubectl(&["get", "widget", "minion", "grandchild"])
+        .ok();
+    cluster.kubectl(&["delete", "configmap", "boss"]).ok();
+    assert!(
+        eventually(Duration::from_secs(20), || cluster
+            .kubectl(&["get", "widgets", "-o", "name"])
+            .ok()
+            .trim()
+            .is_empty()),
+        "custom resources owned by a deleted ConfigMap were not collected"
+    );
+
+    // Foreground: the owner waits for a dependent on the other server.
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &widget("front", "{color: green}"))
+        .ok();
+    owned_by(
+        "ConfigMap",
+        "held",
+        "example.com/v1",
+        "Widget",
+        "front",
+        "  finalizers: [example.com/hold]\n",
+    );
+    cluster
+        .kubectl(&[
+            "delete",
+            "widget",
+            "front",
+            "--cascade=foreground",
+            "--wait=false",
+        ])
+        .ok();
+    assert!(
+        eventually(Duration::from_secs(10), || cluster
+            .kubectl(&[
+                "get",
+                "configmap",
+                "held",
+                "-o",
+                "jsonpath={.metadata.deletionTimestamp}"
+            ])
+            .ok()
+            .trim()
+            .len()
+            > 0),
+        "the foreground owner's dependent was not deleted"
+    );
+    let front = cluster
+        .kubectl(&["get", "widget", "front", "-o", "json"])
+        .json();
+    assert_eq!(
+        front["metadata"]["finalizers"],
+        serde_json::json!(["foregroundDeletion"])
+    );
+    cluster
+        .kubectl(&[
+            "patch",
+            "configmap",
+            "held",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ])
+        .ok();
+    assert!(eventually(Duration::from_secs(20), || cluster
+        .kubectl(&["get", "widget", "front"])
+        .stderr
+        .contains("NotFound")));
 }

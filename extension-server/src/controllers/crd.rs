@@ -9,7 +9,6 @@ use std::time::Duration;
 use actix::prelude::*;
 use generic_server::admission::Admission;
 use generic_server::error::Reason;
-use generic_server::garbage_collector::{self, GarbageCollector};
 use generic_server::informer::Change;
 use generic_server::loopback::Loopback;
 use generic_server::openapi::{self, Components, ResourceSpec, SubresourceSpec};
@@ -43,8 +42,6 @@ pub struct Context {
     pub reader: Arc<dyn ObjectReader>,
     /// HTTPS clients to conversion webhooks.
     pub webhooks: Arc<Clients>,
-    /// The garbage collector, told about every new custom resource store.
-    pub collector: Addr<GarbageCollector>,
 }
 
 /// The CRD controller actor.
@@ -178,10 +175,6 @@ impl CrdController {
             .map(|s| (s.resource.group.clone(), s.resource.plural.clone()))
             .unwrap_or_default();
         for store in stores {
-            // One store per CRD feeds the collector: the versions share objects.
-            if store.resource.version == versions[0] && !self.served.contains_key(&name) {
-                garbage_collector::follow(&self.ctx.collector, store.clone());
-            }
             server.add_dynamic(store);
         }
         tracing::info!(crd = %name, ?versions, "serving custom resources");

@@ -412,6 +412,11 @@ impl Cacher {
             .remove(prefix);
     }
 
+    /// The cache registered for a prefix, if any.
+    pub fn registered(&self, prefix: &str) -> Option<Arc<ResourceCache>> {
+        self.cache(prefix)
+    }
+
     fn cache(&self, prefix: &str) -> Option<Arc<ResourceCache>> {
         self.caches
             .read()
