@@ -6,6 +6,7 @@
 mod apiservice;
 mod autoregister;
 mod available;
+mod namespaces;
 mod openapi_v2;
 mod proxy;
 
@@ -23,7 +24,7 @@ use generic_server::discovery::Discovery;
 use generic_server::filters::authentication::Authenticator;
 use generic_server::filters::authorization::MastersOnly;
 use generic_server::front_door::{self, FrontDoor};
-use generic_server::informer;
+use generic_server::informer::{self, Change};
 use generic_server::loopback::Loopback;
 use generic_server::options::{self, EtcdOptions, TlsOptions};
 use generic_server::server::{ApiServer, HealthCheck};
@@ -159,7 +160,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         controller.do_send(available::Sync(change));
         true
     });
-    autoregister::start(client.clone(), discovery.clone(), leader);
+    autoregister::start(client.clone(), discovery.clone(), leader.clone());
     tokio::spawn(publish_authentication_config(
         client,
         options_authentication(&options)?,
@@ -180,6 +181,37 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let handler = Arc::new(openapi_v2::OpenApiV2::new(Arc::new(
         proxy::Aggregator::new(server, routes, clients),
     )));
+    // The namespace controller reaches every server, aggregated ones too,
+    // through the front door's own handler.
+    let finalizer = namespaces::NamespaceController::new(
+        Loopback::new(
+            handler.clone(),
+            "system:serviceaccount:kube-system:namespace-controller",
+        ),
+        discovery.clone(),
+        leader.clone(),
+    )
+    .start();
+    let namespaces_prefix = format!("{prefix}/namespaces/");
+    backend
+        .cacher
+        .register(
+            &namespaces_prefix,
+            generic_server::registry::generic_ingest(),
+        )
+        .await
+        .context("caching namespaces")?;
+    informer::follow_cache(
+        backend.cacher.clone(),
+        namespaces_prefix,
+        Duration::from_secs(30),
+        move |change| {
+            if let Change::Present(ns) = change {
+                finalizer.do_send(namespaces::Sync(ns));
+            }
+            true
+        },
+    );
     let door = Arc::new(FrontDoor::new(
         authenticator,
         Box::new(MastersOnly),

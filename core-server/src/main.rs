@@ -261,8 +261,7 @@ async fn bootstrap_kubernetes_service(
 }
 
 /// Starts the garbage collector (over this server's objects and its
-/// delegates'), and the namespace and service account controllers on
-/// namespace events.
+/// delegates'), and the service account controller on namespace events.
 fn start_controllers(
     server: &Arc<ApiServer>,
     client: Loopback,
@@ -274,13 +273,10 @@ fn start_controllers(
         return;
     };
     let collector = GarbageCollector::start(server.stores(), client.clone(), discovery.clone());
-    garbage_collector::follow_delegates(&collector, cacher, discovery.clone(), etcd_root);
-    let finalizer =
-        controllers::namespace::NamespaceController::new(client.clone(), discovery).start();
+    garbage_collector::follow_delegates(&collector, cacher, discovery, etcd_root);
     let accounts = controllers::serviceaccount::ServiceAccountController::new(client).start();
     informer::follow(namespaces, Duration::from_secs(30), move |change| {
         if let Change::Present(ns) = change {
-            finalizer.do_send(controllers::namespace::Sync(ns.clone()));
             accounts.do_send(controllers::serviceaccount::Sync(ns));
         }
         true

@@ -190,6 +190,29 @@ fn a_third_party_aggregated_server_behind_the_proxy() {
         "events were buffered: {arrivals:?}"
     );
 
+    // Deleting a namespace empties it on the aggregated server too.
+    cluster.kubectl(&["create", "namespace", "gadgets"]).ok();
+    let gizmo = "apiVersion: wardle.example.com/v1\nkind: Gizmo\nmetadata: {name: g1, namespace: gadgets}\n";
+    cluster.kubectl_stdin(&["create", "-f", "-"], gizmo).ok();
+    assert_eq!(
+        cluster
+            .kubectl(&["get", "gizmos", "-n", "gadgets", "-o", "name"])
+            .ok()
+            .trim(),
+        "gizmo.wardle.example.com/g1"
+    );
+    cluster
+        .kubectl(&["delete", "namespace", "gadgets", "--timeout=30s"])
+        .ok();
+    assert_eq!(
+        cluster
+            .kubectl(&["get", "gizmos", "-n", "gadgets", "-o", "name"])
+            .ok()
+            .trim(),
+        "",
+        "the aggregated server still holds the deleted namespace's gizmos"
+    );
+
     // The server dies: unavailable, its paths 503, everything else unaffected.
     server.kill().unwrap();
     server.wait().unwrap();
@@ -218,13 +241,49 @@ fn a_third_party_aggregated_server_behind_the_proxy() {
     );
     let resources = cluster.kubectl(&["api-resources"]);
     assert!(resources.ok().contains("configmaps"));
+    // A namespace deleted now waits for the down server, which last served
+    // gizmos there to delete (as kube does), and says so; the rest of its
+    // content goes at once.
     cluster.kubectl(&["create", "namespace", "doomed"]).ok();
     cluster
         .kubectl(&["create", "configmap", "x", "-n", "doomed"])
         .ok();
     cluster
-        .kubectl(&["delete", "namespace", "doomed", "--timeout=30s"])
+        .kubectl(&["delete", "namespace", "doomed", "--wait=false"])
         .ok();
+    let mut doomed = Value::Null;
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            doomed = cluster
+                .kubectl(&["get", "ns", "doomed", "-o", "json"])
+                .json();
+            doomed["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "NamespaceDeletionDiscoveryFailure" && c["status"] == "True")
+        }),
+        "no discovery failure reported: {doomed}"
+    );
+    let failure = doomed["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c["type"] == "NamespaceDeletionDiscoveryFailure")
+        })
+        .cloned()
+        .unwrap();
+    assert_eq!(failure["reason"], "DiscoveryFailed");
+    assert_eq!(
+        failure["message"],
+        "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: \
+         wardle.example.com/v1: stale GroupVersion discovery: wardle.example.com/v1"
+    );
+    assert!(eventually(Duration::from_secs(10), || cluster
+        .kubectl(&["get", "configmap", "x", "-n", "doomed"])
+        .stderr
+        .contains("NotFound")));
+    assert_eq!(doomed["status"]["phase"], "Terminating");
 
     // It comes back: available and serving again within seconds.
     let mut server = start_server(&cluster, port);
@@ -232,6 +291,14 @@ fn a_third_party_aggregated_server_behind_the_proxy() {
     assert!(eventually(Duration::from_secs(20), || available(&cluster)
         .as_deref()
         == Some("True")));
+    // The waiting namespace is emptied and goes.
+    assert!(
+        eventually(Duration::from_secs(30), || cluster
+            .kubectl(&["get", "ns", "doomed"])
+            .stderr
+            .contains("NotFound")),
+        "the namespace stayed once the aggregated server was back"
+    );
     assert!(eventually(Duration::from_secs(10), || cluster
         .kubectl(&["get", "flunders", "-n", "team", "-o", "name"])
         .code

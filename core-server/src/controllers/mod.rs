@@ -1,4 +1,3 @@
 //! The core server's controllers, each an actor fed by an informer.
 
-pub mod namespace;
 pub mod serviceaccount;

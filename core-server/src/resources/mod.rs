@@ -43,7 +43,6 @@ mod storageclass;
 mod workload;
 
 pub use certificatesigningrequest::CsrRequester;
-pub use namespace::FINALIZER as NAMESPACE_FINALIZER;
 
 use generic_server::resource::{GroupVersionKind, Resource, ScaleSelector, ScaleSpec};
 use k8s_openapi::api::{

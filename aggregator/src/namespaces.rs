@@ -1,23 +1,31 @@
 //! The namespace controller: empties a Terminating namespace of everything
-//! namespaced that discovery lists (built-ins, custom resources, anything a
-//! delegate serves), then removes the `kubernetes` finalizer so the
-//! namespace goes away. While content remains it says why in the
-//! namespace's status conditions, as kube's namespace controller does, so
-//! `kubectl describe namespace` shows what a stuck namespace waits for.
+//! namespaced that the front door's discovery lists (built-ins, custom
+//! resources, aggregated APIs), then removes the `kubernetes` finalizer so
+//! the namespace goes away. It runs in the aggregator, on the replica that
+//! holds the controllers' lease, because only the front door reaches every
+//! server. While content remains it says why in the namespace's status
+//! conditions, as kube's namespace controller does, so `kubectl describe
+//! namespace` shows what a stuck namespace waits for.
+//!
+//! An aggregated server that is down blocks the namespace, as in kube, but
+//! only if what it last reported serving has something to delete there:
+//! a stale metrics.k8s.io (read-only) holds up no namespace.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use generic_server::discovery::Discovery;
+use generic_server::discovery::{Discovery, Documents};
 use generic_server::error::Reason;
 use generic_server::loopback::Loopback;
 use generic_server::registry::now_rfc3339;
 use generic_server::resource::group_version_path;
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
-use crate::resources::NAMESPACE_FINALIZER as FINALIZER;
+/// The finalizer this controller owns.
+const FINALIZER: &str = "kubernetes";
 
 /// Retry delay while content remains (objects waiting on finalizers).
 const RETRY: Duration = Duration::from_secs(2);
@@ -26,15 +34,18 @@ const RETRY: Duration = Duration::from_secs(2);
 pub struct NamespaceController {
     client: Loopback,
     discovery: Arc<Discovery>,
+    leader: watch::Receiver<bool>,
     busy: HashSet<String>,
 }
 
 impl NamespaceController {
-    /// A controller acting through `client`, finding resources in `discovery`.
-    pub fn new(client: Loopback, discovery: Arc<Discovery>) -> Self {
+    /// A controller acting through `client` (the front door's handler),
+    /// finding resources in `discovery`, while `leader` says this replica leads.
+    pub fn new(client: Loopback, discovery: Arc<Discovery>, leader: watch::Receiver<bool>) -> Self {
         NamespaceController {
             client,
             discovery,
+            leader,
             busy: HashSet::new(),
         }
     }
@@ -75,6 +86,7 @@ impl Handler<Sync> for NamespaceController {
             .unwrap_or_default()
             .to_string();
         if !deleting
+            || !*self.leader.borrow()
             || !finalizers.iter().any(|f| f == FINALIZER)
             || !self.busy.insert(name.clone())
         {
@@ -127,10 +139,11 @@ struct Collection {
 }
 
 /// Every namespaced resource that supports deletecollection, preferred
-/// version of each group, in `namespace`.
-fn collections(discovery: &Discovery, namespace: &str) -> Vec<Collection> {
-    let docs = discovery.documents();
+/// version of each group, in `namespace`; and the group versions whose
+/// servers are down while they last served something to delete.
+fn collections(docs: &Documents, namespace: &str) -> (Vec<Collection>, Vec<String>) {
     let mut collections = Vec::new();
+    let mut stale = Vec::new();
     for group in &docs.groups {
         let name = group
             .pointer("/metadata/name")
@@ -140,6 +153,7 @@ fn collections(discovery: &Discovery, namespace: &str) -> Vec<Collection> {
             continue;
         };
         let v = version["version"].as_str().unwrap_or_default();
+        let mut deletable = Vec::new();
         for r in version
             .get("resources")
             .and_then(Value::as_array)
@@ -153,7 +167,7 @@ fn collections(discovery: &Discovery, namespace: &str) -> Vec<Collection> {
                 .unwrap_or_default();
             if r["scope"] == "Namespaced" && verbs.iter().any(|v| v == "deletecollection") {
                 let plural = r["resource"].as_str().unwrap_or_default();
-                collections.push(Collection {
+                deletable.push(Collection {
                     path: format!(
                         "{}/namespaces/{namespace}/{plural}",
                         group_version_path(name, v)
@@ -162,8 +176,21 @@ fn collections(discovery: &Discovery, namespace: &str) -> Vec<Collection> {
                 });
             }
         }
+        let gv = group_version_path(name, v);
+        let gv = gv.trim_start_matches("/apis/").trim_start_matches("/api/");
+        let never_seen = version
+            .get("resources")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
+        if version["freshness"] == "Stale" {
+            if !deletable.is_empty() || never_seen {
+                stale.push(gv.to_string());
+            }
+            continue;
+        }
+        collections.extend(deletable);
     }
-    collections
+    (collections, stale)
 }
 
 /// What one pass over a namespace's content found.
@@ -323,11 +350,22 @@ impl Content {
 /// Deletes the namespace's content and counts what is left.
 async fn delete_content(client: &Loopback, discovery: &Discovery, name: &str) -> Content {
     let mut content = Content::default();
+    let (collections, stale) = collections(&discovery.documents(), name);
     if !discovery.delegates_known() {
-        content.discovery_failure =
-            Some("Discovery failed for some groups: the resources of the servers behind this one are not known yet".into());
+        content.discovery_failure = Some(
+            "Discovery failed: the resources of the servers behind the front door are not known yet".into(),
+        );
+    } else if !stale.is_empty() {
+        let failing: Vec<String> = stale
+            .iter()
+            .map(|gv| format!("{gv}: stale GroupVersion discovery: {gv}"))
+            .collect();
+        content.discovery_failure = Some(format!(
+            "Discovery failed for some groups, {} failing: unable to retrieve the complete list of server APIs: {}",
+            stale.len(),
+            failing.join(", ")
+        ));
     }
-    let collections = collections(discovery, name);
     for c in &collections {
         match client.delete(&c.path).await {
             Ok(_) => {}
@@ -476,6 +514,44 @@ mod tests {
             condition(&ns, "NamespaceDeletionContentFailure")["lastTransitionTime"],
             "T1"
         );
+    }
+
+    #[test]
+    fn a_down_aggregated_server_blocks_only_if_it_had_something_to_delete() {
+        let group = |name: &str, freshness: &str, verbs: Value| {
+            json!({"metadata": {"name": name}, "versions": [{"version": "v1", "freshness": freshness,
+                "resources": [{"resource": "things", "scope": "Namespaced", "verbs": verbs}]}]})
+        };
+        let docs = Documents::new(vec![
+            json!({"metadata": {"name": ""}, "versions": [{"version": "v1", "resources": [
+                {"resource": "configmaps", "scope": "Namespaced", "verbs": ["list", "deletecollection"]},
+                {"resource": "nodes", "scope": "Cluster", "verbs": ["list", "deletecollection"]}]}]}),
+            group(
+                "up.example.com",
+                "Current",
+                json!(["list", "deletecollection"]),
+            ),
+            group("readonly.example.com", "Stale", json!(["get", "list"])),
+            group(
+                "down.example.com",
+                "Stale",
+                json!(["list", "deletecollection"]),
+            ),
+            json!({"metadata": {"name": "unknown.example.com"}, "versions": [{"version": "v1", "freshness": "Stale", "resources": []}]}),
+        ]);
+        let (collections, stale) = collections(&docs, "team");
+        let mut paths: Vec<&str> = collections.iter().map(|c| c.path.as_str()).collect();
+        paths.sort();
+        assert_eq!(
+            paths,
+            [
+                "/api/v1/namespaces/team/configmaps",
+                "/apis/up.example.com/v1/namespaces/team/things"
+            ]
+        );
+        let mut stale = stale;
+        stale.sort();
+        assert_eq!(stale, ["down.example.com/v1", "unknown.example.com/v1"]);
     }
 
     #[test]
