@@ -649,7 +649,7 @@ items:
 - apiVersion: example.com/v1
   kind: Gadget
   metadata: {name: listed}
-  spec: {size: 3}
+  spec: {size: 3, extra: {known: k, anything: [1, two]}, note: null}
 ";
 
 const GADGETS: &str = "apiVersion: apiextensions.k8s.io/v1
@@ -671,6 +671,8 @@ spec:
             type: object
             properties:
               size: {type: integer}
+              extra: {type: object, x-kubernetes-preserve-unknown-fields: true, properties: {known: {type: string}}}
+              note: {type: string, nullable: true}
 ";
 
 /// `kubectl apply -f` of a `kind: List` (what `kubectl get -o yaml` prints)
@@ -714,6 +716,15 @@ fn apply_of_a_list_validates_against_openapi_v2() {
     ] {
         assert!(applied.ok().contains(line), "{line}: {}", applied.stdout);
     }
+    // Fields under x-kubernetes-preserve-unknown-fields, and a nullable
+    // field set to null, pass kubectl's check, as they do against kube.
+    let gadget = cluster
+        .kubectl(&["get", "gadget", "listed", "-o", "json"])
+        .json();
+    assert_eq!(
+        gadget["spec"]["extra"],
+        serde_json::json!({"known": "k", "anything": [1, "two"]})
+    );
 
     // What `kubectl get -o yaml` prints is a List that applies back.
     let listed = cluster.kubectl(&["get", "configmap,deployment,gadget", "-o", "yaml"]);

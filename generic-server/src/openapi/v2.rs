@@ -7,6 +7,9 @@
 //! parser accepts: `$ref`s point into `#/definitions/`, a lone `allOf` ref
 //! becomes the ref, arrays always have one item schema, and `anyOf`,
 //! `oneOf`, `not` and `nullable` are dropped (the server validates those).
+//! As kube publishes custom resources in v2, a node that keeps unknown
+//! fields loses its properties and items (kubectl would call those fields
+//! unknown), and a nullable one its type too (kubectl would refuse null).
 
 use std::collections::BTreeSet;
 
@@ -110,9 +113,32 @@ pub fn schema_to_v2(schema: &Value) -> Value {
         }
         return Value::Object(out);
     }
+    let flag = |name: &str| object.get(name) == Some(&Value::Bool(true));
+    let nullable = flag("nullable");
+    let open = nullable || flag("x-kubernetes-preserve-unknown-fields");
     let mut out = Map::new();
     for (key, value) in object {
         match key.as_str() {
+            "type" | "properties" | "items" if nullable => {}
+            "properties" | "items" if open => {}
+            "required" => {
+                // A nullable property may be null, which kubectl takes for missing.
+                let nullable_property = |name: &Value| {
+                    name.as_str()
+                        .and_then(|n| object.get("properties")?.get(n)?.get("nullable"))
+                        == Some(&Value::Bool(true))
+                };
+                let kept: Vec<Value> = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|name| !nullable_property(name))
+                    .cloned()
+                    .collect();
+                if !kept.is_empty() {
+                    out.insert(key.clone(), Value::Array(kept));
+                }
+            }
             "type" => {
                 let types: Vec<&str> = match value {
                     Value::String(t) => vec![t.as_str()],
@@ -366,7 +392,33 @@ mod tests {
             v2["properties"]["tags"],
             json!({"type": "array", "items": {}})
         );
-        assert_eq!(v2["properties"]["note"], json!({"type": "string"}));
+        assert_eq!(v2["properties"]["note"], json!({}));
+    }
+
+    #[test]
+    fn open_and_nullable_nodes_accept_what_kubectl_would_call_unknown() {
+        let v3 = json!({
+            "type": "object",
+            "required": ["spec", "note"],
+            "properties": {
+                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                    "properties": {"known": {"type": "string"}}},
+                "note": {"type": "string", "nullable": true},
+                "list": {"type": "array", "x-kubernetes-preserve-unknown-fields": true,
+                    "items": {"type": "string"}},
+            },
+        });
+        let v2 = schema_to_v2(&v3);
+        assert_eq!(
+            v2["properties"]["spec"],
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+        );
+        assert_eq!(v2["properties"]["note"], json!({}));
+        assert_eq!(
+            v2["properties"]["list"],
+            json!({"type": "array", "x-kubernetes-preserve-unknown-fields": true, "items": {}})
+        );
+        assert_eq!(v2["required"], json!(["spec"]));
     }
 
     #[test]
