@@ -1,6 +1,7 @@
 //! The HTTPS front door (actix-web on rustls) and its request pipeline:
-//! request info, authentication, authorization, then the handler. The
-//! order is written once, here.
+//! request info, authentication, authorization, then the handler (or, for
+//! `/metrics`, the front door's own metrics). The order is written once,
+//! here.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use crate::codec;
 use crate::filters::authentication::{Authenticate, strip_identity_headers};
 use crate::filters::authorization::Authorizer;
+use crate::metrics::Metrics;
 use crate::request::{self, ApiRequest, ApiResponse, Body, Handler};
 
 /// The peer's certificate chain (DER), captured when the connection opens.
@@ -24,6 +26,7 @@ pub struct FrontDoor {
     authenticator: Box<dyn Authenticate>,
     authorizer: Box<dyn Authorizer>,
     handler: Arc<dyn Handler>,
+    metrics: Metrics,
 }
 
 impl FrontDoor {
@@ -37,6 +40,7 @@ impl FrontDoor {
             authenticator: Box::new(authenticator),
             authorizer,
             handler,
+            metrics: Metrics::default(),
         }
     }
 
@@ -61,7 +65,18 @@ impl FrontDoor {
             return e.into();
         }
         tracing::trace!(audit_id = %req.audit_id, verb = %req.info.verb, path = %req.path, user = %req.user.name, "request");
-        self.handler.handle(req).await
+        let counted = self.metrics.start(&req);
+        let resp = if req.path == "/metrics" && req.method == Method::GET {
+            ApiResponse::bytes(
+                http::StatusCode::OK,
+                Metrics::CONTENT_TYPE,
+                self.metrics.render(),
+            )
+        } else {
+            self.handler.handle(req).await
+        };
+        counted.done(resp.status.as_u16());
+        resp
     }
 }
 

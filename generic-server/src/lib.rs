@@ -24,6 +24,7 @@ pub mod jwt;
 pub mod label_selector;
 pub mod leader;
 pub mod loopback;
+pub mod metrics;
 pub mod openapi;
 pub mod options;
 pub mod patch;

@@ -332,7 +332,13 @@ fn anonymous_users_only_reach_health_and_version() {
     for path in ["/healthz", "/livez", "/readyz", "/version"] {
         assert_eq!(anonymous(path), "200", "{path}");
     }
-    for path in ["/api", "/apis", "/api/v1/namespaces", "/openapi/v3"] {
+    for path in [
+        "/api",
+        "/apis",
+        "/api/v1/namespaces",
+        "/openapi/v3",
+        "/metrics",
+    ] {
         assert_eq!(anonymous(path), "401", "{path}");
     }
 }

@@ -539,6 +539,46 @@ fn discovery_openapi_and_health() {
     );
     let unknown = cluster.kubectl(&["get", "--raw", "/apis/nothing.example.com/v1/widgets"]);
     assert!(unknown.err().contains("NotFound"), "{}", unknown.stderr);
+
+    // /metrics: what kube-apiserver's dashboards read, under kube's names.
+    for _ in 0..3 {
+        cluster
+            .kubectl(&["get", "configmaps", "-n", "kube-system"])
+            .ok();
+    }
+    let metrics = cluster.kubectl(&["get", "--raw", "/metrics"]);
+    let count = |prefix: &str| {
+        metrics
+            .ok()
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no {prefix}… line in\n{}", metrics.stdout))
+    };
+    let lists = count(
+        "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\"}",
+    );
+    assert!(lists >= 3.0, "{lists} LISTs counted");
+    assert!(
+        count(
+            "apiserver_request_total{code=\"404\",component=\"apiserver\",dry_run=\"\",group=\"nothing.example.com\""
+        ) >= 1.0
+    );
+    assert!(
+        count(
+            "apiserver_request_duration_seconds_bucket{le=\"+Inf\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\"}"
+        ) >= 3.0
+    );
+    assert!(
+        metrics
+            .ok()
+            .contains("# TYPE apiserver_request counter")
+    );
+    assert!(
+        count("apiserver_current_inflight_requests{request_kind=\"readOnly\"}") >= 1.0,
+        "the /metrics GET itself is in flight"
+    );
 }
 
 #[test]
