@@ -570,11 +570,7 @@ fn discovery_openapi_and_health() {
             "apiserver_request_duration_seconds_bucket{le=\"+Inf\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\"}"
         ) >= 3.0
     );
-    assert!(
-        metrics
-            .ok()
-            .contains("# TYPE apiserver_request counter")
-    );
+    assert!(metrics.ok().contains("# TYPE apiserver_request counter"));
     assert!(
         count("apiserver_current_inflight_requests{request_kind=\"readOnly\"}") >= 1.0,
         "the /metrics GET itself is in flight"
