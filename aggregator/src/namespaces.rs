@@ -136,11 +136,14 @@ struct Collection {
     path: String,
     /// `<plural>.<group>`, as kube names it in conditions.
     label: String,
+    /// Without `deletecollection`: listed, then deleted one by one.
+    one_by_one: bool,
 }
 
-/// Every namespaced resource that supports deletecollection, preferred
-/// version of each group, in `namespace`; and the group versions whose
-/// servers are down while they last served something to delete.
+/// Every namespaced resource that can be emptied (`deletecollection`, or
+/// `list` and `delete`), preferred version of each group, in `namespace`;
+/// and the group versions whose servers are down while they last served
+/// something to delete.
 fn collections(docs: &Documents, namespace: &str) -> (Vec<Collection>, Vec<String>) {
     let mut collections = Vec::new();
     let mut stale = Vec::new();
@@ -165,7 +168,9 @@ fn collections(docs: &Documents, namespace: &str) -> (Vec<Collection>, Vec<Strin
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default();
-            if r["scope"] == "Namespaced" && verbs.iter().any(|v| v == "deletecollection") {
+            let has = |verb: &str| verbs.iter().any(|v| v == verb);
+            let whole = has("deletecollection");
+            if r["scope"] == "Namespaced" && (whole || (has("list") && has("delete"))) {
                 let plural = r["resource"].as_str().unwrap_or_default();
                 deletable.push(Collection {
                     path: format!(
@@ -173,6 +178,7 @@ fn collections(docs: &Documents, namespace: &str) -> (Vec<Collection>, Vec<Strin
                         group_version_path(name, v)
                     ),
                     label: format!("{plural}.{name}"),
+                    one_by_one: !whole,
                 });
             }
         }
@@ -367,10 +373,8 @@ async fn delete_content(client: &Loopback, discovery: &Discovery, name: &str) ->
         ));
     }
     for c in &collections {
-        match client.delete(&c.path).await {
-            Ok(_) => {}
-            Err(e) if matches!(e.reason(), Reason::NotFound | Reason::MethodNotAllowed) => {}
-            Err(e) => content.delete_failures.push(format!("{}: {e}", c.label)),
+        if let Err(e) = empty(client, c).await {
+            content.delete_failures.push(format!("{}: {e}", c.label));
         }
     }
     for c in &collections {
@@ -401,6 +405,39 @@ async fn delete_content(client: &Loopback, discovery: &Discovery, name: &str) ->
         }
     }
     content
+}
+
+/// Deletes what a collection holds: at once, or item by item.
+async fn empty(client: &Loopback, c: &Collection) -> generic_server::Result<()> {
+    let gone = |e: &generic_server::Error| {
+        matches!(e.reason(), Reason::NotFound | Reason::MethodNotAllowed)
+    };
+    if !c.one_by_one {
+        return client
+            .delete(&c.path)
+            .await
+            .map(drop)
+            .or_else(|e| if gone(&e) { Ok(()) } else { Err(e) });
+    }
+    let list = match client.get(&c.path).await {
+        Ok(list) => list,
+        Err(e) if gone(&e) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let names = list
+        .get("items")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.pointer("/metadata/name").and_then(Value::as_str));
+    for name in names {
+        match client.delete(&format!("{}/{name}", c.path)).await {
+            Ok(_) => {}
+            Err(e) if gone(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Deletes the namespace's content and reports on it in the namespace's

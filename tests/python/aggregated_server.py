@@ -4,9 +4,9 @@ It serves `wardle.example.com/v1` `flunders` over HTTPS, trusts only clients
 presenting a certificate from the front-proxy CA (as a real aggregated
 server must), and answers with what it saw of the request, so the test can
 check the identity headers and the client certificate the aggregator sent.
-A watch streams one event per second. It also keeps `gizmos` in memory
-(create, get, list, delete, deletecollection), so namespace deletion has
-something to empty.
+A watch streams one event per second. It also keeps `gizmos` (create, get,
+list, delete, deletecollection) and `doodads` (the same without
+deletecollection) in memory, so namespace deletion has something to empty.
 
 Usage: aggregated_server.py PORT CERT KEY FRONT_PROXY_CA
 """
@@ -27,10 +27,13 @@ RESOURCES = {
          "verbs": ["get", "list", "watch"], "shortNames": ["fl"]},
         {"name": "gizmos", "singularName": "gizmo", "namespaced": True, "kind": "Gizmo",
          "verbs": ["create", "delete", "deletecollection", "get", "list"]},
+        {"name": "doodads", "singularName": "doodad", "namespaced": True, "kind": "Doodad",
+         "verbs": ["create", "delete", "get", "list"]},
     ],
 }
-# namespace -> name -> object
-GIZMOS = {}
+KEPT = {"gizmos": "Gizmo", "doodads": "Doodad"}
+# (resource, namespace) -> name -> object
+STORE = {}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -60,49 +63,52 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def gizmo_path(self):
-        """(namespace, name or None) of a gizmos path, else None."""
+        """((resource, namespace), name or None) of a kept resource's path, else None."""
         parts = self.path.partition("?")[0].strip("/").split("/")
-        if len(parts) in (6, 7) and parts[:3] == ["apis", "wardle.example.com", "v1"] and parts[5] == "gizmos":
-            return parts[4], (parts[6] if len(parts) == 7 else None)
+        if len(parts) in (6, 7) and parts[:3] == ["apis", "wardle.example.com", "v1"] and parts[5] in KEPT:
+            return (parts[5], parts[4]), (parts[6] if len(parts) == 7 else None)
         return None
 
     def not_found(self):
         self.send_json(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                              "reason": "NotFound", "code": 404, "message": "not found"})
 
-    def gizmo_list(self, namespace):
-        return {"apiVersion": GV, "kind": "GizmoList", "metadata": {"resourceVersion": "1"},
-                "items": list(GIZMOS.get(namespace, {}).values())}
+    def gizmo_list(self, where):
+        return {"apiVersion": GV, "kind": KEPT[where[0]] + "List", "metadata": {"resourceVersion": "1"},
+                "items": list(STORE.get(where, {}).values())}
 
     def do_POST(self):
         target = self.gizmo_path()
         if target is None or target[1] is not None:
             return self.not_found()
         obj = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-        obj["metadata"]["namespace"] = target[0]
+        obj["metadata"]["namespace"] = target[0][1]
         obj["metadata"]["resourceVersion"] = "1"
-        GIZMOS.setdefault(target[0], {})[obj["metadata"]["name"]] = obj
+        STORE.setdefault(target[0], {})[obj["metadata"]["name"]] = obj
         self.send_json(201, obj)
 
     def do_DELETE(self):
         target = self.gizmo_path()
         if target is None:
             return self.not_found()
-        namespace, name = target
+        where, name = target
         if name is None:
-            listed = self.gizmo_list(namespace)
-            GIZMOS.pop(namespace, None)
+            if where[0] == "doodads":
+                return self.send_json(405, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                            "reason": "MethodNotAllowed", "code": 405, "message": "no deletecollection"})
+            listed = self.gizmo_list(where)
+            STORE.pop(where, None)
             return self.send_json(200, listed)
-        obj = GIZMOS.get(namespace, {}).pop(name, None)
+        obj = STORE.get(where, {}).pop(name, None)
         return self.send_json(200, obj) if obj else self.not_found()
 
     def do_GET(self):
         target = self.gizmo_path()
         if target is not None:
-            namespace, name = target
+            where, name = target
             if name is None:
-                return self.send_json(200, self.gizmo_list(namespace))
-            obj = GIZMOS.get(namespace, {}).get(name)
+                return self.send_json(200, self.gizmo_list(where))
+            obj = STORE.get(where, {}).get(name)
             return self.send_json(200, obj) if obj else self.not_found()
         path, _, query = self.path.partition("?")
         if path in ("/healthz", "/readyz", "/livez"):

@@ -192,7 +192,8 @@ fn a_third_party_aggregated_server_behind_the_proxy() {
 
     // Deleting a namespace empties it on the aggregated server too.
     cluster.kubectl(&["create", "namespace", "gadgets"]).ok();
-    let gizmo = "apiVersion: wardle.example.com/v1\nkind: Gizmo\nmetadata: {name: g1, namespace: gadgets}\n";
+    let gizmo = "apiVersion: wardle.example.com/v1\nkind: Gizmo\nmetadata: {name: g1, namespace: gadgets}\n\
+                 ---\napiVersion: wardle.example.com/v1\nkind: Doodad\nmetadata: {name: d1, namespace: gadgets}\n";
     cluster.kubectl_stdin(&["create", "-f", "-"], gizmo).ok();
     assert_eq!(
         cluster
@@ -204,13 +205,14 @@ fn a_third_party_aggregated_server_behind_the_proxy() {
     cluster
         .kubectl(&["delete", "namespace", "gadgets", "--timeout=30s"])
         .ok();
+    // Gizmos go as a collection, doodads (no deletecollection) one by one.
     assert_eq!(
         cluster
-            .kubectl(&["get", "gizmos", "-n", "gadgets", "-o", "name"])
+            .kubectl(&["get", "gizmos,doodads", "-n", "gadgets", "-o", "name"])
             .ok()
             .trim(),
         "",
-        "the aggregated server still holds the deleted namespace's gizmos"
+        "the aggregated server still holds the deleted namespace's content"
     );
 
     // The server dies: unavailable, its paths 503, everything else unaffected.
