@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use generic_server::discovery::{Discovery, Documents};
+use generic_server::discovery::{self, Discovery, Documents};
 use generic_server::error::Reason;
 use generic_server::loopback::Loopback;
 use generic_server::registry::now_rfc3339;
-use generic_server::resource::group_version_path;
+use generic_server::resource::{api_version, group_version_path};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -148,21 +148,13 @@ fn collections(docs: &Documents, namespace: &str) -> (Vec<Collection>, Vec<Strin
     let mut collections = Vec::new();
     let mut stale = Vec::new();
     for group in &docs.groups {
-        let name = group
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let Some(version) = group.pointer("/versions/0") else {
+        let name = discovery::group_name(group);
+        let Some(version) = discovery::versions(group).first() else {
             continue;
         };
         let v = version["version"].as_str().unwrap_or_default();
         let mut deletable = Vec::new();
-        for r in version
-            .get("resources")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for r in discovery::resources(version) {
             let verbs = r
                 .get("verbs")
                 .and_then(Value::as_array)
@@ -182,15 +174,10 @@ fn collections(docs: &Documents, namespace: &str) -> (Vec<Collection>, Vec<Strin
                 });
             }
         }
-        let gv = group_version_path(name, v);
-        let gv = gv.trim_start_matches("/apis/").trim_start_matches("/api/");
-        let never_seen = version
-            .get("resources")
-            .and_then(Value::as_array)
-            .is_none_or(Vec::is_empty);
         if version["freshness"] == "Stale" {
+            let never_seen = discovery::resources(version).is_empty();
             if !deletable.is_empty() || never_seen {
-                stale.push(gv.to_string());
+                stale.push(api_version(name, v));
             }
             continue;
         }

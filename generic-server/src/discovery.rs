@@ -201,16 +201,27 @@ pub fn merge_groups_with(lists: &[&[Value]], priority: &dyn Fn(&str) -> i64) -> 
     merged
 }
 
-fn group_name(group: &Value) -> &str {
+/// The name of a discovery group entry (`""` for core).
+pub fn group_name(group: &Value) -> &str {
     group
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
 
-fn versions(group: &Value) -> &[Value] {
+/// The version entries of a discovery group entry, preferred first.
+pub fn versions(group: &Value) -> &[Value] {
     group
         .get("versions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// The resource entries of a discovery version entry.
+pub fn resources(version: &Value) -> &[Value] {
+    version
+        .get("resources")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default()
@@ -343,9 +354,7 @@ impl Documents {
     pub fn find_kind(&self, group: &str, version: &str, kind: &str) -> Option<(String, bool)> {
         let group = self.groups.iter().find(|g| group_name(g) == group)?;
         let version = versions(group).iter().find(|v| v["version"] == version)?;
-        let resource = version
-            .get("resources")
-            .and_then(Value::as_array)?
+        let resource = resources(version)
             .iter()
             .find(|r| r.pointer("/responseKind/kind").and_then(Value::as_str) == Some(kind))?;
         Some((
@@ -373,13 +382,8 @@ fn legacy_group(group: &Value) -> Value {
 
 fn resource_list(group: &str, version: &Value) -> Value {
     let v = version["version"].as_str().unwrap_or_default();
-    let mut resources = Vec::new();
-    for r in version
-        .get("resources")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    let mut listed = Vec::new();
+    for r in resources(version) {
         let mut entry = json!({
             "name": r["resource"],
             "singularName": r.get("singularResource").cloned().unwrap_or(json!("")),
@@ -392,7 +396,7 @@ fn resource_list(group: &str, version: &Value) -> Value {
                 entry[field] = value.clone();
             }
         }
-        resources.push(entry);
+        listed.push(entry);
         for s in r
             .get("subresources")
             .and_then(Value::as_array)
@@ -411,10 +415,10 @@ fn resource_list(group: &str, version: &Value) -> Value {
                 sub["group"] = kind["group"].clone();
                 sub["version"] = kind["version"].clone();
             }
-            resources.push(sub);
+            listed.push(sub);
         }
     }
-    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": api_version(group, v), "resources": resources})
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": api_version(group, v), "resources": listed})
 }
 
 /// The discovery of a server: its own groups merged with its delegates',

@@ -23,20 +23,20 @@ use std::time::Duration;
 use actix::prelude::*;
 use serde_json::{Value, json};
 
-use crate::discovery::Discovery;
+use crate::discovery::{self, Discovery};
 use crate::error::{Reason, Result};
 use crate::informer::{self, Change};
 use crate::label_selector::Labels;
 use crate::loopback::Loopback;
 use crate::registry::Store;
-use crate::resource::group_version_path;
+use crate::resource::{group_version_path, key_prefix};
 use crate::storage::cacher::{CachedObject, Cacher, Ingest};
 
 /// How long a dependent whose owner is not (yet) known waits before the
 /// owner is looked up: informers of other resources may still be loading.
 const OWNER_GRACE: Duration = Duration::from_secs(2);
-/// How often dependents whose owners this collector does not follow (custom
-/// resources owning built-ins, say) have their owners looked up again.
+/// How often dependents whose owners this collector does not follow (objects
+/// of aggregated servers) have their owners looked up again.
 const REMOTE_OWNER_RECHECK: Duration = Duration::from_secs(5);
 /// How often the collector's informers deliver every object again.
 const RESYNC: Duration = Duration::from_secs(300);
@@ -336,29 +336,18 @@ pub fn follow_delegates(
 
 /// The etcd key prefix of each resource in discovery groups.
 fn delegate_prefixes(groups: &[Value], root: &str) -> HashSet<String> {
-    let mut prefixes = HashSet::new();
-    for group in groups {
-        let name = group
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let resources = group
-            .get("versions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.get("resources").and_then(Value::as_array))
-            .flatten()
-            .filter_map(|r| r.get("resource").and_then(Value::as_str));
-        for plural in resources.filter(|p| !p.contains('/')) {
-            prefixes.insert(if name.is_empty() {
-                format!("{root}/{plural}/")
-            } else {
-                format!("{root}/{name}/{plural}/")
-            });
-        }
-    }
-    prefixes
+    groups
+        .iter()
+        .flat_map(|group| {
+            let name = discovery::group_name(group);
+            discovery::versions(group)
+                .iter()
+                .flat_map(discovery::resources)
+                .filter_map(|r| r.get("resource").and_then(Value::as_str))
+                .filter(|plural| !plural.contains('/'))
+                .map(move |plural| key_prefix(root, name, plural))
+        })
+        .collect()
 }
 
 /// Keeps of an object only what the collector reads: its kind and the

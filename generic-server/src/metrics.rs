@@ -2,8 +2,6 @@
 //! kube-apiserver's, served at `/metrics` (text format) to those allowed
 //! to read it: what dashboards and alerts built for kube-apiserver read.
 
-use std::time::Duration;
-
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -34,7 +32,7 @@ const NAMED_PATHS: &[&str] = &[
 ];
 
 /// What a request is counted under (kube's label names, sorted).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     component: &'static str,
     dry_run: &'static str,
@@ -145,19 +143,20 @@ impl Metrics {
 impl InFlight<'_> {
     /// The response head is out with `code`: counts the request and, but
     /// for watches (which last as long as they are open), its latency.
-    pub fn done(self, code: u16) {
+    pub fn done(mut self, code: u16) {
         let m = self.metrics;
-        m.requests
-            .get_or_create(&CodeLabels {
-                code: code.to_string(),
-                request: self.labels.clone(),
-            })
-            .inc();
         if self.labels.verb != "WATCH" {
             m.latencies
                 .get_or_create(&self.labels)
-                .observe(elapsed(self.started));
+                .observe(self.started.elapsed().as_secs_f64());
         }
+        let request = std::mem::take(&mut self.labels);
+        m.requests
+            .get_or_create(&CodeLabels {
+                code: code.to_string(),
+                request,
+            })
+            .inc();
     }
 }
 
@@ -165,10 +164,6 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.metrics.inflight.get_or_create(&self.kind).dec();
     }
-}
-
-fn elapsed(started: std::time::Instant) -> f64 {
-    Duration::as_secs_f64(&started.elapsed())
 }
 
 /// kube's labels for a request: the verb as it reports it (`LIST`,

@@ -1842,16 +1842,19 @@ impl Watcher {
         }
     }
 
+    /// Whether the event's previous and new states match the selectors.
+    fn selects(&self, event: &WatchEvent) -> (bool, bool) {
+        let before = event.prev.as_ref().is_some_and(|p| self.matches(p));
+        (before, self.matches(&event.object))
+    }
+
     /// Sends an event if it concerns this watcher; false when the client is gone.
     async fn forward(&self, event: &WatchEvent) -> bool {
         let Some((converter, version)) = &self.converter else {
             return self.forward_served(event, None).await;
         };
         // A view of another resource's storage selects in the stored terms.
-        let matched = self.stored_terms.then(|| {
-            let now = self.matches(&event.object);
-            (event.prev.as_ref().is_some_and(|p| self.matches(p)), now)
-        });
+        let matched = self.stored_terms.then(|| self.selects(event));
         if matched == Some((false, false)) {
             return true;
         }
@@ -1871,10 +1874,7 @@ impl Watcher {
     /// Sends an event already in the watcher's version; `matched` tells
     /// whether its previous and new states match, when already known.
     async fn forward_served(&self, event: &WatchEvent, matched: Option<(bool, bool)>) -> bool {
-        let (before, now) = matched.unwrap_or_else(|| {
-            let now = self.matches(&event.object);
-            (event.prev.as_ref().is_some_and(|p| self.matches(p)), now)
-        });
+        let (before, now) = matched.unwrap_or_else(|| self.selects(event));
         let object = &event.object;
         let item = match (event.kind, before, now) {
             (WatchEventType::Deleted, false, false) | (_, false, false) => return true,

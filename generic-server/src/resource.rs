@@ -89,6 +89,16 @@ pub fn api_version(group: &str, version: &str) -> String {
     }
 }
 
+/// The etcd key prefix of a group's resource under `root`:
+/// `/registry/<resource>/` for core, `/registry/<group>/<resource>/` otherwise.
+pub fn key_prefix(root: &str, group: &str, plural: &str) -> String {
+    if group.is_empty() {
+        format!("{root}/{plural}/")
+    } else {
+        format!("{root}/{group}/{plural}/")
+    }
+}
+
 /// The URL prefix of a group and version: `/api/v1` or `/apis/apps/v1`.
 pub fn group_version_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -331,14 +341,9 @@ impl Resource {
     /// The etcd key prefix of its objects, ending in `/`:
     /// `/registry/<resource>/` for core, `/registry/<group>/<resource>/` otherwise.
     pub fn key_prefix(&self, root: &str) -> String {
-        let (group, plural) = match self.strategy.shared_storage() {
-            Some(shared) => (shared.group, shared.plural),
-            None => (self.group.as_str(), self.plural.as_str()),
-        };
-        if group.is_empty() {
-            format!("{root}/{plural}/")
-        } else {
-            format!("{root}/{group}/{plural}/")
+        match self.strategy.shared_storage() {
+            Some(shared) => key_prefix(root, shared.group, shared.plural),
+            None => key_prefix(root, &self.group, &self.plural),
         }
     }
 }

@@ -71,13 +71,15 @@ impl Converter for EventsConverter {
 
 /// A field selector label of events.k8s.io/v1 as core v1 names it.
 fn core_field_label(label: &str) -> String {
-    if let Some(rest) = label.strip_prefix("regarding.") {
-        return format!("involvedObject.{rest}");
+    for (core, events) in RENAMED {
+        if label == *events {
+            return core.to_string();
+        }
+        if let Some(rest) = label.strip_prefix(events).and_then(|r| r.strip_prefix('.')) {
+            return format!("{core}.{rest}");
+        }
     }
-    match label {
-        "reportingController" => "reportingComponent".into(),
-        other => other.into(),
-    }
+    label.to_string()
 }
 
 /// The same event in core v1 terms, for the printer.
