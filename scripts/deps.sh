@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs what kubechain needs from Debian (etcd) and, with --test, what its
-# tests need (the Python kubernetes client, curl). Safe to run repeatedly.
+# tests need (the Python kubernetes client, curl, openssl). Safe to run repeatedly.
 set -eu
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -19,6 +19,7 @@ if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/d
 fi
 if [ "${1:-}" = "--test" ]; then
     command -v curl >/dev/null 2>&1 || apt_install curl
+    command -v openssl >/dev/null 2>&1 || apt_install openssl
     if ! python3 -c "import kubernetes" >/dev/null 2>&1; then
         echo "installing the Python kubernetes client..."
         python3 -m pip install --quiet kubernetes 2>/dev/null || python3 -m pip install --quiet --break-system-packages kubernetes

@@ -300,7 +300,12 @@ async fn probe(
                     resp.status().as_u16()
                 )
             }
-            Err(e) => failure = format!("failing or missing response from {url}: {e}"),
+            Err(e) => {
+                failure = format!(
+                    "failing or missing response from {url}: Get \"{url}\": {}",
+                    generic_server::service_client::describe(&e)
+                )
+            }
         }
     }
     Err((

@@ -10,6 +10,7 @@ use std::sync::{Arc, RwLock};
 use bytes::Bytes;
 use futures::StreamExt;
 use generic_server::error::Error;
+use generic_server::filters::request_path;
 use generic_server::request::{ApiRequest, ApiResponse, Body, Handler, UserInfo};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::Value;
@@ -110,7 +111,7 @@ impl Aggregator {
                 "https://{}:{}{}{query}",
                 route.service.server_name(),
                 endpoint.port(),
-                req.path
+                request_path::encode(&req.path)
             );
             let method = reqwest::Method::from_bytes(req.method.as_str().as_bytes())
                 .unwrap_or(reqwest::Method::GET);
@@ -124,11 +125,11 @@ impl Aggregator {
                 Ok(resp) => return response(resp),
                 // Never reached the backend: another endpoint may serve it.
                 Err(e) if e.is_connect() => {
-                    tracing::debug!(%endpoint, error = %e, "backend refused the connection; trying the next endpoint");
-                    last_error = e.to_string();
+                    last_error = generic_server::service_client::describe(&e);
+                    tracing::debug!(%endpoint, error = %last_error, "backend refused the connection; trying the next endpoint");
                 }
                 Err(e) => {
-                    tracing::warn!(%endpoint, error = %e, "proxying to the backend failed");
+                    tracing::warn!(%endpoint, error = %generic_server::service_client::describe(&e), "proxying to the backend failed");
                     return Error::unavailable("service unavailable").into();
                 }
             }

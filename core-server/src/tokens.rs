@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 /// Shortest token lifetime a client may ask for (kube: 10 minutes).
 const MIN_SECONDS: i64 = 600;
+/// Longest token lifetime a client may ask for (kube: 2^32 seconds).
+const MAX_SECONDS: i64 = 1 << 32;
 /// Lifetime when none is asked for.
 const DEFAULT_SECONDS: i64 = 3600;
 
@@ -38,16 +40,23 @@ impl CreateOnly for TokenRequests {
     async fn create(&self, req: &ApiRequest, mut obj: Value) -> Result<Value> {
         let (namespace, name) = (&req.info.namespace, &req.info.name);
         let account = self.accounts.get(namespace, name, None).await?.value();
-        let seconds = obj
-            .pointer("/spec/expirationSeconds")
-            .and_then(Value::as_i64)
-            .unwrap_or(DEFAULT_SECONDS);
-        if seconds < MIN_SECONDS {
-            let cause = FieldError::invalid(
-                "spec.expirationSeconds",
-                seconds,
-                "may not specify a duration less than 10 minutes",
-            );
+        let seconds = match obj.pointer("/spec/expirationSeconds") {
+            None | Some(Value::Null) => DEFAULT_SECONDS,
+            Some(value) => value.as_i64().ok_or_else(|| {
+                Error::bad_request(format!(
+                    "spec.expirationSeconds: {value} is not a 64-bit integer"
+                ))
+            })?,
+        };
+        let too = if seconds < MIN_SECONDS {
+            Some("may not specify a duration less than 10 minutes")
+        } else if seconds > MAX_SECONDS {
+            Some("may not specify a duration larger than 2^32 seconds")
+        } else {
+            None
+        };
+        if let Some(detail) = too {
+            let cause = FieldError::invalid("spec.expirationSeconds", seconds, detail);
             return Err(Error::invalid(
                 "authentication.k8s.io",
                 "TokenRequest",

@@ -128,7 +128,12 @@ impl WebhookConverter {
             .timeout(Duration::from_secs(10))
             .send()
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| {
+                format!(
+                    "Post \"{url}\": {}",
+                    generic_server::service_client::describe(&e)
+                )
+            })?;
         if !resp.status().is_success() {
             return Err(format!("webhook answered {}", resp.status()));
         }

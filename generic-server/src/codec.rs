@@ -222,6 +222,31 @@ mod tests {
     }
 
     #[test]
+    fn deep_and_expanding_bodies_are_refused() {
+        let deep_json = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        let err = decode_body(MediaType::Json, deep_json.as_bytes()).unwrap_err();
+        assert_eq!(err.code(), 400);
+        assert!(err.to_string().contains("recursion limit"), "{err}");
+        let deep_yaml = format!("a: {}{}", "[".repeat(10_000), "]".repeat(10_000));
+        let err = decode_body(MediaType::Yaml, deep_yaml.as_bytes()).unwrap_err();
+        assert_eq!(err.code(), 400);
+        // "Billion laughs": nine levels of aliases, each ten times the last.
+        let mut laughs = String::from(
+            "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
+        for (prev, name) in ["a", "b", "c", "d", "e", "f", "g", "h"]
+            .iter()
+            .zip(["b", "c", "d", "e", "f", "g", "h", "i"])
+        {
+            let refs = vec![format!("*{prev}"); 10].join(",");
+            laughs.push_str(&format!("{name}: &{name} [{refs}]\n"));
+        }
+        let err = decode_body(MediaType::Yaml, laughs.as_bytes()).unwrap_err();
+        assert_eq!(err.code(), 400);
+        assert!(err.to_string().contains("repetition limit"), "{err}");
+    }
+
+    #[test]
     fn yaml_and_bad_json() {
         assert_eq!(
             decode_yaml(b"a: 1\nb: [x]").unwrap(),

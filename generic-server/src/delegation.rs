@@ -224,7 +224,7 @@ impl Delegation for DelegationService {
     ) -> Result<tonic::Response<FrameStream>, tonic::Status> {
         self.check_caller(&request)?;
         let req = from_pb(request.into_inner())?;
-        let resp = self.handler.handle(req).await;
+        let resp = crate::request::recover(self.handler.as_ref(), req).await;
         Ok(tonic::Response::new(frames(resp)))
     }
 

@@ -1,10 +1,14 @@
 //! The HTTPS front door (actix-web on rustls) and its request pipeline:
-//! request info, authentication, authorization, then the handler (or, for
+//! the path's check, authentication, request info, authorization, the body
+//! (read only for an authorized caller), then the handler under panic
+//! recovery (or, for
 //! `/metrics`, the front door's own metrics). The order is written once,
 //! here.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use bytes::{Bytes, BytesMut};
@@ -14,6 +18,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use crate::codec;
 use crate::filters::authentication::{Authenticate, strip_identity_headers};
 use crate::filters::authorization::Authorizer;
+use crate::filters::request_path;
 use crate::metrics::Metrics;
 use crate::request::{self, ApiRequest, ApiResponse, Body, Handler};
 
@@ -44,26 +49,38 @@ impl FrontDoor {
         }
     }
 
-    /// Runs the pipeline for one request.
+    /// Runs the pipeline for one request: the path is checked and the
+    /// caller authenticated and authorized before `body` is read.
     pub async fn serve(
         &self,
         peer_certs: Option<&[Vec<u8>]>,
         method: Method,
-        path: &str,
+        raw_path: &str,
         query: &str,
         mut headers: HeaderMap,
-        body: Bytes,
+        body: impl Future<Output = Result<Bytes, crate::Error>>,
     ) -> ApiResponse {
-        let user = match self.authenticator.authenticate(peer_certs, &headers, path) {
+        let path = match request_path::clean(raw_path) {
+            Ok(path) => path,
+            Err(e) => return e.into(),
+        };
+        if let Err(e) = check_headers(&headers) {
+            return e.into();
+        }
+        let user = match self.authenticator.authenticate(peer_certs, &headers, &path) {
             Ok(user) => user,
             Err(e) => return e.into(),
         };
         strip_identity_headers(&mut headers);
-        let req = ApiRequest::new(method, path, query, headers, body, user);
+        let mut req = ApiRequest::new(method, &path, query, headers, Bytes::new(), user);
         if let Err(e) = self.authorizer.authorize(&req.user, &req.info, &req.path) {
             tracing::debug!(user = %req.user.name, path = %req.path, "forbidden");
             return e.into();
         }
+        req.body = match body.await {
+            Ok(body) => body,
+            Err(e) => return e.into(),
+        };
         tracing::trace!(audit_id = %req.audit_id, verb = %req.info.verb, path = %req.path, user = %req.user.name, "request");
         let counted = self.metrics.start(&req);
         let resp = if req.path == "/metrics" && req.method == Method::GET {
@@ -73,11 +90,33 @@ impl FrontDoor {
                 self.metrics.render(),
             )
         } else {
-            self.handler.handle(req).await
+            request::recover(self.handler.as_ref(), req).await
         };
         counted.done(resp.status.as_u16());
         resp
     }
+}
+
+/// Largest total size of a request's headers (Go's `http.DefaultMaxHeaderBytes`, as kube-apiserver).
+pub const MAX_HEADER_BYTES: usize = 1024 * 1024;
+/// How long a client may take to send its request body.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a client may take to send its request's headers (kube's `ReadHeaderTimeout`).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(32);
+
+/// 413 when the headers are larger than [`MAX_HEADER_BYTES`].
+fn check_headers(headers: &HeaderMap) -> Result<(), crate::Error> {
+    let size: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    if size > MAX_HEADER_BYTES {
+        return Err(crate::Error::new(
+            crate::error::Reason::RequestEntityTooLarge,
+            format!("request headers are {size} bytes; the limit is {MAX_HEADER_BYTES}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Serves the front door on `addr` over TLS until the process stops.
@@ -105,7 +144,7 @@ pub async fn serve_https(
     .workers(workers)
     .shutdown_timeout(1)
     .keep_alive(std::time::Duration::from_secs(75))
-    .client_request_timeout(std::time::Duration::from_secs(60))
+    .client_request_timeout(HEADER_TIMEOUT)
     .bind_rustls_0_23(addr, tls)?
     .run()
     .await
@@ -116,10 +155,6 @@ async fn entry(
     payload: web::Payload,
     door: web::Data<Arc<FrontDoor>>,
 ) -> HttpResponse {
-    let body = match read_body(payload).await {
-        Ok(body) => body,
-        Err(resp) => return into_http(resp),
-    };
     let mut headers = HeaderMap::new();
     for (name, value) in req.headers() {
         if let (Ok(n), Ok(v)) = (
@@ -138,25 +173,38 @@ async fn entry(
             req.path(),
             req.query_string(),
             headers,
-            body,
+            read_body(payload),
         )
         .await;
     into_http(resp)
 }
 
-/// Reads a body up to the API's limit; a larger one is a 413 Status.
-async fn read_body(mut payload: web::Payload) -> Result<Bytes, ApiResponse> {
-    let mut body = BytesMut::new();
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| {
-            ApiResponse::from(crate::Error::bad_request(format!("reading body: {e}")))
-        })?;
-        if body.len() + chunk.len() > codec::MAX_BODY_BYTES {
-            return Err(codec::too_large().into());
+/// Reads a body up to the API's limit (413 past it) within [`BODY_TIMEOUT`]
+/// (a 504 Status past it: a slow sender is cut off).
+async fn read_body(mut payload: web::Payload) -> Result<Bytes, crate::Error> {
+    let read = async {
+        let mut body = BytesMut::new();
+        while let Some(chunk) = payload.next().await {
+            let chunk =
+                chunk.map_err(|e| crate::Error::bad_request(format!("reading body: {e}")))?;
+            if body.len() + chunk.len() > codec::MAX_BODY_BYTES {
+                return Err(codec::too_large());
+            }
+            body.extend_from_slice(&chunk);
         }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body.freeze())
+        Ok(body.freeze())
+    };
+    tokio::time::timeout(BODY_TIMEOUT, read)
+        .await
+        .unwrap_or_else(|_| {
+            Err(crate::Error::new(
+                crate::error::Reason::Timeout,
+                format!(
+                    "the request body was not received within {}s",
+                    BODY_TIMEOUT.as_secs()
+                ),
+            ))
+        })
 }
 
 fn into_http(resp: ApiResponse) -> HttpResponse {

@@ -52,6 +52,11 @@ impl TlsOptions {
     }
 }
 
+/// Stack of each runtime worker: room for the bounded recursions over user
+/// data (decoders, patches, schemas) even in a debug build; only what is
+/// touched is ever committed.
+const WORKER_STACK_BYTES: usize = 8 * 1024 * 1024;
+
 /// Runs a server's main future on an actix system (actors on the main
 /// thread, tasks on a multi-threaded tokio runtime), with logging to stderr
 /// filtered by `RUST_LOG` (default `info`).
@@ -67,6 +72,7 @@ pub fn run<E>(main: impl std::future::Future<Output = Result<(), E>>) -> Result<
     let runtime = || {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
+            .thread_stack_size(WORKER_STACK_BYTES)
             .build()
             .expect("a tokio runtime")
     };

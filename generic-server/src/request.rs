@@ -265,6 +265,53 @@ pub trait Handler: Send + Sync + 'static {
     async fn handle(&self, req: ApiRequest) -> ApiResponse;
 }
 
+/// kube-apiserver's words for a request that made it panic.
+pub const PANIC_MESSAGE: &str =
+    "This request caused apiserver to panic. Look in the logs for details.";
+
+/// Serves `req` with `handler` under panic recovery, as kube's
+/// `WithPanicRecovery`: a panic while answering, or while streaming the
+/// answer, fails this request alone (a 500 Status, or the end of its
+/// stream), logged with its audit id; the process and every other request
+/// carry on.
+pub async fn recover(handler: &dyn Handler, req: ApiRequest) -> ApiResponse {
+    use futures::{FutureExt as _, StreamExt as _};
+    use std::panic::AssertUnwindSafe;
+    let (audit_id, method, path) = (req.audit_id.clone(), req.method.clone(), req.path.clone());
+    let logged = move |panic: Box<dyn std::any::Any + Send>| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        tracing::error!(%audit_id, %method, %path, panic = %why, "apiserver panic'd");
+    };
+    let mut resp = match AssertUnwindSafe(handler.handle(req)).catch_unwind().await {
+        Ok(resp) => resp,
+        Err(panic) => {
+            logged(panic);
+            return Error::new(crate::error::Reason::InternalError, PANIC_MESSAGE).into();
+        }
+    };
+    if let Body::Stream(stream) = resp.body {
+        let guarded = AssertUnwindSafe(stream)
+            .catch_unwind()
+            .scan(Some(logged), |logged, item| {
+                futures::future::ready(match item {
+                    Ok(chunk) => Some(chunk),
+                    Err(panic) => {
+                        if let Some(log) = logged.take() {
+                            log(panic);
+                        }
+                        None
+                    }
+                })
+            });
+        resp.body = Body::Stream(Box::pin(guarded));
+    }
+    resp
+}
+
 /// The end of the chain: every request gets a 404 Status.
 pub struct NotFoundHandler;
 
@@ -279,6 +326,66 @@ impl Handler for NotFoundHandler {
 mod tests {
     use super::*;
     use futures::StreamExt;
+
+    /// Panics on `/boom`, and in the middle of its stream on `/boom-later`.
+    struct Panicky;
+
+    #[async_trait::async_trait]
+    impl Handler for Panicky {
+        async fn handle(&self, req: ApiRequest) -> ApiResponse {
+            match req.path.as_str() {
+                "/boom" => panic!("boom"),
+                "/boom-later" => {
+                    let chunks = futures::stream::iter([1, 2, 3]).map(|i| {
+                        assert!(i < 2, "boom at chunk {i}");
+                        Bytes::from(format!("{i}\n"))
+                    });
+                    ApiResponse {
+                        status: StatusCode::OK,
+                        headers: HeaderMap::new(),
+                        body: Body::Stream(Box::pin(chunks)),
+                    }
+                }
+                _ => Error::path_not_found().into(),
+            }
+        }
+    }
+
+    fn get(path: &str) -> ApiRequest {
+        ApiRequest::new(
+            Method::GET,
+            path,
+            "",
+            HeaderMap::new(),
+            Bytes::new(),
+            UserInfo::default(),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_panic_fails_only_its_own_request() {
+        let resp = recover(&Panicky, get("/boom")).await;
+        assert_eq!(resp.status, StatusCode::INTERNAL_SERVER_ERROR);
+        let Body::Full(body) = resp.body else {
+            panic!("a whole Status")
+        };
+        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["reason"], "InternalError");
+        assert_eq!(status["message"], PANIC_MESSAGE);
+        // The stream ends where it panicked; what came before is delivered.
+        let resp = recover(&Panicky, get("/boom-later")).await;
+        let Body::Stream(stream) = resp.body else {
+            panic!("a stream")
+        };
+        let chunks: Vec<Bytes> = stream.collect().await;
+        assert_eq!(chunks, vec![Bytes::from("1\n")]);
+        // And the handler goes on serving.
+        assert_eq!(
+            recover(&Panicky, get("/x")).await.status,
+            StatusCode::NOT_FOUND
+        );
+    }
 
     #[tokio::test]
     async fn coalesce_joins_what_is_ready_and_nothing_more() {

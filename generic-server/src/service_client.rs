@@ -329,14 +329,13 @@ impl Clients {
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AcceptAny::default()))
         } else {
-            let mut roots = rustls::RootCertStore::empty();
             let pem = base64::engine::general_purpose::STANDARD
                 .decode(ca_bundle_b64)
                 .map_err(|e| format!("caBundle: {e}"))?;
-            for cert in crate::tls::parse_certs(&pem).map_err(|e| format!("caBundle: {e}"))? {
-                roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
-            }
-            builder.with_root_certificates(roots)
+            let verifier = CaBundleVerifier::new(&pem).map_err(|e| format!("caBundle: {e}"))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(verifier))
         };
         let mut config = match &self.identity {
             Some(identity) => {
@@ -353,6 +352,170 @@ impl Clients {
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(config)
     }
+}
+
+/// Verifies a server by a caBundle as Go's TLS does: a chain to one of the
+/// bundle's certificates, or (what webpki alone refuses) the very
+/// certificate of the bundle itself, as `openssl req -x509` makes for the
+/// common tutorials: self-signed, marked `CA:TRUE`, and still checked for
+/// its name, its validity period and, if it names any, the server-auth use.
+#[derive(Debug)]
+struct CaBundleVerifier {
+    chained: Arc<rustls::client::WebPkiServerVerifier>,
+    pinned: Vec<rustls::pki_types::CertificateDer<'static>>,
+}
+
+impl CaBundleVerifier {
+    fn new(pem: &[u8]) -> Result<Self, String> {
+        let pinned = crate::tls::parse_certs(pem).map_err(|e| e.to_string())?;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in &pinned {
+            roots.add(cert.clone()).map_err(|e| e.to_string())?;
+        }
+        let chained = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .map_err(|e| e.to_string())?;
+        Ok(CaBundleVerifier { chained, pinned })
+    }
+
+    /// Checks a server certificate that is itself in the bundle.
+    fn verify_pinned(
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        server_name: &rustls::pki_types::ServerName<'_>,
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<(), rustls::Error> {
+        use rustls::CertificateError;
+        let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+        rustls::client::verify_server_name(&parsed, server_name)?;
+        let (_, cert) = x509_parser::parse_x509_certificate(end_entity.as_ref())
+            .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+        let now = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
+        let validity = cert.validity();
+        if now < validity.not_before.timestamp() {
+            return Err(CertificateError::NotValidYet.into());
+        }
+        if now > validity.not_after.timestamp() {
+            return Err(CertificateError::Expired.into());
+        }
+        if let Ok(Some(usage)) = cert.extended_key_usage()
+            && !usage.value.any
+            && !usage.value.server_auth
+        {
+            return Err(CertificateError::InvalidPurpose.into());
+        }
+        Ok(())
+    }
+}
+
+impl rustls::client::danger::ServerCertVerifier for CaBundleVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        let chained = self.chained.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        );
+        match chained {
+            Err(_)
+                if self
+                    .pinned
+                    .iter()
+                    .any(|c| c.as_ref() == end_entity.as_ref()) =>
+            {
+                Self::verify_pinned(end_entity, server_name, now)
+                    .map(|()| rustls::client::danger::ServerCertVerified::assertion())
+            }
+            // A CA certificate that is not the bundle's own: Go, which does
+            // not look at the flag, finds no authority for it.
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)))
+                if other.to_string().contains("CaUsedAsEndEntity") =>
+            {
+                Err(rustls::CertificateError::UnknownIssuer.into())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.chained.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.chained.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.chained.supported_verify_schemes()
+    }
+}
+
+/// Why a request to a backend failed, in the words of Go's client (which
+/// kube-aggregator's conditions and webhook errors quote): an unknown
+/// authority, a name mismatch, an expired certificate, a refused
+/// connection, a timeout; else the error itself.
+pub fn describe(error: &reqwest::Error) -> String {
+    use rustls::CertificateError as C;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return match tls {
+                rustls::Error::InvalidCertificate(C::UnknownIssuer) => {
+                    "x509: certificate signed by unknown authority".into()
+                }
+                rustls::Error::InvalidCertificate(C::NotValidForNameContext {
+                    expected,
+                    presented,
+                }) => format!(
+                    "x509: certificate is valid for {}, not {}",
+                    presented.join(", "),
+                    expected.to_str()
+                ),
+                rustls::Error::InvalidCertificate(C::NotValidForName) => {
+                    "x509: certificate is not valid for the requested name".into()
+                }
+                rustls::Error::InvalidCertificate(
+                    C::Expired
+                    | C::ExpiredContext { .. }
+                    | C::NotValidYet
+                    | C::NotValidYetContext { .. },
+                ) => "x509: certificate has expired or is not yet valid".into(),
+                other => format!("tls: {other}"),
+            };
+        }
+        // An io::Error's source() skips the error it wraps: look inside.
+        source = match e.downcast_ref::<std::io::Error>() {
+            Some(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return "connect: connection refused".into();
+            }
+            Some(io) => io.get_ref().map(|inner| inner as _),
+            None => e.source(),
+        };
+    }
+    if error.is_timeout() {
+        return "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".into();
+    }
+    error.to_string()
 }
 
 /// Accepts any server certificate: only for `insecureSkipTLSVerify: true`.
@@ -407,5 +570,54 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAny {
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::client::danger::ServerCertVerifier as _;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+
+    /// A certificate like `openssl req -x509 -subj /CN=<name> -addext
+    /// subjectAltName=DNS:<name>` makes: self-signed, its own CA (`CA:TRUE`).
+    fn self_signed_ca(name: &str) -> rcgen::Certificate {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.self_signed(&key).unwrap()
+    }
+
+    fn verify(
+        bundle: &rcgen::Certificate,
+        served: &rcgen::Certificate,
+        name: &str,
+    ) -> Result<(), String> {
+        let verifier = CaBundleVerifier::new(bundle.pem().as_bytes()).unwrap();
+        let served = CertificateDer::from(served.der().to_vec());
+        verifier
+            .verify_server_cert(
+                &served,
+                &[],
+                &ServerName::try_from(name.to_string()).unwrap(),
+                &[],
+                UnixTime::now(),
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_self_signed_ca_in_the_bundle_serves_as_itself() {
+        let cert = self_signed_ca("wardle-server.wardle.svc");
+        verify(&cert, &cert, "wardle-server.wardle.svc").unwrap();
+        // Still checked for its name, and only that exact certificate passes.
+        let wrong_name = verify(&cert, &cert, "other.wardle.svc").unwrap_err();
+        assert!(wrong_name.contains("not valid for name"), "{wrong_name}");
+        let stranger = self_signed_ca("wardle-server.wardle.svc");
+        let unknown = verify(&cert, &stranger, "wardle-server.wardle.svc").unwrap_err();
+        assert!(unknown.contains("UnknownIssuer"), "{unknown}");
     }
 }

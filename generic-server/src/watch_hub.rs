@@ -66,7 +66,7 @@ impl Share {
         for (name, value) in form_urlencoded::parse(req.query.as_bytes()) {
             match &*name {
                 "resourceVersion" => after = Some(value.parse::<u64>().ok().filter(|v| *v > 0)?),
-                "timeoutSeconds" => timeout = Some(value.parse::<u64>().ok()?),
+                "timeoutSeconds" => timeout = crate::handlers::timeout_seconds(&value).ok()?,
                 "sendInitialEvents" | "resourceVersionMatch" => return None,
                 _ => rest.push((name.into_owned(), value.into_owned())),
             }
@@ -76,7 +76,7 @@ impl Share {
         Some(Share {
             key: format!("{}?{rest:?}|{accept}", req.path),
             after: after?,
-            timeout: timeout.map_or_else(default_timeout, Duration::from_secs),
+            timeout: timeout.unwrap_or_else(default_timeout),
         })
     }
 }

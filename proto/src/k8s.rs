@@ -75,6 +75,15 @@ const META_KINDS: &[&str] = &[
     "WatchEvent",
 ];
 
+/// The deepest nesting of a decoded object, in JSON levels, counted across
+/// nested envelopes and the JSON inside `RawExtension`s. Built-in objects
+/// nest far less (a CRD schema 30 properties deep is 60 levels); the
+/// decoder's recursion costs about 16 KiB of stack a level in a debug
+/// build, so the bound keeps it within a worker thread's stack.
+pub const MAX_DEPTH: usize = 64;
+/// The inner error text that carries [`DecodeError::TooDeep`] up through the decoder.
+const TOO_DEEP: &str = "too deep";
+
 /// Why a body could not be decoded.
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
@@ -102,6 +111,10 @@ pub enum DecodeError {
         /// What went wrong.
         reason: String,
     },
+    /// The object nests deeper than [`MAX_DEPTH`] levels (envelopes inside
+    /// envelopes, or JSON inside a `RawExtension`).
+    #[error("the object nests more than {MAX_DEPTH} levels deep")]
+    TooDeep,
     /// The compiled-in schemas do not load (a build problem, not a bad body).
     #[error("the built-in Kubernetes protobuf schemas are unusable: {0}")]
     Schemas(String),
@@ -114,7 +127,7 @@ pub fn decode(body: &[u8]) -> Result<Json, DecodeError> {
     let schemas = SCHEMAS
         .as_ref()
         .map_err(|reason| DecodeError::Schemas(reason.clone()))?;
-    schemas.decode_envelope(envelope)
+    schemas.decode_envelope(envelope, 0)
 }
 
 static SCHEMAS: LazyLock<Result<Schemas, String>> = LazyLock::new(Schemas::load);
@@ -191,13 +204,16 @@ impl Schemas {
     }
 
     /// Decodes a `runtime.Unknown` (after the magic bytes) into the object's JSON.
-    fn decode_envelope(&self, envelope: &[u8]) -> Result<Json, DecodeError> {
+    fn decode_envelope(&self, envelope: &[u8], depth: usize) -> Result<Json, DecodeError> {
+        if depth > MAX_DEPTH {
+            return Err(DecodeError::TooDeep);
+        }
         let unknown = DynamicMessage::decode(self.unknown.clone(), envelope)
             .map_err(|e| DecodeError::MalformedEnvelope(e.to_string()))?;
-        self.unknown_to_json(&unknown)
+        self.unknown_to_json(&unknown, depth)
     }
 
-    fn unknown_to_json(&self, unknown: &DynamicMessage) -> Result<Json, DecodeError> {
+    fn unknown_to_json(&self, unknown: &DynamicMessage, depth: usize) -> Result<Json, DecodeError> {
         let type_meta = message_field(unknown, 1);
         let api_version = type_meta
             .as_ref()
@@ -216,11 +232,15 @@ impl Schemas {
         }
         let content_type = string_field(unknown, 4);
         if content_type.starts_with("application/json") {
-            return serde_json::from_slice(&raw).map_err(|e| DecodeError::MalformedObject {
-                api_version,
-                kind,
-                reason: e.to_string(),
-            });
+            let object: Json =
+                serde_json::from_slice(&raw).map_err(|e| DecodeError::MalformedObject {
+                    api_version,
+                    kind,
+                    reason: e.to_string(),
+                })?;
+            return within_depth(&object, depth)
+                .then_some(object)
+                .ok_or(DecodeError::TooDeep);
         }
         if !content_type.is_empty() && content_type != CONTENT_TYPE {
             return Err(DecodeError::MalformedEnvelope(format!(
@@ -237,9 +257,10 @@ impl Schemas {
         };
         let fields = DynamicMessage::decode(desc, raw.as_slice())
             .map_err(|e| e.to_string())
-            .and_then(|object| self.message_to_json(&object));
+            .and_then(|object| self.message_to_json(&object, depth));
         let fields = match fields {
             Ok(fields) => fields,
+            Err(reason) if reason == TOO_DEEP => return Err(DecodeError::TooDeep),
             Err(reason) => {
                 return Err(DecodeError::MalformedObject {
                     api_version,
@@ -260,7 +281,14 @@ impl Schemas {
     }
 
     /// The JSON of a message, or `None` where Go's JSON would leave it out (an empty `Time`).
-    fn message_to_json(&self, message: &DynamicMessage) -> Result<Option<Json>, String> {
+    fn message_to_json(
+        &self,
+        message: &DynamicMessage,
+        depth: usize,
+    ) -> Result<Option<Json>, String> {
+        if depth > MAX_DEPTH {
+            return Err(TOO_DEEP.to_owned());
+        }
         let desc = message.descriptor();
         let name = desc.full_name();
         match name.strip_prefix("k8s.io.apimachinery.pkg.") {
@@ -279,18 +307,18 @@ impl Schemas {
                 })));
             }
             Some("runtime.RawExtension" | "apis.meta.v1.FieldsV1") => {
-                return self.raw_json(&bytes_field(message, 1));
+                return self.raw_json(&bytes_field(message, 1), depth);
             }
             Some("runtime.Unknown") => {
                 return self
-                    .unknown_to_json(message)
+                    .unknown_to_json(message, depth)
                     .map(Some)
                     .map_err(|e| e.to_string());
             }
             _ => {}
         }
         if desc.package_name().starts_with(EXTENSIONS)
-            && let Some(json) = self.schema_union(message)?
+            && let Some(json) = self.schema_union(message, depth)?
         {
             return Ok(Some(json));
         }
@@ -304,7 +332,7 @@ impl Schemas {
         for (field, value) in fields {
             let json = match value {
                 Value::List(items) if items.is_empty() => None,
-                Value::List(items) => Some(self.list_to_json(&field.kind(), items)?),
+                Value::List(items) => Some(self.list_to_json(&field.kind(), items, depth + 1)?),
                 Value::Map(entries) if entries.is_empty() => None,
                 Value::Map(entries) => {
                     let value_kind = match field.kind() {
@@ -320,7 +348,7 @@ impl Schemas {
                     for (key, value) in entries {
                         map.insert(
                             key,
-                            self.value_to_json(&value_kind, value)?
+                            self.value_to_json(&value_kind, value, depth + 1)?
                                 .unwrap_or(Json::Null),
                         );
                     }
@@ -332,12 +360,12 @@ impl Schemas {
                         None => !matches!(value, Value::String(_) | Value::Bytes(_)),
                     };
                     if keep {
-                        self.value_to_json(&field.kind(), value)?
+                        self.value_to_json(&field.kind(), value, depth + 1)?
                     } else {
                         None
                     }
                 }
-                value => self.value_to_json(&field.kind(), value)?,
+                value => self.value_to_json(&field.kind(), value, depth + 1)?,
             };
             match json {
                 Some(Json::Object(inner)) if field.json_name() == INLINE => object.extend(inner),
@@ -351,15 +379,22 @@ impl Schemas {
     }
 
     /// The items of a repeated field; an item with no JSON of its own (an empty `Time`) is `null`.
-    fn list_to_json(&self, kind: &Kind, items: &[Value]) -> Result<Json, String> {
-        let items = items
-            .iter()
-            .map(|item| Ok(self.value_to_json(kind, item)?.unwrap_or(Json::Null)));
+    fn list_to_json(&self, kind: &Kind, items: &[Value], depth: usize) -> Result<Json, String> {
+        let items = items.iter().map(|item| {
+            Ok(self
+                .value_to_json(kind, item, depth + 1)?
+                .unwrap_or(Json::Null))
+        });
         Ok(Json::Array(items.collect::<Result<_, String>>()?))
     }
 
     /// A single value (a field's, a list item's or a map entry's).
-    fn value_to_json(&self, kind: &Kind, value: &Value) -> Result<Option<Json>, String> {
+    fn value_to_json(
+        &self,
+        kind: &Kind,
+        value: &Value,
+        depth: usize,
+    ) -> Result<Option<Json>, String> {
         Ok(match value {
             Value::String(s) => Some(Json::String(s.clone())),
             Value::Bytes(b) => Some(Json::String(
@@ -378,40 +413,45 @@ impl Schemas {
                     .map_or(Json::from(*n), |v| Json::String(v.name().to_owned())),
                 _ => Json::from(*n),
             }),
-            Value::Message(message) => self.message_to_json(message)?,
-            Value::List(items) => Some(self.list_to_json(kind, items)?),
+            Value::Message(message) => self.message_to_json(message, depth)?,
+            Value::List(items) => Some(self.list_to_json(kind, items, depth)?),
             Value::Map(_) => return Err("map inside a list".to_owned()),
         })
     }
 
     /// Raw bytes holding JSON (or a nested protobuf object); base64 if they are neither.
-    fn raw_json(&self, raw: &[u8]) -> Result<Option<Json>, String> {
+    fn raw_json(&self, raw: &[u8], depth: usize) -> Result<Option<Json>, String> {
         if raw.is_empty() {
             return Ok(None);
         }
         if let Some(envelope) = raw.strip_prefix(MAGIC) {
-            return self
-                .decode_envelope(envelope)
-                .map(Some)
-                .map_err(|e| e.to_string());
+            return match self.decode_envelope(envelope, depth) {
+                Ok(object) => Ok(Some(object)),
+                Err(DecodeError::TooDeep) => Err(TOO_DEEP.to_owned()),
+                Err(e) => Err(e.to_string()),
+            };
         }
-        Ok(Some(serde_json::from_slice(raw).unwrap_or_else(|_| {
+        let json = serde_json::from_slice(raw).unwrap_or_else(|_| {
             Json::String(base64::engine::general_purpose::STANDARD.encode(raw))
-        })))
+        });
+        if !within_depth(&json, depth) {
+            return Err(TOO_DEEP.to_owned());
+        }
+        Ok(Some(json))
     }
 
     /// The CRD schema unions (marshalled as whichever side is set) and CRD `JSON`.
-    fn schema_union(&self, message: &DynamicMessage) -> Result<Option<Json>, String> {
+    fn schema_union(&self, message: &DynamicMessage, depth: usize) -> Result<Option<Json>, String> {
         let name = message.descriptor().name().to_owned();
         let schema = |number| match message_field(message, number) {
-            Some(schema) => self.message_to_json(&schema),
+            Some(schema) => self.message_to_json(&schema, depth),
             None => Ok(None),
         };
         let list = |number| {
             let field = message.descriptor().get_field(number)?;
             match message.get_field(&field).as_ref() {
                 Value::List(items) if !items.is_empty() => {
-                    Some(self.list_to_json(&field.kind(), items))
+                    Some(self.list_to_json(&field.kind(), items, depth))
                 }
                 _ => None,
             }
@@ -429,10 +469,27 @@ impl Schemas {
             "JSONSchemaPropsOrArray" | "JSONSchemaPropsOrStringArray" => list(2)
                 .transpose()?
                 .map_or_else(|| schema(1), |items| Ok(Some(items))),
-            "JSON" => self.raw_json(&bytes_field(message, 1)),
+            "JSON" => self.raw_json(&bytes_field(message, 1), depth),
             _ => Ok(None),
         }
     }
+}
+
+/// Whether `json`, placed `depth` levels down, stays within [`MAX_DEPTH`]
+/// (walked without recursion).
+fn within_depth(json: &Json, depth: usize) -> bool {
+    let mut stack = vec![(json, depth)];
+    while let Some((value, level)) = stack.pop() {
+        if level > MAX_DEPTH {
+            return false;
+        }
+        match value {
+            Json::Array(items) => stack.extend(items.iter().map(|v| (v, level + 1))),
+            Json::Object(fields) => stack.extend(fields.values().map(|v| (v, level + 1))),
+            _ => {}
+        }
+    }
+    true
 }
 
 /// A message with one repeated string field `items` (`Verbs`, `ExtraValue`) is a JSON array.
@@ -973,6 +1030,40 @@ mod tests {
             if api_version == "example.com/v1" && kind == "Widget")
         );
         assert_eq!(err.to_string(), "unknown kind example.com/v1/Widget");
+    }
+
+    /// ControllerRevisions nested `levels` deep, each in the `data`
+    /// RawExtension of the one above, around `core` in the innermost `data`.
+    fn nested_revisions(levels: usize, core: &[u8]) -> Vec<u8> {
+        let data = |raw: &[u8]| length_delimited(2, &length_delimited(1, raw));
+        let mut body = envelope("apps/v1", "ControllerRevision", &data(core));
+        for _ in 0..levels {
+            body = envelope("apps/v1", "ControllerRevision", &data(&body));
+        }
+        body
+    }
+
+    #[test]
+    fn nested_envelopes_are_bounded() {
+        // Each level is one JSON level: the object is its parent's `data`.
+        let ok = decode(&nested_revisions(MAX_DEPTH - 1, b"")).unwrap();
+        assert_eq!(ok["data"]["data"]["kind"], "ControllerRevision");
+        let err = decode(&nested_revisions(MAX_DEPTH + 1, b"")).unwrap_err();
+        assert!(matches!(err, DecodeError::TooDeep), "{err}");
+        // The crafted request of the hardening issue: thousands of levels, ~800 KB.
+        let body = nested_revisions(20_000, b"");
+        assert!(body.len() > 500_000, "{}", body.len());
+        assert!(matches!(decode(&body).unwrap_err(), DecodeError::TooDeep));
+    }
+
+    #[test]
+    fn raw_json_counts_toward_the_depth() {
+        let arrays = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        // 40 envelopes around 40 nested arrays: over the limit.
+        let err = decode(&nested_revisions(40, arrays(40).as_bytes())).unwrap_err();
+        assert!(matches!(err, DecodeError::TooDeep), "{err}");
+        let ok = decode(&nested_revisions(40, arrays(20).as_bytes())).unwrap();
+        assert_eq!(ok["kind"], "ControllerRevision");
     }
 
     #[test]

@@ -421,3 +421,129 @@ impl Cluster {
             .expect("ports json")
     }
 }
+
+/// Who a raw request ([`Cluster::curl`]) is sent as.
+#[derive(Clone, Copy, Debug)]
+pub enum As<'a> {
+    /// The admin client certificate (`system:masters`).
+    Admin,
+    /// A bearer token, e.g. a ServiceAccount's from `kubectl create token`.
+    Token(&'a str),
+    /// No credentials at all.
+    Anonymous,
+}
+
+/// A raw answer: status code, the body parsed as JSON (`Null` if it is not), and the body as text.
+#[derive(Debug)]
+pub struct Answer {
+    /// HTTP status code (0 if curl got none).
+    pub code: u16,
+    /// The body as JSON, or `Null`.
+    pub json: Value,
+    /// The body as text.
+    pub text: String,
+}
+
+impl Cluster {
+    /// Sends one request with curl through the front door, the path sent
+    /// as is (`--path-as-is`: no dot segment resolved on the way).
+    pub fn curl(
+        &self,
+        who: As<'_>,
+        method: &str,
+        path: &str,
+        headers: &[&str],
+        body: Option<&[u8]>,
+    ) -> Answer {
+        let pki = self.dir.join("pki");
+        let mut cmd = Command::new("curl");
+        cmd.args(["-sS", "--path-as-is", "--max-time", "30", "-X", method])
+            .arg("--cacert")
+            .arg(pki.join("ca.crt"));
+        match who {
+            As::Admin => {
+                cmd.arg("--cert")
+                    .arg(pki.join("admin.crt"))
+                    .arg("--key")
+                    .arg(pki.join("admin.key"));
+            }
+            As::Token(token) => {
+                cmd.args(["-H", &format!("Authorization: Bearer {token}")]);
+            }
+            As::Anonymous => {}
+        }
+        for header in headers {
+            cmd.args(["-H", header]);
+        }
+        if let Some(body) = body {
+            let file = self.dir.join(format!("curl-body-{}", free_port()));
+            std::fs::write(&file, body).expect("writing body");
+            cmd.arg("--data-binary").arg(format!("@{}", file.display()));
+        }
+        let output = cmd
+            .args(["-w", "\n%{http_code}"])
+            .arg(format!("https://localhost:{}{path}", self.port))
+            .output()
+            .expect("curl on PATH");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+        Answer {
+            code: code.trim().parse().unwrap_or(0),
+            json: serde_json::from_str(body).unwrap_or(Value::Null),
+            text: body.to_string(),
+        }
+    }
+
+    /// A ServiceAccount `name` in `default` with no permissions, and a token for it.
+    pub fn service_account_token(&self, name: &str) -> String {
+        self.kubectl(&["create", "serviceaccount", name]).ok();
+        self.kubectl(&["create", "token", name])
+            .ok()
+            .trim()
+            .to_string()
+    }
+}
+
+/// A serving certificate made as the common tutorials make one, `openssl
+/// req -x509 -newkey rsa:2048 -nodes -subj /CN=<host> -addext
+/// subjectAltName=DNS:<host>`: self-signed and its own CA (`CA:TRUE`).
+/// Writes `<dir>/<name>.crt` and `.key`; returns the certificate in base64,
+/// as a `caBundle` holds it.
+pub fn openssl_self_signed(dir: &Path, name: &str, host: &str) -> String {
+    use base64::Engine;
+    let (crt, key) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
+    let out = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .args(["-subj", &format!("/CN={host}")])
+        .args(["-addext", &format!("subjectAltName=DNS:{host}")])
+        .output()
+        .expect("openssl on PATH");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pem = std::fs::read(&crt).expect("the certificate");
+    assert!(
+        String::from_utf8_lossy(
+            &Command::new("openssl")
+                .args(["x509", "-noout", "-text", "-in"])
+                .arg(&crt)
+                .output()
+                .expect("openssl")
+                .stdout
+        )
+        .contains("CA:TRUE"),
+        "openssl makes a CA:TRUE certificate"
+    );
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}

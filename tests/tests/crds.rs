@@ -7,7 +7,6 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use serde_json::Value;
 use tests::{Cluster, eventually, workspace};
 
@@ -395,22 +394,10 @@ fn names_conflict_and_invalid_crds_are_rejected() {
     assert!(cluster.kubectl(&["get", "crd", "costly.example.com"]).code != 0);
 }
 
+/// The webhook's serving certificate as the tutorials make it (openssl,
+/// self-signed, `CA:TRUE`), which is also its caBundle.
 fn webhook_certificates(dir: &std::path::Path) -> String {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name.push(DnType::CommonName, "webhook-ca");
-    let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["converter.webhooks.svc".to_string()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    std::fs::write(dir.join("webhook.crt"), cert.pem()).unwrap();
-    std::fs::write(dir.join("webhook.key"), key.serialize_pem()).unwrap();
-    base64::engine::general_purpose::STANDARD.encode(ca_pem)
+    tests::openssl_self_signed(dir, "webhook", "converter.webhooks.svc")
 }
 
 #[test]

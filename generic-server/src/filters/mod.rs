@@ -1,7 +1,8 @@
-//! The front door's filters, one per file: authentication (the cluster's,
-//! or an aggregated server's front-proxy `requestheader`), then
-//! authorization. Their order is fixed in [`crate::front_door::FrontDoor`].
+//! The front door's filters, one per file: the request path's check, then
+//! authentication (the cluster's, or an aggregated server's front-proxy
+//! `requestheader`), then authorization. Their order is fixed in [`crate::front_door::FrontDoor`].
 
 pub mod authentication;
 pub mod authorization;
+pub mod request_path;
 pub mod requestheader;

@@ -1,0 +1,401 @@
+//! No request takes a server down or walks around authorization: crafted
+//! bodies, huge numbers, unclean paths, callers that send headers and no
+//! body, and self-signed serving certificates as the tutorials make them.
+//! Driven through the front door, as a ServiceAccount with no permissions
+//! wherever that identity is enough, and checked against the processes:
+//! the same pids answer before and after.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tests::{As, Cluster, eventually, openssl_self_signed, workspace};
+
+fn varint(mut n: usize, out: &mut Vec<u8>) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// A length-delimited protobuf field.
+fn field(number: u8, data: &[u8]) -> Vec<u8> {
+    let mut out = vec![(number << 3) | 2];
+    varint(data.len(), &mut out);
+    out.extend_from_slice(data);
+    out
+}
+
+/// `k8s\0` + `runtime.Unknown` {typeMeta, raw}.
+fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let type_meta = [field(1, api_version.as_bytes()), field(2, kind.as_bytes())].concat();
+    [b"k8s\0".to_vec(), field(1, &type_meta), field(2, raw)].concat()
+}
+
+/// The crafted body of the hardening issue: envelopes nested `levels` deep,
+/// each in the RawExtension (`data`) of a ControllerRevision.
+fn nested_envelopes(levels: usize) -> Vec<u8> {
+    let mut body = envelope("apps/v1", "ControllerRevision", b"");
+    for _ in 0..levels {
+        body = envelope("apps/v1", "ControllerRevision", &field(2, &field(1, &body)));
+    }
+    body
+}
+
+/// The pids of the servers, to show none of them was restarted.
+fn server_pids(cluster: &Cluster) -> Vec<(String, u32)> {
+    let mut pids: Vec<_> = cluster
+        .children()
+        .into_iter()
+        .filter(|(name, _)| name.ends_with("-server") || name == "aggregator")
+        .collect();
+    pids.sort();
+    pids
+}
+
+#[test]
+fn crafted_bodies_and_numbers_fail_one_request_not_a_server() {
+    let cluster = Cluster::start();
+    let pids = server_pids(&cluster);
+    assert!(pids.len() >= 3, "{pids:?}");
+    let token = cluster.service_account_token("nobody");
+    let protobuf = "Content-Type: application/vnd.kubernetes.protobuf";
+    let reviews = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let crafted = nested_envelopes(20_000);
+    assert!(crafted.len() > 500_000, "{}", crafted.len());
+
+    // Every authenticated user may create a SelfSubjectAccessReview: the
+    // no-permission account's body reaches the decoder, which stops at its
+    // depth limit.
+    let bounded = cluster.curl(
+        As::Token(&token),
+        "POST",
+        reviews,
+        &[protobuf],
+        Some(&crafted),
+    );
+    assert_eq!(bounded.code, 400, "{}", bounded.text);
+    assert_eq!(bounded.json["reason"], "BadRequest");
+    assert!(
+        bounded.json["message"]
+            .as_str()
+            .unwrap()
+            .contains("nests more than 64 levels deep"),
+        "{}",
+        bounded.text
+    );
+    // Where it may not write, it is refused before its body is read.
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    let refused = cluster.curl(
+        As::Token(&token),
+        "POST",
+        configmaps,
+        &[protobuf],
+        Some(&crafted),
+    );
+    assert_eq!(refused.code, 403, "{}", refused.text);
+    // The same nesting as the admin's ConfigMap, and as deep JSON: 400 too.
+    let deep = cluster.curl(As::Admin, "POST", configmaps, &[protobuf], Some(&crafted));
+    assert_eq!(deep.code, 400, "{}", deep.text);
+    let deep_json = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let deep = cluster.curl(
+        As::Admin,
+        "POST",
+        configmaps,
+        &["Content-Type: application/json"],
+        Some(deep_json.as_bytes()),
+    );
+    assert_eq!(deep.code, 400, "{}", deep.text);
+
+    // Numbers out of range: 400 or 422 with kube's words, never a panic.
+    let watch = "/api/v1/namespaces/x/configmaps?watch=1&resourceVersion=1&timeoutSeconds=";
+    let huge = cluster.curl(
+        As::Admin,
+        "GET",
+        &format!("{watch}18446744073709551615"),
+        &[],
+        None,
+    );
+    assert_eq!(huge.code, 400, "{}", huge.text);
+    assert!(huge.text.contains("timeoutSeconds"), "{}", huge.text);
+    // The largest int64 is taken, as a very long watch.
+    let longest = Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "2",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ])
+        .arg("--cacert")
+        .arg(cluster.dir.join("pki/ca.crt"))
+        .arg("--cert")
+        .arg(cluster.dir.join("pki/admin.crt"))
+        .arg("--key")
+        .arg(cluster.dir.join("pki/admin.key"))
+        .arg(format!(
+            "https://localhost:{}{watch}9223372036854775807",
+            cluster.port
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&longest.stdout), "200");
+    let token_err = cluster
+        .kubectl(&["create", "token", "nobody", "--duration=2000000h"])
+        .err()
+        .to_string();
+    assert!(
+        token_err.contains("spec.expirationSeconds: Invalid value: 7200000000: may not specify a duration larger than 2^32 seconds"),
+        "{token_err}"
+    );
+    let limit = cluster.curl(
+        As::Admin,
+        "GET",
+        &format!("{configmaps}?limit=99999999999999999999"),
+        &[],
+        None,
+    );
+    assert_eq!(limit.code, 400, "{}", limit.text);
+
+    // Every server is the one that started, and still serves.
+    assert_eq!(server_pids(&cluster), pids);
+    cluster
+        .kubectl(&["create", "configmap", "after", "--from-literal=k=v"])
+        .ok();
+    assert_eq!(
+        cluster
+            .curl(As::Token(&token), "GET", "/version", &[], None)
+            .code,
+        200
+    );
+}
+
+#[test]
+fn an_unauthenticated_body_is_never_read() {
+    let cluster = Cluster::start();
+    // Headers that announce 3 MB, then nothing: the 401 comes at once.
+    let script = r#"
+import socket, ssl, sys, time
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+ctx.set_alpn_protocols(["http/1.1"])
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="localhost")
+s.sendall(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: localhost\r\n"
+          b"Content-Type: application/json\r\nContent-Length: 3000000\r\n\r\n")
+s.settimeout(10)
+started = time.time()
+head = s.recv(4096).decode()
+print(head.split("\r\n")[0])
+print("%.2f" % (time.time() - started))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, &cluster.port.to_string()])
+        .arg(cluster.dir.join("pki/ca.crt"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut lines = stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("HTTP/1.1 401 Unauthorized"),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let waited: f64 = lines.next().unwrap().parse().unwrap();
+    assert!(waited < 5.0, "the 401 took {waited}s");
+}
+
+#[test]
+fn what_is_authorized_is_what_is_served() {
+    let cluster = Cluster::start();
+    let token = cluster.service_account_token("nobody");
+    cluster
+        .kubectl(&["create", "configmap", "secret-ish", "--from-literal=k=v"])
+        .ok();
+    let plain = "/api/v1/namespaces/default/configmaps/secret-ish";
+    assert_eq!(
+        cluster
+            .curl(As::Token(&token), "GET", plain, &[], None)
+            .code,
+        403
+    );
+    // The open /openapi prefix, dot segments (plain and encoded), doubled
+    // and encoded slashes: on delegation and on the front door's own API.
+    for path in [
+        "/openapi/v3/api/v1/../../../api/v1/namespaces/default/configmaps/secret-ish",
+        "/openapi/v3/%2e%2e/%2E%2E/api/v1/namespaces/default/configmaps/secret-ish",
+        "/openapi/v3/api/v1/.%2e/.%2e/.%2e/api/v1/namespaces/default/configmaps",
+        "/api/v1/namespaces/default/./configmaps/secret-ish",
+        "//api/v1/namespaces/default/configmaps/secret-ish",
+        "/api/v1//namespaces/default/configmaps/secret-ish",
+        "/api/v1/namespaces/default%2Fconfigmaps/secret-ish",
+        "/openapi/v3/../apis/apiregistration.k8s.io/v1/apiservices",
+        "/version/../apis/apiregistration.k8s.io/v1/apiservices",
+    ] {
+        for who in [As::Token(&token), As::Admin] {
+            let answer = cluster.curl(who, "GET", path, &[], None);
+            assert_eq!(answer.code, 400, "{who:?} {path}: {}", answer.text);
+            assert_eq!(answer.json["kind"], "Status", "{}", answer.text);
+            assert!(
+                answer.json["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("is refused"),
+                "{}",
+                answer.text
+            );
+        }
+    }
+    // Unauthenticated, an unclean path is refused too (and reads nothing).
+    let anonymous = cluster.curl(
+        As::Anonymous,
+        "GET",
+        "/version/../api/v1/secrets",
+        &[],
+        None,
+    );
+    assert_eq!(anonymous.code, 400, "{}", anonymous.text);
+    // Percent-encoded names are decoded once, as Go does (the Python client encodes ':').
+    cluster
+        .kubectl(&[
+            "create",
+            "clusterrole",
+            "system:reader",
+            "--verb=get",
+            "--resource=pods",
+        ])
+        .ok();
+    let encoded = cluster.curl(
+        As::Admin,
+        "GET",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/system%3Areader",
+        &[],
+        None,
+    );
+    assert_eq!(encoded.code, 200, "{}", encoded.text);
+    assert_eq!(encoded.json["metadata"]["name"], "system:reader");
+}
+
+/// The test aggregated server (`tests/python/aggregated_server.py`) on `port`.
+fn start_wardle(cluster: &Cluster, port: u16, cert: &str) -> Child {
+    let mut child = Command::new("python3")
+        .arg(workspace().join("tests/python/aggregated_server.py"))
+        .arg(port.to_string())
+        .arg(cluster.dir.join(format!("{cert}.crt")))
+        .arg(cluster.dir.join(format!("{cert}.key")))
+        .arg(cluster.dir.join("pki/front-proxy-ca.crt"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    child
+}
+
+fn condition(cluster: &Cluster, field: &str) -> String {
+    cluster
+        .kubectl(&[
+            "get",
+            "apiservice",
+            "v1.wardle.example.com",
+            "-o",
+            &format!("jsonpath={{.status.conditions[0].{field}}}"),
+        ])
+        .stdout
+}
+
+#[test]
+fn a_tutorial_certificate_serves_and_the_proxy_forwards_only_what_was_authorized() {
+    let cluster = Cluster::start();
+    let host = "wardle-server.wardle.svc";
+    let ca_bundle = openssl_self_signed(&cluster.dir, "wardle", host);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = start_wardle(&cluster, port, "wardle");
+    let plumbing = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: wardle}}\n---\n\
+         apiVersion: v1\nkind: Service\nmetadata: {{name: wardle-server, namespace: wardle}}\n\
+         spec: {{ports: [{{name: https, port: 443, targetPort: {port}}}]}}\n---\n\
+         apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
+         metadata: {{name: wardle-server-1, namespace: wardle, labels: {{kubernetes.io/service-name: wardle-server}}}}\n\
+         addressType: IPv4\nendpoints: [{{addresses: [127.0.0.1], conditions: {{ready: true}}}}]\n\
+         ports: [{{name: https, port: {port}, protocol: TCP}}]\n"
+    );
+    cluster.kubectl_stdin(&["apply", "-f", "-"], &plumbing).ok();
+    let apiservice = |bundle: &str| {
+        format!(
+            "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: v1.wardle.example.com}}\n\
+             spec: {{group: wardle.example.com, version: v1, groupPriorityMinimum: 1000, versionPriority: 15,\n\
+             caBundle: {bundle}, service: {{namespace: wardle, name: wardle-server, port: 443}}}}\n"
+        )
+    };
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &apiservice(&ca_bundle))
+        .ok();
+    let started = Instant::now();
+    assert!(
+        eventually(Duration::from_secs(20), || condition(&cluster, "status")
+            == "True"),
+        "{}",
+        condition(&cluster, "message")
+    );
+    eprintln!(
+        "openssl-made certificate: Available after {:?}",
+        started.elapsed()
+    );
+
+    // The proxy forwards exactly the path that was authorized.
+    let token = cluster.service_account_token("nobody");
+    let flunder = "/apis/wardle.example.com/v1/namespaces/default/flunders/x";
+    assert_eq!(
+        cluster
+            .curl(As::Token(&token), "GET", flunder, &[], None)
+            .code,
+        403
+    );
+    assert_eq!(cluster.curl(As::Admin, "GET", flunder, &[], None).code, 200);
+    for path in [
+        "/openapi/v3/apis/wardle.example.com/v1/../../../../../apis/wardle.example.com/v1/namespaces/default/flunders/x",
+        "/openapi/v3/apis/wardle.example.com/v1/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/apis/wardle.example.com/v1/namespaces/default/flunders/x",
+        "/apis/wardle.example.com/v1/namespaces/default/flunders/x%2F..%2F..%2Fgizmos",
+    ] {
+        for method in ["GET", "DELETE", "POST"] {
+            let answer = cluster.curl(As::Token(&token), method, path, &[], None);
+            assert_eq!(answer.code, 400, "{method} {path}: {}", answer.text);
+        }
+    }
+    // A name that decodes to `?` is forwarded encoded, not as a query.
+    let odd = cluster.curl(
+        As::Admin,
+        "GET",
+        "/apis/wardle.example.com/v1/namespaces/default/flunders/x%3Fwatch=1",
+        &[],
+        None,
+    );
+    assert_eq!(odd.code, 200, "{}", odd.text);
+    assert_eq!(odd.json["kind"], "Flunder", "{}", odd.text);
+
+    // A bundle that is not the server's: Go's words in the condition.
+    let other = openssl_self_signed(&cluster.dir, "other", host);
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &apiservice(&other))
+        .ok();
+    assert!(
+        eventually(Duration::from_secs(20), || condition(&cluster, "message")
+            .contains("x509: certificate signed by unknown authority")),
+        "{}",
+        condition(&cluster, "message")
+    );
+    assert_eq!(condition(&cluster, "status"), "False");
+    let _ = server.kill();
+    let _ = server.wait();
+}
