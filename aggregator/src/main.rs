@@ -140,7 +140,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         .ok()
         .and_then(|h| h.into_string().ok())
         .unwrap_or_default();
-    let leader = generic_server::leader::elect(
+    let (leader, campaigning) = generic_server::leader::elect(
         backend.etcd.clone(),
         "/kubechain/leases/aggregator-controllers",
         &format!("{host}-{}", std::process::id()),
@@ -220,7 +220,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
     tracing::info!(listen = %options.listen, "aggregator serving");
     front_door::serve_https(options.listen, tls.https_server()?, door, options.workers)
         .await
-        .context("serving HTTPS")
+        .context("serving HTTPS")?;
+    // Stopped: wait (briefly) for the leader lease to be given up.
+    let _ = tokio::time::timeout(Duration::from_secs(2), campaigning).await;
+    Ok(())
 }
 
 /// Readiness: etcd, the core server, and discovery received from it.

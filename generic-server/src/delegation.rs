@@ -198,16 +198,30 @@ fn frames(resp: ApiResponse) -> FrameStream {
             frame: Some(pb::api_response_frame::Frame::Chunk(b)),
         })
     };
-    let body: FrameStream = match resp.body {
-        Body::Full(bytes) => {
-            let chunks: Vec<Bytes> = (0..bytes.len())
-                .step_by(CHUNK_BYTES)
-                .map(|i| bytes.slice(i..(i + CHUNK_BYTES).min(bytes.len())))
-                .collect();
-            futures::stream::iter(chunks.into_iter().map(chunk)).boxed()
-        }
-        Body::Stream(stream) => crate::request::coalesce(stream).map(chunk).boxed(),
-    };
+    let body: FrameStream =
+        match resp.body {
+            Body::Full(bytes) => {
+                let chunks: Vec<Bytes> = (0..bytes.len())
+                    .step_by(CHUNK_BYTES)
+                    .map(|i| bytes.slice(i..(i + CHUNK_BYTES).min(bytes.len())))
+                    .collect();
+                futures::stream::iter(chunks.into_iter().map(chunk)).boxed()
+            }
+            Body::Stream(stream) => {
+                // A draining server breaks its streams, so that the server
+                // above resumes them on another replica.
+                let live = crate::request::coalesce(stream)
+                    .map(chunk)
+                    .take_until(crate::shutdown::draining());
+                let cut = futures::stream::once(async { crate::shutdown::is_draining() })
+                    .filter_map(|draining| {
+                        futures::future::ready(draining.then(|| {
+                            Err(tonic::Status::unavailable("the server is shutting down"))
+                        }))
+                    });
+                live.chain(cut).boxed()
+            }
+        };
     futures::stream::once(async { Ok(head) })
         .chain(body)
         .boxed()
@@ -242,7 +256,10 @@ impl Delegation for DelegationService {
                 etag,
             })
         });
-        Ok(tonic::Response::new(snapshots.boxed()))
+        // A draining server ends the stream, so the caller follows another replica.
+        Ok(tonic::Response::new(
+            snapshots.take_until(crate::shutdown::draining()).boxed(),
+        ))
     }
 }
 

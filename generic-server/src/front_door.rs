@@ -126,6 +126,7 @@ pub async fn serve_https(
     door: Arc<FrontDoor>,
     workers: usize,
 ) -> std::io::Result<()> {
+    crate::shutdown::listen();
     HttpServer::new(move || {
         App::new()
             .app_data(web::Data::new(door.clone()))
@@ -142,7 +143,7 @@ pub async fn serve_https(
         }
     })
     .workers(workers)
-    .shutdown_timeout(1)
+    .shutdown_timeout(crate::shutdown::GRACE.as_secs())
     .keep_alive(std::time::Duration::from_secs(75))
     .client_request_timeout(HEADER_TIMEOUT)
     .bind_rustls_0_23(addr, tls)?
@@ -216,8 +217,12 @@ fn into_http(resp: ApiResponse) -> HttpResponse {
     }
     match resp.body {
         Body::Full(bytes) => builder.body(bytes),
-        Body::Stream(stream) => {
-            builder.streaming(request::coalesce(stream).map(Ok::<_, std::convert::Infallible>))
-        }
+        // A stopping front door ends its watches cleanly (the terminating
+        // chunk, END_STREAM), and clients watch again from their last event.
+        Body::Stream(stream) => builder.streaming(
+            request::coalesce(stream)
+                .take_until(crate::shutdown::draining())
+                .map(Ok::<_, std::convert::Infallible>),
+        ),
     }
 }

@@ -10,20 +10,36 @@ use tokio::sync::watch;
 /// Seconds a leader's lease outlives its last renewal.
 const LEASE_SECONDS: i64 = 6;
 
-/// Campaigns for `key` as `identity` for as long as the process lives; the
-/// receiver says whether this replica currently leads.
-pub fn elect(client: Client, key: &str, identity: &str) -> watch::Receiver<bool> {
+/// Campaigns for `key` as `identity` until the process is asked to stop;
+/// the receiver says whether this replica currently leads. A leader that
+/// stops cleanly gives up its lease at once (as kube's leader election
+/// does on cancel), so a successor acts without waiting for it to expire;
+/// await the handle before exiting so the release is sent.
+pub fn elect(
+    client: Client,
+    key: &str,
+    identity: &str,
+) -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
+    crate::shutdown::listen();
     let (tx, rx) = watch::channel(false);
     let (key, identity) = (key.to_string(), identity.to_string());
-    tokio::spawn(async move {
+    let campaigning = tokio::spawn(async move {
         let mut client = client;
-        loop {
+        while !crate::shutdown::is_draining() {
             match campaign(&mut client, &key, &identity).await {
-                Ok(Some((mut keeper, mut responses))) => {
+                Ok(Some((lease, mut keeper, mut responses))) => {
                     tracing::info!(%key, %identity, "became leader");
                     tx.send_replace(true);
                     loop {
-                        tokio::time::sleep(Duration::from_secs(2)).await;
+                        tokio::select! {
+                            () = tokio::time::sleep(Duration::from_secs(2)) => {}
+                            () = crate::shutdown::draining() => {
+                                tx.send_replace(false);
+                                let _ = client.lease_revoke(lease).await;
+                                tracing::info!(%key, %identity, "stopping: released the leader lease");
+                                return;
+                            }
+                        }
                         let renewed = keeper.keep_alive().await.is_ok()
                             && matches!(futures::StreamExt::next(&mut responses).await, Some(Ok(r)) if r.ttl() > 0);
                         if !renewed {
@@ -41,19 +57,28 @@ pub fn elect(client: Client, key: &str, identity: &str) -> watch::Receiver<bool>
                     tx.send_replace(false);
                 }
             }
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(2)) => {}
+                () = crate::shutdown::draining() => {}
+            }
         }
     });
-    rx
+    (rx, campaigning)
 }
+
+/// The lease a leader holds, and what keeps it alive.
+type Held = (
+    i64,
+    etcd_client::LeaseKeeper,
+    etcd_client::LeaseKeepAliveStream,
+);
 
 /// One attempt: the key is ours (with the lease kept alive) or someone else's.
 async fn campaign(
     client: &mut Client,
     key: &str,
     identity: &str,
-) -> Result<Option<(etcd_client::LeaseKeeper, etcd_client::LeaseKeepAliveStream)>, etcd_client::Error>
-{
+) -> Result<Option<Held>, etcd_client::Error> {
     let lease = client.lease_grant(LEASE_SECONDS, None).await?.id();
     let txn = Txn::new()
         .when([Compare::create_revision(key, CompareOp::Equal, 0)])
@@ -66,5 +91,6 @@ async fn campaign(
         let _ = client.lease_revoke(lease).await;
         return Ok(None);
     }
-    Ok(Some(client.lease_keep_alive(lease).await?))
+    let (keeper, responses) = client.lease_keep_alive(lease).await?;
+    Ok(Some((lease, keeper, responses)))
 }

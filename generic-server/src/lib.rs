@@ -34,6 +34,7 @@ pub mod request_info;
 pub mod resource;
 pub mod server;
 pub mod service_client;
+pub mod shutdown;
 pub mod storage;
 pub mod strategy;
 pub mod table;

@@ -113,25 +113,10 @@ pub async fn start_storage(etcd: &EtcdOptions) -> Result<Backend, crate::storage
     })
 }
 
-/// Resolves on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        }
-        _ => std::future::pending().await,
-    }
-}
-
 /// Serves the delegation service over mutual TLS, registered in etcd as a
-/// replica of `component`, until SIGTERM or SIGINT; then unregisters.
+/// replica of `component`, until SIGTERM or SIGINT; then drains (see
+/// [`crate::shutdown`]): unregisters at once, ends its watches so that they
+/// resume on another replica, and lets requests in flight finish.
 pub async fn serve_grpc(
     addr: SocketAddr,
     tls: &TlsFiles,
@@ -139,25 +124,39 @@ pub async fn serve_grpc(
     etcd: etcd_client::Client,
     component: &str,
 ) -> Result<(), ServeError> {
+    crate::shutdown::listen();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| ServeError::Listen(addr, e))?;
     let advertised = crate::endpoints::advertised(listener.local_addr().unwrap_or(addr));
     let incoming = nodelay(tokio_stream::wrappers::TcpListenerStream::new(listener));
-    let server = tonic::transport::Server::builder()
-        .tls_config(tls.grpc_server())?
-        .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
-        .add_service(service.into_server())
-        .serve_with_incoming_shutdown(incoming, shutdown_signal());
     let registration = crate::endpoints::Registration::start(etcd, component, &advertised).await;
     if let Err(e) = &registration {
         tracing::warn!(error = %e, "cannot register in etcd; callers must use static endpoints");
     }
-    let result = server.await;
-    if let Ok(registration) = registration {
-        registration.revoke().await;
+    let stop = async move {
+        crate::shutdown::draining().await;
+        if let Ok(registration) = registration {
+            registration.revoke().await;
+        }
+    };
+    let server = tonic::transport::Server::builder()
+        .tls_config(tls.grpc_server())?
+        .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
+        .add_service(service.into_server())
+        .serve_with_incoming_shutdown(incoming, stop);
+    tokio::pin!(server);
+    tokio::select! {
+        result = &mut server => return Ok(result?),
+        () = crate::shutdown::draining() => {}
     }
-    Ok(result?)
+    match tokio::time::timeout(crate::shutdown::GRACE, server).await {
+        Ok(result) => Ok(result?),
+        Err(_) => {
+            tracing::warn!("requests still in flight after the grace period; stopping anyway");
+            Ok(())
+        }
+    }
 }
 
 /// Accepted connections with Nagle's algorithm off (tonic leaves it on for

@@ -1,0 +1,58 @@
+//! A clean stop, as kube-apiserver drains: on SIGTERM (or SIGINT) a server
+//! first leaves the registry of replicas, so nobody routes to it; its
+//! watches then end as a broken stream, which the server above resumes on
+//! another replica from the last event; requests in flight finish; and it
+//! exits within [`GRACE`]. A leader gives up its lease on the way out.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+/// The longest a stopping server waits for requests in flight.
+pub const GRACE: Duration = Duration::from_secs(8);
+
+/// Flips to `true` once the process is asked to stop (a signal is process-wide).
+static DRAINING: LazyLock<watch::Receiver<bool>> = LazyLock::new(|| {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("asked to stop: draining");
+        tx.send_replace(true);
+        // Keep the sender, so receivers never see the channel close.
+        std::future::pending::<()>().await;
+    });
+    rx
+});
+
+/// Starts listening for the stop signals; call early, inside the runtime.
+pub fn listen() {
+    LazyLock::force(&DRAINING);
+}
+
+/// Whether the process has been asked to stop.
+pub fn is_draining() -> bool {
+    *DRAINING.borrow()
+}
+
+/// Resolves once the process is asked to stop.
+pub async fn draining() {
+    let mut rx = DRAINING.clone();
+    let _ = rx.wait_for(|draining| *draining).await;
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
