@@ -115,12 +115,25 @@ impl Aggregator {
             );
             let method = reqwest::Method::from_bytes(req.method.as_str().as_bytes())
                 .unwrap_or(reqwest::Method::GET);
-            let sent = client
+            let sending = client
                 .request(method, &url)
                 .headers(headers.clone())
                 .body(req.body.clone())
-                .send()
-                .await;
+                .send();
+            let sent = match req.deadline() {
+                None => sending.await,
+                Some(deadline) => match tokio::time::timeout(deadline, sending).await {
+                    Ok(sent) => sent,
+                    Err(_) => {
+                        tracing::warn!(%endpoint, ?deadline, "the backend did not answer in time");
+                        return Error::new(
+                            generic_server::error::Reason::Timeout,
+                            "Timeout: request did not complete within requested timeout - context deadline exceeded",
+                        )
+                        .into();
+                    }
+                },
+            };
             match sent {
                 Ok(resp) => return response(resp),
                 // Never reached the backend: another endpoint may serve it.

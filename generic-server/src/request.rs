@@ -265,6 +265,64 @@ pub trait Handler: Send + Sync + 'static {
     async fn handle(&self, req: ApiRequest) -> ApiResponse;
 }
 
+/// The longest a request that is not long-running may take (kube's
+/// `--request-timeout`); a client asks for less with `?timeout=`.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Subresources that stream for as long as the client wants (kube's long-running requests).
+const LONG_RUNNING_SUBRESOURCES: &[&str] = &["log", "exec", "attach", "portforward", "proxy"];
+
+impl ApiRequest {
+    /// Whether the request streams for as long as the client wants: a
+    /// watch, logs, exec, attach, port-forward or proxy.
+    pub fn is_long_running(&self) -> bool {
+        self.info.verb == "watch"
+            || LONG_RUNNING_SUBRESOURCES.contains(&self.info.subresource.as_str())
+    }
+
+    /// How long the request may take: `None` for a long-running one, else
+    /// its `timeout` parameter (a Go duration, as kubectl's
+    /// `--request-timeout` sends it) within [`REQUEST_TIMEOUT`].
+    pub fn deadline(&self) -> Option<std::time::Duration> {
+        if self.is_long_running() {
+            return None;
+        }
+        let asked = self.param("timeout").and_then(|t| go_duration(&t));
+        Some(asked.map_or(REQUEST_TIMEOUT, |t| t.min(REQUEST_TIMEOUT)))
+    }
+}
+
+/// Parses a Go duration (`32s`, `1m30s`, `500ms`, `1.5h`); `None` if it is not one or is not positive.
+pub fn go_duration(text: &str) -> Option<std::time::Duration> {
+    let mut rest = text;
+    let mut total = 0f64;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..number_end].parse().ok()?;
+        rest = &rest[number_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        rest = &rest[unit_end..];
+        total += number * seconds;
+    }
+    (total > 0.0 && total.is_finite()).then(|| std::time::Duration::from_secs_f64(total.min(1e9)))
+}
+
 /// kube-apiserver's words for a request that made it panic.
 pub const PANIC_MESSAGE: &str =
     "This request caused apiserver to panic. Look in the logs for details.";
@@ -360,6 +418,26 @@ mod tests {
             Bytes::new(),
             UserInfo::default(),
         )
+    }
+
+    #[test]
+    fn go_durations_and_deadlines() {
+        use std::time::Duration;
+        assert_eq!(go_duration("32s"), Some(Duration::from_secs(32)));
+        assert_eq!(go_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(go_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(go_duration("1.5h"), Some(Duration::from_secs(5400)));
+        for bad in ["", "5", "s", "-1s", "0s", "1x", "9".repeat(400).as_str()] {
+            assert_eq!(go_duration(bad), None, "{bad}");
+        }
+        let mut req = get("/apis/g/v1/things");
+        assert_eq!(req.deadline(), Some(REQUEST_TIMEOUT));
+        req.query = "timeout=3s".into();
+        assert_eq!(req.deadline(), Some(Duration::from_secs(3)));
+        req.query = "timeout=3h".into();
+        assert_eq!(req.deadline(), Some(REQUEST_TIMEOUT));
+        req.info.verb = "watch".into();
+        assert_eq!(req.deadline(), None);
     }
 
     #[tokio::test]

@@ -4,7 +4,7 @@ It serves `wardle.example.com/v1` `flunders` over HTTPS, trusts only clients
 presenting a certificate from the front-proxy CA (as a real aggregated
 server must), and answers with what it saw of the request, so the test can
 check the identity headers and the client certificate the aggregator sent.
-A watch streams one event per second. It also keeps `gizmos` (create, get,
+A watch streams one event per second; the flunder `slow` never comes. It also keeps `gizmos` (create, get,
 list, delete, deletecollection) and `doodads` (the same without
 deletecollection) in memory, so namespace deletion has something to empty.
 
@@ -127,6 +127,8 @@ class Handler(BaseHTTPRequestHandler):
                     "spec": self.seen()}
             if "watch=true" in query or "watch=1" in query:
                 return self.watch(item)
+            if len(parts) == 7 and parts[6] == "slow":
+                time.sleep(3600)  # a backend that takes the connection and never answers
             if len(parts) == 7:
                 return self.send_json(200, item)
             return self.send_json(200, {"apiVersion": GV, "kind": "FlunderList",

@@ -384,6 +384,30 @@ fn a_tutorial_certificate_serves_and_the_proxy_forwards_only_what_was_authorized
     assert_eq!(odd.code, 200, "{}", odd.text);
     assert_eq!(odd.json["kind"], "Flunder", "{}", odd.text);
 
+    // A backend that never answers: 504 within the client's timeout, and
+    // the server's other requests, and other groups, are served meanwhile.
+    let asked = Instant::now();
+    let slow = cluster.curl(
+        As::Admin,
+        "GET",
+        "/apis/wardle.example.com/v1/namespaces/default/flunders/slow?timeout=2s",
+        &[],
+        None,
+    );
+    assert_eq!(slow.code, 504, "{}", slow.text);
+    assert_eq!(slow.json["reason"], "Timeout", "{}", slow.text);
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        asked.elapsed()
+    );
+    eprintln!(
+        "a backend that never answers: 504 after {:?}",
+        asked.elapsed()
+    );
+    assert_eq!(cluster.curl(As::Admin, "GET", flunder, &[], None).code, 200);
+    cluster.kubectl(&["get", "configmaps"]).ok();
+
     // A bundle that is not the server's: Go's words in the condition.
     let other = openssl_self_signed(&cluster.dir, "other", host);
     cluster
