@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod informer;
+
 /// The directory holding the workspace's binaries (next to the test binary).
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");

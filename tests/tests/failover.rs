@@ -15,8 +15,6 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -24,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
+use tests::informer::{Api, Informed, informer};
 use tests::{Cluster, eventually};
 
 /// Each cluster here is seven processes on a two-core machine: one at a time.
@@ -42,87 +41,6 @@ const MAX_PER_CLIENT: usize = 5000;
 /// How long a replica that failed is skipped by its callers (`EJECTION` in
 /// generic-server's delegation).
 const EJECTION: Duration = Duration::from_secs(5);
-
-/// An HTTPS client of a cluster's front door, as the admin.
-#[derive(Clone)]
-struct Api {
-    http: reqwest::blocking::Client,
-    base: String,
-}
-
-fn tls_config(pki: &Path) -> rustls::ClientConfig {
-    let read = |name: &str| {
-        std::fs::read(pki.join(name)).unwrap_or_else(|e| panic!("reading {name}: {e}"))
-    };
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut &read("ca.crt")[..]) {
-        roots.add(cert.expect("CA PEM")).expect("CA certificate");
-    }
-    let certs = rustls_pemfile::certs(&mut &read("admin.crt")[..])
-        .collect::<Result<Vec<_>, _>>()
-        .expect("admin certificate");
-    let key = rustls_pemfile::private_key(&mut &read("admin.key")[..])
-        .expect("admin key PEM")
-        .expect("an admin key");
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_root_certificates(roots)
-        .with_client_auth_cert(certs, key)
-        .expect("the admin client certificate")
-}
-
-impl Api {
-    fn new(cluster: &Cluster) -> Api {
-        let http = reqwest::blocking::Client::builder()
-            .tls_backend_preconfigured(tls_config(&cluster.dir.join("pki")))
-            .timeout(Duration::from_secs(60))
-            .pool_max_idle_per_host(2 * CLIENTS)
-            .no_proxy()
-            .build()
-            .expect("an HTTPS client");
-        Api {
-            http,
-            base: format!("https://127.0.0.1:{}", cluster.port),
-        }
-    }
-
-    /// Sends a request; status 0 when no HTTP response came back.
-    fn send(&self, request: reqwest::blocking::RequestBuilder) -> (u16, Value) {
-        match request.send() {
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                let body = resp
-                    .bytes()
-                    .map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null))
-                    .unwrap_or(Value::Null);
-                (status, body)
-            }
-            Err(e) => (0, Value::String(e.to_string())),
-        }
-    }
-
-    fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        self.send(
-            self.http
-                .post(format!("{}{path}", self.base))
-                .header("content-type", "application/json")
-                .body(body.to_string()),
-        )
-    }
-
-    fn get(&self, path: &str) -> (u16, Value) {
-        self.send(self.http.get(format!("{}{path}", self.base)))
-    }
-
-    fn create_namespace(&self, name: &str) {
-        let (status, body) = self.post(
-            "/api/v1/namespaces",
-            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
-        );
-        assert_eq!(status, 201, "creating namespace {name}: {body}");
-    }
-}
 
 /// What one create got.
 #[derive(Debug)]
@@ -396,7 +314,7 @@ fn settle(kill: &Kill) {
 fn a_core_replica_killed_under_load_loses_no_acknowledged_write() {
     let _one = serial();
     let cluster = Cluster::start_with(REPLICAS);
-    let api = Api::new(&cluster);
+    let api = Api::new(&cluster, 2 * CLIENTS);
     api.create_namespace("load");
     let cores = cluster.child_pids("core-server");
     assert_eq!(cores.len(), 3, "core replicas: {cores:?}");
@@ -433,7 +351,7 @@ fn a_core_replica_killed_under_load_loses_no_acknowledged_write() {
 fn an_extension_replica_killed_under_load_loses_no_acknowledged_custom_resource() {
     let _one = serial();
     let cluster = Cluster::start_with(REPLICAS);
-    let api = Api::new(&cluster);
+    let api = Api::new(&cluster, 2 * CLIENTS);
     api.create_namespace("load");
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -488,117 +406,11 @@ fn an_extension_replica_killed_under_load_loses_no_acknowledged_custom_resource(
     check_takes_traffic("extension failover", &api, path, widget, "after", kill.port);
 }
 
-/// What an informer-style watcher saw.
-#[derive(Default, Debug)]
-struct Informed {
-    /// Names of ADDED events, in order.
-    added: Vec<String>,
-    /// Watches that ended (or failed) and were resumed from the last resourceVersion.
-    resumes: usize,
-    /// Relists after 410 Gone.
-    relists: usize,
-    /// Why each watch ended.
-    ends: Vec<String>,
-}
-
-/// Watches `path` like client-go's reflector: list, watch from the list's
-/// resourceVersion, and when a watch ends or fails, watch again from the
-/// last resourceVersion seen (relist only on 410 Gone). Runs until `stop`
-/// and the current watch ends (the cluster stopping ends it).
-fn informer(api: Api, path: String, seen: Arc<Mutex<Informed>>, stop: Arc<AtomicBool>) {
-    let mut resource_version = None;
-    while !stop.load(Ordering::Relaxed) {
-        let rv = match resource_version.clone() {
-            Some(rv) => rv,
-            None => {
-                let (status, list) = api.get(&path);
-                if status != 200 {
-                    std::thread::sleep(Duration::from_millis(200));
-                    continue;
-                }
-                let mut informed = seen.lock().unwrap_or_else(|e| e.into_inner());
-                // A relist replaces the state: only names not seen yet count as added.
-                for item in list["items"].as_array().into_iter().flatten() {
-                    let name = item["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string();
-                    if !informed.added.contains(&name) {
-                        informed.added.push(name);
-                    }
-                }
-                list["metadata"]["resourceVersion"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string()
-            }
-        };
-        let url = format!(
-            "{}{path}?watch=1&allowWatchBookmarks=true&resourceVersion={rv}",
-            api.base
-        );
-        let end = match api.http.get(url).timeout(Duration::from_secs(600)).send() {
-            Err(e) => format!("watch request failed: {e}"),
-            Ok(resp) if resp.status() == 410 => {
-                resource_version = None;
-                seen.lock().unwrap_or_else(|e| e.into_inner()).relists += 1;
-                "410 Gone".into()
-            }
-            Ok(resp) if resp.status() != 200 => format!("watch answered {}", resp.status()),
-            Ok(resp) => {
-                resource_version = Some(rv);
-                let mut why = String::from("stream ended");
-                for line in BufReader::new(resp).lines() {
-                    let Ok(line) = line else {
-                        why = "stream broke".into();
-                        break;
-                    };
-                    let Ok(event) = serde_json::from_str::<Value>(&line) else {
-                        continue;
-                    };
-                    let object = &event["object"];
-                    if event["type"] == "ERROR" {
-                        why = format!("ERROR event: {object}");
-                        if object["code"] == 410 {
-                            resource_version = None;
-                            seen.lock().unwrap_or_else(|e| e.into_inner()).relists += 1;
-                        }
-                        break;
-                    }
-                    resource_version = object["metadata"]["resourceVersion"]
-                        .as_str()
-                        .map(str::to_string)
-                        .or(resource_version);
-                    if event["type"] == "ADDED" {
-                        let name = object["metadata"]["name"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_string();
-                        seen.lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .added
-                            .push(name);
-                    }
-                }
-                why
-            }
-        };
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let mut informed = seen.lock().unwrap_or_else(|e| e.into_inner());
-        informed.resumes += 1;
-        informed.ends.push(end);
-        drop(informed);
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn a_watch_survives_the_death_of_every_core_replica_and_misses_no_event() {
     let _one = serial();
     let cluster = Cluster::start_with(REPLICAS);
-    let api = Api::new(&cluster);
+    let api = Api::new(&cluster, 2 * CLIENTS);
     api.create_namespace("watched");
     let path = "/api/v1/namespaces/watched/configmaps";
     let originals = cluster.child_pids("core-server");
@@ -728,7 +540,7 @@ fn a_watch_survives_the_death_of_every_core_replica_and_misses_no_event() {
 
 /// Creates/s through the front door from `CLIENTS` clients for `duration`.
 fn throughput(cluster: &Cluster, duration: Duration) -> f64 {
-    let api = Api::new(cluster);
+    let api = Api::new(cluster, 2 * CLIENTS);
     api.create_namespace("bench");
     let path = "/api/v1/namespaces/bench/configmaps";
     // Warm up: connections, caches.

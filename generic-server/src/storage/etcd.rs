@@ -13,6 +13,11 @@ use super::{Event, EventKind, EventStream, KeyValue, Page, Result, Storage, Stor
 /// Largest etcd message we accept (lists of big objects).
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
+/// How long one etcd call may take before it fails (503): a paused or
+/// partitioned etcd fails requests instead of holding them. It bounds a
+/// call's answer, not a watch or lease stream once opened.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Storage backed by an etcd cluster.
 #[derive(Clone)]
 pub struct EtcdStorage {
@@ -24,6 +29,7 @@ impl EtcdStorage {
     pub async fn connect(endpoints: &[String]) -> Result<Self> {
         let options = ConnectOptions::new()
             .with_connect_timeout(std::time::Duration::from_secs(5))
+            .with_timeout(REQUEST_TIMEOUT)
             .with_keep_alive(
                 std::time::Duration::from_secs(10),
                 std::time::Duration::from_secs(5),
