@@ -28,6 +28,10 @@ use generic_server::service_client::{self as backend, Clients, ServiceRef, Unava
 const RESYNC: Duration = Duration::from_secs(5);
 /// The probe's timeout.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Where the resources each aggregated server last reported are kept, so
+/// that they outlive the aggregator: what a server that is down now may
+/// still hold (the namespace controller waits for it only then).
+const REMEMBERED: &str = "/kubechain/aggregated-discovery/";
 
 /// What the last check of a remote APIService found.
 #[derive(Clone, Debug)]
@@ -47,6 +51,7 @@ pub struct AvailableConditionController {
     leader: watch::Receiver<bool>,
     apiservices: HashMap<String, Value>,
     checked: HashMap<String, Checked>,
+    etcd: etcd_client::Client,
 }
 
 impl AvailableConditionController {
@@ -57,6 +62,7 @@ impl AvailableConditionController {
         discovery: Arc<Discovery>,
         routes: Routes,
         leader: watch::Receiver<bool>,
+        etcd: etcd_client::Client,
     ) -> Self {
         AvailableConditionController {
             client,
@@ -66,6 +72,7 @@ impl AvailableConditionController {
             leader,
             apiservices: HashMap::new(),
             checked: HashMap::new(),
+            etcd,
         }
     }
 
@@ -78,40 +85,53 @@ impl AvailableConditionController {
             return;
         }
         let (client, clients) = (self.client.clone(), self.clients.clone());
-        let previous = self
-            .checked
-            .get(&name)
-            .map(|c| c.resources.clone())
-            .unwrap_or_default();
+        let known = self.checked.get(&name).map(|c| c.resources.clone());
+        let (mut etcd, key) = (self.etcd.clone(), format!("{REMEMBERED}{name}"));
+        let leads = *self.leader.borrow();
         ctx.spawn(
-            async move { probe(&client, &clients, &svc).await }
-                .into_actor(self)
-                .map(move |result, this, ctx| {
-                    let checked = match result {
-                        Ok((endpoints, resources)) => Checked {
-                            endpoints,
-                            resources,
-                            result: Ok(()),
-                        },
-                        Err((endpoints, reason)) => Checked {
-                            endpoints,
-                            resources: previous,
-                            result: Err(reason),
-                        },
-                    };
-                    let changed = this.checked.get(&name).is_none_or(|old| {
-                        old.result != checked.result
-                            || old.resources != checked.resources
-                            || old.endpoints != checked.endpoints
-                    });
-                    this.checked.insert(name.clone(), checked.clone());
-                    if changed {
-                        this.publish();
-                    }
-                    if let Some(svc) = this.apiservices.get(&name).cloned() {
-                        this.write_condition(&svc, checked.result, ctx);
-                    }
-                }),
+            async move {
+                let previous = match known {
+                    Some(known) => known,
+                    None => remembered(&mut etcd, &key).await,
+                };
+                let result = probe(&client, &clients, &svc).await;
+                if let Ok((_, resources)) = &result
+                    && leads
+                    && *resources != previous
+                    && let Ok(json) = serde_json::to_string(resources)
+                    && let Err(e) = etcd.put(key.as_str(), json, None).await
+                {
+                    tracing::debug!(%key, error = %e, "cannot remember discovery");
+                }
+                (result, previous)
+            }
+            .into_actor(self)
+            .map(move |(result, previous), this, ctx| {
+                let checked = match result {
+                    Ok((endpoints, resources)) => Checked {
+                        endpoints,
+                        resources,
+                        result: Ok(()),
+                    },
+                    Err((endpoints, reason)) => Checked {
+                        endpoints,
+                        resources: previous,
+                        result: Err(reason),
+                    },
+                };
+                let changed = this.checked.get(&name).is_none_or(|old| {
+                    old.result != checked.result
+                        || old.resources != checked.resources
+                        || old.endpoints != checked.endpoints
+                });
+                this.checked.insert(name.clone(), checked.clone());
+                if changed {
+                    this.publish();
+                }
+                if let Some(svc) = this.apiservices.get(&name).cloned() {
+                    this.write_condition(&svc, checked.result, ctx);
+                }
+            }),
         );
     }
 
@@ -317,6 +337,17 @@ async fn probe(
     ))
 }
 
+/// The resources an aggregated server last reported, as remembered in etcd.
+async fn remembered(etcd: &mut etcd_client::Client, key: &str) -> Vec<Value> {
+    let Ok(resp) = etcd.get(key, None).await else {
+        return Vec::new();
+    };
+    resp.kvs()
+        .first()
+        .and_then(|kv| serde_json::from_slice(kv.value()).ok())
+        .unwrap_or_default()
+}
+
 /// Aggregated-discovery resources from a legacy `APIResourceList`.
 fn resources_of(list: &Value) -> Vec<Value> {
     let items = list["resources"].as_array().cloned().unwrap_or_default();
@@ -410,6 +441,15 @@ impl Handler<Sync> for AvailableConditionController {
                 self.apiservices.remove(name);
                 self.checked.remove(name);
                 self.publish();
+                if *self.leader.borrow() {
+                    let (mut etcd, key) = (self.etcd.clone(), format!("{REMEMBERED}{name}"));
+                    ctx.spawn(
+                        async move {
+                            let _ = etcd.delete(key.as_str(), None).await;
+                        }
+                        .into_actor(self),
+                    );
+                }
             }
         }
     }

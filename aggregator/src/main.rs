@@ -151,6 +151,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         discovery.clone(),
         routes.clone(),
         leader.clone(),
+        backend.etcd.clone(),
     )
     .start();
     let apiservices = server

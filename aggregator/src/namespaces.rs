@@ -8,8 +8,10 @@
 //! namespace` shows what a stuck namespace waits for.
 //!
 //! An aggregated server that is down blocks the namespace, as in kube, but
-//! only if what it last reported serving has something to delete there:
-//! a stale metrics.k8s.io (read-only) holds up no namespace.
+//! only if what it last reported serving (remembered in etcd, so across
+//! aggregator restarts) has something to delete there: a stale
+//! metrics.k8s.io (read-only), or a server never seen to answer, holds up
+//! no namespace.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -174,9 +176,11 @@ fn collections(docs: &Documents, namespace: &str) -> (Vec<Collection>, Vec<Strin
                 });
             }
         }
+        // A server that is down holds the namespace only if what it last
+        // reported (remembered across restarts) has something to delete
+        // here; one never seen to serve anything holds nothing up.
         if version["freshness"] == "Stale" {
-            let never_seen = discovery::resources(version).is_empty();
-            if !deletable.is_empty() || never_seen {
+            if !deletable.is_empty() {
                 stale.push(api_version(name, v));
             }
             continue;
@@ -575,7 +579,8 @@ mod tests {
         );
         let mut stale = stale;
         stale.sort();
-        assert_eq!(stale, ["down.example.com/v1", "unknown.example.com/v1"]);
+        // Never seen to serve anything: it holds nothing up.
+        assert_eq!(stale, ["down.example.com/v1"]);
     }
 
     #[test]

@@ -308,3 +308,80 @@ fn etcd_killed_under_a_hundred_watchers_leaves_no_silent_gap() {
          {WATCHERS} watchers saw every object once and in order ({resumes} watch resumes, {relists} relists after 410)"
     );
 }
+
+#[test]
+fn an_aggregated_server_that_never_answers_harms_nobody_else() {
+    use std::io::Read;
+    let cluster = Cluster::start();
+    // It takes connections (the kernel's backlog) and never says a word.
+    let hole = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hole.local_addr().unwrap().port();
+    let ca_bundle = tests::openssl_self_signed(&cluster.dir, "hole", "hole.hole.svc");
+    let manifests = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: hole}}\n---\n\
+         apiVersion: v1\nkind: Service\nmetadata: {{name: hole, namespace: hole}}\n\
+         spec: {{ports: [{{name: https, port: 443, targetPort: {port}}}]}}\n---\n\
+         apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
+         metadata: {{name: hole-1, namespace: hole, labels: {{kubernetes.io/service-name: hole}}}}\n\
+         addressType: IPv4\nendpoints: [{{addresses: [127.0.0.1], conditions: {{ready: true}}}}]\n\
+         ports: [{{name: https, port: {port}, protocol: TCP}}]\n---\n\
+         apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: v1.hole.example.com}}\n\
+         spec: {{group: hole.example.com, version: v1, groupPriorityMinimum: 1000, versionPriority: 15,\n\
+         caBundle: {ca_bundle}, service: {{namespace: hole, name: hole, port: 443}}}}\n"
+    );
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &manifests)
+        .ok();
+    let condition = |field: &str| {
+        cluster
+            .kubectl(&[
+                "get",
+                "apiservice",
+                "v1.hole.example.com",
+                "-o",
+                &format!("jsonpath={{.status.conditions[0].{field}}}"),
+            ])
+            .stdout
+    };
+    assert!(
+        eventually(Duration::from_secs(30), || condition("status") == "False"
+            && !condition("message").is_empty()),
+        "{}",
+        condition("message")
+    );
+    eprintln!("a silent aggregated server: {}", condition("message"));
+    let asked = Instant::now();
+    let answer = cluster.curl(
+        As::Admin,
+        "GET",
+        "/apis/hole.example.com/v1/namespaces/default/things",
+        &[],
+        None,
+    );
+    assert_eq!(answer.code, 503, "{}", answer.text);
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        asked.elapsed()
+    );
+    // Everyone else is served as before.
+    cluster.kubectl(&["get", "configmaps", "-A"]).ok();
+    let resources = cluster.kubectl(&["api-resources", "-o", "name"]);
+    assert!(
+        resources.stdout.lines().any(|l| l == "configmaps"),
+        "{resources:?}"
+    );
+    cluster.kubectl(&["create", "namespace", "passing"]).ok();
+    let deleting = Instant::now();
+    cluster
+        .kubectl(&["delete", "namespace", "passing", "--timeout=30s"])
+        .ok();
+    eprintln!(
+        "namespace deleted {:?} after the request, beside a silent server; kubectl api-resources exit {}",
+        deleting.elapsed(),
+        resources.code
+    );
+    let mut sink = [0u8; 1];
+    hole.set_nonblocking(true).unwrap();
+    let _ = hole.accept().map(|(mut s, _)| s.read(&mut sink));
+}
