@@ -413,6 +413,15 @@ impl Error {
         )
     }
 
+    /// 429 TooManyRequests with Retry-After, in kube's words.
+    pub fn too_many_requests() -> Self {
+        Error::Other {
+            reason: Reason::TooManyRequests,
+            message: "Too many requests, please try again later.".into(),
+            retry_after: Some(1),
+        }
+    }
+
     /// 503 ServiceUnavailable.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Error::Other {

@@ -32,6 +32,7 @@ pub struct FrontDoor {
     authorizer: Box<dyn Authorizer>,
     handler: Arc<dyn Handler>,
     metrics: Metrics,
+    long_running: Arc<LongRunning>,
 }
 
 impl FrontDoor {
@@ -46,6 +47,7 @@ impl FrontDoor {
             authorizer,
             handler,
             metrics: Metrics::default(),
+            long_running: Arc::default(),
         }
     }
 
@@ -77,6 +79,17 @@ impl FrontDoor {
             tracing::debug!(user = %req.user.name, path = %req.path, "forbidden");
             return e.into();
         }
+        let slot = if req.is_long_running() && !req.user.in_group(EXEMPT_GROUP) {
+            match self.long_running.acquire(&req.user.name) {
+                Some(slot) => Some(slot),
+                None => {
+                    tracing::info!(user = %req.user.name, "too many long-running requests");
+                    return crate::Error::too_many_requests().into();
+                }
+            }
+        } else {
+            None
+        };
         req.body = match body.await {
             Ok(body) => body,
             Err(e) => return e.into(),
@@ -93,7 +106,64 @@ impl FrontDoor {
             request::recover(self.handler.as_ref(), req).await
         };
         counted.done(resp.status.as_u16());
-        resp
+        match (slot, resp.body) {
+            // The slot is held for as long as the stream is.
+            (Some(slot), Body::Stream(stream)) => ApiResponse {
+                body: Body::Stream(Box::pin(stream.map(move |chunk| {
+                    let _held = &slot;
+                    chunk
+                }))),
+                ..resp
+            },
+            (_, body) => ApiResponse { body, ..resp },
+        }
+    }
+}
+
+/// Most long-running requests (watches, logs, exec) one user may have open
+/// at once; the next gets 429. `system:masters` is exempt, as kube's
+/// priority and fairness exempts it.
+pub const MAX_LONG_RUNNING_PER_USER: usize = 250;
+/// The group no per-user limit applies to.
+const EXEMPT_GROUP: &str = "system:masters";
+
+/// The long-running requests each user has open.
+#[derive(Default)]
+struct LongRunning {
+    open: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+}
+
+impl LongRunning {
+    /// A slot for one more of `user`'s long-running requests, if under the limit.
+    fn acquire(self: &Arc<Self>, user: &str) -> Option<Slot> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let count = open.entry(user.to_string()).or_default();
+        if *count >= MAX_LONG_RUNNING_PER_USER {
+            return None;
+        }
+        *count += 1;
+        Some(Slot {
+            owner: self.clone(),
+            user: user.to_string(),
+        })
+    }
+}
+
+/// One open long-running request; given back when dropped.
+struct Slot {
+    owner: Arc<LongRunning>,
+    user: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.owner.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = open.get_mut(&self.user) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.user);
+            }
+        }
     }
 }
 
@@ -224,5 +294,25 @@ fn into_http(resp: ApiResponse) -> HttpResponse {
                 .take_until(crate::shutdown::draining())
                 .map(Ok::<_, std::convert::Infallible>),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_user_has_a_bounded_number_of_long_running_requests() {
+        let open = Arc::new(LongRunning::default());
+        let mut slots: Vec<Slot> = (0..MAX_LONG_RUNNING_PER_USER)
+            .map(|_| open.acquire("alice").unwrap())
+            .collect();
+        assert!(open.acquire("alice").is_none());
+        // Others are not affected, and a slot given back can be taken again.
+        assert!(open.acquire("bob").is_some());
+        slots.pop();
+        assert!(open.acquire("alice").is_some());
+        drop(slots);
+        assert!(open.open.lock().unwrap().is_empty());
     }
 }

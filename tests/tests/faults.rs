@@ -385,3 +385,91 @@ fn an_aggregated_server_that_never_answers_harms_nobody_else() {
     hole.set_nonblocking(true).unwrap();
     let _ = hole.accept().map(|(mut s, _)| s.read(&mut sink));
 }
+
+#[test]
+fn watchers_that_never_read_cost_bounded_memory_and_slow_nobody() {
+    use std::io::Write;
+    use tests::informer::Api;
+    const WATCHERS: usize = 200;
+    let cluster = Cluster::start();
+    let api = Api::new(&cluster, 2);
+    api.create_namespace("flood");
+    let rss = |name: &str| {
+        cluster
+            .memory_kib()
+            .into_iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, kib)| kib)
+            .sum::<u64>()
+    };
+    let before = (rss("aggregator"), rss("core-server"));
+    // Watches that are opened and then never read (the socket's buffers fill).
+    let script = r#"
+import socket, ssl, sys, time
+port, pki, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+ctx = ssl.create_default_context(cafile=pki + "/ca.crt")
+ctx.load_cert_chain(pki + "/admin.crt", pki + "/admin.key")
+ctx.set_alpn_protocols(["http/1.1"])
+socks = []
+for i in range(n):
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"GET /api/v1/namespaces/flood/configmaps?watch=1 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    socks.append(s)
+print("open", flush=True)
+sys.stdin.read()
+"#;
+    let mut flood = std::process::Command::new("python3")
+        .args(["-c", script, &cluster.port.to_string()])
+        .arg(cluster.dir.join("pki"))
+        .arg(WATCHERS.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(flood.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "open");
+    // 300 objects of 10 KiB: 600 MB of events if every watcher's were kept.
+    let data = "x".repeat(10 * 1024);
+    let started = Instant::now();
+    for n in 0..300 {
+        let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("big-{n}")}, "data": {"blob": data}});
+        let (status, body) = api.post("/api/v1/namespaces/flood/configmaps", &object);
+        assert_eq!(status, 201, "{body}");
+    }
+    let wrote = started.elapsed();
+    // Another client is served as usual.
+    let asked = Instant::now();
+    cluster
+        .kubectl(&["get", "configmaps", "-n", "flood", "-o", "name"])
+        .ok();
+    let served = asked.elapsed();
+    std::thread::sleep(Duration::from_secs(2));
+    let after = (rss("aggregator"), rss("core-server"));
+    eprintln!(
+        "{WATCHERS} watchers that never read, 300 x 10 KiB written in {wrote:?}: \
+         aggregator {} -> {} MiB, core-server {} -> {} MiB; another client's list took {served:?}",
+        before.0 / 1024,
+        after.0 / 1024,
+        before.1 / 1024,
+        after.1 / 1024
+    );
+    // Kept whole, the events would be 600 MB in each process.
+    assert!(
+        after.0 < before.0 + 100 * 1024,
+        "aggregator grew {} KiB",
+        after.0 - before.0
+    );
+    assert!(
+        after.1 < before.1 + 100 * 1024,
+        "core-server grew {} KiB",
+        after.1 - before.1
+    );
+    let _ = flood.stdin.take().map(|mut s| s.write_all(b""));
+    let _ = flood.kill();
+    let _ = flood.wait();
+}
