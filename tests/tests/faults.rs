@@ -102,6 +102,90 @@ fn a_sigtermed_core_replica_leaves_at_once_and_its_watches_resume_without_a_gap(
 }
 
 #[test]
+fn a_sigtermed_extension_replica_leaves_at_once_and_custom_resources_are_served() {
+    let cluster = Cluster::start_with(&["--extension-replicas", "2"]);
+    assert!(eventually(Duration::from_secs(20), || cluster
+        .registrations("extension-server")
+        .len()
+        == 2));
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+               metadata: {name: notes.example.com}\n\
+               spec: {group: example.com, scope: Namespaced, names: {plural: notes, singular: note, kind: Note},\n\
+               versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}\n";
+    cluster.kubectl_stdin(&["apply", "-f", "-"], crd).ok();
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/notes.example.com",
+        ])
+        .ok();
+    for (i, victim) in cluster
+        .child_pids("extension-server")
+        .into_iter()
+        .enumerate()
+    {
+        let stopped = Instant::now();
+        Cluster::signal(victim, Signal::SIGTERM);
+        assert!(
+            eventually(Duration::from_secs(2), || !cluster
+                .registrations("extension-server")
+                .iter()
+                .any(|(_, pid)| *pid == victim)),
+            "replica {victim} still registered"
+        );
+        let unregistered = stopped.elapsed();
+        assert!(eventually(Duration::from_secs(10), || !alive(victim)));
+        eprintln!(
+            "extension-server {victim}: unregistered {unregistered:?} after SIGTERM, exited within {:?}",
+            stopped.elapsed()
+        );
+        let note = format!("apiVersion: example.com/v1\nkind: Note\nmetadata: {{name: n{i}}}\n");
+        assert!(eventually(Duration::from_secs(20), || cluster
+            .kubectl_stdin(&["apply", "-f", "-"], &note)
+            .code
+            == 0));
+        assert!(eventually(Duration::from_secs(20), || cluster
+            .registrations("extension-server")
+            .len()
+            == 2));
+    }
+    let notes = cluster.kubectl(&["get", "notes", "-o", "name"]);
+    assert_eq!(notes.ok().lines().count(), 2, "{notes:?}");
+}
+
+#[test]
+fn a_killed_leader_is_replaced_within_its_lease() {
+    let cluster = Cluster::start_with(&["--aggregator-replicas", "2"]);
+    let key = "/kubechain/leases/aggregator-controllers";
+    assert!(eventually(Duration::from_secs(20), || !etcd_value(
+        &cluster, key
+    )
+    .is_empty()));
+    let holder = etcd_value(&cluster, key);
+    let leader = cluster
+        .child_pids("aggregator")
+        .into_iter()
+        .find(|pid| holder.ends_with(&format!("-{pid}")))
+        .expect("the leader among the aggregators");
+    let killed = Instant::now();
+    Cluster::signal(leader, Signal::SIGKILL);
+    // The lease lasts 6 s; the other replica campaigns every 2 s.
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let now = etcd_value(&cluster, key);
+            !now.is_empty() && now != holder
+        }),
+        "nobody took over {key}"
+    );
+    eprintln!(
+        "leader SIGKILLed: {} took over after {:?}",
+        etcd_value(&cluster, key),
+        killed.elapsed()
+    );
+}
+
+#[test]
 fn a_stopping_leader_releases_its_lease() {
     let cluster = Cluster::start();
     let key = "/kubechain/leases/aggregator-controllers";
