@@ -423,3 +423,62 @@ fn a_tutorial_certificate_serves_and_the_proxy_forwards_only_what_was_authorized
     let _ = server.kill();
     let _ = server.wait();
 }
+
+#[test]
+fn slow_senders_are_cut_off() {
+    let cluster = Cluster::start();
+    // One connection sends half its headers, another (the admin, allowed to
+    // create) its headers and 10 of 1000 body bytes; then both stall.
+    let script = r#"
+import socket, ssl, sys, threading, time
+port, pki = int(sys.argv[1]), sys.argv[2]
+def connect():
+    ctx = ssl.create_default_context(cafile=pki + "/ca.crt")
+    ctx.load_cert_chain(pki + "/admin.crt", pki + "/admin.key")
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+def stall(name, first):
+    s = connect()
+    s.sendall(first)
+    s.settimeout(120)
+    started = time.time()
+    try:
+        answer = s.recv(4096).decode(errors="replace").split("\r\n")[0] or "closed"
+    except Exception as e:
+        answer = "error " + str(e)
+    print("%s %.1f %s" % (name, time.time() - started, answer), flush=True)
+threads = [
+    threading.Thread(target=stall, args=("headers", b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: localhost\r\n")),
+    threading.Thread(target=stall, args=("body", b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: localhost\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"apiVersi")),
+]
+for t in threads: t.start()
+for t in threads: t.join()
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, &cluster.port.to_string()])
+        .arg(cluster.dir.join("pki"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{stdout}");
+    let took = |name: &str| -> (f64, String) {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name}: {stdout}"));
+        let mut words = line.splitn(3, ' ').skip(1);
+        (
+            words.next().unwrap().parse().unwrap(),
+            words.next().unwrap_or_default().to_string(),
+        )
+    };
+    let (headers, _) = took("headers");
+    assert!(
+        (30.0..45.0).contains(&headers),
+        "headers cut after {headers}s"
+    );
+    let (body, answer) = took("body");
+    assert!((58.0..75.0).contains(&body), "body cut after {body}s");
+    assert_eq!(answer, "HTTP/1.1 504 Gateway Timeout", "{stdout}");
+}
