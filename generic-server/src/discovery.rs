@@ -239,12 +239,12 @@ pub struct Rendered {
 }
 
 impl Rendered {
-    /// Renders a document; the ETag is the hash of its bytes.
+    /// Renders a document as JSON and a newline (as kube's encoder writes
+    /// it); the ETag is the hash of its bytes.
     pub fn new(value: &Value, content_type: &'static str) -> Self {
-        Self::bytes(
-            serde_json::to_vec(value).unwrap_or_default().into(),
-            content_type,
-        )
+        let mut body = serde_json::to_vec(value).unwrap_or_default();
+        body.push(b'\n');
+        Self::bytes(body.into(), content_type)
     }
 
     /// A document already encoded; the ETag is the hash of its bytes.

@@ -1210,7 +1210,8 @@ impl Store {
             let mut new = self.decode_object(computed, opts, &mut warnings)?;
             self.set_namespace(&mut new, namespace)?;
             let requested_rv = meta_str(&new, "resourceVersion").to_string();
-            let precondition = !requested_rv.is_empty();
+            // "0" reads as 0, which kube takes as no precondition at all.
+            let precondition = !requested_rv.is_empty() && requested_rv != "0";
             if precondition && requested_rv != revision.to_string() {
                 return Err(self.conflict(name));
             }

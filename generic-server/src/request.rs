@@ -200,19 +200,19 @@ impl ApiResponse {
         }
     }
 
-    /// A JSON response.
+    /// A JSON response, ended by a newline as kube's encoder ends it.
     pub fn json(status: StatusCode, value: &impl Serialize) -> Self {
-        match serde_json::to_vec(value) {
+        match json_line(value) {
             Ok(body) => Self::bytes(status, crate::codec::JSON, body),
             Err(e) => Self::error(&Error::internal(e)),
         }
     }
 
-    /// A Status response for an error.
+    /// A Status response for an error (JSON and a newline, as kube writes it).
     pub fn error(err: &Error) -> Self {
         let status = err.to_status();
         let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = serde_json::to_vec(&status).unwrap_or_default();
+        let body = json_line(&status).unwrap_or_default();
         let mut resp = Self::bytes(code, crate::codec::JSON, body);
         if let Some(secs) = status.details.as_ref().and_then(|d| d.retry_after_seconds) {
             resp.headers
@@ -250,6 +250,13 @@ impl ApiResponse {
             }
         }
     }
+}
+
+/// `value` as JSON followed by a newline (Go's `json.Encoder.Encode`).
+fn json_line(value: &impl Serialize) -> serde_json::Result<Vec<u8>> {
+    let mut body = serde_json::to_vec(value)?;
+    body.push(b'\n');
+    Ok(body)
 }
 
 impl From<Error> for ApiResponse {

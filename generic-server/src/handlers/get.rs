@@ -27,11 +27,17 @@ pub async fn get(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
         ));
     }
     match out {
-        Output::Json => Ok(ApiResponse::bytes(
-            StatusCode::OK,
-            crate::codec::JSON,
-            obj.bytes.clone(),
-        )),
+        Output::Json => {
+            // The cached JSON and the newline kube's encoder ends it with.
+            let mut body = BytesMut::with_capacity(obj.bytes.len() + 1);
+            body.put_slice(&obj.bytes);
+            body.put_u8(b'\n');
+            Ok(ApiResponse::bytes(
+                StatusCode::OK,
+                crate::codec::JSON,
+                body.freeze(),
+            ))
+        }
         Output::Table(_) => Ok(object_response(store, StatusCode::OK, &obj.value(), out)),
     }
 }
@@ -89,6 +95,6 @@ fn list_json(store: &Store, result: &ListResult) -> Bytes {
         }
         out.put_slice(&item.bytes);
     }
-    out.put_slice(b"]}");
+    out.put_slice(b"]}\n");
     out.freeze()
 }
