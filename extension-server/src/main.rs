@@ -2,12 +2,12 @@
 //! CustomResourceDefinitions and their custom resources; every path it does
 //! not serve gets a 404 Status.
 
-mod cel;
 mod controllers;
 mod conversion;
 mod crd;
 mod custom_resource;
-mod schema;
+
+use extension_server::{cel, schema};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -86,13 +86,14 @@ impl FieldRequirement {
 }
 
 impl fmt::Display for FieldRequirement {
-    /// Formats the term as kube's `hasTerm`/`notHasTerm.String()` do (`==` prints as `=`).
+    /// Formats the term as kube's `hasTerm`/`notHasTerm.String()` do (`==` prints as `=`,
+    /// the value escaped so the output parses back).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let op = match self.op {
             FieldOperator::NotEquals => "!=",
             FieldOperator::Equals | FieldOperator::DoubleEquals => "=",
         };
-        write!(f, "{}{op}{}", self.field, self.value)
+        write!(f, "{}{op}{}", self.field, escape_value(&self.value))
     }
 }
 
@@ -348,5 +349,21 @@ mod tests {
         assert_eq!(selector.exact_match("a"), None);
         assert_eq!(selector.exact_match("m"), Some("2"));
         assert!(FieldSelector::parse("").unwrap().is_empty());
+    }
+
+    /// Found by the `field_selector` fuzz target: an escaped value printed unescaped.
+    #[test]
+    fn printed_selectors_escape_values_and_parse_back() {
+        let selector =
+            FieldSelector::parse(r"spec.nodeName==node\,1,metadata.namespace!=kube-system")
+                .unwrap();
+        let printed = selector.to_string();
+        assert_eq!(
+            printed,
+            r"metadata.namespace!=kube-system,spec.nodeName=node\,1"
+        );
+        let reparsed = FieldSelector::parse(&printed).unwrap();
+        assert_eq!(reparsed.exact_match("spec.nodeName"), Some("node,1"));
+        assert_eq!(reparsed.to_string(), printed);
     }
 }

@@ -74,9 +74,10 @@ pub struct Validator {
 /// Parses a CEL expression as kube does (optional syntax enabled), with
 /// errors formatted as cel-go formats them.
 pub fn parse(source: &str) -> Result<IdedExpr, String> {
-    Parser::new()
-        .enable_optional_syntax(true)
-        .parse(source)
+    // At its recursion limit the parser's error recovery can take its depth
+    // counter below zero, a panic where overflow checks are on: a bad rule.
+    std::panic::catch_unwind(|| Parser::new().enable_optional_syntax(true).parse(source))
+        .map_err(|_| format_issue(source, 0, "expression recursion limit exceeded"))?
         .map_err(|errors| {
             let issues: Vec<String> = errors
                 .errors
@@ -525,5 +526,19 @@ mod tests {
         assert!(err.starts_with("ERROR: <input>:1:"), "{err}");
         assert!(err.contains("Syntax error"), "{err}");
         assert!(err.contains("\n | self.x ==\n | "), "{err}");
+    }
+
+    /// Found by the `cel` fuzz target: a syntax error at the parser's
+    /// recursion limit underflowed its depth counter (a panic in tests).
+    #[test]
+    fn errors_at_the_recursion_limit_do_not_panic() {
+        // The parser's frames are large in unoptimised builds: give it room.
+        let parsed = std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(|| ["(", "{"].map(|open| parse(&format!("{}?[", open.repeat(97)))))
+            .expect("spawns")
+            .join()
+            .expect("no panic escapes parse");
+        assert!(parsed.iter().all(Result::is_err), "{parsed:?}");
     }
 }

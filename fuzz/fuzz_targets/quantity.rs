@@ -1,0 +1,32 @@
+//! Resource quantities (`500m`, `1Gi`, `2e3`).
+//!
+//! `core-server/src/resources/quantity.rs` lives in the core-server binary,
+//! which has no library target; the file is self-contained (serde_json and
+//! generic-server's `FieldError`), so it is compiled into this target as is.
+//!
+//! Input: the quantity string; it is also checked as a one-entry resource list.
+#![no_main]
+
+#[allow(dead_code, missing_docs)]
+#[path = "../../core-server/src/resources/quantity.rs"]
+mod quantity;
+
+use kubechain_fuzz::text;
+use libfuzzer_sys::fuzz_target;
+use serde_json::{Value, json};
+
+fuzz_target!(|data: &[u8]| {
+    let s = text(data);
+    let parsed = quantity::parse(&s);
+    let bits = |n: Option<f64>| n.map(f64::to_bits);
+    assert_eq!(bits(quantity::of(&Value::String(s.clone()))), bits(parsed));
+    let errors = quantity::validate_list(Some(&json!({ "cpu": s })), "spec.hard");
+    if parsed.is_some_and(|n| n >= 0.0) {
+        assert!(
+            errors.is_empty(),
+            "{s:?} parses as {parsed:?} but is rejected"
+        );
+    } else if parsed.is_none() {
+        assert_eq!(errors.len(), 1);
+    }
+});
