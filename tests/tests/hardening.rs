@@ -482,3 +482,69 @@ for t in threads: t.join()
     assert!((58.0..75.0).contains(&body), "body cut after {body}s");
     assert_eq!(answer, "HTTP/1.1 504 Gateway Timeout", "{stdout}");
 }
+
+#[test]
+fn deeply_nested_validation_rules_are_refused_without_a_crash() {
+    let cluster = Cluster::start();
+    let pids = server_pids(&cluster);
+    let crd = |name: &str, rule: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: {name}s.example.com}}\n\
+             spec:\n  group: example.com\n  scope: Namespaced\n  names: {{plural: {name}s, singular: {name}, kind: K{name}}}\n\
+             \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n\
+             \x20       type: object\n        x-kubernetes-validations: [{{rule: {rule:?}}}]\n        properties: {{x: {{type: integer}}}}\n"
+        )
+    };
+    // At the CEL parser's nesting limit, with a syntax error (the fuzzer's
+    // crash), and far past it.
+    for (name, rule) in [
+        ("edge", format!("{}?[", "(".repeat(97))),
+        ("braces", format!("{}?[", "{".repeat(97))),
+        (
+            "deep",
+            format!("{}self.x{}", "(".repeat(5000), ")".repeat(5000)),
+        ),
+    ] {
+        let refused = cluster.kubectl_stdin(&["apply", "-f", "-"], &crd(name, &rule));
+        let stderr = refused.err();
+        assert!(stderr.contains("is invalid"), "{name}: {stderr}");
+    }
+    // A tree deeper than 100 levels (a long sum) is refused too.
+    let sum = |terms: usize| vec!["self.x"; terms].join(" + ") + " >= 0";
+    let refused = cluster.kubectl_stdin(&["apply", "-f", "-"], &crd("long", &sum(150)));
+    assert!(
+        refused
+            .err()
+            .contains("expression nesting exceeds 100 levels"),
+        "{refused:?}"
+    );
+    // Nesting just within the limits still compiles, and is enforced.
+    let ok = format!(
+        "{}{}{} >= 0",
+        "(".repeat(30),
+        sum(90).trim_end_matches(" >= 0"),
+        ")".repeat(30)
+    );
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &crd("fine", &ok))
+        .ok();
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/fines.example.com",
+        ])
+        .ok();
+    let object = |x: i64| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Kfine\nmetadata: {{name: f{}}}\nx: {x}\n",
+            x.abs()
+        )
+    };
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &object(1))
+        .ok();
+    let denied = cluster.kubectl_stdin(&["apply", "-f", "-"], &object(-1));
+    assert!(denied.err().contains("failed rule"), "{denied:?}");
+    assert_eq!(server_pids(&cluster), pids, "a server was restarted");
+}

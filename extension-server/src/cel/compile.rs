@@ -71,32 +71,107 @@ pub struct Validator {
     pub additional_properties: Option<Box<Validator>>,
 }
 
+/// Longest rule accepted, in code points (cel-go's expression size limit).
+pub const MAX_RULE_CODE_POINTS: usize = 100_000;
+/// Deepest expression tree accepted. Checking, costing and evaluating a
+/// rule recurse over its tree; the bound keeps them within a worker's stack.
+pub const MAX_EXPRESSION_DEPTH: usize = 100;
+/// Stack of the thread a rule is parsed on: the parser recurses through a
+/// dozen grammar rules per nesting level (about 140 KiB a level unoptimised,
+/// up to its own limit of 96), more than a worker's stack holds.
+const PARSER_STACK_BYTES: usize = 256 << 20;
+
 /// Parses a CEL expression as kube does (optional syntax enabled), with
-/// errors formatted as cel-go formats them.
+/// errors formatted as cel-go formats them. The parser runs on a thread of
+/// its own with a large stack, and trees deeper than
+/// [`MAX_EXPRESSION_DEPTH`] are refused there.
 pub fn parse(source: &str) -> Result<IdedExpr, String> {
+    let size = source.chars().count();
+    if size > MAX_RULE_CODE_POINTS {
+        return Err(format!(
+            "expression code point size exceeds limit: size: {size}, limit {MAX_RULE_CODE_POINTS}"
+        ));
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("cel-parser".into())
+            .stack_size(PARSER_STACK_BYTES)
+            .spawn_scoped(scope, || parse_bounded(source))
+            .map_err(|e| format!("cannot start the CEL parser: {e}"))?
+            .join()
+            .map_err(|_| format_issue(source, 0, "expression recursion limit exceeded"))?
+    })
+}
+
+/// [`parse`] on the current thread, refusing trees deeper than [`MAX_EXPRESSION_DEPTH`].
+fn parse_bounded(source: &str) -> Result<IdedExpr, String> {
     // At its recursion limit the parser's error recovery can take its depth
     // counter below zero, a panic where overflow checks are on: a bad rule.
-    std::panic::catch_unwind(|| Parser::new().enable_optional_syntax(true).parse(source))
-        .map_err(|_| format_issue(source, 0, "expression recursion limit exceeded"))?
-        .map_err(|errors| {
-            let issues: Vec<String> = errors
-                .errors
-                .iter()
-                .map(|e| {
-                    let (line, column) = (e.pos.0.max(1) as usize, e.pos.1.max(1) as usize);
-                    let offset: usize = source
-                        .split_inclusive('\n')
-                        .take(line - 1)
-                        .map(str::len)
-                        .sum::<usize>()
-                        + source.lines().nth(line - 1).map_or(0, |l| {
-                            l.char_indices().nth(column - 1).map_or(l.len(), |(i, _)| i)
-                        });
-                    format_issue(source, offset, &e.msg)
-                })
-                .collect();
-            issues.join("\n")
-        })
+    let expr =
+        std::panic::catch_unwind(|| Parser::new().enable_optional_syntax(true).parse(source))
+            .map_err(|_| format_issue(source, 0, "expression recursion limit exceeded"))?
+            .map_err(|errors| {
+                let issues: Vec<String> = errors
+                    .errors
+                    .iter()
+                    .map(|e| {
+                        let (line, column) = (e.pos.0.max(1) as usize, e.pos.1.max(1) as usize);
+                        let offset: usize = source
+                            .split_inclusive('\n')
+                            .take(line - 1)
+                            .map(str::len)
+                            .sum::<usize>()
+                            + source.lines().nth(line - 1).map_or(0, |l| {
+                                l.char_indices().nth(column - 1).map_or(l.len(), |(i, _)| i)
+                            });
+                        format_issue(source, offset, &e.msg)
+                    })
+                    .collect();
+                issues.join("\n")
+            })?;
+    if depth(&expr) > MAX_EXPRESSION_DEPTH {
+        return Err(format_issue(
+            source,
+            0,
+            &format!("expression nesting exceeds {MAX_EXPRESSION_DEPTH} levels"),
+        ));
+    }
+    Ok(expr)
+}
+
+/// The depth of an expression tree (run where the parser ran: it may be deep).
+fn depth(expr: &IdedExpr) -> usize {
+    use kube_cel::cel::common::ast::{EntryExpr, Expr};
+    let children: Vec<&IdedExpr> = match &expr.expr {
+        Expr::Call(call) => call.target.iter().map(|t| &**t).chain(&call.args).collect(),
+        Expr::Comprehension(c) => vec![
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ],
+        Expr::List(list) => list.elements.iter().collect(),
+        Expr::Map(map) => map
+            .entries
+            .iter()
+            .flat_map(|e| match &e.expr {
+                EntryExpr::MapEntry(m) => vec![&m.key, &m.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        Expr::Struct(st) => st
+            .entries
+            .iter()
+            .flat_map(|e| match &e.expr {
+                EntryExpr::MapEntry(m) => vec![&m.key, &m.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        Expr::Select(select) => vec![&*select.operand],
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Vec::new(),
+    };
+    1 + children.into_iter().map(depth).max().unwrap_or(0)
 }
 
 /// A rule's cost that counts toward the CRD total, by field path.
@@ -526,6 +601,26 @@ mod tests {
         assert!(err.starts_with("ERROR: <input>:1:"), "{err}");
         assert!(err.contains("Syntax error"), "{err}");
         assert!(err.contains("\n | self.x ==\n | "), "{err}");
+    }
+
+    #[test]
+    fn deep_and_huge_rules_are_refused() {
+        let chain = |terms: usize| vec!["self.x"; terms].join(" + ") + " >= 0";
+        assert!(parse(&chain(MAX_EXPRESSION_DEPTH - 10)).is_ok());
+        let err = parse(&chain(MAX_EXPRESSION_DEPTH + 10)).unwrap_err();
+        assert!(
+            err.contains("expression nesting exceeds 100 levels"),
+            "{err}"
+        );
+        // Far past the parser's own limit, in parentheses: an error, not a crash.
+        let parens = format!("{}self.x{}", "(".repeat(5000), ")".repeat(5000));
+        assert!(parse(&parens).is_err());
+        let huge = "1 + ".repeat(MAX_RULE_CODE_POINTS / 4 + 1) + "1";
+        let err = parse(&huge).unwrap_err();
+        assert!(
+            err.contains("expression code point size exceeds limit"),
+            "{err}"
+        );
     }
 
     /// Found by the `cel` fuzz target: a syntax error at the parser's
