@@ -237,6 +237,7 @@ async fn entry(
     }
     let method = Method::from_bytes(req.method().as_str().as_bytes()).unwrap_or(Method::GET);
     let certs = req.conn_data::<PeerCerts>().map(|c| c.0.clone());
+    let upgrade = req.headers().contains_key(actix_web::http::header::UPGRADE);
     let resp = door
         .serve(
             certs.as_deref(),
@@ -244,7 +245,15 @@ async fn entry(
             req.path(),
             req.query_string(),
             headers,
-            read_body(payload),
+            async move {
+                // An upgrade (exec, attach, port-forward over SPDY or
+                // WebSocket) has no body: what follows is the stream it asks for.
+                if upgrade {
+                    Ok(Bytes::new())
+                } else {
+                    read_body(payload).await
+                }
+            },
         )
         .await;
     into_http(resp)

@@ -91,8 +91,9 @@ impl RequestInfo {
         if let Some(name) = parts.get(1) {
             info.name = name.to_string();
         }
-        if parts.len() >= 3 {
-            info.subresource = parts[2..].join("/");
+        // As kube: one segment; what follows (a proxy's path) is not part of it.
+        if let Some(subresource) = parts.get(2) {
+            info.subresource = subresource.to_string();
         }
         if info.name.is_empty() && info.verb == "get" {
             let watch = form_urlencoded::parse(query.as_bytes())

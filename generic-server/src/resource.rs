@@ -129,6 +129,10 @@ pub struct Subresource {
     pub kind: Option<GroupVersionKind>,
     /// Its verbs.
     pub verbs: Vec<String>,
+    /// Whether it connects to something beyond the store (kube's
+    /// `rest.Connecter`: a pod's `log`, `exec`, `proxy`), answered by the
+    /// strategy's [`crate::strategy::Strategy::connect`].
+    pub connect: bool,
 }
 
 /// One served resource: its names, scope and strategy.
@@ -260,6 +264,7 @@ impl Resource {
                 .iter()
                 .map(|v| v.to_string())
                 .collect(),
+            connect: false,
         });
         self.scale = Some(scale);
         self
@@ -295,6 +300,20 @@ impl Resource {
             name: name.into(),
             kind: Some(kind),
             verbs: verbs.iter().map(|v| v.to_string()).collect(),
+            connect: false,
+        });
+        self
+    }
+
+    /// Adds a connect subresource (`pods/exec`): its options kind in the
+    /// resource's group/version, and its verbs.
+    pub fn connect_subresource(mut self, name: &str, kind: &str, verbs: &[&str]) -> Self {
+        let kind = GroupVersionKind::new(&self.group, &self.version, kind);
+        self.subresources.push(Subresource {
+            name: name.into(),
+            kind: Some(kind),
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+            connect: true,
         });
         self
     }
@@ -305,6 +324,7 @@ impl Resource {
             name: name.into(),
             kind: None,
             verbs: verbs.iter().map(|v| v.to_string()).collect(),
+            connect: false,
         });
         self
     }

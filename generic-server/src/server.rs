@@ -587,7 +587,7 @@ fn resource_spec(r: &Resource, schema: &str, components: &mut Components) -> Res
         schema: schema.to_string(),
         strategic_merge_patch: r.strategic_merge_patch,
     };
-    for sub in &r.subresources {
+    for sub in r.subresources.iter().filter(|s| !s.connect) {
         let mut s = match sub.name.as_str() {
             "scale" => SubresourceSpec::scale(components),
             _ => SubresourceSpec::status(&spec),

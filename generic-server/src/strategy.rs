@@ -74,6 +74,18 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Answers a connect subresource (`pods/log`, `pods/exec`,
+    /// `nodes/proxy`) of the stored object `obj`: what would reach a
+    /// kubelet answers here, at once, with kube's Status.
+    fn connect(
+        &self,
+        _subresource: &str,
+        _obj: &Value,
+        _req: &crate::request::ApiRequest,
+    ) -> Result<crate::request::ApiResponse> {
+        Err(crate::error::Error::method_not_allowed())
+    }
+
     /// Whether DELETE answers with the deleted object rather than a Status.
     fn return_deleted_object(&self) -> bool {
         false

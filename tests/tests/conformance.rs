@@ -66,3 +66,182 @@ fn an_update_with_resource_version_zero_is_unconditional() {
         "{stale:?}"
     );
 }
+
+/// Runs kubectl, killed if it has not finished within `seconds` (it must not hang).
+fn kubectl_within(cluster: &Cluster, seconds: u64, args: &[&str]) -> tests::Run {
+    let mut full = vec!["timeout".to_string(), seconds.to_string(), "kubectl".into()];
+    full.extend(args.iter().map(|a| a.to_string()));
+    let out = cluster
+        .command(&full[0])
+        .args(&full[1..])
+        .output()
+        .expect("timeout and kubectl on PATH");
+    assert_ne!(out.status.code(), Some(124), "kubectl {args:?} hung");
+    tests::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn what_needs_a_kubelet_answers_at_once_with_kubes_words() {
+    let cluster = Cluster::start();
+    cluster
+        .kubectl(&["run", "p", "--image=busybox", "--", "sleep", "3600"])
+        .ok();
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: two}\nspec:\n  containers:\n  - {name: a, image: busybox}\n  - {name: b, image: busybox}\n";
+    cluster.kubectl_stdin(&["apply", "-f", "-"], pod).ok();
+    // No node: an empty log (204), as kube answers.
+    let logs = kubectl_within(&cluster, 20, &["logs", "p"]);
+    assert_eq!(logs.code, 0, "{logs:?}");
+    assert_eq!(logs.stdout, "");
+    // kubectl picks the first container itself; the server asks for one.
+    let logs = kubectl_within(&cluster, 20, &["logs", "two"]);
+    assert!(
+        logs.stderr
+            .contains("Defaulted container \"a\" out of: a, b"),
+        "{logs:?}"
+    );
+    let unnamed = cluster.curl(
+        As::Admin,
+        "GET",
+        "/api/v1/namespaces/default/pods/two/log",
+        &[],
+        None,
+    );
+    assert_eq!(unnamed.code, 400, "{}", unnamed.text);
+    assert_eq!(
+        unnamed.json["message"],
+        "a container name must be specified for pod two, choose one of: [a b]"
+    );
+    let logs = kubectl_within(&cluster, 20, &["logs", "p", "-c", "nope"]);
+    assert!(
+        logs.stderr
+            .contains("container nope is not valid for pod p"),
+        "{logs:?}"
+    );
+    // The streams: refused at once, over WebSocket or SPDY alike.
+    let forward = kubectl_within(&cluster, 20, &["port-forward", "pod/p", "18080:80"]);
+    assert!(forward.stderr.contains("pod is not running"), "{forward:?}");
+    let forward = cluster.curl(
+        As::Admin,
+        "POST",
+        "/api/v1/namespaces/default/pods/p/portforward",
+        &[],
+        None,
+    );
+    assert_eq!(forward.code, 400, "{}", forward.text);
+    assert_eq!(
+        forward.json["message"],
+        "pod p does not have a host assigned"
+    );
+    for args in [vec!["exec", "p", "--", "ls"], vec!["attach", "p"]] {
+        let out = kubectl_within(&cluster, 20, &args);
+        assert_ne!(out.code, 0, "{args:?}: {out:?}");
+        assert!(
+            out.stderr.contains("pod p does not have a host assigned"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    let proxied = cluster.curl(
+        As::Admin,
+        "GET",
+        "/api/v1/namespaces/default/pods/p/proxy/",
+        &[],
+        None,
+    );
+    assert_eq!(proxied.code, 400, "{}", proxied.text);
+    assert_eq!(proxied.json["message"], "address not allowed");
+    // A node in the API has no kubelet behind it here.
+    let node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n";
+    cluster.kubectl_stdin(&["apply", "-f", "-"], node).ok();
+    let proxied = cluster.curl(
+        As::Admin,
+        "GET",
+        "/api/v1/nodes/n1/proxy/metrics",
+        &[],
+        None,
+    );
+    assert_eq!(proxied.code, 503, "{}", proxied.text);
+    let missing = cluster.curl(
+        As::Admin,
+        "GET",
+        "/api/v1/nodes/n2/proxy/metrics",
+        &[],
+        None,
+    );
+    assert_eq!(missing.code, 404, "{}", missing.text);
+    // Discovery lists them as kube does.
+    let resources = cluster.kubectl(&["get", "--raw", "/api/v1"]).json();
+    let names: Vec<&str> = resources["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .filter(|n| n.starts_with("pods/") || n.starts_with("nodes/"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "nodes/proxy",
+            "nodes/status",
+            "pods/attach",
+            "pods/exec",
+            "pods/log",
+            "pods/portforward",
+            "pods/proxy",
+            "pods/status"
+        ]
+    );
+}
+
+#[test]
+fn deletes_answer_as_kubes_registries_declare_for_the_typed_python_client() {
+    let cluster = Cluster::start();
+    let script = r#"
+from kubernetes import client, config
+config.load_kube_config()
+core = client.CoreV1Api()
+meta = lambda name: client.V1ObjectMeta(name=name)
+core.create_namespaced_pod("default", client.V1Pod(metadata=meta("p"),
+    spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox")])))
+core.create_namespaced_service("default", client.V1Service(metadata=meta("s"),
+    spec=client.V1ServiceSpec(ports=[client.V1ServicePort(port=80)])))
+core.create_namespaced_service_account("default", client.V1ServiceAccount(metadata=meta("sa")))
+core.create_namespaced_config_map("default", client.V1ConfigMap(metadata=meta("cm")))
+pod = core.delete_namespaced_pod("p", "default")
+assert isinstance(pod, client.V1Pod) and pod.metadata.name == "p" and pod.spec.containers[0].name == "c", pod
+svc = core.delete_namespaced_service("s", "default")
+assert isinstance(svc, client.V1Service) and svc.spec.ports[0].port == 80, svc
+sa = core.delete_namespaced_service_account("sa", "default")
+assert isinstance(sa, client.V1ServiceAccount) and sa.metadata.name == "sa", sa
+status = core.delete_namespaced_config_map("cm", "default")
+# The client declares no model for this answer: the Status comes as a dict.
+assert (status if isinstance(status, dict) else status.to_dict())["status"] == "Success", status
+print("deletes parsed")
+"#;
+    let out = cluster
+        .command("python3")
+        .args(["-c", script])
+        .output()
+        .expect("python3");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("deletes parsed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The raw answers: the object for a pod, a Status for a ConfigMap.
+    cluster.kubectl(&["run", "q", "--image=busybox"]).ok();
+    let deleted = cluster.curl(
+        As::Admin,
+        "DELETE",
+        "/api/v1/namespaces/default/pods/q",
+        &[],
+        None,
+    );
+    assert_eq!(deleted.code, 200, "{}", deleted.text);
+    assert_eq!(deleted.json["kind"], "Pod", "{}", deleted.text);
+}

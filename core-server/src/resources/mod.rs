@@ -18,6 +18,7 @@ mod horizontalpodautoscaler;
 mod ingress;
 mod ingressclass;
 mod job;
+mod kubelet;
 mod lease;
 mod limitrange;
 mod namespace;
@@ -80,6 +81,11 @@ fn core_v1() -> Vec<Resource> {
             .subresource("status", &["get", "patch", "update"]),
         Resource::builtin::<v1::Node>(node::NodeStrategy)
             .short_names(&["no"])
+            .connect_subresource(
+                kubelet::NODE_PROXY.0,
+                kubelet::NODE_PROXY.1,
+                kubelet::NODE_PROXY.2,
+            )
             .status(),
         Resource::builtin::<v1::PersistentVolumeClaim>(
             persistentvolumeclaim::PersistentVolumeClaimStrategy,
@@ -89,9 +95,14 @@ fn core_v1() -> Vec<Resource> {
         Resource::builtin::<v1::PersistentVolume>(persistentvolume::PersistentVolumeStrategy)
             .short_names(&["pv"])
             .status(),
-        Resource::builtin::<v1::Pod>(pod::PodStrategy)
-            .short_names(&["po"])
-            .categories(&["all"])
+        kubelet::POD_CONNECT
+            .iter()
+            .fold(
+                Resource::builtin::<v1::Pod>(pod::PodStrategy)
+                    .short_names(&["po"])
+                    .categories(&["all"]),
+                |pod, (name, kind, verbs)| pod.connect_subresource(name, kind, verbs),
+            )
             .status(),
         Resource::builtin::<v1::PodTemplate>(podtemplate::PodTemplateStrategy),
         Resource::builtin::<v1::ReplicationController>(
@@ -327,7 +338,15 @@ mod tests {
             &[],
             &["finalize", "status"],
         ),
-        ("", "nodes", "Node", false, &["no"], &[], &["status"]),
+        (
+            "",
+            "nodes",
+            "Node",
+            false,
+            &["no"],
+            &[],
+            &["proxy", "status"],
+        ),
         (
             "",
             "persistentvolumeclaims",
@@ -346,7 +365,15 @@ mod tests {
             &[],
             &["status"],
         ),
-        ("", "pods", "Pod", true, &["po"], &["all"], &["status"]),
+        (
+            "",
+            "pods",
+            "Pod",
+            true,
+            &["po"],
+            &["all"],
+            &["attach", "exec", "log", "portforward", "proxy", "status"],
+        ),
         ("", "podtemplates", "PodTemplate", true, &[], &[], &[]),
         (
             "",

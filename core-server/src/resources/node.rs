@@ -70,6 +70,15 @@ fn set_once(
 }
 
 impl Strategy for NodeStrategy {
+    fn connect(
+        &self,
+        subresource: &str,
+        obj: &Value,
+        _req: &generic_server::request::ApiRequest,
+    ) -> generic_server::error::Result<generic_server::request::ApiResponse> {
+        super::kubelet::node(subresource, obj)
+    }
+
     fn defaults(&self, obj: &mut Value) {
         if !fields::is_set(obj, "/status/allocatable")
             && let Some(capacity) = obj.pointer("/status/capacity").cloned()

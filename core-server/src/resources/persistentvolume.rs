@@ -99,6 +99,11 @@ pub fn unset_if_absent(obj: &Value, pointer: &str) -> Value {
 }
 
 impl Strategy for PersistentVolumeStrategy {
+    /// DELETE answers with the object, as kube's registry declares (`ReturnDeletedObject`).
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+
     fn defaults(&self, obj: &mut Value) {
         default(obj, "/spec/persistentVolumeReclaimPolicy", json!("Retain"));
         default(obj, "/spec/volumeMode", json!("Filesystem"));

@@ -23,6 +23,11 @@ pub fn default_claim(claim: &mut Value) {
 }
 
 impl Strategy for PersistentVolumeClaimStrategy {
+    /// DELETE answers with the object, as kube's registry declares (`ReturnDeletedObject`).
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+
     fn defaults(&self, obj: &mut Value) {
         default_claim(obj);
     }

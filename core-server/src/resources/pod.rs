@@ -311,6 +311,20 @@ fn status_and_restarts(pod: &Value) -> (String, String, i64) {
 }
 
 impl Strategy for PodStrategy {
+    fn connect(
+        &self,
+        subresource: &str,
+        obj: &Value,
+        req: &generic_server::request::ApiRequest,
+    ) -> generic_server::error::Result<generic_server::request::ApiResponse> {
+        super::kubelet::pod(subresource, obj, req)
+    }
+
+    /// DELETE answers with the object, as kube's registry declares (`ReturnDeletedObject`).
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+
     fn defaults(&self, obj: &mut Value) {
         let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else {
             return;

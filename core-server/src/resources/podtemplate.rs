@@ -12,6 +12,11 @@ use super::pod_template;
 pub struct PodTemplateStrategy;
 
 impl Strategy for PodTemplateStrategy {
+    /// DELETE answers with the object, as kube's registry declares (`ReturnDeletedObject`).
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+
     fn defaults(&self, obj: &mut Value) {
         pod_template::default_template(obj, "/template");
     }

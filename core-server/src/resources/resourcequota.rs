@@ -52,6 +52,11 @@ fn usage_cells(obj: &Value) -> (String, String) {
 }
 
 impl Strategy for ResourceQuotaStrategy {
+    /// DELETE answers with the object, as kube's registry declares (`ReturnDeletedObject`).
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         obj["status"] = json!({});
     }

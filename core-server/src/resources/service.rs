@@ -300,6 +300,11 @@ fn external_ip_cell(obj: &Value) -> String {
 }
 
 impl Strategy for ServiceStrategy {
+    /// DELETE answers with the object, as kube's registry declares (`ReturnDeletedObject`).
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+
     fn defaults(&self, obj: &mut Value) {
         if !obj.get("spec").is_some_and(Value::is_object) {
             obj["spec"] = json!({});

@@ -8,6 +8,11 @@ use serde_json::{Value, json};
 pub struct ServiceAccountStrategy;
 
 impl Strategy for ServiceAccountStrategy {
+    /// DELETE answers with the object, as kube's registry declares (`ReturnDeletedObject`).
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),

@@ -21,6 +21,11 @@ const MAX_PARAMETERS: usize = 512;
 pub struct StorageClassStrategy;
 
 impl Strategy for StorageClassStrategy {
+    /// DELETE answers with the object, as kube's registry declares (`ReturnDeletedObject`).
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+
     fn defaults(&self, obj: &mut Value) {
         default(obj, "/reclaimPolicy", json!("Delete"));
         default(obj, "/volumeBindingMode", json!("Immediate"));

@@ -24,6 +24,13 @@ use crate::table::{self, IncludeObject};
 
 /// Serves a resource request for a store, by verb.
 pub async fn serve(store: &Arc<Store>, req: ApiRequest) -> ApiResponse {
+    let connects = store
+        .resource
+        .find_subresource(&req.info.subresource)
+        .is_some_and(|s| s.connect);
+    if connects {
+        return connect(store, &req).await.unwrap_or_else(ApiResponse::from);
+    }
     let result = match req.info.verb.as_str() {
         "get" => get::get(store, &req).await,
         "list" => get::list(store, &req).await,
@@ -36,6 +43,18 @@ pub async fn serve(store: &Arc<Store>, req: ApiRequest) -> ApiResponse {
         _ => Err(Error::method_not_allowed()),
     };
     result.unwrap_or_else(ApiResponse::from)
+}
+
+/// A connect subresource (`pods/log`): the stored object, then its strategy's answer.
+async fn connect(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
+    check_verb(store, req)?;
+    let obj = store
+        .get(namespace(store, req), &req.info.name, None)
+        .await?;
+    store
+        .resource
+        .strategy
+        .connect(&req.info.subresource, &obj.value(), req)
 }
 
 /// Checks that a verb (on the resource or its subresource) is supported.
