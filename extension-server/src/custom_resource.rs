@@ -131,6 +131,7 @@ pub fn resource(crd: &Value, version: &Value) -> Resource {
             name: "status".into(),
             kind: None,
             verbs: verbs(&["get", "patch", "update"]),
+            connect: false,
         });
     }
     if scale.is_some() {
@@ -139,6 +140,7 @@ pub fn resource(crd: &Value, version: &Value) -> Resource {
             name: "scale".into(),
             kind: Some(kind),
             verbs: verbs(&["get", "patch", "update"]),
+            connect: false,
         });
     }
     Resource {
