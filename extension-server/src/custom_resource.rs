@@ -143,7 +143,17 @@ pub fn resource(crd: &Value, version: &Value) -> Resource {
             connect: false,
         });
     }
+    // kube hashes the CRD's storage version, when that version is served.
+    let storage = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|v| v["storage"] == true && v["served"] == true)
+        .and_then(|v| v["name"].as_str())
+        .map(|v| GroupVersionKind::new(&served.group, v, &served.kind));
     Resource {
+        storage,
         group: served.group.clone(),
         version: served.version.clone(),
         kind: served.kind.clone(),

@@ -79,6 +79,10 @@ pub fn resource_entry(r: &Resource) -> Value {
     if !r.short_names.is_empty() {
         entry["shortNames"] = json!(r.short_names);
     }
+    // Only the legacy APIResourceList publishes it; the aggregated forms drop it.
+    if let Some(hash) = r.storage_version_hash() {
+        entry[STORAGE_VERSION_HASH] = json!(hash);
+    }
     if !r.categories.is_empty() {
         entry["categories"] = json!(r.categories);
     }
@@ -227,6 +231,31 @@ pub fn resources(version: &Value) -> &[Value] {
         .unwrap_or_default()
 }
 
+/// The resource field only legacy discovery has (apidiscovery v2 has none).
+const STORAGE_VERSION_HASH: &str = "storageVersionHash";
+
+/// Groups as aggregated discovery publishes them: without `storageVersionHash`.
+fn without_storage_version_hashes(groups: &[Value]) -> Vec<Value> {
+    let mut groups = groups.to_vec();
+    for version in groups
+        .iter_mut()
+        .filter_map(|g| g.get_mut("versions").and_then(Value::as_array_mut))
+        .flatten()
+    {
+        for r in version
+            .get_mut("resources")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(r) = r.as_object_mut() {
+                r.remove(STORAGE_VERSION_HASH);
+            }
+        }
+    }
+    groups
+}
+
 /// One rendered discovery answer and its ETag.
 #[derive(Clone, Debug)]
 pub struct Rendered {
@@ -270,8 +299,9 @@ impl Documents {
     /// Renders every form of these groups.
     pub fn new(groups: Vec<Value>) -> Self {
         let mut rendered = HashMap::new();
+        let aggregated = without_storage_version_hashes(&groups);
         let (core, named): (Vec<&Value>, Vec<&Value>) =
-            groups.iter().partition(|g| group_name(g).is_empty());
+            aggregated.iter().partition(|g| group_name(g).is_empty());
         for (version, content_type) in [("v2", AGGREGATED_V2), ("v2beta1", AGGREGATED_V2BETA1)] {
             let list = |items: &[&Value]| json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"), "metadata": {}, "items": items});
             rendered.insert(
@@ -391,7 +421,7 @@ fn resource_list(group: &str, version: &Value) -> Value {
             "kind": r.pointer("/responseKind/kind").cloned().unwrap_or(json!("")),
             "verbs": r.get("verbs").cloned().unwrap_or(json!([])),
         });
-        for field in ["shortNames", "categories"] {
+        for field in ["shortNames", "categories", STORAGE_VERSION_HASH] {
             if let Some(value) = r.get(field) {
                 entry[field] = value.clone();
             }

@@ -170,6 +170,9 @@ pub struct Resource {
     pub schema: Option<fn(&mut Components) -> String>,
     /// Where the `scale` subresource reads and writes, if there is one.
     pub scale: Option<ScaleSpec>,
+    /// The group, version and kind its objects are stored as (kube's
+    /// storage version), if it stores any.
+    pub storage: Option<GroupVersionKind>,
 }
 
 /// Where a resource keeps what its `scale` subresource shows (JSON pointers).
@@ -246,7 +249,27 @@ impl Resource {
             strategic_merge_patch: true,
             schema: Some(add_schema::<K>),
             scale: None,
+            storage: Some(GroupVersionKind::new(K::GROUP, K::VERSION, K::KIND)),
         }
+    }
+
+    /// Declares the group, version and kind its objects are stored as,
+    /// when that is another resource's (events.k8s.io Events are core v1
+    /// Events in storage).
+    pub fn stored_as(mut self, storage: GroupVersionKind) -> Self {
+        self.storage = Some(storage);
+        self
+    }
+
+    /// kube's `storageVersionHash` for discovery: the first 8 bytes of the
+    /// SHA-256 of `<group>/<version>/<kind>` of the storage version, in
+    /// base64. `None` for what stores nothing (reviews, computed metrics).
+    pub fn storage_version_hash(&self) -> Option<String> {
+        use base64::Engine as _;
+        let storage = self.storage.as_ref().filter(|_| self.supports("watch"))?;
+        let input = format!("{}/{}/{}", storage.group, storage.version, storage.kind);
+        let digest = ring::digest::digest(&ring::digest::SHA256, input.as_bytes());
+        Some(base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8]))
     }
 
     /// Adds a `status` subresource: the main resource then ignores status
@@ -375,6 +398,18 @@ mod tests {
 
     struct Plain;
     impl Strategy for Plain {}
+
+    #[test]
+    fn storage_version_hashes_are_kubes() {
+        use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
+        let hash = |r: Resource| r.storage_version_hash().unwrap();
+        // The values kube-apiserver publishes.
+        assert_eq!(hash(Resource::builtin::<Pod>(Plain)), "xPOwRZ+Yhw8=");
+        assert_eq!(hash(Resource::builtin::<ConfigMap>(Plain)), "qFsyl6wFWjQ=");
+        assert_eq!(hash(Resource::builtin::<Deployment>(Plain)), "8aSe+NMegvE=");
+        let review = Resource::builtin::<ConfigMap>(Plain).verbs(&["create"]);
+        assert_eq!(review.storage_version_hash(), None);
+    }
 
     #[test]
     fn builtin_takes_names_from_k8s_openapi() {

@@ -245,3 +245,75 @@ print("deletes parsed")
     assert_eq!(deleted.code, 200, "{}", deleted.text);
     assert_eq!(deleted.json["kind"], "Pod", "{}", deleted.text);
 }
+
+#[test]
+fn discovery_publishes_kubes_storage_version_hashes() {
+    let cluster = Cluster::start();
+    let hash_of = |path: &str, name: &str| -> Value {
+        let list = cluster.kubectl(&["get", "--raw", path]).json();
+        list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {path}"))
+            .get("storageVersionHash")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    // The values kube-apiserver 1.33 publishes.
+    assert_eq!(hash_of("/api/v1", "pods"), "xPOwRZ+Yhw8=");
+    assert_eq!(hash_of("/api/v1", "configmaps"), "qFsyl6wFWjQ=");
+    assert_eq!(hash_of("/apis/apps/v1", "deployments"), "8aSe+NMegvE=");
+    // One storage, one hash; subresources and reviews store nothing.
+    assert_eq!(
+        hash_of("/apis/events.k8s.io/v1", "events"),
+        hash_of("/api/v1", "events")
+    );
+    assert_eq!(hash_of("/api/v1", "pods/status"), Value::Null);
+    assert_eq!(
+        hash_of("/apis/authentication.k8s.io/v1", "tokenreviews"),
+        Value::Null
+    );
+    // A CRD's versions share its storage version's hash.
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gears.example.com}\n\
+               spec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: gears, singular: gear, kind: Gear}\n  versions:\n\
+               \x20 - {name: v1, served: true, storage: false, schema: {openAPIV3Schema: {type: object}}}\n\
+               \x20 - {name: v2, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n";
+    cluster.kubectl_stdin(&["apply", "-f", "-"], crd).ok();
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/gears.example.com",
+        ])
+        .ok();
+    assert!(tests::eventually(
+        std::time::Duration::from_secs(10),
+        || cluster
+            .kubectl(&["get", "--raw", "/apis/example.com/v1"])
+            .code
+            == 0
+    ));
+    let v1 = hash_of("/apis/example.com/v1", "gears");
+    assert!(v1.is_string(), "{v1}");
+    assert_eq!(v1, hash_of("/apis/example.com/v2", "gears"));
+    // Aggregated discovery has no such field.
+    let aggregated = cluster.curl(
+        As::Admin,
+        "GET",
+        "/api",
+        &["Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"],
+        None,
+    );
+    assert!(
+        aggregated.text.contains("APIGroupDiscoveryList"),
+        "{}",
+        aggregated.text
+    );
+    assert!(
+        !aggregated.text.contains("storageVersionHash"),
+        "{}",
+        aggregated.text
+    );
+}

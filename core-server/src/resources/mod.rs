@@ -158,7 +158,9 @@ fn named_groups() -> Vec<Resource> {
             "sts",
         )
         .scale(ScaleSpec::standard()),
-        Resource::builtin::<events::Event>(events_v1::EventsV1Strategy).short_names(&["ev"]),
+        Resource::builtin::<events::Event>(events_v1::EventsV1Strategy)
+            .short_names(&["ev"])
+            .stored_as(GroupVersionKind::new("", "v1", "Event")),
         workload(
             Resource::builtin::<autoscaling::HorizontalPodAutoscaler>(
                 horizontalpodautoscaler::HorizontalPodAutoscalerStrategy,
