@@ -91,6 +91,58 @@ pub fn too_large() -> Error {
     )
 }
 
+/// kube's words for a value of the wrong type met while a patched object
+/// is restored into its type (apimachinery's unstructured converter), from
+/// serde's (`invalid type: string "x", expected a map`); `None` when the
+/// error is not a type mismatch of a map, list or struct.
+pub fn cannot_restore(serde_error: &str) -> Option<String> {
+    let rest = serde_error.strip_prefix("invalid type: ")?;
+    let (found, expected) = rest.split_once(", expected ")?;
+    let found = match found.split([' ', '`']).next()? {
+        "string" => "string",
+        "integer" => "int64",
+        "floating" => "float64",
+        "boolean" => "bool",
+        "sequence" => "slice",
+        "map" => "map",
+        _ => return None,
+    };
+    let expected = expected.split(" at line ").next()?;
+    if expected == "a map" {
+        Some(format!("cannot restore map from {found}"))
+    } else if expected == "a sequence" {
+        Some(format!("cannot restore slice from {found}"))
+    } else if expected.starts_with("struct ") {
+        Some(format!("cannot restore struct from: {found}"))
+    } else {
+        None
+    }
+}
+
+/// A JSON value as Go's `%v` prints the `map[string]interface{}` it decodes
+/// to (`map[data:x]`), for kube's messages that quote a patch.
+pub fn go_format(value: &Value) -> String {
+    match value {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(go_format).collect::<Vec<_>>().join(" ")
+        ),
+        Value::Object(fields) => {
+            let mut entries: Vec<(&String, &Value)> = fields.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let entries: Vec<String> = entries
+                .into_iter()
+                .map(|(k, v)| format!("{k}:{}", go_format(v)))
+                .collect();
+            format!("map[{}]", entries.join(" "))
+        }
+    }
+}
+
 /// An object after structural checking.
 #[derive(Debug)]
 pub struct Normalized {
@@ -244,6 +296,27 @@ mod tests {
         let err = decode_body(MediaType::Yaml, laughs.as_bytes()).unwrap_err();
         assert_eq!(err.code(), 400);
         assert!(err.to_string().contains("repetition limit"), "{err}");
+    }
+
+    #[test]
+    fn type_mismatches_in_kubes_words() {
+        assert_eq!(
+            cannot_restore("invalid type: string \"x\", expected a map").as_deref(),
+            Some("cannot restore map from string")
+        );
+        assert_eq!(
+            cannot_restore("invalid type: integer `5`, expected a sequence").as_deref(),
+            Some("cannot restore slice from int64")
+        );
+        assert_eq!(
+            cannot_restore("invalid type: string \"x\", expected struct ObjectMeta").as_deref(),
+            Some("cannot restore struct from: string")
+        );
+        assert_eq!(cannot_restore("missing field `name`"), None);
+        assert_eq!(
+            go_format(&serde_json::json!({"data": "x", "a": [1, true, null], "m": {"k": 1.5}})),
+            "map[a:[1 true <nil>] data:x m:map[k:1.5]]"
+        );
     }
 
     #[test]

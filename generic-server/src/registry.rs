@@ -1182,6 +1182,22 @@ impl Store {
             let patched = patch::apply_patch(kind, current, body, patch_schema).map_err(|e| {
                 Error::new(crate::error::reason_for_code(e.code()), e.status_message())
             })?;
+            // A strategic patch that gives a field a value of the wrong
+            // type: kube's 422 on the patch, in its converter's words.
+            if kind == PatchType::StrategicMerge
+                && let Err(e) = self.resource.codec.normalize(patched.clone())
+                && let Some(why) = crate::codec::cannot_restore(&e)
+            {
+                let quoted = serde_json::from_slice::<Value>(body)
+                    .map(|p| crate::codec::go_format(&p))
+                    .unwrap_or_default();
+                return Err(Error::invalid(
+                    "",
+                    "",
+                    "",
+                    vec![FieldError::invalid("patch", quoted, why)],
+                ));
+            }
             Ok(patched)
         })
         .await
@@ -1493,6 +1509,20 @@ impl Store {
             )));
         }
         if !got_kind.is_empty() && got_kind != kind {
+            // A built-in kind's decoder (kube's scheme) names the conversion it lacks.
+            if self.resource.strategic_merge_patch {
+                let version = &self.resource.version;
+                let group = &self.resource.group;
+                let internal = if group.is_empty() {
+                    "core"
+                } else {
+                    group.split('.').next().unwrap_or(group)
+                };
+                return Err(Error::bad_request(format!(
+                    "{got_kind} in version {version:?} cannot be handled as a {kind}: \
+                     converting ({version}.{got_kind}) to ({internal}.{kind}): unknown conversion"
+                )));
+            }
             return Err(Error::bad_request(format!(
                 "the kind in the data ({got_kind}) does not match the expected kind ({kind})"
             )));

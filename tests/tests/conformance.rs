@@ -317,3 +317,73 @@ fn discovery_publishes_kubes_storage_version_hashes() {
         aggregated.text
     );
 }
+
+#[test]
+fn decoder_and_patcher_errors_are_kubes_words() {
+    let cluster = Cluster::start();
+    cluster
+        .kubectl(&["create", "configmap", "x", "--from-literal=a=b"])
+        .ok();
+    // A strategic patch that gives a map a string: kube's converter speaks.
+    let patched = cluster.kubectl(&[
+        "patch",
+        "configmap",
+        "x",
+        "--type=strategic",
+        "-p",
+        r#"{"data":"x"}"#,
+    ]);
+    assert_eq!(
+        patched.err().trim(),
+        r#"The request is invalid: patch: Invalid value: "map[data:x]": cannot restore map from string"#
+    );
+    let raw = cluster.curl(
+        As::Admin,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/x",
+        &["Content-Type: application/strategic-merge-patch+json"],
+        Some(br#"{"data":"x"}"#),
+    );
+    assert_eq!(raw.code, 422, "{}", raw.text);
+    assert_eq!(
+        raw.json["message"],
+        r#" "" is invalid: patch: Invalid value: "map[data:x]": cannot restore map from string"#
+    );
+    let patched = cluster.kubectl(&[
+        "patch",
+        "configmap",
+        "x",
+        "--type=strategic",
+        "-p",
+        r#""invalid""#,
+    ]);
+    assert!(
+        patched.err().contains(
+            "json: cannot unmarshal string into Go value of type map[string]interface {}"
+        ),
+        "{patched:?}"
+    );
+    // A body of another kind, and a body with no kind at all.
+    let namespaces = "/api/v1/namespaces";
+    let json = ["Content-Type: application/json"];
+    let other = cluster.curl(
+        As::Admin,
+        "POST",
+        namespaces,
+        &json,
+        Some(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"}}"#),
+    );
+    assert_eq!(other.code, 400, "{}", other.text);
+    assert_eq!(
+        other.json["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a Namespace: converting (v1.ConfigMap) to (core.Namespace): unknown conversion"
+    );
+    let unrecognized = cluster.curl(As::Admin, "POST", namespaces, &json, Some(br#""invalid""#));
+    assert_eq!(unrecognized.code, 400, "{}", unrecognized.text);
+    assert_eq!(
+        unrecognized.json["message"],
+        "the object provided is unrecognized (must be of type Namespace): couldn't get version/kind; json parse error: \
+         json: cannot unmarshal string into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; \
+         Kind string \"json:\\\"kind,omitempty\\\"\" } (22696e76616c696422)"
+    );
+}

@@ -19,7 +19,7 @@ pub async fn create(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
     check_verb(store, req)?;
     let out = output(req)?;
     let opts = write_options(req)?;
-    let obj = body(req)?;
+    let obj = body(store, req)?;
     let written = store.create(namespace(store, req), obj, &opts).await?;
     Ok(with_warnings(
         object_response(store, StatusCode::CREATED, &written.object, out),

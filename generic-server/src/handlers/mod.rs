@@ -122,9 +122,49 @@ pub(crate) fn output(req: &ApiRequest) -> Result<Output> {
 }
 
 /// Decodes a request body per its Content-Type.
-fn body(req: &ApiRequest) -> Result<Value> {
+fn body(store: &Store, req: &ApiRequest) -> Result<Value> {
     let media = MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
-    codec::decode_body(media, &req.body)
+    let obj = codec::decode_body(media, &req.body)?;
+    if !obj.is_object() && media != MediaType::Protobuf {
+        // kube could read no apiVersion and kind from it.
+        return Err(Error::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; \
+             json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \
+             \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }} ({})",
+            store.resource.kind,
+            go_json_type(&obj),
+            summarize(&req.body)
+        )));
+    }
+    Ok(obj)
+}
+
+/// The JSON type as Go's decoder names it in its errors.
+fn go_json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// kube's `summarizeData`: the body's first 30 bytes, as text if it looks
+/// like JSON, in hex otherwise.
+fn summarize(body: &[u8]) -> String {
+    const MAX: usize = 30;
+    let cut = &body[..body.len().min(MAX)];
+    let more = if body.len() > MAX { " ..." } else { "" };
+    match body.first() {
+        None => "<empty>".into(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(cut)),
+        Some(_) => {
+            let hex: String = cut.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{hex}{more}")
+        }
+    }
 }
 
 /// Parses the options of a write.
