@@ -387,3 +387,92 @@ fn decoder_and_patcher_errors_are_kubes_words() {
          Kind string \"json:\\\"kind,omitempty\\\"\" } (22696e76616c696422)"
     );
 }
+
+/// A watch through the front door with curl, HTTP/1.1 or HTTP/2; returns
+/// curl's exit code (18 or 92 when the body ended without its terminating
+/// chunk or END_STREAM) and the events received.
+fn curl_watch(cluster: &Cluster, protocol: &str, query: &str) -> std::process::Child {
+    let pki = cluster.dir.join("pki");
+    std::process::Command::new("curl")
+        .args(["-sS", "-N", "--max-time", "30", protocol])
+        .arg("--cacert")
+        .arg(pki.join("ca.crt"))
+        .arg("--cert")
+        .arg(pki.join("admin.crt"))
+        .arg("--key")
+        .arg(pki.join("admin.key"))
+        .arg(format!(
+            "https://localhost:{}/api/v1/namespaces/default/configmaps?watch=1&{query}",
+            cluster.port
+        ))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("curl")
+}
+
+#[test]
+fn watches_end_cleanly_on_http1_and_http2() {
+    let cluster = Cluster::start();
+    cluster
+        .kubectl(&["create", "configmap", "w", "--from-literal=k=v"])
+        .ok();
+    let rv = cluster
+        .kubectl(&["get", "configmaps", "-o", "jsonpath={.metadata.resourceVersion}"])
+        .ok()
+        .to_string();
+    // Ended by timeoutSeconds: a watch of its own, and one sharing another's stream.
+    for protocol in ["--http1.1", "--http2"] {
+        for query in [
+            "timeoutSeconds=2".to_string(),
+            format!("resourceVersion={rv}&timeoutSeconds=2"),
+            format!("resourceVersion={rv}&timeoutSeconds=2&allowWatchBookmarks=true"),
+        ] {
+            let out = curl_watch(&cluster, protocol, &query).wait_with_output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{protocol} {query}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    // A strict HTTP/1.1 reader: http.client raises IncompleteRead on a cut body.
+    let script = r#"
+import http.client, ssl, sys
+port, pki = int(sys.argv[1]), sys.argv[2]
+ctx = ssl.create_default_context(cafile=pki + "/ca.crt")
+ctx.load_cert_chain(pki + "/admin.crt", pki + "/admin.key")
+conn = http.client.HTTPSConnection("localhost", port, context=ctx)
+conn.request("GET", "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=2")
+body = conn.getresponse().read()
+print("clean", len(body))
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, &cluster.port.to_string()])
+        .arg(cluster.dir.join("pki"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("clean"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Ended by the front door stopping: both protocols end cleanly too.
+    let watches: Vec<_> = ["--http1.1", "--http2"]
+        .iter()
+        .map(|p| curl_watch(&cluster, p, "timeoutSeconds=25"))
+        .collect();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let aggregator = cluster.child_pid("aggregator").expect("an aggregator");
+    Cluster::signal(aggregator, nix::sys::signal::Signal::SIGTERM);
+    for watch in watches {
+        let out = watch.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
