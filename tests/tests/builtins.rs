@@ -1911,6 +1911,45 @@ fn every_kind_reads_back_as_sent_apart_from_defaults() {
     );
 }
 
+/// Every stored built-in kind through the official Python client's typed
+/// API (tests/python/typed_sweep.py): each answer parsed by its own models.
+#[test]
+fn every_kind_through_the_typed_python_client() {
+    let cluster = Cluster::start();
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "every"}});
+    cluster
+        .kubectl_stdin(&["create", "-f", "-"], &namespace.to_string())
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || cluster
+        .kubectl(&["get", "sa", "default", "-n", "every"])
+        .code
+        == 0));
+    let objects: Vec<Value> = every_kind().into_iter().map(|(_, obj, _)| obj).collect();
+    let mut child = cluster
+        .command("python3")
+        .arg(tests::workspace().join("tests/python/typed_sweep.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(Value::Array(objects.clone()).to_string().as_bytes())
+        .expect("objects");
+    let out = child.wait_with_output().expect("python3 output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}");
+    assert!(
+        stdout.contains(&format!("typed sweep: {} kinds, 0 failures", objects.len())),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Services: cluster IPs and node ports.
 // ---------------------------------------------------------------------------

@@ -418,7 +418,12 @@ fn watches_end_cleanly_on_http1_and_http2() {
         .kubectl(&["create", "configmap", "w", "--from-literal=k=v"])
         .ok();
     let rv = cluster
-        .kubectl(&["get", "configmaps", "-o", "jsonpath={.metadata.resourceVersion}"])
+        .kubectl(&[
+            "get",
+            "configmaps",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ])
         .ok()
         .to_string();
     // Ended by timeoutSeconds: a watch of its own, and one sharing another's stream.
@@ -428,7 +433,9 @@ fn watches_end_cleanly_on_http1_and_http2() {
             format!("resourceVersion={rv}&timeoutSeconds=2"),
             format!("resourceVersion={rv}&timeoutSeconds=2&allowWatchBookmarks=true"),
         ] {
-            let out = curl_watch(&cluster, protocol, &query).wait_with_output().unwrap();
+            let out = curl_watch(&cluster, protocol, &query)
+                .wait_with_output()
+                .unwrap();
             assert_eq!(
                 out.status.code(),
                 Some(0),
