@@ -549,3 +549,40 @@ pub fn openssl_self_signed(dir: &Path, name: &str, host: &str) -> String {
     );
     base64::engine::general_purpose::STANDARD.encode(pem)
 }
+
+/// Starts the test aggregated server (`tests/python/aggregated_server.py`)
+/// on `port` with the serving certificate `<dir>/<cert>.crt` and `.key`;
+/// returns once it says it is ready.
+pub fn start_aggregated_server(cluster: &Cluster, port: u16, cert: &str) -> Child {
+    let mut child = Command::new("python3")
+        .arg(workspace().join("tests/python/aggregated_server.py"))
+        .arg(port.to_string())
+        .arg(cluster.dir.join(format!("{cert}.crt")))
+        .arg(cluster.dir.join(format!("{cert}.key")))
+        .arg(cluster.dir.join("pki/front-proxy-ca.crt"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    if let Some(out) = child.stdout.as_mut() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    assert_eq!(line.trim(), "ready");
+    child
+}
+
+/// A Namespace, a Service `name` in it on port 443, and an EndpointSlice
+/// sending it to `127.0.0.1:<port>`: how an aggregated server or webhook
+/// that runs on this machine is reached (there is no cluster network).
+pub fn local_service(namespace: &str, name: &str, port: u16) -> String {
+    format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}}}\n---\n\
+         apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: {namespace}}}\n\
+         spec: {{ports: [{{name: https, port: 443, targetPort: {port}}}]}}\n---\n\
+         apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
+         metadata: {{name: {name}-1, namespace: {namespace}, labels: {{kubernetes.io/service-name: {name}}}}}\n\
+         addressType: IPv4\nendpoints: [{{addresses: [127.0.0.1], conditions: {{ready: true}}}}]\n\
+         ports: [{{name: https, port: {port}, protocol: TCP}}]\n"
+    )
+}

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::Value;
-use tests::{Cluster, eventually, workspace};
+use tests::{Cluster, eventually};
 
 /// The test server's certificate, signed by its own CA, for `wardle-server.wardle.svc`.
 fn server_certificates(dir: &std::path::Path) -> String {
@@ -28,22 +28,7 @@ fn server_certificates(dir: &std::path::Path) -> String {
 }
 
 fn start_server(cluster: &Cluster, port: u16) -> Child {
-    let mut child = Command::new("python3")
-        .arg(workspace().join("tests/python/aggregated_server.py"))
-        .arg(port.to_string())
-        .arg(cluster.dir.join("wardle.crt"))
-        .arg(cluster.dir.join("wardle.key"))
-        .arg(cluster.dir.join("pki/front-proxy-ca.crt"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    child
+    tests::start_aggregated_server(cluster, port, "wardle")
 }
 
 fn free_port() -> u16 {
@@ -71,15 +56,7 @@ fn a_third_party_aggregated_server_behind_the_proxy() {
     let ca_bundle = server_certificates(&cluster.dir);
     let port = free_port();
     let mut server = start_server(&cluster, port);
-    let plumbing = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: wardle}}\n---\n\
-         apiVersion: v1\nkind: Service\nmetadata: {{name: wardle-server, namespace: wardle}}\n\
-         spec: {{ports: [{{name: https, port: 443, targetPort: {port}}}]}}\n---\n\
-         apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
-         metadata: {{name: wardle-server-1, namespace: wardle, labels: {{kubernetes.io/service-name: wardle-server}}}}\n\
-         addressType: IPv4\nendpoints: [{{addresses: [127.0.0.1], conditions: {{ready: true}}}}]\n\
-         ports: [{{name: https, port: {port}, protocol: TCP}}]\n"
-    );
+    let plumbing = tests::local_service("wardle", "wardle-server", port);
     cluster.kubectl_stdin(&["apply", "-f", "-"], &plumbing).ok();
     let apiservice = format!(
         "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: v1.wardle.example.com}}\n\

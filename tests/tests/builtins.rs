@@ -1842,15 +1842,7 @@ fn every_kind_reads_back_as_sent_apart_from_defaults() {
         "the manifest must hold one object of every stored kind"
     );
 
-    // The namespace first, and its `default` service account (pods need it).
-    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "every", "labels": {"team": "e2e"}}});
-    cluster
-        .kubectl_stdin(&["create", "-f", "-"], &namespace.to_string())
-        .ok();
-    assert!(eventually(Duration::from_secs(10), || cluster
-        .kubectl(&["get", "sa", "default", "-n", "every"])
-        .code
-        == 0));
+    let namespace = every_namespace(&cluster);
     let manifest: Vec<String> = kinds
         .iter()
         .map(|(_, obj, _)| serde_json::to_string_pretty(obj).expect("json"))
@@ -1911,12 +1903,10 @@ fn every_kind_reads_back_as_sent_apart_from_defaults() {
     );
 }
 
-/// Every stored built-in kind through the official Python client's typed
-/// API (tests/python/typed_sweep.py): each answer parsed by its own models.
-#[test]
-fn every_kind_through_the_typed_python_client() {
-    let cluster = Cluster::start();
-    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "every"}});
+/// Creates the namespace of [`every_kind`]'s objects and waits for its
+/// `default` service account (pods need it); returns the namespace.
+fn every_namespace(cluster: &Cluster) -> Value {
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "every", "labels": {"team": "e2e"}}});
     cluster
         .kubectl_stdin(&["create", "-f", "-"], &namespace.to_string())
         .ok();
@@ -1924,6 +1914,15 @@ fn every_kind_through_the_typed_python_client() {
         .kubectl(&["get", "sa", "default", "-n", "every"])
         .code
         == 0));
+    namespace
+}
+
+/// Every stored built-in kind through the official Python client's typed
+/// API (tests/python/typed_sweep.py): each answer parsed by its own models.
+#[test]
+fn every_kind_through_the_typed_python_client() {
+    let cluster = Cluster::start();
+    every_namespace(&cluster);
     let objects: Vec<Value> = every_kind().into_iter().map(|(_, obj, _)| obj).collect();
     let mut child = cluster
         .command("python3")

@@ -402,16 +402,10 @@ fn an_aggregated_server_that_never_answers_harms_nobody_else() {
     let port = hole.local_addr().unwrap().port();
     let ca_bundle = tests::openssl_self_signed(&cluster.dir, "hole", "hole.hole.svc");
     let manifests = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: hole}}\n---\n\
-         apiVersion: v1\nkind: Service\nmetadata: {{name: hole, namespace: hole}}\n\
-         spec: {{ports: [{{name: https, port: 443, targetPort: {port}}}]}}\n---\n\
-         apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
-         metadata: {{name: hole-1, namespace: hole, labels: {{kubernetes.io/service-name: hole}}}}\n\
-         addressType: IPv4\nendpoints: [{{addresses: [127.0.0.1], conditions: {{ready: true}}}}]\n\
-         ports: [{{name: https, port: {port}, protocol: TCP}}]\n---\n\
-         apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: v1.hole.example.com}}\n\
+        "{}---\napiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: v1.hole.example.com}}\n\
          spec: {{group: hole.example.com, version: v1, groupPriorityMinimum: 1000, versionPriority: 15,\n\
-         caBundle: {ca_bundle}, service: {{namespace: hole, name: hole, port: 443}}}}\n"
+         caBundle: {ca_bundle}, service: {{namespace: hole, name: hole, port: 443}}}}\n",
+        tests::local_service("hole", "hole", port)
     );
     cluster
         .kubectl_stdin(&["apply", "-f", "-"], &manifests)

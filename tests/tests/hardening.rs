@@ -5,11 +5,10 @@
 //! wherever that identity is enough, and checked against the processes:
 //! the same pids answer before and after.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tests::{As, Cluster, eventually, openssl_self_signed, workspace};
+use tests::{As, Cluster, eventually, openssl_self_signed};
 
 fn varint(mut n: usize, out: &mut Vec<u8>) {
     while n >= 0x80 {
@@ -278,26 +277,6 @@ fn what_is_authorized_is_what_is_served() {
     assert_eq!(encoded.json["metadata"]["name"], "system:reader");
 }
 
-/// The test aggregated server (`tests/python/aggregated_server.py`) on `port`.
-fn start_wardle(cluster: &Cluster, port: u16, cert: &str) -> Child {
-    let mut child = Command::new("python3")
-        .arg(workspace().join("tests/python/aggregated_server.py"))
-        .arg(port.to_string())
-        .arg(cluster.dir.join(format!("{cert}.crt")))
-        .arg(cluster.dir.join(format!("{cert}.key")))
-        .arg(cluster.dir.join("pki/front-proxy-ca.crt"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    child
-}
-
 fn condition(cluster: &Cluster, field: &str) -> String {
     cluster
         .kubectl(&[
@@ -320,16 +299,8 @@ fn a_tutorial_certificate_serves_and_the_proxy_forwards_only_what_was_authorized
         .local_addr()
         .unwrap()
         .port();
-    let mut server = start_wardle(&cluster, port, "wardle");
-    let plumbing = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: wardle}}\n---\n\
-         apiVersion: v1\nkind: Service\nmetadata: {{name: wardle-server, namespace: wardle}}\n\
-         spec: {{ports: [{{name: https, port: 443, targetPort: {port}}}]}}\n---\n\
-         apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
-         metadata: {{name: wardle-server-1, namespace: wardle, labels: {{kubernetes.io/service-name: wardle-server}}}}\n\
-         addressType: IPv4\nendpoints: [{{addresses: [127.0.0.1], conditions: {{ready: true}}}}]\n\
-         ports: [{{name: https, port: {port}, protocol: TCP}}]\n"
-    );
+    let mut server = tests::start_aggregated_server(&cluster, port, "wardle");
+    let plumbing = tests::local_service("wardle", "wardle-server", port);
     cluster.kubectl_stdin(&["apply", "-f", "-"], &plumbing).ok();
     let apiservice = |bundle: &str| {
         format!(

@@ -141,7 +141,7 @@ fn parse_bounded(source: &str) -> Result<IdedExpr, String> {
 
 /// The depth of an expression tree (run where the parser ran: it may be deep).
 fn depth(expr: &IdedExpr) -> usize {
-    use kube_cel::cel::common::ast::{EntryExpr, Expr};
+    use kube_cel::cel::common::ast::{EntryExpr, Expr, MapExpr, StructExpr};
     let children: Vec<&IdedExpr> = match &expr.expr {
         Expr::Call(call) => call.target.iter().map(|t| &**t).chain(&call.args).collect(),
         Expr::Comprehension(c) => vec![
@@ -152,16 +152,7 @@ fn depth(expr: &IdedExpr) -> usize {
             &c.result,
         ],
         Expr::List(list) => list.elements.iter().collect(),
-        Expr::Map(map) => map
-            .entries
-            .iter()
-            .flat_map(|e| match &e.expr {
-                EntryExpr::MapEntry(m) => vec![&m.key, &m.value],
-                EntryExpr::StructField(f) => vec![&f.value],
-            })
-            .collect(),
-        Expr::Struct(st) => st
-            .entries
+        Expr::Map(MapExpr { entries }) | Expr::Struct(StructExpr { entries, .. }) => entries
             .iter()
             .flat_map(|e| match &e.expr {
                 EntryExpr::MapEntry(m) => vec![&m.key, &m.value],
