@@ -119,30 +119,6 @@ pub fn cannot_restore(serde_error: &str) -> Option<String> {
     }
 }
 
-/// A JSON value as Go's `%v` prints the `map[string]interface{}` it decodes
-/// to (`map[data:x]`), for kube's messages that quote a patch.
-pub fn go_format(value: &Value) -> String {
-    match value {
-        Value::Null => "<nil>".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => s.clone(),
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(go_format).collect::<Vec<_>>().join(" ")
-        ),
-        Value::Object(fields) => {
-            let mut entries: Vec<(&String, &Value)> = fields.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            let entries: Vec<String> = entries
-                .into_iter()
-                .map(|(k, v)| format!("{k}:{}", go_format(v)))
-                .collect();
-            format!("map[{}]", entries.join(" "))
-        }
-    }
-}
-
 /// An object after structural checking.
 #[derive(Debug)]
 pub struct Normalized {
@@ -314,7 +290,9 @@ mod tests {
         );
         assert_eq!(cannot_restore("missing field `name`"), None);
         assert_eq!(
-            go_format(&serde_json::json!({"data": "x", "a": [1, true, null], "m": {"k": 1.5}})),
+            crate::patch::go_format(
+                &serde_json::json!({"data": "x", "a": [1, true, null], "m": {"k": 1.5}})
+            ),
             "map[a:[1 true <nil>] data:x m:map[k:1.5]]"
         );
     }

@@ -1189,7 +1189,7 @@ impl Store {
                 && let Some(why) = crate::codec::cannot_restore(&e)
             {
                 let quoted = serde_json::from_slice::<Value>(body)
-                    .map(|p| crate::codec::go_format(&p))
+                    .map(|p| patch::go_format(&p))
                     .unwrap_or_default();
                 return Err(Error::invalid(
                     "",

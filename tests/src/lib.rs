@@ -457,23 +457,8 @@ impl Cluster {
         headers: &[&str],
         body: Option<&[u8]>,
     ) -> Answer {
-        let pki = self.dir.join("pki");
-        let mut cmd = Command::new("curl");
-        cmd.args(["-sS", "--path-as-is", "--max-time", "30", "-X", method])
-            .arg("--cacert")
-            .arg(pki.join("ca.crt"));
-        match who {
-            As::Admin => {
-                cmd.arg("--cert")
-                    .arg(pki.join("admin.crt"))
-                    .arg("--key")
-                    .arg(pki.join("admin.key"));
-            }
-            As::Token(token) => {
-                cmd.args(["-H", &format!("Authorization: Bearer {token}")]);
-            }
-            As::Anonymous => {}
-        }
+        let mut cmd = self.curl_command(who);
+        cmd.args(["--path-as-is", "--max-time", "30", "-X", method]);
         for header in headers {
             cmd.args(["-H", header]);
         }
@@ -494,6 +479,27 @@ impl Cluster {
             json: serde_json::from_str(body).unwrap_or(Value::Null),
             text: body.to_string(),
         }
+    }
+
+    /// `curl -sS` trusting the cluster CA and presenting `who`'s credentials;
+    /// the caller adds the rest (the URL last).
+    pub fn curl_command(&self, who: As<'_>) -> Command {
+        let pki = self.dir.join("pki");
+        let mut cmd = Command::new("curl");
+        cmd.arg("-sS").arg("--cacert").arg(pki.join("ca.crt"));
+        match who {
+            As::Admin => {
+                cmd.arg("--cert")
+                    .arg(pki.join("admin.crt"))
+                    .arg("--key")
+                    .arg(pki.join("admin.key"));
+            }
+            As::Token(token) => {
+                cmd.args(["-H", &format!("Authorization: Bearer {token}")]);
+            }
+            As::Anonymous => {}
+        }
+        cmd
     }
 
     /// A ServiceAccount `name` in `default` with no permissions, and a token for it.

@@ -392,15 +392,9 @@ fn decoder_and_patcher_errors_are_kubes_words() {
 /// curl's exit code (18 or 92 when the body ended without its terminating
 /// chunk or END_STREAM) and the events received.
 fn curl_watch(cluster: &Cluster, protocol: &str, query: &str) -> std::process::Child {
-    let pki = cluster.dir.join("pki");
-    std::process::Command::new("curl")
-        .args(["-sS", "-N", "--max-time", "30", protocol])
-        .arg("--cacert")
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
+    cluster
+        .curl_command(As::Admin)
+        .args(["-N", "--max-time", "30", protocol])
         .arg(format!(
             "https://localhost:{}/api/v1/namespaces/default/configmaps?watch=1&{query}",
             cluster.port

@@ -119,22 +119,9 @@ fn crafted_bodies_and_numbers_fail_one_request_not_a_server() {
     assert_eq!(huge.code, 400, "{}", huge.text);
     assert!(huge.text.contains("timeoutSeconds"), "{}", huge.text);
     // The largest int64 is taken, as a very long watch.
-    let longest = Command::new("curl")
-        .args([
-            "-sS",
-            "--max-time",
-            "2",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-        ])
-        .arg("--cacert")
-        .arg(cluster.dir.join("pki/ca.crt"))
-        .arg("--cert")
-        .arg(cluster.dir.join("pki/admin.crt"))
-        .arg("--key")
-        .arg(cluster.dir.join("pki/admin.key"))
+    let longest = cluster
+        .curl_command(As::Admin)
+        .args(["--max-time", "2", "-o", "/dev/null", "-w", "%{http_code}"])
         .arg(format!(
             "https://localhost:{}{watch}9223372036854775807",
             cluster.port

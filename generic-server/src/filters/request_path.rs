@@ -45,8 +45,14 @@ pub fn clean(raw: &str) -> Result<String> {
     if !raw.starts_with('/') {
         return Err(refuse("it does not start with /"));
     }
-    let lower = raw.to_ascii_lowercase();
-    if lower.contains("%2f") || lower.contains("%5c") || raw.contains('\\') {
+    let encoded_slash = raw.as_bytes().windows(3).any(|w| {
+        w[0] == b'%'
+            && matches!(
+                (w[1], w[2].to_ascii_lowercase()),
+                (b'2', b'f') | (b'5', b'c')
+            )
+    });
+    if encoded_slash || raw.contains('\\') {
         return Err(refuse("it holds an encoded slash or a backslash"));
     }
     let path = percent_decode_str(raw)

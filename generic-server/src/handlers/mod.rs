@@ -128,27 +128,13 @@ fn body(store: &Store, req: &ApiRequest) -> Result<Value> {
     if !obj.is_object() && media != MediaType::Protobuf {
         // kube could read no apiVersion and kind from it.
         return Err(Error::bad_request(format!(
-            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; \
-             json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \
-             \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }} ({})",
+            "the object provided is unrecognized (must be of type {}): {} ({})",
             store.resource.kind,
-            go_json_type(&obj),
+            crate::patch::no_version_kind(&obj),
             summarize(&req.body)
         )));
     }
     Ok(obj)
-}
-
-/// The JSON type as Go's decoder names it in its errors.
-fn go_json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// kube's `summarizeData`: the body's first 30 bytes, as text if it looks

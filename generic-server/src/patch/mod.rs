@@ -273,14 +273,18 @@ fn ensure_object(patched: Value) -> Result<Value, PatchError> {
     if patched.is_object() {
         return Ok(patched);
     }
-    let reason = format!(
-        "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
-        json_kind(&patched)
-    );
     Err(PatchError::InvalidResult {
+        reason: no_version_kind(&patched),
         patched: patched.to_string(),
-        reason,
     })
+}
+
+/// kube's words for a JSON document it cannot read `apiVersion` and `kind` from.
+pub(crate) fn no_version_kind(value: &Value) -> String {
+    format!(
+        "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
+        json_kind(value)
+    )
 }
 
 /// The JSON type word Go's decoder uses in its errors.
