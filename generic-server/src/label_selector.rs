@@ -218,8 +218,10 @@ impl fmt::Display for Requirement {
             Operator::GreaterThan => (">", ""),
             Operator::LessThan => ("<", ""),
         };
+        // kube keeps values in a set: printed sorted, each once.
         let mut values = self.values.clone();
         values.sort();
+        values.dedup();
         write!(f, "{open}{}{close}", values.join(","))
     }
 }
@@ -1100,6 +1102,24 @@ mod tests {
         assert!(
             message.starts_with("key: Invalid value: \"-a\": name part"),
             "{message}"
+        );
+    }
+
+    /// Found by the `label_selector` fuzz target: a selector object with a
+    /// value twice printed it twice, and the printed form parsed back
+    /// without the repeat.
+    #[test]
+    fn repeated_values_print_once() {
+        let selector = LabelSelector::from_label_selector_object(&serde_json::json!({
+            "matchExpressions": [{"key": "c", "operator": "In", "values": ["e", "e"]}]
+        }))
+        .unwrap();
+        assert_eq!(selector.to_string(), "c in (e)");
+        assert_eq!(
+            LabelSelector::parse(&selector.to_string())
+                .unwrap()
+                .to_string(),
+            "c in (e)"
         );
     }
 }
