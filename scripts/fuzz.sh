@@ -17,6 +17,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 seconds=${1:-15}
+# A fixed seed makes a run repeat the last one's mutations (CI stays
+# reproducible: a new crash is found by a developer, not by a submission's
+# CI); FUZZ_SEED=0 lets libFuzzer pick one, to explore further.
+seed=${FUZZ_SEED:-1}
 sanitizer=${FUZZ_SANITIZER:-none}
 triple=x86_64-unknown-linux-gnu
 target_dir=$PWD/fuzz/target
@@ -49,7 +53,7 @@ for target in $(cd fuzz && cargo fuzz list); do
     # small (the seeds are under 2 KiB); -rss_limit_mb bounds memory.
     status=0
     "$bin/$target" "$work" "fuzz/corpus/$target" \
-        -max_total_time="$seconds" -timeout=10 -max_len=8192 -rss_limit_mb=2048 \
+        -max_total_time="$seconds" -seed="$seed" -timeout=10 -max_len=8192 -rss_limit_mb=2048 \
         -artifact_prefix="$artifacts/" -print_final_stats=1 >"$log" 2>&1 || status=$?
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
