@@ -1,11 +1,11 @@
 //! APIServices (`apiregistration.k8s.io/v1`): which server serves a group
 //! and version, with kube-aggregator's validation and table.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
+use apimachinery::validation::{self, NameRule};
 use generic_server::resource::Resource;
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
-use generic_server::validation::{self, NameRule};
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use serde_json::{Value, json};
 

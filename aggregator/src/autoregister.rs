@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use apimachinery::error::Reason;
 use generic_server::discovery::{Discovery, group_priority};
-use generic_server::error::Reason;
 use generic_server::loopback::Loopback;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -89,7 +89,7 @@ pub fn start(client: Loopback, discovery: Arc<Discovery>, mut leader: watch::Rec
 
 /// Creates missing local APIServices and deletes automanaged ones whose
 /// group/version is no longer served.
-async fn reconcile(client: &Loopback, groups: &[Value]) -> generic_server::Result<()> {
+async fn reconcile(client: &Loopback, groups: &[Value]) -> apimachinery::Result<()> {
     let wanted = desired(groups);
     let list = client.get(PATH).await?;
     let existing: HashMap<String, Value> = list["items"]

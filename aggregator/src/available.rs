@@ -31,7 +31,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Where the resources each aggregated server last reported are kept, so
 /// that they outlive the aggregator: what a server that is down now may
 /// still hold (the namespace controller waits for it only then).
-const REMEMBERED: &str = "/kubechain/aggregated-discovery/";
+use apimachinery::keys::AGGREGATED_DISCOVERY as REMEMBERED;
 
 /// What the last check of a remote APIService found.
 #[derive(Clone, Debug)]

@@ -142,7 +142,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         .unwrap_or_default();
     let (leader, campaigning) = generic_server::leader::elect(
         backend.etcd.clone(),
-        "/kubechain/leases/aggregator-controllers",
+        &apimachinery::keys::lease("aggregator-controllers"),
         &format!("{host}-{}", std::process::id()),
     );
     let controller = available::AvailableConditionController::new(
@@ -193,7 +193,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         leader.clone(),
     )
     .start();
-    let namespaces_prefix = format!("{prefix}/namespaces/");
+    let namespaces_prefix = apimachinery::keys::key_prefix(&prefix, "", "namespaces");
     backend
         .cacher
         .register(

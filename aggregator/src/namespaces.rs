@@ -18,11 +18,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use apimachinery::error::Reason;
+use apimachinery::group_version::{api_version, group_version_path};
 use generic_server::discovery::{self, Discovery, Documents};
-use generic_server::error::Reason;
 use generic_server::loopback::Loopback;
 use generic_server::registry::now_rfc3339;
-use generic_server::resource::{api_version, group_version_path};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -399,10 +399,9 @@ async fn delete_content(client: &Loopback, discovery: &Discovery, name: &str) ->
 }
 
 /// Deletes what a collection holds: at once, or item by item.
-async fn empty(client: &Loopback, c: &Collection) -> generic_server::Result<()> {
-    let gone = |e: &generic_server::Error| {
-        matches!(e.reason(), Reason::NotFound | Reason::MethodNotAllowed)
-    };
+async fn empty(client: &Loopback, c: &Collection) -> apimachinery::Result<()> {
+    let gone =
+        |e: &apimachinery::Error| matches!(e.reason(), Reason::NotFound | Reason::MethodNotAllowed);
     if !c.one_by_one {
         return client
             .delete(&c.path)
@@ -437,7 +436,7 @@ async fn finalize(
     client: &Loopback,
     discovery: &Discovery,
     name: &str,
-) -> generic_server::Result<bool> {
+) -> apimachinery::Result<bool> {
     let content = delete_content(client, discovery, name).await;
     let path = format!("/api/v1/namespaces/{name}");
     let mut ns = match client.get(&path).await {

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use apimachinery::openapi::v2;
 use bytes::Bytes;
 use generic_server::discovery::Rendered;
-use generic_server::openapi::v2;
 use generic_server::request::{ApiRequest, ApiResponse, Handler};
 use generic_server::server::cached;
 use generic_server::version::KUBERNETES_VERSION;
@@ -112,11 +112,11 @@ impl OpenApiV2 {
             }
             let document = v2::document(definitions, KUBERNETES_VERSION);
             let json = Rendered::new(&document, "application/json");
-            let protobuf = Rendered::bytes(v2::to_protobuf(&document).into(), PROTOBUF);
+            let protobuf = Rendered::bytes(proto::openapi_v2::encode(&document).into(), PROTOBUF);
             cache.rendered = Some((json, protobuf));
         }
         let Some((json, protobuf)) = &cache.rendered else {
-            return generic_server::Error::internal("no OpenAPI v2 document").into();
+            return apimachinery::Error::internal("no OpenAPI v2 document").into();
         };
         let wants_protobuf = req
             .header(header::ACCEPT)

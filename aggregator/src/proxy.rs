@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 
+use apimachinery::error::Error;
 use bytes::Bytes;
 use futures::StreamExt;
-use generic_server::error::Error;
 use generic_server::filters::request_path;
 use generic_server::request::{ApiRequest, ApiResponse, Body, Handler, UserInfo};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
@@ -127,7 +127,7 @@ impl Aggregator {
                     Err(_) => {
                         tracing::warn!(%endpoint, ?deadline, "the backend did not answer in time");
                         return Error::new(
-                            generic_server::error::Reason::Timeout,
+                            apimachinery::error::Reason::Timeout,
                             "Timeout: request did not complete within requested timeout - context deadline exceeded",
                         )
                         .into();

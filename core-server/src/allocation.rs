@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use apimachinery::error::{Error, FieldError, Result};
 use bytes::Bytes;
 use generic_server::admission::{AdmissionPlugin, Attributes, Operation};
-use generic_server::error::{Error, FieldError, Result};
 use generic_server::informer::{self, Change};
 use generic_server::registry::{Store, now_rfc3339};
 use generic_server::storage::{Storage, StorageError, prefix_end};
@@ -21,7 +21,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 /// Where allocations live in etcd.
-const PREFIX: &str = "/kubechain/allocations/";
+use apimachinery::keys::ALLOCATIONS as PREFIX;
 /// An allocation younger than this is never reclaimed (its Service may be
 /// in the middle of being created).
 const GRACE: Duration = Duration::from_secs(60);
@@ -433,7 +433,7 @@ async fn reclaim(storage: Arc<dyn Storage>, services: Arc<Store>) {
         );
         let held = match services.get(namespace, name, None).await {
             Ok(svc) => keys_of(&svc.value()).contains(&kv.key),
-            Err(e) if e.reason() == generic_server::error::Reason::NotFound => false,
+            Err(e) if e.reason() == apimachinery::error::Reason::NotFound => false,
             Err(_) => true,
         };
         if !held {

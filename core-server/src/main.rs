@@ -155,7 +155,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     for name in SYSTEM_NAMESPACES {
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
         if let Err(e) = client.create("/api/v1/namespaces", &ns).await {
-            if e.reason() != generic_server::error::Reason::AlreadyExists {
+            if e.reason() != apimachinery::error::Reason::AlreadyExists {
                 return Err(e).context(format!("creating namespace {name}"));
             }
         }
@@ -183,7 +183,7 @@ fn install_token_requests(server: &ApiServer, options: &Options) -> anyhow::Resu
     };
     let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let signer = generic_server::jwt::Signer::new(&pem, &options.service_account_issuer)?;
-    let kind = generic_server::resource::GroupVersionKind::new(
+    let kind = apimachinery::group_version::GroupVersionKind::new(
         "authentication.k8s.io",
         "v1",
         "TokenRequest",
@@ -218,7 +218,7 @@ async fn bootstrap_kubernetes_service(
     ranges: &Ranges,
     options: &Options,
 ) -> anyhow::Result<()> {
-    use generic_server::error::Reason;
+    use apimachinery::error::Reason;
     let ip = ranges.first().to_string();
     let service = json!({
         "apiVersion": "v1", "kind": "Service",
@@ -249,7 +249,7 @@ async fn bootstrap_kubernetes_service(
         }
         let path = format!(
             "{}/namespaces/default/{plural}",
-            generic_server::resource::group_version_path(group, version)
+            apimachinery::group_version::group_version_path(group, version)
         );
         match client.create(&path, &object).await {
             Ok(_) => {}

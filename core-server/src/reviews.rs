@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use generic_server::error::Result;
+use apimachinery::error::Result;
+use apimachinery::group_version::GroupVersionKind;
 use generic_server::filters::authorization::{Authorizer, MastersOnly};
 use generic_server::request::{ApiRequest, UserInfo};
 use generic_server::request_info::RequestInfo;
-use generic_server::resource::{GroupVersionKind, Resource};
+use generic_server::resource::Resource;
 use generic_server::server::{ApiServer, CreateOnly};
 use generic_server::strategy::Strategy;
 use k8s_openapi::api::{authentication::v1 as authn, authorization::v1 as authz};

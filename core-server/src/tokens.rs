@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use generic_server::error::{Error, FieldError, Result};
+use apimachinery::error::{Error, FieldError, Result};
 use generic_server::jwt::Signer;
 use generic_server::registry::Store;
 use generic_server::request::ApiRequest;

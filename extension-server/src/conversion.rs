@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use generic_server::error::{Error, Result};
+use apimachinery::error::{Error, Result};
+use apimachinery::group_version::api_version;
 use generic_server::registry::Converter;
-use generic_server::resource::api_version;
 use generic_server::service_client::{self, Clients, ObjectReader, ServiceRef};
 use serde_json::{Value, json};
 

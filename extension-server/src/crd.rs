@@ -1,10 +1,10 @@
 //! CustomResourceDefinitions as a resource: defaults, what a write may
 //! change, validation, and the cleanup finalizer every CRD carries.
 
-use generic_server::error::{FieldError, Result};
+use apimachinery::error::{FieldError, Result};
+use apimachinery::table::{self, Column};
 use generic_server::resource::Resource;
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
 
@@ -53,11 +53,11 @@ pub fn is_true(crd: &Value, kind: &str) -> bool {
 
 impl Strategy for CrdStrategy {
     fn defaults(&self, crd: &mut Value) {
-        crate::schema::default_crd(crd);
+        apimachinery::crd_validation::default_crd(crd);
     }
 
     fn prepare_for_create(&self, crd: &mut Value) {
-        crate::schema::prepare_for_create(crd);
+        apimachinery::crd_validation::prepare_for_create(crd);
         let mut finalizers = crd["metadata"]["finalizers"]
             .as_array()
             .cloned()
@@ -69,11 +69,11 @@ impl Strategy for CrdStrategy {
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        crate::schema::prepare_for_update(new, old);
+        apimachinery::crd_validation::prepare_for_update(new, old);
     }
 
     fn validate(&self, crd: &Value) -> Vec<FieldError> {
-        let mut errs = crate::schema::validate_crd(crd, None);
+        let mut errs = apimachinery::crd_validation::validate_crd(crd, None);
         errs.extend(validation_rules(crd));
         errs
     }
@@ -81,9 +81,9 @@ impl Strategy for CrdStrategy {
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         // With the spec unchanged (a status write), only the status is checked.
         if new.get("spec") == old.get("spec") {
-            crate::schema::validate_crd_status_update(new, old)
+            apimachinery::crd_validation::validate_crd_status_update(new, old)
         } else {
-            let mut errs = crate::schema::validate_crd(new, Some(old));
+            let mut errs = apimachinery::crd_validation::validate_crd(new, Some(old));
             errs.extend(validation_rules(new));
             errs
         }
@@ -137,7 +137,7 @@ fn validation_rules(crd: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, version) in versions(crd).iter().enumerate() {
         if let Some(schema) = version.pointer("/schema/openAPIV3Schema") {
-            if let Err(e) = crate::cel::compile(
+            if let Err(e) = apimachinery::cel::compile(
                 schema,
                 &format!("spec.versions[{i}].schema.openAPIV3Schema"),
             ) {

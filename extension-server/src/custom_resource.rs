@@ -4,15 +4,16 @@
 
 use std::sync::Arc;
 
+use apimachinery::error::FieldError;
+use apimachinery::group_version::GroupVersionKind;
+use apimachinery::jsonpath::JsonPath;
+use apimachinery::table::{self, Column};
 use generic_server::codec::{Codec, Normalized};
-use generic_server::error::FieldError;
-use generic_server::jsonpath::JsonPath;
-use generic_server::resource::{GroupVersionKind, Resource, ScaleSelector, ScaleSpec, Subresource};
+use generic_server::resource::{Resource, ScaleSelector, ScaleSpec, Subresource};
 use generic_server::strategy::{Strategy, string_at};
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
-use crate::schema::Structural;
+use apimachinery::schema::Structural;
 
 /// One served version of a CRD, as everything serving it needs it.
 #[derive(Clone)]
@@ -24,7 +25,7 @@ pub struct Version {
     /// The kind.
     pub kind: String,
     /// The version's CEL validation rules.
-    pub rules: Arc<crate::cel::CompiledRules>,
+    pub rules: Arc<apimachinery::cel::CompiledRules>,
     /// The version's `openAPIV3Schema`, as a structural schema.
     pub structural: Arc<Structural>,
     /// Printer columns: header, type, JSONPath, priority, description.
@@ -82,7 +83,7 @@ impl Version {
                 )
             })
             .unwrap_or_default();
-        let rules = crate::cel::compile(&schema, "").unwrap_or_default();
+        let rules = apimachinery::cel::compile(&schema, "").unwrap_or_default();
         Version {
             rules: Arc::new(rules),
             group: text(crd, "/spec/group"),
@@ -191,7 +192,7 @@ pub struct SchemaCodec {
 
 impl Codec for SchemaCodec {
     fn normalize(&self, mut obj: Value) -> std::result::Result<Normalized, String> {
-        let unknown_fields = crate::schema::prune(&mut obj, &self.version.structural, true);
+        let unknown_fields = apimachinery::schema::prune(&mut obj, &self.version.structural, true);
         Ok(Normalized {
             object: obj,
             unknown_fields,
@@ -206,7 +207,7 @@ pub struct CustomResourceStrategy {
 
 impl Strategy for CustomResourceStrategy {
     fn defaults(&self, obj: &mut Value) {
-        crate::schema::apply_defaults(obj, &self.version.structural);
+        apimachinery::schema::apply_defaults(obj, &self.version.structural);
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
@@ -218,14 +219,18 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = crate::schema::validate(obj, &self.version.structural);
-        errs.extend(crate::cel::validate(&self.version.rules, obj, None));
+        let mut errs = apimachinery::schema::validate(obj, &self.version.structural);
+        errs.extend(apimachinery::cel::validate(&self.version.rules, obj, None));
         errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        let mut errs = crate::schema::validate(new, &self.version.structural);
-        errs.extend(crate::cel::validate(&self.version.rules, new, Some(old)));
+        let mut errs = apimachinery::schema::validate(new, &self.version.structural);
+        errs.extend(apimachinery::cel::validate(
+            &self.version.rules,
+            new,
+            Some(old),
+        ));
         errs
     }
 

@@ -7,8 +7,6 @@ mod conversion;
 mod crd;
 mod custom_resource;
 
-use extension_server::{cel, schema};
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 

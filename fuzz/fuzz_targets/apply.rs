@@ -1,4 +1,4 @@
-//! Server-side apply and managedFields tracking (`generic_server::apply`),
+//! Server-side apply and managedFields tracking (`apimachinery::apply`),
 //! typed by the real OpenAPI v3 schema of the configuration's `kind`
 //! (Deployment, Pod, ...) when it is one of those, deduced otherwise.
 //!
@@ -9,7 +9,7 @@
 //! configuration by the same manager must not conflict.
 #![no_main]
 
-use generic_server::apply::{ApplyError, Schema, apply, update};
+use apimachinery::apply::{ApplyError, Schema, apply, update};
 use kubechain_fuzz::{json, kind_schemas, split_line};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! CEL validation rules (`x-kubernetes-validations`): compiled against a
 //! schema with the static cost limits, then evaluated on an object with the
-//! runtime cost budget (`extension_server::cel::{compile, validate}`).
+//! runtime cost budget (`apimachinery::cel::{compile, validate}`).
 //!
 //! Input: line 1 the rule (a tab starts its `messageExpression`), line 2 the
 //! `spec` schema as JSON (anything else: a default schema with every kind of
@@ -8,7 +8,7 @@
 //! (transition rules with `oldSelf`).
 #![no_main]
 
-use extension_server::cel::{compile, validate_with_warnings};
+use apimachinery::cel::{compile, validate_with_warnings};
 use kubechain_fuzz::{abort_on_uncaught, json, split_lines, text, tolerate_caught_panics_in};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};

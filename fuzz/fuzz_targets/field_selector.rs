@@ -5,7 +5,7 @@
 //! terms, and escaping any value must unescape back to it.
 #![no_main]
 
-use generic_server::field_selector::{FieldOperator, FieldSelector, escape_value, unescape_value};
+use apimachinery::field_selector::{FieldOperator, FieldSelector, escape_value, unescape_value};
 use kubechain_fuzz::{split_line, text};
 use libfuzzer_sys::fuzz_target;
 

@@ -4,7 +4,7 @@
 //! Input: line 1 the path, then the JSON document it is evaluated on.
 #![no_main]
 
-use generic_server::jsonpath::JsonPath;
+use apimachinery::jsonpath::JsonPath;
 use kubechain_fuzz::{json, split_line, text};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;

@@ -7,7 +7,7 @@
 //! selector (kube's `String()` output is sent on as a query).
 #![no_main]
 
-use generic_server::label_selector::{LabelSelector, Labels};
+use apimachinery::label_selector::{LabelSelector, Labels};
 use kubechain_fuzz::{json, split_line, text};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};

@@ -3,7 +3,7 @@
 //! Input: the original object as JSON on the first line, the patch body after it.
 #![no_main]
 
-use generic_server::patch::{PatchType, apply_patch};
+use apimachinery::patch::{PatchType, apply_patch};
 use kubechain_fuzz::{json, split_line};
 use libfuzzer_sys::fuzz_target;
 

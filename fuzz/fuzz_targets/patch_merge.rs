@@ -4,7 +4,7 @@
 //! Applying the patch a second time must change nothing.
 #![no_main]
 
-use generic_server::patch::{PatchType, apply_patch};
+use apimachinery::patch::{PatchType, apply_patch};
 use kubechain_fuzz::{json, split_line};
 use libfuzzer_sys::fuzz_target;
 

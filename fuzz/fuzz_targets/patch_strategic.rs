@@ -5,7 +5,7 @@
 //! Input: the original object as JSON on the first line, the patch body after it.
 #![no_main]
 
-use generic_server::patch::{PatchType, Schema, apply_patch};
+use apimachinery::patch::{PatchType, Schema, apply_patch};
 use kubechain_fuzz::{json, kind_schemas, split_line};
 use libfuzzer_sys::fuzz_target;
 

@@ -1,4 +1,4 @@
-//! Custom resource schemas (`extension_server::schema`): a CRD carrying the
+//! Custom resource schemas (`apimachinery::schema`): a CRD carrying the
 //! schema is defaulted and validated (structural schema rules included), and
 //! an object goes through what a custom resource goes through: pruning,
 //! defaulting and validation against the structural schema.
@@ -7,7 +7,7 @@
 //! Pruning a pruned object must remove nothing.
 #![no_main]
 
-use extension_server::schema::{
+use apimachinery::schema::{
     Structural, apply_defaults, default_crd, prepare_for_create, prune, to_openapi_resource,
     validate, validate_crd,
 };

@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use generic_server::openapi::{Components, SCHEMA_PREFIX};
+use apimachinery::openapi::{Components, SCHEMA_PREFIX};
 use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch, core::v1 as core};
 use serde_json::{Map, Value, json};
 

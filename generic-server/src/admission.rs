@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::error::{Error, Reason, Result};
 use crate::request::UserInfo;
 use crate::resource::Resource;
 use crate::storage::cacher::{Cacher, ResourceCache};
+use apimachinery::error::{Error, Reason, Result};
 
 /// The kind of write being admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +97,7 @@ pub struct NamespaceLifecycle {
 impl NamespaceLifecycle {
     /// Watches namespaces through the server's cache.
     pub async fn new(cacher: Arc<Cacher>, etcd_prefix: &str) -> Result<Self> {
-        let prefix = format!("{etcd_prefix}/namespaces/");
+        let prefix = apimachinery::keys::key_prefix(etcd_prefix, "", "namespaces");
         let namespaces = cacher
             .register(&prefix, crate::registry::generic_ingest())
             .await
@@ -137,7 +137,7 @@ impl AdmissionPlugin for NamespaceLifecycle {
         }
         match self.lookup(attrs.namespace).await? {
             None => Err(Error::NotFound {
-                resource: crate::resource::GroupResource::new("", "namespaces"),
+                resource: apimachinery::group_version::GroupResource::new("", "namespaces"),
                 name: attrs.namespace.into(),
             }),
             Some(ns)

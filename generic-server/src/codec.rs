@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::{Error, Reason, Result};
+use apimachinery::error::{Error, Reason, Result};
 
 /// The JSON media type.
 pub const JSON: &str = "application/json";
@@ -290,7 +290,7 @@ mod tests {
         );
         assert_eq!(cannot_restore("missing field `name`"), None);
         assert_eq!(
-            crate::patch::go_format(
+            apimachinery::patch::go_format(
                 &serde_json::json!({"data": "x", "a": [1, true, null], "m": {"k": 1.5}})
             ),
             "map[a:[1 true <nil>] data:x m:map[k:1.5]]"

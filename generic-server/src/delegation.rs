@@ -18,11 +18,11 @@ use proto::delegation::delegation_server::{Delegation, DelegationServer};
 use tonic::transport::{Channel, Endpoint};
 
 use crate::discovery::Discovery;
-use crate::error::Error;
 use crate::request::{ApiRequest, ApiResponse, Body, BodyStream, Handler, UserInfo};
 use crate::request_info::RequestInfo;
 use crate::tls::TlsFiles;
 use crate::watch_hub::WatchHub;
+use apimachinery::error::Error;
 
 /// Largest gRPC message either end accepts.
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
@@ -250,7 +250,7 @@ impl Delegation for DelegationService {
         let updates = tokio_stream::wrappers::WatchStream::new(self.discovery.subscribe());
         let snapshots = updates.map(|docs| {
             let groups_json = serde_json::to_vec(&docs.groups).unwrap_or_default();
-            let etag = crate::openapi::content_hash(&groups_json);
+            let etag = apimachinery::openapi::content_hash(&groups_json);
             Ok(pb::DiscoverySnapshot {
                 groups_json: groups_json.into(),
                 etag,

@@ -11,7 +11,9 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::resource::{Resource, api_version};
+use apimachinery::group_version::api_version;
+
+use crate::resource::Resource;
 
 /// The Content-Type of an aggregated discovery v2 answer.
 pub const AGGREGATED_V2: &str =
@@ -278,7 +280,7 @@ impl Rendered {
 
     /// A document already encoded; the ETag is the hash of its bytes.
     pub fn bytes(body: Bytes, content_type: &'static str) -> Self {
-        let etag = format!("\"{}\"", crate::openapi::content_hash(&body));
+        let etag = format!("\"{}\"", apimachinery::openapi::content_hash(&body));
         Rendered {
             body,
             etag,
@@ -347,7 +349,7 @@ impl Documents {
             for version in versions(group) {
                 let v = version["version"].as_str().unwrap_or_default();
                 let name = group_name(group);
-                let path = crate::resource::group_version_path(name, v);
+                let path = apimachinery::group_version::group_version_path(name, v);
                 rendered.insert(
                     path,
                     Rendered::new(&resource_list(name, version), crate::codec::JSON),

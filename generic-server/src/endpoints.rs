@@ -5,13 +5,13 @@
 
 use std::time::Duration;
 
+use apimachinery::keys::ENDPOINTS;
 use etcd_client::{Client, EventType, GetOptions, PutOptions, WatchOptions};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
 /// The etcd prefix of every registration.
-pub const PREFIX: &str = "/kubechain/endpoints/";
 
 /// How long a registration outlives its server's last renewal.
 const LEASE_SECONDS: i64 = 5;
@@ -41,7 +41,7 @@ impl Registration {
     ) -> Result<Registration, etcd_client::Error> {
         let lease = client.lease_grant(LEASE_SECONDS, None).await?.id();
         let id = uuid::Uuid::new_v4().to_string();
-        let key = format!("{PREFIX}{component}/{id}");
+        let key = format!("{ENDPOINTS}{component}/{id}");
         let value = json!({"address": address, "pid": std::process::id()}).to_string();
         client
             .put(
@@ -113,7 +113,7 @@ fn parse(key: &[u8], value: &[u8]) -> Option<Endpoint> {
 /// current set (sorted by id).
 pub fn watch_endpoints(client: Client, component: &str) -> watch::Receiver<Vec<Endpoint>> {
     let (tx, rx) = watch::channel(Vec::new());
-    let prefix = format!("{PREFIX}{component}/");
+    let prefix = format!("{ENDPOINTS}{component}/");
     tokio::spawn(async move {
         let mut client = client;
         loop {

@@ -60,7 +60,7 @@ impl FrontDoor {
         raw_path: &str,
         query: &str,
         mut headers: HeaderMap,
-        body: impl Future<Output = Result<Bytes, crate::Error>>,
+        body: impl Future<Output = Result<Bytes, apimachinery::Error>>,
     ) -> ApiResponse {
         let path = match request_path::clean(raw_path) {
             Ok(path) => path,
@@ -84,7 +84,7 @@ impl FrontDoor {
                 Some(slot) => Some(slot),
                 None => {
                     tracing::info!(user = %req.user.name, "too many long-running requests");
-                    return crate::Error::too_many_requests().into();
+                    return apimachinery::Error::too_many_requests().into();
                 }
             }
         } else {
@@ -175,14 +175,14 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(32);
 
 /// 413 when the headers are larger than [`MAX_HEADER_BYTES`].
-fn check_headers(headers: &HeaderMap) -> Result<(), crate::Error> {
+fn check_headers(headers: &HeaderMap) -> Result<(), apimachinery::Error> {
     let size: usize = headers
         .iter()
         .map(|(name, value)| name.as_str().len() + value.len() + 4)
         .sum();
     if size > MAX_HEADER_BYTES {
-        return Err(crate::Error::new(
-            crate::error::Reason::RequestEntityTooLarge,
+        return Err(apimachinery::Error::new(
+            apimachinery::error::Reason::RequestEntityTooLarge,
             format!("request headers are {size} bytes; the limit is {MAX_HEADER_BYTES}"),
         ));
     }
@@ -261,12 +261,12 @@ async fn entry(
 
 /// Reads a body up to the API's limit (413 past it) within [`BODY_TIMEOUT`]
 /// (a 504 Status past it: a slow sender is cut off).
-async fn read_body(mut payload: web::Payload) -> Result<Bytes, crate::Error> {
+async fn read_body(mut payload: web::Payload) -> Result<Bytes, apimachinery::Error> {
     let read = async {
         let mut body = BytesMut::new();
         while let Some(chunk) = payload.next().await {
-            let chunk =
-                chunk.map_err(|e| crate::Error::bad_request(format!("reading body: {e}")))?;
+            let chunk = chunk
+                .map_err(|e| apimachinery::Error::bad_request(format!("reading body: {e}")))?;
             if body.len() + chunk.len() > codec::MAX_BODY_BYTES {
                 return Err(codec::too_large());
             }
@@ -277,8 +277,8 @@ async fn read_body(mut payload: web::Payload) -> Result<Bytes, crate::Error> {
     tokio::time::timeout(BODY_TIMEOUT, read)
         .await
         .unwrap_or_else(|_| {
-            Err(crate::Error::new(
-                crate::error::Reason::Timeout,
+            Err(apimachinery::Error::new(
+                apimachinery::error::Reason::Timeout,
                 format!(
                     "the request body was not received within {}s",
                     BODY_TIMEOUT.as_secs()

@@ -24,13 +24,14 @@ use actix::prelude::*;
 use serde_json::{Value, json};
 
 use crate::discovery::{self, Discovery};
-use crate::error::{Reason, Result};
 use crate::informer::{self, Change};
-use crate::label_selector::Labels;
 use crate::loopback::Loopback;
 use crate::registry::Store;
-use crate::resource::{group_version_path, key_prefix};
 use crate::storage::cacher::{CachedObject, Cacher, Ingest};
+use apimachinery::error::{Reason, Result};
+use apimachinery::group_version::group_version_path;
+use apimachinery::keys::key_prefix;
+use apimachinery::label_selector::Labels;
 
 /// How long a dependent whose owner is not (yet) known waits before the
 /// owner is looked up: informers of other resources may still be loading.
@@ -558,7 +559,7 @@ async fn update_with_retry(
             Err(e) => return Err(e),
         }
     }
-    Err(crate::error::Error::new(
+    Err(apimachinery::error::Error::new(
         Reason::Conflict,
         format!("{path} kept changing"),
     ))

@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::error::Result;
 use crate::registry::Store;
 use crate::storage::cacher::{Cacher, Snapshot, WatchEvent, WatchEventType};
+use apimachinery::error::Result;
 
 /// A change a controller is told about.
 #[derive(Debug, Clone, PartialEq)]

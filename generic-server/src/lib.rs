@@ -7,27 +7,20 @@
 //! gRPC delegation protocol.
 
 pub mod admission;
-pub mod apply;
 pub mod codec;
 pub mod delegation;
 pub mod discovery;
 pub mod endpoints;
-pub mod error;
-pub mod field_selector;
 pub mod filters;
 pub mod front_door;
 pub mod garbage_collector;
 pub mod handlers;
 pub mod informer;
-pub mod jsonpath;
 pub mod jwt;
-pub mod label_selector;
 pub mod leader;
 pub mod loopback;
 pub mod metrics;
-pub mod openapi;
 pub mod options;
-pub mod patch;
 pub mod registry;
 pub mod request;
 pub mod request_info;
@@ -37,13 +30,9 @@ pub mod service_client;
 pub mod shutdown;
 pub mod storage;
 pub mod strategy;
-pub mod table;
 pub mod tls;
-pub mod validation;
 pub mod version;
 pub mod watch_hub;
 
 #[cfg(test)]
 pub mod testing;
-
-pub use error::{Error, Result};

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, header};
 use serde_json::Value;
 
-use crate::error::{Error, Reason, Result, Status};
 use crate::request::{ApiRequest, Handler, UserInfo};
+use apimachinery::error::{Error, Reason, Result, Status};
 
 /// Calls a handler with JSON bodies and turns non-2xx answers into errors.
 #[derive(Clone)]
@@ -56,7 +56,7 @@ impl Loopback {
         }
         let body: Status = serde_json::from_value(value).unwrap_or_default();
         let reason = Reason::parse(&body.reason)
-            .unwrap_or_else(|| crate::error::reason_for_code(status.as_u16()));
+            .unwrap_or_else(|| apimachinery::error::reason_for_code(status.as_u16()));
         Err(Error::new(reason, body.message))
     }
 

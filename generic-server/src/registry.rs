@@ -13,11 +13,6 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use crate::admission::{Admission, Attributes, Operation};
-use crate::apply;
-use crate::error::{Error, FieldError, Reason, Result};
-use crate::field_selector::FieldSelector;
-use crate::label_selector::{LabelSelector, Labels};
-use crate::patch::{self, PatchType};
 use crate::request::{BodyStream, UserInfo};
 use crate::resource::{Resource, ScaleSelector, ScaleSpec};
 use crate::storage::cacher::{
@@ -25,7 +20,12 @@ use crate::storage::cacher::{
     history_event,
 };
 use crate::storage::{Storage, StorageError, prefix_end};
-use crate::validation;
+use apimachinery::apply;
+use apimachinery::error::{Error, FieldError, Reason, Result};
+use apimachinery::field_selector::FieldSelector;
+use apimachinery::label_selector::{LabelSelector, Labels};
+use apimachinery::patch::{self, PatchType};
+use apimachinery::validation;
 
 /// How unknown fields in a write are treated (`fieldValidation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -1140,10 +1140,10 @@ impl Store {
         let mut written = self
             .guaranteed_update(namespace, name, "scale", opts, false, |current| {
                 let scale = self.to_scale(current)?;
-                let scale_schema = json!({"$ref": format!("{}io.k8s.api.autoscaling.v1.Scale", crate::openapi::SCHEMA_PREFIX)});
+                let scale_schema = json!({"$ref": format!("{}io.k8s.api.autoscaling.v1.Scale", apimachinery::openapi::SCHEMA_PREFIX)});
                 let lookup = schema.as_ref().map(|s| patch::strategic::Schema::new(&scale_schema, s.components.as_ref()));
                 let patched = patch::apply_patch(kind, &scale, body, lookup)
-                    .map_err(|e| Error::new(crate::error::reason_for_code(e.code()), e.status_message()))?;
+                    .map_err(|e| Error::new(apimachinery::error::reason_for_code(e.code()), e.status_message()))?;
                 self.from_scale(current, &self.decode_scale(patched)?)
             })
             .await?;
@@ -1180,7 +1180,10 @@ impl Store {
                 .as_ref()
                 .map(|s| patch::strategic::Schema::new(&s.root, s.components.as_ref()));
             let patched = patch::apply_patch(kind, current, body, patch_schema).map_err(|e| {
-                Error::new(crate::error::reason_for_code(e.code()), e.status_message())
+                Error::new(
+                    apimachinery::error::reason_for_code(e.code()),
+                    e.status_message(),
+                )
             })?;
             // A strategic patch that gives a field a value of the wrong
             // type: kube's 422 on the patch, in its converter's words.
@@ -1675,8 +1678,8 @@ impl Store {
     }
 
     /// A Status for a completed delete, as kube returns when it does not return the object.
-    pub fn deleted_status(&self, obj: &Value) -> crate::error::Status {
-        crate::error::Status::success(crate::error::StatusDetails {
+    pub fn deleted_status(&self, obj: &Value) -> apimachinery::error::Status {
+        apimachinery::error::Status::success(apimachinery::error::StatusDetails {
             name: Some(meta_str(obj, "name").to_string()),
             group: (!self.resource.group.is_empty()).then(|| self.resource.group.clone()),
             kind: Some(self.resource.plural.clone()),
@@ -1773,14 +1776,14 @@ fn apply_error(err: apply::ApplyError) -> Error {
     let causes = err
         .causes()
         .into_iter()
-        .map(|c| crate::error::StatusCause {
+        .map(|c| apimachinery::error::StatusCause {
             reason: c["reason"].as_str().map(str::to_string),
             message: c["message"].as_str().map(str::to_string),
             field: c["field"].as_str().map(str::to_string),
         })
         .collect();
     Error::WithCauses {
-        reason: crate::error::reason_for_code(err.code()),
+        reason: apimachinery::error::reason_for_code(err.code()),
         message: err.message(),
         causes,
     }

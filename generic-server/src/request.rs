@@ -9,8 +9,8 @@ use futures::Stream;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde::Serialize;
 
-use crate::error::Error;
 use crate::request_info::RequestInfo;
+use apimachinery::error::Error;
 
 /// The authenticated user a request acts as.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -355,7 +355,7 @@ pub async fn recover(handler: &dyn Handler, req: ApiRequest) -> ApiResponse {
         Ok(resp) => resp,
         Err(panic) => {
             logged(panic);
-            return Error::new(crate::error::Reason::InternalError, PANIC_MESSAGE).into();
+            return Error::new(apimachinery::error::Reason::InternalError, PANIC_MESSAGE).into();
         }
     };
     if let Body::Stream(stream) = resp.body {

@@ -12,14 +12,14 @@ use serde_json::{Map, Value, json};
 
 use crate::admission::Admission;
 use crate::discovery::{self, Discovery, Rendered};
-use crate::error::{Error, Result};
 use crate::handlers::{self, Output};
-use crate::openapi::{self, Components, ResourceSpec, SubresourceSpec};
 use crate::registry::{PatchSchema, Store};
 use crate::request::{ApiRequest, ApiResponse, Handler};
 use crate::resource::Resource;
 use crate::storage::cacher::Cacher;
-use crate::table;
+use apimachinery::error::{Error, Result};
+use apimachinery::openapi::{self, Components, ResourceSpec, SubresourceSpec};
+use apimachinery::table;
 
 /// A named health check.
 pub type HealthCheck =
@@ -69,8 +69,15 @@ pub struct ApiServer {
     delegate: Arc<dyn Handler>,
     checks: Vec<(String, HealthCheck)>,
     declared: RwLock<Vec<Resource>>,
-    create_only:
-        RwLock<HashMap<EndpointKey, (crate::resource::GroupVersionKind, Arc<dyn CreateOnly>)>>,
+    create_only: RwLock<
+        HashMap<
+            EndpointKey,
+            (
+                apimachinery::group_version::GroupVersionKind,
+                Arc<dyn CreateOnly>,
+            ),
+        >,
+    >,
     read_only: RwLock<HashMap<StoreKey, ReadOnlyEntry>>,
 }
 
@@ -263,7 +270,7 @@ impl ApiServer {
         &self,
         resource: &Resource,
         subresource: &str,
-        kind: crate::resource::GroupVersionKind,
+        kind: apimachinery::group_version::GroupVersionKind,
         endpoint: Arc<dyn CreateOnly>,
     ) {
         let key = (
@@ -280,7 +287,7 @@ impl ApiServer {
 
     async fn serve_create_only(
         &self,
-        kind: crate::resource::GroupVersionKind,
+        kind: apimachinery::group_version::GroupVersionKind,
         endpoint: Arc<dyn CreateOnly>,
         req: ApiRequest,
     ) -> ApiResponse {
@@ -549,7 +556,7 @@ fn complete_kind_schema(components: &mut Components, name: &str, r: &Resource) {
     if r.supports("list") && !components.contains(&format!("{name}List")) {
         components.add_list(
             name,
-            &crate::resource::GroupVersionKind::new(&r.group, &r.version, &r.list_kind),
+            &apimachinery::group_version::GroupVersionKind::new(&r.group, &r.version, &r.list_kind),
         );
     }
 }

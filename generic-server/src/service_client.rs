@@ -4,6 +4,7 @@
 //! verify the server as `<service>.<namespace>.svc` by a caBundle and may
 //! present a client certificate.
 
+use apimachinery::keys;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::{Reason, Result as ApiResult};
+use apimachinery::error::{Reason, Result as ApiResult};
 
 /// Reads Services and EndpointSlices: through a server's own API, or
 /// straight from storage.
@@ -57,16 +58,18 @@ impl StorageReader {
     /// The key (or key prefix) of an API path, in the chain's key layout.
     fn key(&self, path: &str) -> String {
         let info = crate::request_info::RequestInfo::parse(&http::Method::GET, path, "");
-        let base = if info.api_group.is_empty() {
-            format!("{}/{}/", self.root, info.resource)
-        } else {
-            format!("{}/{}/{}/", self.root, info.api_group, info.resource)
-        };
         match (info.namespace.is_empty(), info.name.is_empty()) {
-            (false, false) => format!("{base}{}/{}", info.namespace, info.name),
-            (false, true) => format!("{base}{}/", info.namespace),
-            (true, false) => format!("{base}{}", info.name),
-            (true, true) => base,
+            (_, false) => keys::object_key(
+                &self.root,
+                &info.api_group,
+                &info.resource,
+                &info.namespace,
+                &info.name,
+            ),
+            (false, true) => {
+                keys::namespace_prefix(&self.root, &info.api_group, &info.resource, &info.namespace)
+            }
+            (true, true) => keys::key_prefix(&self.root, &info.api_group, &info.resource),
         }
     }
 }
@@ -75,11 +78,14 @@ impl StorageReader {
 impl ObjectReader for StorageReader {
     async fn get(&self, path: &str) -> ApiResult<Value> {
         let key = self.key(path);
-        let unavailable =
-            |e: crate::storage::StorageError| crate::error::Error::unavailable(e.to_string());
+        let unavailable = |e: crate::storage::StorageError| {
+            apimachinery::error::Error::unavailable(e.to_string())
+        };
         match self.storage.get(&key).await.map_err(unavailable)? {
-            Some(kv) => serde_json::from_slice(&kv.value).map_err(crate::error::Error::internal),
-            None => Err(crate::error::Error::new(
+            Some(kv) => {
+                serde_json::from_slice(&kv.value).map_err(apimachinery::error::Error::internal)
+            }
+            None => Err(apimachinery::error::Error::new(
                 Reason::NotFound,
                 format!("{path} not found"),
             )),
@@ -88,13 +94,13 @@ impl ObjectReader for StorageReader {
 
     async fn list(&self, path: &str, label_selector: &str) -> ApiResult<Vec<Value>> {
         let prefix = self.key(path);
-        let selector = crate::label_selector::LabelSelector::parse(label_selector)
-            .map_err(|e| crate::error::Error::bad_request(e.to_string()))?;
+        let selector = apimachinery::label_selector::LabelSelector::parse(label_selector)
+            .map_err(|e| apimachinery::error::Error::bad_request(e.to_string()))?;
         let page = self
             .storage
             .range(&prefix, &crate::storage::prefix_end(&prefix), 0, 0)
             .await
-            .map_err(|e| crate::error::Error::unavailable(e.to_string()))?;
+            .map_err(|e| apimachinery::error::Error::unavailable(e.to_string()))?;
         Ok(page
             .kvs
             .iter()

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::error::{FieldError, Result};
-use crate::table::{self, Column};
-use crate::validation::NameRule;
+use apimachinery::error::{FieldError, Result};
+use apimachinery::table::{self, Column};
+use apimachinery::validation::NameRule;
 
 /// Another resource's storage that a resource serves in its own shape, as
 /// events.k8s.io/v1 Events are the core v1 Events read and written through
@@ -83,7 +83,7 @@ pub trait Strategy: Send + Sync + 'static {
         _obj: &Value,
         _req: &crate::request::ApiRequest,
     ) -> Result<crate::request::ApiResponse> {
-        Err(crate::error::Error::method_not_allowed())
+        Err(apimachinery::error::Error::method_not_allowed())
     }
 
     /// Whether DELETE answers with the deleted object rather than a Status.

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use generic_server::error::{Error, Result};
+use apimachinery::error::{Error, Result};
+use apimachinery::table::{self, Column};
 use generic_server::request::ApiRequest;
 use generic_server::resource::Resource;
 use generic_server::server::ReadOnly;
 use generic_server::storage::Storage;
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use schemars::JsonSchema;

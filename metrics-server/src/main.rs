@@ -108,7 +108,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         Arc::new(NotFoundHandler),
         checks,
     ));
-    let key = format!("{}/nodes/{node}", options.etcd.etcd_prefix);
+    let key = apimachinery::keys::object_key(&options.etcd.etcd_prefix, "", "nodes", "", &node);
     server.install_read_only(api::resources(api::Nodes {
         storage,
         key,

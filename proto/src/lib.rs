@@ -2,8 +2,8 @@
 //! protobuf schemas.
 //!
 //! `delegation.proto` and `k8s/*.proto` are compiled by protox at build time;
-//! nothing here is written by hand except this wrapper and [`k8s`], the
-//! decoder for Kubernetes protobuf request bodies.
+//! nothing here is written by hand except this wrapper, [`k8s`], the
+//! decoder for Kubernetes protobuf request bodies, and [`openapi_v2::encode`].
 
 /// The generated messages and the `Delegation` service.
 #[allow(missing_docs, clippy::all)]
@@ -11,13 +11,8 @@ pub mod delegation {
     tonic::include_proto!("kubechain.delegation.v1");
 }
 
-/// The OpenAPI v2 document model served in protobuf at `/openapi/v2`.
-#[allow(missing_docs, clippy::all)]
-pub mod openapi_v2 {
-    include!(concat!(env!("OUT_DIR"), "/openapi.v2.rs"));
-}
-
 pub mod k8s;
+pub mod openapi_v2;
 
 /// The encoded `FileDescriptorSet` of every Kubernetes proto package in `k8s/`.
 pub const K8S_FILE_DESCRIPTOR_SET: &[u8] =

@@ -2,7 +2,7 @@
 //! ServiceAccount.
 
 use actix::prelude::*;
-use generic_server::error::Reason;
+use apimachinery::error::Reason;
 use generic_server::loopback::Loopback;
 use serde_json::{Value, json};
 

@@ -2,9 +2,9 @@
 //! admission policies (with their bindings): stored with kube's defaults
 //! and light validation; nothing here calls webhooks or evaluates CEL.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, items, text};

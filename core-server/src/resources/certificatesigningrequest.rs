@@ -2,11 +2,11 @@
 //! creation, `/approval` changes only `status.conditions`, and `/status`
 //! keeps the Approved and Denied conditions it already had.
 
+use apimachinery::error::{FieldError, Result};
+use apimachinery::table::{self, Column};
 use base64::Engine;
 use generic_server::admission::{AdmissionPlugin, Attributes, Operation};
-use generic_server::error::{FieldError, Result};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, int, is_set, items, text};
@@ -66,7 +66,7 @@ fn signer_name_errors(name: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if path.is_empty()
         || !domain.contains('.')
-        || !generic_server::validation::dns1123_subdomain(domain).is_empty()
+        || !apimachinery::validation::dns1123_subdomain(domain).is_empty()
     {
         errs.push(FieldError::invalid("spec.signerName", name, message));
     }

@@ -1,8 +1,8 @@
 //! apps/v1 ControllerRevisions: immutable snapshots of a controller's template.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, text};

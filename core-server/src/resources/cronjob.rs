@@ -2,9 +2,9 @@
 //! and 1 failed jobs kept by default; the schedule is a standard cron
 //! expression (checked as kube's cron parser does) and names fit in 52 characters.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, items, text};

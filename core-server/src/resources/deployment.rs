@@ -2,9 +2,9 @@
 //! deadline and one replica by default; the selector must match the
 //! template and never changes.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, text};

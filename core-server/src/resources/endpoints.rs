@@ -1,9 +1,9 @@
 //! Endpoints: addresses and ports of a service, deprecated in 1.33 in favour
 //! of EndpointSlices (writes carry kube's deprecation warning).
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, items, text};

@@ -1,10 +1,10 @@
 //! discovery.k8s.io/v1 EndpointSlices: ports default to TCP; the address
 //! type never changes.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
+use apimachinery::validation;
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
-use generic_server::validation;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, items, text};

@@ -1,7 +1,7 @@
 //! Core v1 Events, selectable by the object they are about.
 
+use apimachinery::table::{self, Column};
 use generic_server::strategy::{Strategy, string_at};
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 /// The rules of `v1/Event`.

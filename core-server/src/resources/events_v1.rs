@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
-use generic_server::error::{FieldError, Result};
+use apimachinery::error::{FieldError, Result};
+use apimachinery::table::Column;
+use apimachinery::validation;
 use generic_server::registry::Converter;
 use generic_server::strategy::{SharedStorage, Strategy, string_at};
-use generic_server::table::Column;
-use generic_server::validation;
 use serde_json::{Value, json};
 
 use super::event::EventStrategy;

@@ -3,9 +3,9 @@
 //! numbers, immutable fields, label selectors, ports), and the way kube's
 //! printers format values in Table cells.
 
-use generic_server::error::{FieldError, FieldErrorKind};
-use generic_server::label_selector::LabelSelector;
-use generic_server::validation;
+use apimachinery::error::{FieldError, FieldErrorKind};
+use apimachinery::label_selector::LabelSelector;
+use apimachinery::validation;
 use serde_json::{Map, Value, json};
 
 /// The string at a JSON pointer, `""` if absent.

@@ -2,10 +2,10 @@
 //! target when no metric is given, and kube's scale-up/scale-down rules
 //! filled in wherever `behavior` is set.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
+use apimachinery::validation;
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
-use generic_server::validation;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, items, text};

@@ -1,10 +1,10 @@
 //! networking.k8s.io/v1 Ingresses: every path names its pathType, every
 //! backend exactly one service port or resource.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
+use apimachinery::validation;
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
-use generic_server::validation;
 use serde_json::{Value, json};
 
 use super::fields::{self, is_set, items, text};

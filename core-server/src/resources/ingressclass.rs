@@ -1,9 +1,9 @@
 //! networking.k8s.io/v1 IngressClasses: the controller never changes;
 //! parameters default to cluster scope.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, is_set, text};

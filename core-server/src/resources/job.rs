@@ -3,9 +3,9 @@
 //! the selector and the `controller-uid`/`job-name` labels are generated
 //! from the job's uid unless `manualSelector` is set.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, text};

@@ -5,7 +5,7 @@
 //! empty, the streams refused), a container still waiting, and otherwise
 //! the node that cannot be reached.
 
-use generic_server::error::{Error, Reason, Result};
+use apimachinery::error::{Error, Reason, Result};
 use generic_server::request::{ApiRequest, ApiResponse};
 use http::StatusCode;
 use serde_json::Value;

@@ -1,8 +1,8 @@
 //! LimitRanges: container defaults filled from max, default and min as kube does.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Map, Value};
 
 use super::fields::{self, items, text};

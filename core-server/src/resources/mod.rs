@@ -45,7 +45,8 @@ mod workload;
 
 pub use certificatesigningrequest::CsrRequester;
 
-use generic_server::resource::{GroupVersionKind, Resource, ScaleSelector, ScaleSpec};
+use apimachinery::group_version::GroupVersionKind;
+use generic_server::resource::{Resource, ScaleSelector, ScaleSpec};
 use k8s_openapi::api::{
     admissionregistration::v1 as admission_v1, apps::v1 as apps, autoscaling::v2 as autoscaling,
     batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
@@ -221,7 +222,7 @@ fn named_groups() -> Vec<Resource> {
 
 /// Validation shared by configmaps and secrets: data keys and total size.
 pub(crate) mod data {
-    use generic_server::error::FieldError;
+    use apimachinery::error::FieldError;
     use serde_json::Value;
 
     /// Largest total size of a ConfigMap's or Secret's data.
@@ -682,7 +683,7 @@ mod tests {
         {
             assert_eq!(
                 r.strategy.name_rule(),
-                generic_server::validation::NameRule::PathSegment,
+                apimachinery::validation::NameRule::PathSegment,
                 "{}",
                 r.plural
             );

@@ -2,11 +2,11 @@
 //! turns it Terminating until the namespace controller has removed its
 //! content and finalized it.
 
-use generic_server::error::{Error, FieldError, Result};
-use generic_server::resource::GroupResource;
+use apimachinery::error::{Error, FieldError, Result};
+use apimachinery::group_version::GroupResource;
+use apimachinery::table::{self, Column};
+use apimachinery::validation::NameRule;
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
-use generic_server::validation::NameRule;
 use serde_json::{Value, json};
 
 /// The finalizer the namespace controller owns.
@@ -63,7 +63,7 @@ impl Strategy for NamespaceStrategy {
             .enumerate()
             .filter(|(_, f)| {
                 f.as_str()
-                    .is_none_or(|f| !generic_server::validation::qualified_name(f).is_empty())
+                    .is_none_or(|f| !apimachinery::validation::qualified_name(f).is_empty())
             })
             .map(|(i, f)| {
                 FieldError::invalid(

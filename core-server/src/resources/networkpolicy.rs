@@ -1,9 +1,9 @@
 //! networking.k8s.io/v1 NetworkPolicies: ports default to TCP and
 //! policyTypes to Ingress (plus Egress when egress rules are given).
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, items, text};

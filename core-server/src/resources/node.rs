@@ -1,10 +1,10 @@
 //! Nodes: cluster-scoped, created with their status by the kubelet;
 //! `spec.unschedulable` is selectable, podCIDR and providerID are set once.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
+use apimachinery::validation;
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
-use generic_server::validation;
 use serde_json::{Value, json};
 
 use super::fields::{self, items, text};
@@ -75,7 +75,7 @@ impl Strategy for NodeStrategy {
         subresource: &str,
         obj: &Value,
         _req: &generic_server::request::ApiRequest,
-    ) -> generic_server::error::Result<generic_server::request::ApiResponse> {
+    ) -> apimachinery::error::Result<generic_server::request::ApiResponse> {
         super::kubelet::node(subresource, obj)
     }
 

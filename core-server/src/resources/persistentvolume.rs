@@ -1,9 +1,9 @@
 //! PersistentVolumes: cluster-scoped, reclaim policy Retain and volume mode
 //! Filesystem by default, created Pending.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, has, is_set, items, text};

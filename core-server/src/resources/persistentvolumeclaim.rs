@@ -2,9 +2,9 @@
 //! Pending; the spec is immutable except resources.requests and
 //! volumeAttributesClassName (and the binder setting volumeName).
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, is_set, items, text};

@@ -3,9 +3,9 @@
 //! DefaultTolerationSeconds), status Pending with its QoS class, updates
 //! limited to what kube allows, and the READY/STATUS/RESTARTS printer.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, items, text};
@@ -316,7 +316,7 @@ impl Strategy for PodStrategy {
         subresource: &str,
         obj: &Value,
         req: &generic_server::request::ApiRequest,
-    ) -> generic_server::error::Result<generic_server::request::ApiResponse> {
+    ) -> apimachinery::error::Result<generic_server::request::ApiResponse> {
         super::kubelet::pod(subresource, obj, req)
     }
 

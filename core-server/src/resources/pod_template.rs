@@ -3,9 +3,9 @@
 //! validation (`ValidatePodSpec`, `ValidatePodTemplateSpec`), the template
 //! checks of controllers, and the Containers/Images table cells.
 
-use generic_server::error::FieldError;
-use generic_server::label_selector::LabelSelector;
-use generic_server::validation;
+use apimachinery::error::FieldError;
+use apimachinery::label_selector::LabelSelector;
+use apimachinery::validation;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, has, int, is_set, items, text};

@@ -1,8 +1,8 @@
 //! policy/v1 PodDisruptionBudgets: minAvailable or maxUnavailable (not both).
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, is_set, text};

@@ -1,8 +1,8 @@
 //! PodTemplates: a pod template stored on its own.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields;

@@ -2,9 +2,9 @@
 //! default; user classes stay at or below one billion and `system-` names
 //! are reserved; value and preemption policy never change.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, text};

@@ -3,10 +3,10 @@
 //! non-resource URLs), subjects are Users, Groups or ServiceAccounts, and a
 //! binding's roleRef never changes.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
+use apimachinery::validation::{self, NameRule};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
-use generic_server::validation::{self, NameRule};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, has, is_set, items, text};

@@ -1,11 +1,11 @@
 //! ReplicationControllers: one replica by default, and the selector and
 //! labels default from the template's labels, as kube does.
 
-use generic_server::error::FieldError;
-use generic_server::label_selector::LabelSelector;
+use apimachinery::error::FieldError;
+use apimachinery::label_selector::LabelSelector;
+use apimachinery::table::{self, Column};
+use apimachinery::validation;
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
-use generic_server::validation;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, has};

@@ -1,10 +1,10 @@
 //! Secrets: `stringData` is merged into `data`, `type` defaults to Opaque
 //! and never changes, and the well-known types require their keys.
 
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use base64::Engine;
-use generic_server::error::FieldError;
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::data;

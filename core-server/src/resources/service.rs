@@ -3,10 +3,10 @@
 //! set, never change, and an update that omits them (or its node ports)
 //! keeps the stored ones, as kube's service REST does.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
+use apimachinery::validation::{self, NameRule};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
-use generic_server::validation::{self, NameRule};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, has, int, is_set, items, text};

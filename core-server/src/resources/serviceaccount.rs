@@ -1,7 +1,7 @@
 //! ServiceAccounts.
 
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 /// The rules of `v1/ServiceAccount`.

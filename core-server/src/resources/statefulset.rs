@@ -3,9 +3,9 @@
 //! replicas, ordinals, template, updateStrategy, revisionHistoryLimit,
 //! persistentVolumeClaimRetentionPolicy and minReadySeconds may change.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, text};

@@ -1,10 +1,10 @@
 //! storage.k8s.io/v1 StorageClasses: reclaim policy Delete and binding mode
 //! Immediate by default; provisioner, parameters and reclaim policy never change.
 
-use generic_server::error::FieldError;
+use apimachinery::error::FieldError;
+use apimachinery::table::{self, Column};
+use apimachinery::validation;
 use generic_server::strategy::Strategy;
-use generic_server::table::{self, Column};
-use generic_server::validation;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, text};

@@ -2,8 +2,8 @@
 //! selector and template rules, int-or-percent checks, the status a new
 //! object starts with, and the Containers/Images/Selector table cells.
 
-use generic_server::error::FieldError;
-use generic_server::table::Column;
+use apimachinery::error::FieldError;
+use apimachinery::table::Column;
 use serde_json::Value;
 
 use super::fields::{self, int_or_string};

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use apimachinery::error::Reason;
+use apimachinery::group_version::GroupVersionKind;
+use apimachinery::openapi::{self, Components, ResourceSpec, SubresourceSpec};
 use generic_server::admission::Admission;
-use generic_server::error::Reason;
 use generic_server::informer::Change;
 use generic_server::loopback::Loopback;
-use generic_server::openapi::{self, Components, ResourceSpec, SubresourceSpec};
 use generic_server::registry::{Converter, DeleteOptions, ListOptions, PatchSchema, Store};
 use generic_server::request::UserInfo;
-use generic_server::resource::GroupVersionKind;
 use generic_server::server::ApiServer;
 use generic_server::service_client::{Clients, ObjectReader};
 use generic_server::storage::cacher::Cacher;
@@ -190,9 +190,11 @@ impl CrdController {
         for version in &versions {
             self.ctx.server.remove_dynamic(&group, version, &plural);
         }
-        self.ctx
-            .cacher
-            .unregister(&format!("{}/{group}/{plural}/", self.ctx.etcd_root));
+        self.ctx.cacher.unregister(&apimachinery::keys::key_prefix(
+            &self.ctx.etcd_root,
+            &group,
+            &plural,
+        ));
         tracing::info!(crd = %name, "stopped serving custom resources");
         self.publish_openapi(&group);
     }
@@ -321,7 +323,7 @@ fn name_conflict(names: &Value, accepted: &Value) -> Option<(&'static str, Strin
 }
 
 /// A store for every served version of a CRD.
-async fn build_stores(ctx: &Context, crd: &Value) -> generic_server::Result<Vec<Arc<Store>>> {
+async fn build_stores(ctx: &Context, crd: &Value) -> apimachinery::Result<Vec<Arc<Store>>> {
     let group = crd
         .pointer("/spec/group")
         .and_then(Value::as_str)
@@ -334,7 +336,7 @@ async fn build_stores(ctx: &Context, crd: &Value) -> generic_server::Result<Vec<
         // Server-side apply sees the published schema: apiVersion, kind and
         // ObjectMeta added to the version's own.
         let served = custom_resource::Version::of(crd, version);
-        let root = crate::schema::to_openapi_resource(
+        let root = apimachinery::schema::to_openapi_resource(
             Some(&served.structural),
             &group,
             &served.version,
@@ -397,7 +399,8 @@ fn openapi_document(group: &str, version: &str, kinds: &[(&Arc<Store>, &Value)])
             .cloned()
             .unwrap_or_default();
         let structural = custom_resource::Version::of(crd, &served).structural;
-        let schema = crate::schema::to_openapi_resource(Some(&structural), group, version, &r.kind);
+        let schema =
+            apimachinery::schema::to_openapi_resource(Some(&structural), group, version, &r.kind);
         let name = format!("{}.{version}.{}", reversed.join("."), r.kind);
         components.insert(name.clone(), schema);
         components.add_list(&name, &GroupVersionKind::new(group, version, &r.list_kind));

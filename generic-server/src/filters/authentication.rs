@@ -7,9 +7,9 @@ use std::path::Path;
 
 use http::HeaderMap;
 
-use crate::error::{Error, Reason, Result};
 use crate::request::UserInfo;
 use crate::tls;
+use apimachinery::error::{Error, Reason, Result};
 
 /// Paths anonymous users may reach.
 const ANONYMOUS_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];

@@ -1,8 +1,8 @@
 //! Authorization: decides whether a user may perform a request.
 
-use crate::error::{Error, Reason, Result};
 use crate::request::UserInfo;
 use crate::request_info::RequestInfo;
+use apimachinery::error::{Error, Reason, Result};
 
 /// Decides whether a request is allowed.
 pub trait Authorizer: Send + Sync + 'static {

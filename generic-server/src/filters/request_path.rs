@@ -10,7 +10,7 @@
 
 use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
 
-use crate::error::{Error, Result};
+use apimachinery::error::{Error, Result};
 
 /// Longest request path accepted, in bytes (kube's limit on a request line's URL).
 pub const MAX_PATH_BYTES: usize = 8 * 1024;

@@ -18,9 +18,9 @@ use std::path::PathBuf;
 use http::HeaderMap;
 
 use super::authentication::{Authenticate, Authenticator, unauthorized};
-use crate::error::Result;
 use crate::request::UserInfo;
 use crate::tls::{self, ChainVerifier, TlsError};
+use apimachinery::error::Result;
 
 /// An aggregated server's front-proxy options, with kube's names and its
 /// defaults for delegated authentication.

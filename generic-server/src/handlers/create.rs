@@ -5,9 +5,9 @@ use std::sync::Arc;
 use http::StatusCode;
 
 use super::{body, check_verb, namespace, object_response, output, with_warnings, write_options};
-use crate::error::{Error, Result};
 use crate::registry::Store;
 use crate::request::{ApiRequest, ApiResponse};
+use apimachinery::error::{Error, Result};
 
 /// POST a new object.
 pub async fn create(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {

@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 
 use super::{check_verb, list_options, namespace, object_response, output};
 use crate::codec::{self, MediaType};
-use crate::error::{Error, Result};
 use crate::registry::{DeleteOptions, Store};
 use crate::request::{ApiRequest, ApiResponse};
+use apimachinery::error::{Error, Result};
 
 /// DELETE one object.
 pub async fn delete(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {

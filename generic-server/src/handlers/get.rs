@@ -7,10 +7,10 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Output, check_verb, list_options, namespace, object_response, output};
-use crate::error::Result;
 use crate::registry::{ListResult, Store};
 use crate::request::{ApiRequest, ApiResponse};
-use crate::table;
+use apimachinery::error::Result;
+use apimachinery::table;
 
 /// GET one object (or its subresource).
 pub async fn get(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {

@@ -15,12 +15,12 @@ use http::{StatusCode, header};
 use serde_json::Value;
 
 use crate::codec::{self, MediaType};
-use crate::error::{Error, FieldError, Reason, Result};
-use crate::field_selector::FieldSelector;
-use crate::label_selector::LabelSelector;
 use crate::registry::{FieldValidation, ListOptions, Store, WriteOptions};
 use crate::request::{ApiRequest, ApiResponse};
-use crate::table::{self, IncludeObject};
+use apimachinery::error::{Error, FieldError, Reason, Result};
+use apimachinery::field_selector::FieldSelector;
+use apimachinery::label_selector::LabelSelector;
+use apimachinery::table::{self, IncludeObject};
 
 /// Serves a resource request for a store, by verb.
 pub async fn serve(store: &Arc<Store>, req: ApiRequest) -> ApiResponse {
@@ -130,7 +130,7 @@ fn body(store: &Store, req: &ApiRequest) -> Result<Value> {
         return Err(Error::bad_request(format!(
             "the object provided is unrecognized (must be of type {}): {} ({})",
             store.resource.kind,
-            crate::patch::no_version_kind(&obj),
+            apimachinery::patch::no_version_kind(&obj),
             summarize(&req.body)
         )));
     }

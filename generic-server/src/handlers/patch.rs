@@ -6,10 +6,10 @@ use http::{StatusCode, header};
 
 use super::{check_verb, namespace, object_response, output, with_warnings, write_options};
 use crate::codec;
-use crate::error::Result;
-use crate::patch::PatchType;
 use crate::registry::Store;
 use crate::request::{ApiRequest, ApiResponse};
+use apimachinery::error::Result;
+use apimachinery::patch::PatchType;
 
 /// PATCH an object (or its subresource).
 pub async fn patch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {

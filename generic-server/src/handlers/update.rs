@@ -5,9 +5,9 @@ use std::sync::Arc;
 use http::StatusCode;
 
 use super::{body, check_verb, namespace, object_response, output, with_warnings, write_options};
-use crate::error::Result;
 use crate::registry::Store;
 use crate::request::{ApiRequest, ApiResponse};
+use apimachinery::error::Result;
 
 /// PUT a replacement object.
 pub async fn update(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {

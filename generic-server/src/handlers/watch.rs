@@ -7,11 +7,11 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Output, check_verb, list_options, namespace, output};
-use crate::error::Result;
 use crate::registry::{Store, WatchEncoder, WatchItem};
 use crate::request::{ApiRequest, ApiResponse};
 use crate::storage::cacher::encode_line;
-use crate::table;
+use apimachinery::error::Result;
+use apimachinery::table;
 
 /// WATCH a collection (or one object, with a name field selector).
 pub async fn watch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {

@@ -17,7 +17,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::{Mutex, broadcast, oneshot, watch};
 
-use crate::label_selector::Labels;
+use apimachinery::label_selector::Labels;
 
 use super::{Event, EventKind, EventStream, Storage, StorageError, prefix_end};
 

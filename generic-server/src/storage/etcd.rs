@@ -232,7 +232,7 @@ impl Storage for EtcdStorage {
         let resp = self
             .kv()
             .get(
-                "/kubechain/revision",
+                apimachinery::keys::REVISION,
                 Some(GetOptions::new().with_count_only()),
             )
             .await
