@@ -4,9 +4,7 @@
 //! delegates the rest down the chain over gRPC.
 
 mod apiservice;
-mod autoregister;
-mod available;
-mod namespaces;
+mod controllers;
 mod openapi_v2;
 mod proxy;
 
@@ -15,19 +13,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Actor;
 use anyhow::Context as _;
 use clap::Parser;
 use generic_server::admission::Admission;
-use generic_server::delegation::GrpcDelegate;
-use generic_server::discovery::Discovery;
+use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
 use generic_server::filters::authorization::MastersOnly;
-use generic_server::front_door::{self, FrontDoor};
-use generic_server::informer::{self, Change};
 use generic_server::loopback::Loopback;
-use generic_server::options::{self, EtcdOptions, TlsOptions};
-use generic_server::server::{ApiServer, HealthCheck};
+use generic_server::pipeline::{self, Pipeline};
 use generic_server::service_client as backend;
 use serde_json::json;
 
@@ -87,52 +80,29 @@ struct Options {
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
     #[command(flatten)]
-    etcd: EtcdOptions,
-    #[command(flatten)]
-    tls: TlsOptions,
+    config: Config,
 }
 
 fn main() -> anyhow::Result<()> {
-    options::run(run(Options::parse()))
+    config::run(run(Options::parse()))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
-    let tls = options.tls.load().context("loading TLS files")?;
-    let backend = options::start_storage(&options.etcd)
-        .await
-        .context("connecting to etcd")?;
-    let prefix = options.etcd.etcd_prefix.trim_end_matches('/').to_string();
-    let core = GrpcDelegate::new(
-        "core-server",
-        &options.core_endpoint,
-        &options.core_server_name,
-        &tls,
-    )
-    .context("core server endpoint")?;
-    let discovery = Arc::new(Discovery::default());
-    core.follow_endpoints(generic_server::endpoints::watch_endpoints(
-        backend.etcd.clone(),
-        "core-server",
-    ));
-    core.follow_discovery(discovery.clone());
-    let checks = health_checks(&core, &discovery, backend.etcd_check.clone());
-    let server = Arc::new(ApiServer::new(
-        "aggregator",
-        discovery.clone(),
-        Arc::new(core),
-        checks,
-    ));
+    let core = Delegate {
+        component: "core-server",
+        endpoints: &options.core_endpoint,
+        server_name: &options.core_server_name,
+    };
+    let config = options.config.complete(Some(core)).await?;
+    let core_check = config.delegate_check().context("the core server link")?;
+    let mut server = config.new("aggregator");
+    server.server.add_health_check("core-server", core_check);
     server
-        .install(
-            vec![apiservice::resource()],
-            &backend.cacher,
-            &Admission::default(),
-            &prefix,
-        )
+        .install(vec![apiservice::resource()], &Admission::default())
         .await
         .context("installing APIServices")?;
 
-    let client = Loopback::new(server.clone(), "system:kube-aggregator");
+    let client = Loopback::new(server.server.clone(), "system:kube-aggregator");
     let identity = front_proxy_identity(&options)?;
     let clients = Arc::new(backend::Clients::new(Some(identity)));
     let routes = proxy::Routes::default();
@@ -141,27 +111,23 @@ async fn run(options: Options) -> anyhow::Result<()> {
         .and_then(|h| h.into_string().ok())
         .unwrap_or_default();
     let (leader, campaigning) = generic_server::leader::elect(
-        backend.etcd.clone(),
+        server.etcd.clone(),
         &apimachinery::keys::lease("aggregator-controllers"),
         &format!("{host}-{}", std::process::id()),
     );
-    let controller = available::AvailableConditionController::new(
-        client.clone(),
-        clients.clone(),
-        discovery.clone(),
-        routes.clone(),
-        leader.clone(),
-        backend.etcd.clone(),
-    )
-    .start();
-    let apiservices = server
-        .store("apiregistration.k8s.io", "v1", "apiservices")
-        .context("the APIService store")?;
-    informer::follow(apiservices, Duration::from_secs(300), move |change| {
-        controller.do_send(available::Sync(change));
-        true
-    });
-    autoregister::start(client.clone(), discovery.clone(), leader.clone());
+    let handler = Arc::new(openapi_v2::OpenApiV2::new(Arc::new(
+        proxy::Aggregator::new(server.server.clone(), routes.clone(), clients.clone()),
+    )));
+    controllers::add_post_start_hooks(
+        &mut server,
+        controllers::Shared {
+            client: client.clone(),
+            front_door: handler.clone(),
+            clients,
+            routes,
+            leader,
+        },
+    )?;
     tokio::spawn(publish_authentication_config(
         client,
         options_authentication(&options)?,
@@ -179,70 +145,20 @@ async fn run(options: Options) -> anyhow::Result<()> {
             &options.service_account_issuer,
         )?);
     }
-    let handler = Arc::new(openapi_v2::OpenApiV2::new(Arc::new(
-        proxy::Aggregator::new(server, routes, clients),
-    )));
-    // The namespace controller reaches every server, aggregated ones too,
-    // through the front door's own handler.
-    let finalizer = namespaces::NamespaceController::new(
-        Loopback::new(
-            handler.clone(),
-            "system:serviceaccount:kube-system:namespace-controller",
-        ),
-        discovery.clone(),
-        leader.clone(),
-    )
-    .start();
-    let namespaces_prefix = apimachinery::keys::key_prefix(&prefix, "", "namespaces");
-    backend
-        .cacher
-        .register(
-            &namespaces_prefix,
-            generic_server::registry::generic_ingest(),
-        )
-        .await
-        .context("caching namespaces")?;
-    informer::follow_cache(
-        backend.cacher.clone(),
-        namespaces_prefix,
-        Duration::from_secs(30),
-        move |change| {
-            if let Change::Present(ns) = change {
-                finalizer.do_send(namespaces::Sync(ns));
-            }
-            true
-        },
-    );
-    let door = Arc::new(FrontDoor::new(
-        authenticator,
-        Box::new(MastersOnly),
-        handler,
-    ));
+    tokio::spawn(server.start_post_start_hooks());
+    let door = Arc::new(Pipeline::new(authenticator, Box::new(MastersOnly), handler));
     tracing::info!(listen = %options.listen, "aggregator serving");
-    front_door::serve_https(options.listen, tls.https_server()?, door, options.workers)
-        .await
-        .context("serving HTTPS")?;
+    pipeline::serve_https(
+        options.listen,
+        server.tls.https_server()?,
+        door,
+        options.workers,
+    )
+    .await
+    .context("serving HTTPS")?;
     // Stopped: wait (briefly) for the leader lease to be given up.
     let _ = tokio::time::timeout(Duration::from_secs(2), campaigning).await;
     Ok(())
-}
-
-/// Readiness: etcd, the core server, and discovery received from it.
-fn health_checks(
-    core: &GrpcDelegate,
-    discovery: &Arc<Discovery>,
-    etcd: HealthCheck,
-) -> Vec<(String, HealthCheck)> {
-    let ping = core.clone();
-    let core_check: HealthCheck = Arc::new(move || {
-        let core = ping.clone();
-        Box::pin(async move { core.ping().await })
-    });
-    vec![
-        ("etcd".into(), etcd),
-        ("core-server".into(), core_check),
-        ("discovery".into(), discovery.readiness()),
-    ]
 }
 
 /// The front-proxy client certificate (or, without one, our serving
@@ -254,8 +170,8 @@ fn front_proxy_identity(options: &Options) -> anyhow::Result<backend::Identity> 
     ) {
         (Some(c), Some(k)) => (c, k),
         _ => (
-            &options.tls.tls_cert_file,
-            &options.tls.tls_private_key_file,
+            &options.config.tls.tls_cert_file,
+            &options.config.tls.tls_private_key_file,
         ),
     };
     Ok(backend::Identity {
@@ -269,7 +185,7 @@ fn options_authentication(options: &Options) -> anyhow::Result<serde_json::Value
     let read = |p: &PathBuf| {
         std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
     };
-    let mut data = json!({"client-ca-file": read(&options.tls.client_ca_file)?});
+    let mut data = json!({"client-ca-file": read(&options.config.tls.client_ca_file)?});
     if let Some(ca) = &options.requestheader_client_ca_file {
         data["requestheader-client-ca-file"] = json!(read(ca)?);
         data["requestheader-allowed-names"] =

@@ -10,21 +10,14 @@ mod tokens;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use actix::Actor;
-use allocation::{AllocationRepair, Ranges, ServiceAllocator};
+use allocation::{Ranges, ServiceAllocator};
 use anyhow::Context as _;
 use clap::Parser;
 use generic_server::admission::{Admission, NamespaceLifecycle};
-use generic_server::delegation::{DelegationService, GrpcDelegate};
-use generic_server::discovery::Discovery;
-use generic_server::garbage_collector::{self, GarbageCollector};
-use generic_server::informer::{self, Change};
+use generic_server::config::{self, Config, Delegate};
 use generic_server::loopback::Loopback;
-use generic_server::options::{self, EtcdOptions, TlsOptions};
-use generic_server::server::{ApiServer, HealthCheck};
-use generic_server::storage::cacher::Cacher;
+use generic_server::server::ApiServer;
 use serde_json::json;
 
 /// Namespaces that exist from the start.
@@ -91,46 +84,22 @@ struct Options {
     )]
     allowed_callers: Vec<String>,
     #[command(flatten)]
-    etcd: EtcdOptions,
-    #[command(flatten)]
-    tls: TlsOptions,
+    config: Config,
 }
 
 fn main() -> anyhow::Result<()> {
-    options::run(run(Options::parse()))
+    config::run(run(Options::parse()))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
-    let tls = options.tls.load().context("loading TLS files")?;
-    let backend = options::start_storage(&options.etcd)
-        .await
-        .context("connecting to etcd")?;
-    let (cacher, etcd_check) = (backend.cacher.clone(), backend.etcd_check.clone());
-    let prefix = options.etcd.etcd_prefix.trim_end_matches('/').to_string();
-
-    let delegate = GrpcDelegate::new(
-        "extension-server",
-        &options.extension_endpoint,
-        &options.extension_server_name,
-        &tls,
-    )
-    .context("extension server endpoint")?;
-    let discovery = Arc::new(Discovery::default());
-    delegate.follow_endpoints(generic_server::endpoints::watch_endpoints(
-        backend.etcd.clone(),
-        "extension-server",
-    ));
-    delegate.follow_discovery(discovery.clone());
-    let checks: Vec<(String, HealthCheck)> = vec![
-        ("etcd".into(), etcd_check),
-        ("discovery".into(), discovery.readiness()),
-    ];
-    let server = Arc::new(ApiServer::new(
-        "core-server",
-        discovery.clone(),
-        Arc::new(delegate),
-        checks,
-    ));
+    let extension = Delegate {
+        component: "extension-server",
+        endpoints: &options.extension_endpoint,
+        server_name: &options.extension_server_name,
+    };
+    let config = options.config.complete(Some(extension)).await?;
+    let mut server = config.new("core-server");
+    let (cacher, prefix) = (server.cacher.clone(), server.etcd_root.clone());
 
     let lifecycle = NamespaceLifecycle::new(cacher.clone(), &prefix)
         .await
@@ -145,13 +114,13 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let mut all = resources::all();
     all.extend(reviews::resources());
     server
-        .install(all, &cacher, &admission, &prefix)
+        .install(all, &admission)
         .await
         .context("installing resources")?;
-    reviews::install(&server);
-    install_token_requests(&server, &options)?;
+    reviews::install(&server.server);
+    install_token_requests(&server.server, &options)?;
 
-    let client = Loopback::new(server.clone(), "system:kube-controller-manager");
+    let client = Loopback::new(server.server.clone(), "system:kube-controller-manager");
     for name in SYSTEM_NAMESPACES {
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
         if let Err(e) = client.create("/api/v1/namespaces", &ns).await {
@@ -160,15 +129,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
             }
         }
     }
-    bootstrap_kubernetes_service(&server, &client, &ranges, &options).await?;
-    if let Some(services) = server.store("", "v1", "services") {
-        AllocationRepair::start(cacher.storage().clone(), services);
-    }
-    start_controllers(&server, client, discovery.clone(), cacher, &prefix);
-
-    tracing::info!(listen = %options.listen, "core-server serving");
-    let service = DelegationService::new(server, discovery, options.allowed_callers);
-    options::serve_grpc(options.listen, &tls, service, backend.etcd, "core-server")
+    bootstrap_kubernetes_service(&server.server, &client, &ranges, &options).await?;
+    controllers::add_post_start_hooks(&mut server, client);
+    server
+        .run_grpc(options.listen, options.allowed_callers)
         .await
         .context("serving gRPC")
 }
@@ -258,27 +222,4 @@ async fn bootstrap_kubernetes_service(
         }
     }
     Ok(())
-}
-
-/// Starts the garbage collector (over this server's objects and its
-/// delegates'), and the service account controller on namespace events.
-fn start_controllers(
-    server: &Arc<ApiServer>,
-    client: Loopback,
-    discovery: Arc<Discovery>,
-    cacher: Arc<Cacher>,
-    etcd_root: &str,
-) {
-    let Some(namespaces) = server.store("", "v1", "namespaces") else {
-        return;
-    };
-    let collector = GarbageCollector::start(server.stores(), client.clone(), discovery.clone());
-    garbage_collector::follow_delegates(&collector, cacher, discovery, etcd_root);
-    let accounts = controllers::serviceaccount::ServiceAccountController::new(client).start();
-    informer::follow(namespaces, Duration::from_secs(30), move |change| {
-        if let Change::Present(ns) = change {
-            accounts.do_send(controllers::serviceaccount::Sync(ns));
-        }
-        true
-    });
 }

@@ -16,13 +16,10 @@ use actix::Actor;
 use anyhow::Context as _;
 use clap::Parser;
 use generic_server::admission::{Admission, NamespaceLifecycle};
-use generic_server::delegation::DelegationService;
-use generic_server::discovery::Discovery;
+use generic_server::config::{self, Config};
 use generic_server::informer;
 use generic_server::loopback::Loopback;
-use generic_server::options::{self, EtcdOptions, TlsOptions};
-use generic_server::request::NotFoundHandler;
-use generic_server::server::{ApiServer, HealthCheck};
+use generic_server::service_client::{Clients, StorageReader};
 
 /// The extension server's options.
 #[derive(Parser, Debug)]
@@ -43,70 +40,50 @@ struct Options {
     )]
     allowed_callers: Vec<String>,
     #[command(flatten)]
-    etcd: EtcdOptions,
-    #[command(flatten)]
-    tls: TlsOptions,
+    config: Config,
 }
 
 fn main() -> anyhow::Result<()> {
-    options::run(run(Options::parse()))
+    config::run(run(Options::parse()))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
-    let tls = options.tls.load().context("loading TLS files")?;
-    let backend = options::start_storage(&options.etcd)
-        .await
-        .context("connecting to etcd")?;
-    let (cacher, etcd_check) = (backend.cacher.clone(), backend.etcd_check.clone());
-    let prefix = options.etcd.etcd_prefix.trim_end_matches('/').to_string();
-    let discovery = Arc::new(Discovery::default());
-    let checks: Vec<(String, HealthCheck)> = vec![("etcd".into(), etcd_check)];
-    let server = Arc::new(ApiServer::new(
-        "extension-server",
-        discovery.clone(),
-        Arc::new(NotFoundHandler),
-        checks,
-    ));
-    let lifecycle = NamespaceLifecycle::new(cacher.clone(), &prefix)
+    let mut server = options.config.complete(None).await?.new("extension-server");
+    let lifecycle = NamespaceLifecycle::new(server.cacher.clone(), &server.etcd_root)
         .await
         .context("namespace lifecycle")?;
     let admission = Admission::new(vec![Arc::new(lifecycle)]);
     server
-        .install(vec![crd::resource()], &cacher, &admission, &prefix)
+        .install(vec![crd::resource()], &admission)
         .await
         .context("installing CRDs")?;
     let crds = server
+        .server
         .store("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         .context("the CRD store")?;
-    let client = Loopback::new(server.clone(), "system:apiextensions-controller");
-    let reader = Arc::new(generic_server::service_client::StorageReader::new(
-        cacher.storage().clone(),
-        &prefix,
-    ));
-    let webhooks = Arc::new(generic_server::service_client::Clients::new(None));
     let context = controllers::crd::Context {
-        server: server.clone(),
-        cacher,
+        server: server.server.clone(),
+        cacher: server.cacher.clone(),
         admission,
-        etcd_root: prefix,
-        client,
-        reader,
-        webhooks,
+        etcd_root: server.etcd_root.clone(),
+        client: Loopback::new(server.server.clone(), "system:apiextensions-controller"),
+        reader: Arc::new(StorageReader::new(
+            server.cacher.storage().clone(),
+            &server.etcd_root,
+        )),
+        webhooks: Arc::new(Clients::new(None)),
     };
-    let controller = controllers::crd::CrdController::new(context).start();
-    informer::follow(crds, Duration::from_secs(60), move |change| {
-        controller.do_send(controllers::crd::Sync(change));
-        true
+    let api = server.server.clone();
+    server.add_post_start_hook("start-apiextensions-controllers", async move {
+        let controller = controllers::crd::CrdController::new(context).start();
+        informer::follow(crds.clone(), Duration::from_secs(60), move |change| {
+            controller.do_send(controllers::crd::Sync(change));
+            true
+        });
+        controllers::crd::served_at_start(api, crds).await;
     });
-    tracing::info!(listen = %options.listen, "extension-server serving");
-    let service = DelegationService::new(server, discovery, options.allowed_callers);
-    options::serve_grpc(
-        options.listen,
-        &tls,
-        service,
-        backend.etcd,
-        "extension-server",
-    )
-    .await
-    .context("serving gRPC")
+    server
+        .run_grpc(options.listen, options.allowed_callers)
+        .await
+        .context("serving gRPC")
 }

@@ -1,16 +1,11 @@
 //! Resource quantities (`500m`, `1Gi`, `2e3`).
 //!
-//! `core-server/src/resources/quantity.rs` lives in the core-server binary,
-//! which has no library target; the file is self-contained (serde_json and
-//! generic-server's `FieldError`), so it is compiled into this target as is.
+//! Through `apimachinery::quantity`.
 //!
 //! Input: the quantity string; it is also checked as a one-entry resource list.
 #![no_main]
 
-#[allow(dead_code, missing_docs)]
-#[path = "../../core-server/src/resources/quantity.rs"]
-mod quantity;
-
+use apimachinery::quantity;
 use kubechain_fuzz::text;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};

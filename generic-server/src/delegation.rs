@@ -358,7 +358,7 @@ impl GrpcDelegate {
     /// static endpoints stay in use.
     pub fn follow_endpoints(
         &self,
-        mut registered: tokio::sync::watch::Receiver<Vec<crate::endpoints::Endpoint>>,
+        mut registered: tokio::sync::watch::Receiver<Vec<crate::registration::Endpoint>>,
     ) {
         let this = self.clone();
         let fallback: Vec<String> = self

@@ -8,19 +8,18 @@
 
 pub mod admission;
 pub mod codec;
+pub mod config;
 pub mod delegation;
 pub mod discovery;
-pub mod endpoints;
 pub mod filters;
-pub mod front_door;
-pub mod garbage_collector;
 pub mod handlers;
 pub mod informer;
 pub mod jwt;
 pub mod leader;
 pub mod loopback;
 pub mod metrics;
-pub mod options;
+pub mod pipeline;
+pub mod registration;
 pub mod registry;
 pub mod request;
 pub mod request_info;
@@ -30,9 +29,8 @@ pub mod service_client;
 pub mod shutdown;
 pub mod storage;
 pub mod strategy;
+#[cfg(test)]
+pub mod testing;
 pub mod tls;
 pub mod version;
 pub mod watch_hub;
-
-#[cfg(test)]
-pub mod testing;

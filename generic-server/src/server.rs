@@ -67,7 +67,7 @@ pub struct ApiServer {
     discovery: Arc<Discovery>,
     openapi: RwLock<HashMap<String, Rendered>>,
     delegate: Arc<dyn Handler>,
-    checks: Vec<(String, HealthCheck)>,
+    checks: RwLock<Vec<(String, HealthCheck)>>,
     declared: RwLock<Vec<Resource>>,
     create_only: RwLock<
         HashMap<
@@ -95,11 +95,19 @@ impl ApiServer {
             discovery,
             openapi: RwLock::default(),
             delegate,
-            checks,
+            checks: RwLock::new(checks),
             declared: RwLock::default(),
             create_only: RwLock::default(),
             read_only: RwLock::default(),
         }
+    }
+
+    /// Adds a check that `/readyz` (and `/healthz`) run.
+    pub fn add_health_check(&self, name: &str, check: HealthCheck) {
+        self.checks
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((name.to_string(), check));
     }
 
     /// The server's discovery.
@@ -381,7 +389,12 @@ impl ApiServer {
         if only == Some("ping") {
             return ApiResponse::bytes(StatusCode::OK, "text/plain; charset=utf-8", "ok");
         }
-        for (name, check) in &self.checks {
+        let checks = self
+            .checks
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for (name, check) in &checks {
             if only.is_some_and(|o| o != name) || excluded.contains(name) {
                 continue;
             }

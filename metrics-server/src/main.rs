@@ -20,15 +20,10 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use generic_server::discovery::Discovery;
+use generic_server::config::{self, Config};
 use generic_server::filters::authorization::MastersOnly;
 use generic_server::filters::requestheader::RequestHeaderOptions;
-use generic_server::front_door::{self, FrontDoor};
-use generic_server::options::{self, EtcdOptions, TlsOptions};
-use generic_server::request::NotFoundHandler;
-use generic_server::server::{ApiServer, HealthCheck};
-use generic_server::storage::Storage;
-use generic_server::storage::etcd::EtcdStorage;
+use generic_server::pipeline::{self, Pipeline};
 
 /// metrics-server's options.
 #[derive(Parser, Debug)]
@@ -50,9 +45,7 @@ struct Options {
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
     #[command(flatten)]
-    etcd: EtcdOptions,
-    #[command(flatten)]
-    tls: TlsOptions,
+    config: Config,
     #[command(flatten)]
     requestheader: RequestHeaderOptions,
 }
@@ -66,58 +59,41 @@ fn seconds(text: &str) -> Result<Duration, String> {
 }
 
 fn main() -> anyhow::Result<()> {
-    options::run(run(Options::parse()))
+    config::run(run(Options::parse()))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
-    let tls = options.tls.load().context("loading TLS files")?;
+    let server = options.config.complete(None).await?.new("metrics-server");
     let authenticator = options
         .requestheader
-        .authenticator(&tls.ca)
+        .authenticator(&server.tls.ca)
         .context("loading the front-proxy CA")?;
-    let https = tls.https_server_trusting(&[authenticator.front_proxy_ca()])?;
-    let storage: Arc<dyn Storage> = Arc::new(
-        EtcdStorage::connect(&options.etcd.etcd_servers)
-            .await
-            .context("connecting to etcd")?,
-    );
+    let https = server
+        .tls
+        .https_server_trusting(&[authenticator.front_proxy_ca()])?;
     let node = match options.node_name {
         Some(name) => name,
         None => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
     };
     let usage = sampler::start(options.metric_resolution);
-
-    let etcd = storage.clone();
-    let etcd_check: HealthCheck = Arc::new(move || {
-        let etcd = etcd.clone();
-        Box::pin(async move {
-            etcd.current_revision()
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
-    });
     let collection_check = sampler::check(usage.clone(), options.metric_resolution);
-    let checks = vec![
-        ("etcd".to_string(), etcd_check),
-        ("metric-collection".to_string(), collection_check),
-    ];
-    let server = Arc::new(ApiServer::new(
-        "metrics-server",
-        Arc::new(Discovery::default()),
-        Arc::new(NotFoundHandler),
-        checks,
-    ));
-    let key = apimachinery::keys::object_key(&options.etcd.etcd_prefix, "", "nodes", "", &node);
-    server.install_read_only(api::resources(api::Nodes {
-        storage,
+    server
+        .server
+        .add_health_check("metric-collection", collection_check);
+    let key = apimachinery::keys::object_key(&server.etcd_root, "", "nodes", "", &node);
+    server.server.install_read_only(api::resources(api::Nodes {
+        storage: server.cacher.storage().clone(),
         key,
         usage,
     }));
 
-    let door = Arc::new(FrontDoor::new(authenticator, Box::new(MastersOnly), server));
+    let door = Arc::new(Pipeline::new(
+        authenticator,
+        Box::new(MastersOnly),
+        server.server,
+    ));
     tracing::info!(listen = %options.listen, %node, "metrics-server serving");
-    front_door::serve_https(options.listen, https, door, options.workers)
+    pipeline::serve_https(options.listen, https, door, options.workers)
         .await
         .context("serving HTTPS")
 }

@@ -528,6 +528,20 @@ fn discovery_openapi_and_health() {
         "{}",
         readyz.stdout
     );
+    // The aggregator's controllers are post-start hooks, listed as kube lists them.
+    for hook in [
+        "apiservice-status-available-controller",
+        "apiservice-registration-controller",
+        "start-namespace-controller",
+    ] {
+        assert!(
+            readyz
+                .stdout
+                .contains(&format!("[+]poststarthook/{hook} ok")),
+            "{hook}: {}",
+            readyz.stdout
+        );
+    }
     let group = cluster.kubectl(&["get", "--raw", "/api/v1"]).json();
     assert_eq!(group["kind"], "APIResourceList");
     assert!(

@@ -68,3 +68,103 @@ impl Handler<Sync> for ServiceAccountController {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use generic_server::admission::Admission;
+    use generic_server::discovery::Discovery;
+    use generic_server::request::NotFoundHandler;
+    use generic_server::server::ApiServer;
+    use generic_server::storage::cacher::Cacher;
+    use generic_server::storage::memory::MemoryStorage;
+
+    use super::*;
+
+    /// A loopback client of a server holding namespaces and service
+    /// accounts over memory storage.
+    async fn client() -> Loopback {
+        let cacher = Cacher::start(Arc::new(MemoryStorage::default()))
+            .await
+            .expect("a cache");
+        let server = Arc::new(ApiServer::new(
+            "test",
+            Arc::new(Discovery::default()),
+            Arc::new(NotFoundHandler),
+            Vec::new(),
+        ));
+        let resources = crate::resources::all()
+            .into_iter()
+            .filter(|r| {
+                r.group.is_empty() && matches!(r.plural.as_str(), "namespaces" | "serviceaccounts")
+            })
+            .collect();
+        server
+            .install(resources, &cacher, &Admission::default(), "/registry")
+            .await
+            .expect("installed");
+        Loopback::new(server, "test")
+    }
+
+    /// The namespace's `default` ServiceAccount, polled for up to 5 s.
+    async fn default_account(client: &Loopback, namespace: &str) -> Option<Value> {
+        let path = format!("/api/v1/namespaces/{namespace}/serviceaccounts/default");
+        for _ in 0..100 {
+            if let Ok(sa) = client.get(&path).await {
+                return Some(sa);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
+    }
+
+    #[actix::test]
+    async fn an_active_namespace_gets_a_default_account_and_a_terminating_one_does_not() {
+        let client = client().await;
+        let controller = ServiceAccountController::new(client.clone()).start();
+        for name in ["active", "terminating"] {
+            let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            client
+                .create("/api/v1/namespaces", &ns)
+                .await
+                .expect("namespace");
+        }
+        let active = json!({"metadata": {"name": "active"}, "status": {"phase": "Active"}});
+        let terminating = json!({"metadata": {"name": "terminating", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+                                 "status": {"phase": "Terminating"}});
+        controller.send(Sync(terminating)).await.expect("delivered");
+        controller
+            .send(Sync(active.clone()))
+            .await
+            .expect("delivered");
+        let sa = default_account(&client, "active")
+            .await
+            .expect("a default account");
+        assert_eq!(sa["metadata"]["namespace"], "active");
+        assert!(
+            client
+                .get("/api/v1/namespaces/terminating/serviceaccounts/default")
+                .await
+                .is_err(),
+            "a terminating namespace gets no account"
+        );
+
+        // Deleted, it comes back on the next sync; an existing one is kept.
+        client
+            .delete("/api/v1/namespaces/active/serviceaccounts/default")
+            .await
+            .expect("deleted");
+        controller
+            .send(Sync(active.clone()))
+            .await
+            .expect("delivered");
+        let again = default_account(&client, "active").await.expect("recreated");
+        assert_ne!(again["metadata"]["uid"], sa["metadata"]["uid"]);
+        controller.send(Sync(active)).await.expect("delivered");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let kept = default_account(&client, "active").await.expect("kept");
+        assert_eq!(kept["metadata"]["uid"], again["metadata"]["uid"]);
+    }
+}

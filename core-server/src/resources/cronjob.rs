@@ -8,7 +8,7 @@ use generic_server::strategy::Strategy;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, items, text};
-use super::{job, pod_template, workload};
+use super::{job, pod_spec, workload};
 
 /// Longest CronJob name: job names get an 11-character suffix.
 const MAX_NAME: usize = 52;
@@ -166,7 +166,7 @@ impl Strategy for CronJobStrategy {
         default(obj, "/spec/suspend", json!(false));
         default(obj, "/spec/successfulJobsHistoryLimit", json!(3));
         default(obj, "/spec/failedJobsHistoryLimit", json!(1));
-        pod_template::default_template(obj, "/spec/jobTemplate/spec/template");
+        pod_spec::default_template(obj, "/spec/jobTemplate/spec/template");
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

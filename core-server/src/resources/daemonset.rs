@@ -8,7 +8,7 @@ use generic_server::strategy::Strategy;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, text};
-use super::{pod_template, workload};
+use super::{pod_spec, workload};
 
 /// The rules of `apps/v1/DaemonSet`.
 pub struct DaemonSetStrategy;
@@ -75,7 +75,7 @@ impl Strategy for DaemonSetStrategy {
             default(obj, "/spec/updateStrategy/rollingUpdate/maxSurge", json!(0));
         }
         default(obj, "/spec/revisionHistoryLimit", json!(10));
-        pod_template::default_template(obj, "/spec/template");
+        pod_spec::default_template(obj, "/spec/template");
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

@@ -8,7 +8,7 @@ use generic_server::strategy::Strategy;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, text};
-use super::{pod_template, workload};
+use super::{pod_spec, workload};
 
 /// The rules of `apps/v1/Deployment`.
 pub struct DeploymentStrategy;
@@ -76,7 +76,7 @@ impl Strategy for DeploymentStrategy {
         }
         default(obj, "/spec/revisionHistoryLimit", json!(10));
         default(obj, "/spec/progressDeadlineSeconds", json!(600));
-        pod_template::default_template(obj, "/spec/template");
+        pod_spec::default_template(obj, "/spec/template");
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

@@ -9,7 +9,7 @@ use generic_server::strategy::Strategy;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, text};
-use super::{pod_template, workload};
+use super::{pod_spec, workload};
 
 /// The labels kube puts on a job's pods (legacy and prefixed).
 const CONTROLLER_UID: [&str; 2] = ["controller-uid", "batch.kubernetes.io/controller-uid"];
@@ -154,7 +154,7 @@ pub fn validate_job_spec(spec: &Value, path: &str, selector_required: bool) -> V
             &["Failed", "TerminatingOrFailed"],
         ));
     }
-    errs.extend(pod_template::validate_template(
+    errs.extend(pod_spec::validate_template(
         &template,
         &format!("{path}.template"),
     ));
@@ -282,7 +282,7 @@ impl Strategy for JobStrategy {
                 default(c, "/status", json!("True"))
             });
         });
-        pod_template::default_template(obj, "/spec/template");
+        pod_spec::default_template(obj, "/spec/template");
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

@@ -6,7 +6,7 @@ use generic_server::strategy::Strategy;
 use serde_json::{Map, Value};
 
 use super::fields::{self, items, text};
-use super::quantity;
+use apimachinery::quantity;
 
 /// The rules of `v1/LimitRange`.
 pub struct LimitRangeStrategy;

@@ -1,5 +1,5 @@
 //! The built-in resources this server serves: one small strategy each,
-//! with the pieces several share (`pod_template`, `workload`, `fields`,
+//! with the pieces several share (`pod_spec`, `workload`, `fields`,
 //! `quantity`) beside them.
 
 mod admissionregistration;
@@ -27,11 +27,10 @@ mod node;
 mod persistentvolume;
 mod persistentvolumeclaim;
 mod pod;
-mod pod_template;
+mod pod_spec;
 mod poddisruptionbudget;
 mod podtemplate;
 mod priorityclass;
-mod quantity;
 mod rbac;
 mod replicaset;
 mod replicationcontroller;

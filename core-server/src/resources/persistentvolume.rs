@@ -7,7 +7,7 @@ use generic_server::strategy::Strategy;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, has, is_set, items, text};
-use super::quantity;
+use apimachinery::quantity;
 
 /// The sources a PersistentVolume may name, one of which it must have.
 const SOURCES: &[&str] = &[

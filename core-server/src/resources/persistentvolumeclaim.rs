@@ -11,7 +11,7 @@ use super::fields::{self, default, is_set, items, text};
 use super::persistentvolume::{
     access_modes_string, storage_class, unset_if_absent, validate_access_modes,
 };
-use super::quantity;
+use apimachinery::quantity;
 
 /// The rules of `v1/PersistentVolumeClaim`.
 pub struct PersistentVolumeClaimStrategy;

@@ -9,7 +9,8 @@ use generic_server::strategy::Strategy;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, items, text};
-use super::{pod_template, quantity};
+use super::pod_spec;
+use apimachinery::quantity;
 
 /// The fields a pod update may change, as kube's message lists them.
 const UPDATABLE: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
@@ -329,7 +330,7 @@ impl Strategy for PodStrategy {
         let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else {
             return;
         };
-        pod_template::default_spec(spec);
+        pod_spec::default_spec(spec);
         default(spec, "/enableServiceLinks", json!(true));
         let host_network = spec.get("hostNetwork") == Some(&Value::Bool(true));
         for list in ["/containers", "/initContainers"] {
@@ -375,7 +376,7 @@ impl Strategy for PodStrategy {
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-        let mut errs = pod_template::validate_spec(&spec, "spec");
+        let mut errs = pod_spec::validate_spec(&spec, "spec");
         if !items(&spec, "/ephemeralContainers").is_empty() {
             errs.push(FieldError::forbidden(
                 "spec.ephemeralContainers",
@@ -396,7 +397,7 @@ impl Strategy for PodStrategy {
             new.get("spec").cloned().unwrap_or_default(),
             old.get("spec").cloned().unwrap_or_default(),
         );
-        let mut errs: Vec<FieldError> = pod_template::validate_spec(&new_spec, "spec");
+        let mut errs: Vec<FieldError> = pod_spec::validate_spec(&new_spec, "spec");
         errs.extend(validate_spec_update(&new_spec, &old_spec));
         errs
     }

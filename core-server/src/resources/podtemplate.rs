@@ -6,7 +6,7 @@ use generic_server::strategy::Strategy;
 use serde_json::{Value, json};
 
 use super::fields;
-use super::pod_template;
+use super::pod_spec;
 
 /// The rules of `v1/PodTemplate`.
 pub struct PodTemplateStrategy;
@@ -18,7 +18,7 @@ impl Strategy for PodTemplateStrategy {
     }
 
     fn defaults(&self, obj: &mut Value) {
-        pod_template::default_template(obj, "/template");
+        pod_spec::default_template(obj, "/template");
     }
 
     fn tracks_generation(&self) -> bool {
@@ -26,7 +26,7 @@ impl Strategy for PodTemplateStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        pod_template::validate_template(&fields::value(obj, "/template"), "template")
+        pod_spec::validate_template(&fields::value(obj, "/template"), "template")
     }
 
     fn columns(&self) -> Vec<Column> {
@@ -47,8 +47,7 @@ impl Strategy for PodTemplateStrategy {
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        let (containers, images) =
-            pod_template::containers_and_images(obj.pointer("/template/spec"));
+        let (containers, images) = pod_spec::containers_and_images(obj.pointer("/template/spec"));
         vec![
             table::name_cell(obj),
             containers,

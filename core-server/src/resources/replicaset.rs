@@ -7,7 +7,7 @@ use generic_server::strategy::Strategy;
 use serde_json::{Value, json};
 
 use super::fields::{self, default};
-use super::{pod_template, workload};
+use super::{pod_spec, workload};
 
 /// The rules of `apps/v1/ReplicaSet`.
 pub struct ReplicaSetStrategy;
@@ -15,7 +15,7 @@ pub struct ReplicaSetStrategy;
 impl Strategy for ReplicaSetStrategy {
     fn defaults(&self, obj: &mut Value) {
         default(obj, "/spec/replicas", json!(1));
-        pod_template::default_template(obj, "/spec/template");
+        pod_spec::default_template(obj, "/spec/template");
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

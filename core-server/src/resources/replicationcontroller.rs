@@ -9,7 +9,7 @@ use generic_server::strategy::Strategy;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, has};
-use super::{pod_template, workload};
+use super::{pod_spec, workload};
 
 /// The rules of `v1/ReplicationController`.
 pub struct ReplicationControllerStrategy;
@@ -38,7 +38,7 @@ impl Strategy for ReplicationControllerStrategy {
             }
         }
         default(obj, "/spec/replicas", json!(1));
-        pod_template::default_template(obj, "/spec/template");
+        pod_spec::default_template(obj, "/spec/template");
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
@@ -65,7 +65,7 @@ impl Strategy for ReplicationControllerStrategy {
             "spec.selector",
         ));
         let template = obj.pointer("/spec/template");
-        errs.extend(pod_template::validate_controller_template(
+        errs.extend(pod_spec::validate_controller_template(
             template,
             "spec.template",
             &selector(obj),

@@ -6,7 +6,7 @@ use generic_server::strategy::Strategy;
 use serde_json::{Value, json};
 
 use super::fields::{self, items};
-use super::quantity;
+use apimachinery::quantity;
 
 /// The scopes a quota may name.
 const SCOPES: &[&str] = &[

@@ -9,7 +9,7 @@ use generic_server::strategy::Strategy;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, text};
-use super::{persistentvolumeclaim, pod_template, workload};
+use super::{persistentvolumeclaim, pod_spec, workload};
 
 /// What an update may change in a StatefulSet's spec.
 const MUTABLE: &[&str] = &[
@@ -98,7 +98,7 @@ impl Strategy for StatefulSetStrategy {
         );
         default(obj, "/spec/replicas", json!(1));
         default(obj, "/spec/revisionHistoryLimit", json!(10));
-        pod_template::default_template(obj, "/spec/template");
+        pod_spec::default_template(obj, "/spec/template");
         fields::each_mut(
             obj,
             "/spec/volumeClaimTemplates",

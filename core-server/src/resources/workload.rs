@@ -7,7 +7,7 @@ use apimachinery::table::Column;
 use serde_json::Value;
 
 use super::fields::{self, int_or_string};
-use super::pod_template;
+use super::pod_spec;
 
 /// Checks `spec.selector` (a `metav1.LabelSelector`) and `spec.template`
 /// against it, for a controller named `owner` (`ReplicaSet`, `StatefulSet`, ...).
@@ -20,7 +20,7 @@ pub fn validate_selector_and_template(obj: &Value, owner: &str) -> Vec<FieldErro
         errs.extend(fields::label_selector(selector, "spec.selector"));
     }
     let parsed = fields::selector_of(selector);
-    errs.extend(pod_template::validate_controller_template(
+    errs.extend(pod_spec::validate_controller_template(
         obj.pointer("/spec/template"),
         "spec.template",
         &parsed,
@@ -110,7 +110,7 @@ pub fn wide_columns(with_selector: bool) -> Vec<Column> {
 /// The Containers and Images cells of the template at a pointer.
 pub fn template_cells(obj: &Value, template: &str) -> [Value; 2] {
     let (containers, images) =
-        pod_template::containers_and_images(obj.pointer(&format!("{template}/spec")));
+        pod_spec::containers_and_images(obj.pointer(&format!("{template}/spec")));
     [containers, images]
 }
 

@@ -548,3 +548,223 @@ impl Handler<Sync> for CrdController {
         }
     }
 }
+
+/// How long start-up waits for the CRDs present at start to be served.
+const SERVED_AT_START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Waits until every established CRD in `crds` has its served versions
+/// installed in `server` (or [`SERVED_AT_START_TIMEOUT`] passes), so that a
+/// new replica is only found by callers once it serves every custom resource.
+pub async fn served_at_start(server: Arc<ApiServer>, crds: Arc<Store>) {
+    let deadline = tokio::time::Instant::now() + SERVED_AT_START_TIMEOUT;
+    loop {
+        let pending = match crds.list("", &ListOptions::default()).await {
+            Ok(list) => list
+                .items
+                .iter()
+                .map(|item| item.value())
+                .filter(|crd| unserved_versions(&server, crd) > 0)
+                .count(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list CRDs at start");
+                1
+            }
+        };
+        if pending == 0 {
+            return;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(pending, "CRDs still not served at start; going on");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How many of an established CRD's served versions `server` lacks a store for.
+fn unserved_versions(server: &ApiServer, crd: &Value) -> usize {
+    let deleting = crd
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null());
+    if deleting || !crd::is_true(crd, "Established") {
+        return 0;
+    }
+    let text = |path: &str| {
+        crd.pointer(path)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let (group, plural) = (text("/spec/group"), text("/spec/names/plural"));
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| v["served"].as_bool() == Some(true))
+        .filter_map(|v| v["name"].as_str())
+        .filter(|version| server.store(group, version, plural).is_none())
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use generic_server::informer;
+    use generic_server::request::NotFoundHandler;
+    use generic_server::service_client::StorageReader;
+    use generic_server::storage::memory::MemoryStorage;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A server holding CRDs over memory storage, with the controller
+    /// following them; the server and a client of it.
+    async fn serving() -> (Arc<ApiServer>, Loopback) {
+        let cacher = Cacher::start(Arc::new(MemoryStorage::default()))
+            .await
+            .expect("a cache");
+        let server = Arc::new(ApiServer::new(
+            "test",
+            Arc::new(generic_server::discovery::Discovery::default()),
+            Arc::new(NotFoundHandler),
+            Vec::new(),
+        ));
+        let admission = Admission::default();
+        server
+            .install(vec![crd::resource()], &cacher, &admission, "/registry")
+            .await
+            .expect("installed");
+        let client = Loopback::new(server.clone(), "test");
+        let context = Context {
+            server: server.clone(),
+            cacher: cacher.clone(),
+            admission,
+            etcd_root: "/registry".into(),
+            client: client.clone(),
+            reader: Arc::new(StorageReader::new(cacher.storage().clone(), "/registry")),
+            webhooks: Arc::new(Clients::new(None)),
+        };
+        let crds = server
+            .store("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .expect("the CRD store");
+        let controller = CrdController::new(context).start();
+        informer::follow(crds, Duration::from_secs(60), move |change| {
+            controller.do_send(Sync(change));
+            true
+        });
+        (server, client)
+    }
+
+    fn widgets(plural: &str, kind: &str) -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.example.com")},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind, "listKind": format!("{kind}List")},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]},
+        })
+    }
+
+    /// The CRD once `condition` is True, polled for up to 5 s.
+    async fn when_true(client: &Loopback, name: &str, condition: &str) -> Option<Value> {
+        for _ in 0..100 {
+            if let Ok(crd) = client.get(&format!("{CRD_PATH}/{name}")).await {
+                if crd::is_true(&crd, condition) {
+                    return Some(crd);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
+    }
+
+    #[actix::test]
+    async fn a_new_crd_is_established_and_served_and_a_clashing_one_is_not() {
+        let (server, client) = serving().await;
+        client
+            .create(CRD_PATH, &widgets("widgets", "Widget"))
+            .await
+            .expect("created");
+        let crd = when_true(&client, "widgets.example.com", "Established")
+            .await
+            .expect("established");
+        assert!(crd::is_true(&crd, "NamesAccepted"));
+        let crds = server
+            .store("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .expect("the CRD store");
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            served_at_start(server.clone(), crds),
+        )
+        .await
+        .expect("served at start");
+        assert!(server.store("example.com", "v1", "widgets").is_some());
+        let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}});
+        let created = client
+            .create("/apis/example.com/v1/namespaces/ns/widgets", &widget)
+            .await
+            .expect("a widget");
+        assert_eq!(created["spec"]["size"], 1);
+
+        // A second CRD claiming the same kind under another plural is refused its names.
+        let mut clash = widgets("gizmos", "Widget");
+        clash["spec"]["names"]["singular"] = json!("gizmo");
+        client.create(CRD_PATH, &clash).await.expect("created");
+        let mut refused = None;
+        for _ in 0..100 {
+            let crd = client
+                .get(&format!("{CRD_PATH}/gizmos.example.com"))
+                .await
+                .expect("the CRD");
+            if crd::condition(&crd, "NamesAccepted").is_some_and(|c| c["status"] == "False") {
+                refused = Some(crd);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let refused = refused.expect("names refused");
+        assert!(!crd::is_true(&refused, "Established"));
+        assert!(server.store("example.com", "v1", "gizmos").is_none());
+    }
+
+    #[actix::test]
+    async fn a_deleted_crd_takes_its_custom_resources_and_its_store_with_it() {
+        let (server, client) = serving().await;
+        client
+            .create(CRD_PATH, &widgets("widgets", "Widget"))
+            .await
+            .expect("created");
+        when_true(&client, "widgets.example.com", "Established")
+            .await
+            .expect("established");
+        let widget =
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
+        client
+            .create("/apis/example.com/v1/namespaces/ns/widgets", &widget)
+            .await
+            .expect("a widget");
+        client
+            .delete(&format!("{CRD_PATH}/widgets.example.com"))
+            .await
+            .expect("deleting");
+        let mut gone = false;
+        for _ in 0..200 {
+            if client
+                .get(&format!("{CRD_PATH}/widgets.example.com"))
+                .await
+                .is_err()
+            {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(gone, "the CRD goes once its widgets are gone");
+        for _ in 0..100 {
+            if server.store("example.com", "v1", "widgets").is_none() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(server.store("example.com", "v1", "widgets").is_none());
+    }
+}

@@ -23,15 +23,15 @@ use std::time::Duration;
 use actix::prelude::*;
 use serde_json::{Value, json};
 
-use crate::discovery::{self, Discovery};
-use crate::informer::{self, Change};
-use crate::loopback::Loopback;
-use crate::registry::Store;
-use crate::storage::cacher::{CachedObject, Cacher, Ingest};
 use apimachinery::error::{Reason, Result};
 use apimachinery::group_version::group_version_path;
 use apimachinery::keys::key_prefix;
 use apimachinery::label_selector::Labels;
+use generic_server::discovery::{self, Discovery};
+use generic_server::informer::{self, Change};
+use generic_server::loopback::Loopback;
+use generic_server::registry::Store;
+use generic_server::storage::cacher::{CachedObject, Cacher, Ingest};
 
 /// How long a dependent whose owner is not (yet) known waits before the
 /// owner is looked up: informers of other resources may still be loading.

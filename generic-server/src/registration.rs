@@ -11,8 +11,6 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-/// The etcd prefix of every registration.
-
 /// How long a registration outlives its server's last renewal.
 const LEASE_SECONDS: i64 = 5;
 

@@ -9,7 +9,7 @@ use apimachinery::validation;
 use serde_json::{Value, json};
 
 use super::fields::{self, default, has, int, is_set, items, text};
-use super::quantity;
+use apimachinery::quantity;
 
 /// Where a pod's containers live, in the order kube validates them.
 const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];

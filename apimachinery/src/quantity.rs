@@ -2,7 +2,7 @@
 //! checked with kube's message. Kube also canonicalizes them on output
 //! (`1000m` becomes `1`); we store them as written.
 
-use apimachinery::error::FieldError;
+use crate::error::FieldError;
 use serde_json::Value;
 
 const QUANTITY_ERROR: &str =

@@ -1,9 +1,9 @@
-//! The HTTPS front door (actix-web on rustls) and its request pipeline:
-//! the path's check, authentication, request info, authorization, the body
-//! (read only for an authorized caller), then the handler under panic
-//! recovery (or, for
-//! `/metrics`, the front door's own metrics). The order is written once,
-//! here.
+//! The HTTPS request pipeline (actix-web on rustls) of every server that
+//! serves HTTP: the aggregator's front door and aggregated servers such as
+//! metrics-server. The path's check, authentication, request info,
+//! authorization, the body (read only for an authorized caller), then the
+//! handler under panic recovery (or, for `/metrics`, the pipeline's own
+//! metrics). The order is written once, here.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -27,7 +27,7 @@ use crate::request::{self, ApiRequest, ApiResponse, Body, Handler};
 struct PeerCerts(Vec<Vec<u8>>);
 
 /// The pipeline every front-door request goes through.
-pub struct FrontDoor {
+pub struct Pipeline {
     authenticator: Box<dyn Authenticate>,
     authorizer: Box<dyn Authorizer>,
     handler: Arc<dyn Handler>,
@@ -35,14 +35,14 @@ pub struct FrontDoor {
     long_running: Arc<LongRunning>,
 }
 
-impl FrontDoor {
+impl Pipeline {
     /// A front door authenticating and authorizing before `handler`.
     pub fn new(
         authenticator: impl Authenticate,
         authorizer: Box<dyn Authorizer>,
         handler: Arc<dyn Handler>,
     ) -> Self {
-        FrontDoor {
+        Pipeline {
             authenticator: Box::new(authenticator),
             authorizer,
             handler,
@@ -193,7 +193,7 @@ fn check_headers(headers: &HeaderMap) -> Result<(), apimachinery::Error> {
 pub async fn serve_https(
     addr: SocketAddr,
     tls: rustls::ServerConfig,
-    door: Arc<FrontDoor>,
+    door: Arc<Pipeline>,
     workers: usize,
 ) -> std::io::Result<()> {
     crate::shutdown::listen();
@@ -224,7 +224,7 @@ pub async fn serve_https(
 async fn entry(
     req: HttpRequest,
     payload: web::Payload,
-    door: web::Data<Arc<FrontDoor>>,
+    door: web::Data<Arc<Pipeline>>,
 ) -> HttpResponse {
     let mut headers = HeaderMap::new();
     for (name, value) in req.headers() {

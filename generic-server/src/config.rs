@@ -1,0 +1,426 @@
+//! How a server is built, in kube's stages: [`Config`] (the flags every
+//! server shares) → [`Config::complete`] (TLS read, etcd connected, the
+//! watch cache started, the link to the next server opened and followed)
+//! → [`CompletedConfig::new`] (the named [`GenericServer`] with its
+//! delegate) → its resources and post-start hooks → [`GenericServer::run_grpc`]
+//! (or the caller's own HTTPS pipeline). A server's `main.rs` is left to
+//! say which resources and which controllers.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::future::LocalBoxFuture;
+
+use crate::admission::Admission;
+use crate::delegation::{DelegationService, GrpcDelegate};
+use crate::discovery::Discovery;
+use crate::request::{Handler, NotFoundHandler};
+use crate::resource::Resource;
+use crate::server::{ApiServer, HealthCheck};
+use crate::storage::Storage;
+use crate::storage::cacher::Cacher;
+use crate::storage::etcd::EtcdStorage;
+use crate::tls::{TlsError, TlsFiles};
+
+/// The flags every server shares: where etcd is, and this server's certificate.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Config {
+    /// Where etcd is.
+    #[command(flatten)]
+    pub etcd: EtcdOptions,
+    /// This server's certificate, key and CA.
+    #[command(flatten)]
+    pub tls: TlsOptions,
+}
+
+/// The next server in the chain: its component name (as it registers in
+/// etcd), the endpoints used until replicas register, and the name its
+/// certificate is verified against.
+pub struct Delegate<'a> {
+    /// The component, e.g. `extension-server`.
+    pub component: &'a str,
+    /// Static endpoints (`https://127.0.0.1:7444`).
+    pub endpoints: &'a [String],
+    /// The name in its serving certificate.
+    pub server_name: &'a str,
+}
+
+/// A [`Config`] made real: files read, etcd connected, the cache started,
+/// the delegate link open and following the delegate's replicas and discovery.
+pub struct CompletedConfig {
+    /// This server's certificate, key and CA.
+    pub tls: TlsFiles,
+    /// The etcd client (leases, registrations, leader election).
+    pub etcd: etcd_client::Client,
+    /// The watch cache over etcd.
+    pub cacher: Arc<Cacher>,
+    /// The key prefix of every object (`/registry`), without a trailing `/`.
+    pub etcd_root: String,
+    /// What this server and the servers behind it serve.
+    pub discovery: Arc<Discovery>,
+    /// The link to the next server, if there is one.
+    pub delegate: Option<GrpcDelegate>,
+    checks: Vec<(String, HealthCheck)>,
+}
+
+impl Config {
+    /// Reads the TLS files, connects etcd, starts the watch cache and, for a
+    /// server that has one, opens the link to `delegate`.
+    pub async fn complete(
+        &self,
+        delegate: Option<Delegate<'_>>,
+    ) -> Result<CompletedConfig, ConfigError> {
+        let tls = self.tls.load()?;
+        let backend = start_storage(&self.etcd).await?;
+        let discovery = Arc::new(Discovery::default());
+        let mut checks = vec![("etcd".to_string(), backend.etcd_check)];
+        let delegate = match delegate {
+            None => None,
+            Some(target) => {
+                let link = GrpcDelegate::new(
+                    target.component,
+                    target.endpoints,
+                    target.server_name,
+                    &tls,
+                )?;
+                link.follow_endpoints(crate::registration::watch_endpoints(
+                    backend.etcd.clone(),
+                    target.component,
+                ));
+                link.follow_discovery(discovery.clone());
+                checks.push(("discovery".into(), discovery.readiness()));
+                Some(link)
+            }
+        };
+        Ok(CompletedConfig {
+            tls,
+            etcd: backend.etcd,
+            cacher: backend.cacher,
+            etcd_root: self.etcd.etcd_prefix.trim_end_matches('/').to_string(),
+            discovery,
+            delegate,
+            checks,
+        })
+    }
+}
+
+impl CompletedConfig {
+    /// A readiness check on the delegate link: the next server answers a ping.
+    pub fn delegate_check(&self) -> Option<HealthCheck> {
+        let link = self.delegate.clone()?;
+        Some(Arc::new(move || {
+            let link = link.clone();
+            Box::pin(async move { link.ping().await })
+        }))
+    }
+
+    /// The server named `name` (for logs and registration); what it does not
+    /// serve goes to the delegate, or, at the end of the chain, gets a 404.
+    pub fn new(self, name: &str) -> GenericServer {
+        let delegate: Arc<dyn Handler> = match self.delegate {
+            Some(link) => Arc::new(link),
+            None => Arc::new(NotFoundHandler),
+        };
+        let server = Arc::new(ApiServer::new(
+            name,
+            self.discovery.clone(),
+            delegate,
+            self.checks,
+        ));
+        GenericServer {
+            name: name.to_string(),
+            server,
+            tls: self.tls,
+            etcd: self.etcd,
+            cacher: self.cacher,
+            etcd_root: self.etcd_root,
+            discovery: self.discovery,
+            hooks: Vec::new(),
+        }
+    }
+}
+
+/// A post-start hook: started once the server's resources are installed,
+/// on the main thread's actix arbiter; done when the future ends.
+type PostStartHook = LocalBoxFuture<'static, ()>;
+
+/// A server being assembled: its resources, then its post-start hooks, then run.
+pub struct GenericServer {
+    name: String,
+    /// The API server that answers requests.
+    pub server: Arc<ApiServer>,
+    /// This server's certificate, key and CA.
+    pub tls: TlsFiles,
+    /// The etcd client.
+    pub etcd: etcd_client::Client,
+    /// The watch cache.
+    pub cacher: Arc<Cacher>,
+    /// The key prefix of every object, without a trailing `/`.
+    pub etcd_root: String,
+    /// What this server and the servers behind it serve.
+    pub discovery: Arc<Discovery>,
+    hooks: Vec<(String, PostStartHook)>,
+}
+
+impl GenericServer {
+    /// Installs resources, each with a store over the cache, admitted by `admission`.
+    pub async fn install(
+        &self,
+        resources: Vec<Resource>,
+        admission: &Admission,
+    ) -> apimachinery::Result<()> {
+        self.server
+            .install(resources, &self.cacher, admission, &self.etcd_root)
+            .await
+    }
+
+    /// Adds a named post-start hook (a controller's start): `/readyz` lists it
+    /// as `poststarthook/<name>`, failing until `hook` has finished.
+    pub fn add_post_start_hook(
+        &mut self,
+        name: &str,
+        hook: impl std::future::Future<Output = ()> + 'static,
+    ) {
+        self.hooks.push((name.to_string(), Box::pin(hook)));
+    }
+
+    /// Starts every post-start hook; the future ends when all have finished.
+    pub fn start_post_start_hooks(
+        &mut self,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut running = Vec::new();
+        for (name, hook) in self.hooks.drain(..) {
+            let done = Arc::new(AtomicBool::new(false));
+            let flag = done.clone();
+            let check: HealthCheck = Arc::new(move || {
+                let finished = flag.load(Ordering::Acquire);
+                Box::pin(async move {
+                    if finished {
+                        Ok(())
+                    } else {
+                        Err("not finished".to_string())
+                    }
+                })
+            });
+            self.server
+                .add_health_check(&format!("poststarthook/{name}"), check);
+            // On the actix arbiter: hooks start actors.
+            running.push(actix_rt::spawn(async move {
+                hook.await;
+                done.store(true, Ordering::Release);
+            }));
+        }
+        async move {
+            for hook in running {
+                let _ = hook.await;
+            }
+        }
+    }
+
+    /// Starts the post-start hooks and serves the delegation service on
+    /// `listen` to the `allowed_callers`; registers in etcd once every hook
+    /// has finished, so callers find a replica only when it is ready.
+    pub async fn run_grpc(
+        mut self,
+        listen: SocketAddr,
+        allowed_callers: Vec<String>,
+    ) -> Result<(), ServeError> {
+        let hooks = self.start_post_start_hooks();
+        tracing::info!(%listen, "{} serving", self.name);
+        let service = DelegationService::new(self.server, self.discovery, allowed_callers);
+        serve_grpc(listen, &self.tls, service, self.etcd, &self.name, hooks).await
+    }
+}
+
+/// Why a server could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A TLS file could not be read or parsed.
+    #[error("loading TLS files: {0}")]
+    Tls(#[from] TlsError),
+    /// etcd could not be reached.
+    #[error("connecting to etcd: {0}")]
+    Storage(#[from] crate::storage::StorageError),
+    /// The delegate's endpoints are not valid.
+    #[error("the delegate's endpoints: {0}")]
+    Delegate(#[from] tonic::transport::Error),
+}
+
+/// Where the cluster's state lives.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EtcdOptions {
+    /// etcd client URLs, comma-separated.
+    #[arg(
+        long,
+        env = "KUBECHAIN_ETCD_SERVERS",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:2379"
+    )]
+    pub etcd_servers: Vec<String>,
+    /// The key prefix of every object.
+    #[arg(long, env = "KUBECHAIN_ETCD_PREFIX", default_value = "/registry")]
+    pub etcd_prefix: String,
+}
+
+/// A server's certificate, key and the cluster CA.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TlsOptions {
+    /// PEM certificate this server presents (and uses as a gRPC client).
+    #[arg(long, env = "KUBECHAIN_TLS_CERT_FILE")]
+    pub tls_cert_file: PathBuf,
+    /// PEM private key of the certificate.
+    #[arg(long, env = "KUBECHAIN_TLS_PRIVATE_KEY_FILE")]
+    pub tls_private_key_file: PathBuf,
+    /// PEM cluster CA: verifies clients and the servers we call.
+    #[arg(long, env = "KUBECHAIN_CLIENT_CA_FILE")]
+    pub client_ca_file: PathBuf,
+}
+
+impl TlsOptions {
+    /// Reads the files.
+    pub fn load(&self) -> Result<TlsFiles, TlsError> {
+        TlsFiles::load(
+            &self.tls_cert_file,
+            &self.tls_private_key_file,
+            &self.client_ca_file,
+        )
+    }
+}
+
+/// Stack of each runtime worker: room for the bounded recursions over user
+/// data (decoders, patches, schemas) even in a debug build; only what is
+/// touched is ever committed.
+const WORKER_STACK_BYTES: usize = 8 * 1024 * 1024;
+
+/// Runs a server's main future on an actix system (actors on the main
+/// thread, tasks on a multi-threaded tokio runtime), with logging to stderr
+/// filtered by `RUST_LOG` (default `info`).
+pub fn run<E>(main: impl std::future::Future<Output = Result<(), E>>) -> Result<(), E> {
+    use std::io::IsTerminal;
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_stack_size(WORKER_STACK_BYTES)
+            .build()
+            .expect("a tokio runtime")
+    };
+    actix_rt::System::with_tokio_rt(runtime).block_on(main)
+}
+
+/// What every server gets from etcd: the watch cache, a health check, and
+/// the client for leases and registrations.
+struct Backend {
+    cacher: Arc<Cacher>,
+    etcd_check: HealthCheck,
+    etcd: etcd_client::Client,
+}
+
+/// Connects etcd and starts the watch cache.
+async fn start_storage(etcd: &EtcdOptions) -> Result<Backend, crate::storage::StorageError> {
+    let etcd_storage = EtcdStorage::connect(&etcd.etcd_servers).await?;
+    let client = etcd_storage.client();
+    let storage: Arc<dyn Storage> = Arc::new(etcd_storage);
+    let cacher = Cacher::start(storage.clone()).await?;
+    let etcd_check: HealthCheck = Arc::new(move || {
+        let storage = storage.clone();
+        Box::pin(async move {
+            storage
+                .current_revision()
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    });
+    Ok(Backend {
+        cacher,
+        etcd_check,
+        etcd: client,
+    })
+}
+
+/// Serves the delegation service over mutual TLS, registered in etcd as a
+/// replica of `component` once `ready` ends, until SIGTERM or SIGINT; then
+/// drains (see [`crate::shutdown`]): unregisters at once, ends its watches so
+/// that they resume on another replica, and lets requests in flight finish.
+async fn serve_grpc(
+    addr: SocketAddr,
+    tls: &TlsFiles,
+    service: DelegationService,
+    etcd: etcd_client::Client,
+    component: &str,
+    ready: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    crate::shutdown::listen();
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| ServeError::Listen(addr, e))?;
+    let advertised = crate::registration::advertised(listener.local_addr().unwrap_or(addr));
+    let incoming = nodelay(tokio_stream::wrappers::TcpListenerStream::new(listener));
+    let component = component.to_string();
+    let registration = tokio::spawn(async move {
+        ready.await;
+        let registration =
+            crate::registration::Registration::start(etcd, &component, &advertised).await;
+        if let Err(e) = &registration {
+            tracing::warn!(error = %e, "cannot register in etcd; callers must use static endpoints");
+        }
+        registration.ok()
+    });
+    let stop = async move {
+        crate::shutdown::draining().await;
+        registration.abort();
+        if let Ok(Some(registration)) = registration.await {
+            registration.revoke().await;
+        }
+    };
+    let server = tonic::transport::Server::builder()
+        .tls_config(tls.grpc_server())?
+        .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
+        .add_service(service.into_server())
+        .serve_with_incoming_shutdown(incoming, stop);
+    tokio::pin!(server);
+    tokio::select! {
+        result = &mut server => return Ok(result?),
+        () = crate::shutdown::draining() => {}
+    }
+    match tokio::time::timeout(crate::shutdown::GRACE, server).await {
+        Ok(result) => Ok(result?),
+        Err(_) => {
+            tracing::warn!("requests still in flight after the grace period; stopping anyway");
+            Ok(())
+        }
+    }
+}
+
+/// Accepted connections with Nagle's algorithm off (tonic leaves it on for
+/// connections it does not accept itself), so small frames go out at once.
+pub fn nodelay(
+    incoming: impl futures::Stream<Item = std::io::Result<tokio::net::TcpStream>>,
+) -> impl futures::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use futures::StreamExt;
+    incoming.map(|stream| {
+        let stream = stream?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    })
+}
+
+/// Why a server could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address could not be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Listen(SocketAddr, std::io::Error),
+    /// The gRPC server failed.
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}

@@ -1,0 +1,276 @@
+//! Watches: the per-client watcher that replays history or initial events, then follows the cache, with bookmarks and selectors.
+
+use super::*;
+
+/// What a watch produces; the handler encodes it for the client.
+pub enum WatchItem<'a> {
+    /// An object event.
+    Event(WatchEventType, &'a CachedObject, Option<&'a WatchEvent>),
+    /// A bookmark at a revision; `initial_end` marks the end of initial events.
+    Bookmark {
+        /// The revision.
+        revision: i64,
+        /// Whether this bookmark ends `sendInitialEvents`.
+        initial_end: bool,
+    },
+    /// A terminal error.
+    Error(&'a Error),
+}
+
+/// Encodes watch items for the client; `None` skips the item.
+pub type WatchEncoder = Arc<dyn Fn(WatchItem<'_>) -> Option<Bytes> + Send + Sync>;
+
+/// One running watch: replays, then forwards live events, with bookmarks
+/// and a deadline, until the client goes away.
+pub(super) struct Watcher {
+    opts: ListOptions,
+    prefix: String,
+    encode: WatchEncoder,
+    tx: mpsc::Sender<Bytes>,
+    cache: Arc<ResourceCache>,
+    cacher: Arc<Cacher>,
+    send_initial_end: Option<i64>,
+    converter: Option<(Arc<dyn Converter>, String)>,
+    /// Selectors are in the stored resource's terms (a view of its storage).
+    stored_terms: bool,
+}
+
+/// How often bookmarks are sent to watchers that allow them.
+pub(super) const BOOKMARK_PERIOD: Duration = Duration::from_secs(60);
+
+impl Watcher {
+    async fn send(&self, bytes: Option<Bytes>) -> bool {
+        match bytes {
+            Some(b) => self.tx.send(b).await.is_ok(),
+            None => true,
+        }
+    }
+
+    /// Whether the event's previous and new states match the selectors.
+    fn selects(&self, event: &WatchEvent) -> (bool, bool) {
+        let before = event.prev.as_ref().is_some_and(|p| self.matches(p));
+        (before, self.matches(&event.object))
+    }
+
+    /// Sends an event if it concerns this watcher; false when the client is gone.
+    async fn forward(&self, event: &WatchEvent) -> bool {
+        let Some((converter, version)) = &self.converter else {
+            return self.forward_served(event, None).await;
+        };
+        // A view of another resource's storage selects in the stored terms.
+        let matched = self.stored_terms.then(|| self.selects(event));
+        if matched == Some((false, false)) {
+            return true;
+        }
+        let mut objects = vec![event.object.clone()];
+        objects.extend(event.prev.clone());
+        let Ok(mut converted) =
+            present_with(converter.as_ref(), &self.cache, objects, version).await
+        else {
+            return true;
+        };
+        let object = converted.remove(0);
+        let prev = converted.pop();
+        self.forward_served(&WatchEvent::new(event.kind, object, prev), matched)
+            .await
+    }
+
+    /// Sends an event already in the watcher's version; `matched` tells
+    /// whether its previous and new states match, when already known.
+    async fn forward_served(&self, event: &WatchEvent, matched: Option<(bool, bool)>) -> bool {
+        let (before, now) = matched.unwrap_or_else(|| self.selects(event));
+        let object = &event.object;
+        let item = match (event.kind, before, now) {
+            (WatchEventType::Deleted, false, false) | (_, false, false) => return true,
+            (WatchEventType::Deleted, _, _) => {
+                WatchItem::Event(WatchEventType::Deleted, object, Some(event))
+            }
+            (WatchEventType::Added, _, true) => {
+                WatchItem::Event(WatchEventType::Added, object, Some(event))
+            }
+            (_, false, true) => WatchItem::Event(WatchEventType::Added, object, None),
+            (_, true, true) => WatchItem::Event(WatchEventType::Modified, object, Some(event)),
+            (_, true, false) => {
+                // Stopped matching: a DELETED with the old content at the new revision.
+                let Some(prev) = &event.prev else { return true };
+                let Some(restamped) = self.cache.ingest(&prev.key, &prev.bytes, event.revision())
+                else {
+                    return true;
+                };
+                return self
+                    .send((self.encode)(WatchItem::Event(
+                        WatchEventType::Deleted,
+                        &restamped,
+                        None,
+                    )))
+                    .await;
+            }
+        };
+        self.send((self.encode)(item)).await
+    }
+
+    fn matches(&self, obj: &CachedObject) -> bool {
+        obj.key.starts_with(&self.prefix) && store_matches(obj, &self.opts)
+    }
+
+    async fn run(
+        self,
+        replay: Vec<Arc<WatchEvent>>,
+        live: Option<tokio::sync::broadcast::Receiver<Arc<WatchEvent>>>,
+        history: Option<crate::storage::EventStream>,
+    ) {
+        let timeout = self.opts.timeout.unwrap_or_else(default_watch_timeout);
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        for event in &replay {
+            if !self.forward(event).await {
+                return;
+            }
+        }
+        if let Some(revision) = self.send_initial_end {
+            if self.opts.allow_bookmarks && self.opts.send_initial_events == Some(true) {
+                let item = WatchItem::Bookmark {
+                    revision,
+                    initial_end: true,
+                };
+                if !self.send((self.encode)(item)).await {
+                    return;
+                }
+            }
+        }
+        let mut bookmarks = tokio::time::interval_at(
+            tokio::time::Instant::now() + BOOKMARK_PERIOD,
+            BOOKMARK_PERIOD,
+        );
+        let mut live = live;
+        let mut history = history;
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return,
+                _ = self.tx.closed() => return,
+                _ = bookmarks.tick(), if self.opts.allow_bookmarks => {
+                    let item = WatchItem::Bookmark { revision: self.cacher.progress(), initial_end: false };
+                    if !self.send((self.encode)(item)).await { return; }
+                }
+                event = next_live(&mut live), if live.is_some() => match event {
+                    Some(event) => if !self.forward(&event).await { return },
+                    None => return,
+                },
+                batch = next_history(&mut history), if history.is_some() => match batch {
+                    Some(Ok(events)) => {
+                        for raw in &events {
+                            if let Some(event) = history_event(&self.cache, raw) {
+                                if !self.forward(&event).await { return; }
+                            }
+                        }
+                    }
+                    Some(Err(StorageError::Compacted { requested, compacted })) => {
+                        let err = Error::new(Reason::Gone, format!("too old resource version: {} ({compacted})", requested - 1));
+                        let _ = self.send((self.encode)(WatchItem::Error(&err))).await;
+                        return;
+                    }
+                    _ => return,
+                },
+            }
+        }
+    }
+}
+
+pub(super) async fn next_live(
+    live: &mut Option<tokio::sync::broadcast::Receiver<Arc<WatchEvent>>>,
+) -> Option<Arc<WatchEvent>> {
+    match live.as_mut()?.recv().await {
+        Ok(event) => Some(event),
+        Err(_) => None,
+    }
+}
+
+pub(super) async fn next_history(
+    history: &mut Option<crate::storage::EventStream>,
+) -> Option<std::result::Result<Vec<crate::storage::Event>, StorageError>> {
+    history.as_mut()?.next().await
+}
+
+/// kube's default watch timeout: a random time between 30 and 60 minutes.
+pub(super) fn default_watch_timeout() -> Duration {
+    use rand::Rng;
+    Duration::from_secs(rand::rng().random_range(1800..3600))
+}
+
+impl Store {
+    /// Watches objects; the returned stream ends when the client goes away,
+    /// on timeout, or after an error event.
+    pub async fn watch(
+        &self,
+        namespace: &str,
+        opts: ListOptions,
+        encode: WatchEncoder,
+    ) -> Result<BodyStream> {
+        self.check_selectors(&opts)?;
+        let opts = self.storage_options(&opts).into_owned();
+        let prefix = self.list_prefix(namespace);
+        let rv = opts.resource_version.clone().unwrap_or_default();
+        let initial = opts
+            .send_initial_events
+            .unwrap_or(rv.is_empty() || rv == "0");
+        let (tx, rx) = mpsc::channel::<Bytes>(256);
+        let (replay, live, history, initial_revision) = if initial {
+            if rv.is_empty() {
+                self.fresh().await?;
+            }
+            let (snapshot, live) = self
+                .cache
+                .snapshot_and_subscribe(&prefix, self.cacher.progress());
+            let replay = snapshot
+                .objects
+                .into_iter()
+                .filter(|o| self.matches(o, &opts))
+                .map(|o| Arc::new(WatchEvent::new(WatchEventType::Added, o, None)))
+                .collect();
+            (replay, Some(live), None, Some(snapshot.revision))
+        } else {
+            let revision = parse_rv(&rv)?;
+            match self.cache.watch_from(self.storage.as_ref(), revision).await {
+                Ok(WatchStart::Cached { replay, live }) => (replay, Some(live), None, None),
+                Ok(WatchStart::History(stream)) => (Vec::new(), None, Some(stream), None),
+                Err(StorageError::Compacted { .. }) => {
+                    return Err(Error::new(
+                        Reason::Gone,
+                        format!("too old resource version: {revision}"),
+                    ));
+                }
+                Err(e) => return Err(storage_error(self, "", e)),
+            }
+        };
+        let watcher = Watcher {
+            opts,
+            prefix,
+            encode,
+            tx,
+            cache: self.cache.clone(),
+            cacher: self.cacher.clone(),
+            send_initial_end: initial_revision,
+            converter: self
+                .converter
+                .clone()
+                .map(|c| (c, self.resource.api_version())),
+            stored_terms: self.field_label.is_some(),
+        };
+        tokio::spawn(watcher.run(replay, live, history));
+        Ok(tokio_stream::wrappers::ReceiverStream::new(rx).boxed())
+    }
+
+    /// A consistent snapshot of every object, and the events that follow it:
+    /// how controllers in the same process follow a resource.
+    pub async fn subscribe(
+        &self,
+    ) -> Result<(
+        crate::storage::cacher::Snapshot,
+        tokio::sync::broadcast::Receiver<Arc<WatchEvent>>,
+    )> {
+        self.fresh().await?;
+        Ok(self
+            .cache
+            .snapshot_and_subscribe(&self.prefix, self.cacher.progress()))
+    }
+}
