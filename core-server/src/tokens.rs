@@ -7,7 +7,7 @@ use apimachinery::error::{Error, FieldError, Result};
 use generic_server::jwt::Signer;
 use generic_server::registry::Store;
 use generic_server::request::ApiRequest;
-use generic_server::server::CreateOnly;
+use generic_server::rest::CreateOnly;
 use serde_json::{Value, json};
 
 /// Shortest token lifetime a client may ask for (kube: 10 minutes).

@@ -24,6 +24,7 @@ pub mod registry;
 pub mod request;
 pub mod request_info;
 pub mod resource;
+pub mod rest;
 pub mod server;
 pub mod service_client;
 pub mod shutdown;

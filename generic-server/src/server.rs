@@ -12,73 +12,32 @@ use serde_json::{Map, Value, json};
 
 use crate::admission::Admission;
 use crate::discovery::{self, Discovery, Rendered};
-use crate::handlers::{self, Output};
+use crate::handlers;
 use crate::registry::{PatchSchema, Store};
 use crate::request::{ApiRequest, ApiResponse, Handler};
 use crate::resource::Resource;
+use crate::rest::{Answered, Computed, CreateOnly, ReadOnly, Rest, Stored};
 use crate::storage::cacher::Cacher;
 use apimachinery::error::{Error, Result};
 use apimachinery::openapi::{self, Components, ResourceSpec, SubresourceSpec};
-use apimachinery::table;
 
 /// A named health check.
 pub type HealthCheck =
     Arc<dyn Fn() -> BoxFuture<'static, std::result::Result<(), String>> + Send + Sync>;
 
-type StoreKey = (String, String, String);
-
-/// A create-only endpoint whose objects are not stored: reviews and token
-/// requests. The server decodes the body; the endpoint answers it.
-#[async_trait::async_trait]
-pub trait CreateOnly: Send + Sync + 'static {
-    /// Answers a create with the object completed (usually its status).
-    async fn create(&self, req: &ApiRequest, obj: Value) -> Result<Value>;
-}
-
-/// Where a create-only endpoint lives: group, version, resource, subresource.
-type EndpointKey = (String, String, String, String);
-
-/// A read-only resource whose objects are computed when asked for, never
-/// stored: an aggregated server's metrics. The endpoint only produces
-/// objects; the server answers `get` and `list` (label and field
-/// selectors, JSON or Table) and fills in `kind` and `apiVersion`.
-#[async_trait::async_trait]
-pub trait ReadOnly: Send + Sync + 'static {
-    /// The objects in `namespace`: `""` for every namespace, or for a
-    /// cluster-scoped resource.
-    async fn list(&self, req: &ApiRequest, namespace: &str) -> Result<Vec<Value>>;
-
-    /// One object, `None` if there is none; by default found in [`ReadOnly::list`].
-    async fn get(&self, req: &ApiRequest, namespace: &str, name: &str) -> Result<Option<Value>> {
-        let items = self.list(req, namespace).await?;
-        Ok(items
-            .into_iter()
-            .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)))
-    }
-}
-
-/// A read-only resource and the endpoint computing its objects.
-type ReadOnlyEntry = (Resource, Arc<dyn ReadOnly>);
+/// Where a resource is served: group, version, resource, and the
+/// subresource (`""` for the resource itself) for an endpoint of its own.
+type RestKey = (String, String, String, String);
 
 /// One server of the chain.
 pub struct ApiServer {
     name: String,
-    stores: RwLock<HashMap<StoreKey, Arc<Store>>>,
+    rest: RwLock<HashMap<RestKey, Arc<dyn Rest>>>,
     discovery: Arc<Discovery>,
     openapi: RwLock<HashMap<String, Rendered>>,
     delegate: Arc<dyn Handler>,
     checks: RwLock<Vec<(String, HealthCheck)>>,
     declared: RwLock<Vec<Resource>>,
-    create_only: RwLock<
-        HashMap<
-            EndpointKey,
-            (
-                apimachinery::group_version::GroupVersionKind,
-                Arc<dyn CreateOnly>,
-            ),
-        >,
-    >,
-    read_only: RwLock<HashMap<StoreKey, ReadOnlyEntry>>,
 }
 
 impl ApiServer {
@@ -91,14 +50,12 @@ impl ApiServer {
     ) -> Self {
         ApiServer {
             name: name.into(),
-            stores: RwLock::default(),
+            rest: RwLock::default(),
             discovery,
             openapi: RwLock::default(),
             delegate,
             checks: RwLock::new(checks),
             declared: RwLock::default(),
-            create_only: RwLock::default(),
-            read_only: RwLock::default(),
         }
     }
 
@@ -156,14 +113,9 @@ impl ApiServer {
     pub fn install_read_only(&self, resources: Vec<(Resource, Arc<dyn ReadOnly>)>) {
         let (resources, endpoints): (Vec<Resource>, Vec<_>) = resources.into_iter().unzip();
         self.publish_openapi(&resources);
-        let mut read_only = self.read_only.write().unwrap_or_else(|e| e.into_inner());
         for (r, endpoint) in resources.iter().zip(endpoints) {
-            read_only.insert(
-                (r.group.clone(), r.version.clone(), r.plural.clone()),
-                (r.clone(), endpoint),
-            );
+            self.add_rest("", Arc::new(Computed::new(r.clone(), endpoint)));
         }
-        drop(read_only);
         tracing::info!(server = %self.name, resources = resources.len(), "installed read-only resources");
         self.declare(resources);
     }
@@ -263,12 +215,43 @@ impl ApiServer {
 
     /// The store of a resource, if this server serves it.
     pub fn store(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Store>> {
-        let key = (group.to_string(), version.to_string(), plural.to_string());
-        self.stores
+        self.rest_at(group, version, plural, "")?.store().cloned()
+    }
+
+    /// What serves a resource path (or a subresource with an endpoint of its own).
+    fn rest_at(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        subresource: &str,
+    ) -> Option<Arc<dyn Rest>> {
+        let key = (
+            group.to_string(),
+            version.to_string(),
+            plural.to_string(),
+            subresource.to_string(),
+        );
+        self.rest
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(&key)
             .cloned()
+    }
+
+    /// Serves `rest` at its resource (and `subresource`, if not `""`).
+    fn add_rest(&self, subresource: &str, rest: Arc<dyn Rest>) {
+        let r = rest.resource();
+        let key = (
+            r.group.clone(),
+            r.version.clone(),
+            r.plural.clone(),
+            subresource.to_string(),
+        );
+        self.rest
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, rest);
     }
 
     /// Serves a create-only endpoint for `kind` at a resource (and
@@ -281,99 +264,50 @@ impl ApiServer {
         kind: apimachinery::group_version::GroupVersionKind,
         endpoint: Arc<dyn CreateOnly>,
     ) {
-        let key = (
-            resource.group.clone(),
-            resource.version.clone(),
-            resource.plural.clone(),
-            subresource.to_string(),
-        );
-        self.create_only
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, (kind, endpoint));
-    }
-
-    async fn serve_create_only(
-        &self,
-        kind: apimachinery::group_version::GroupVersionKind,
-        endpoint: Arc<dyn CreateOnly>,
-        req: ApiRequest,
-    ) -> ApiResponse {
-        let result = async {
-            if req.info.verb != "create" {
-                return Err(Error::method_not_allowed());
-            }
-            let media =
-                crate::codec::MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
-            let mut obj = crate::codec::decode_body(media, &req.body)?;
-            let Some(map) = obj.as_object_mut() else {
-                return Err(Error::bad_request("the body must be an object"));
-            };
-            let expected = kind.api_version();
-            if map
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .is_some_and(|v| v != expected)
-                || map
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .is_some_and(|k| k != kind.kind)
-            {
-                return Err(Error::bad_request(format!(
-                    "the body must be a {} of {expected}",
-                    kind.kind
-                )));
-            }
-            map.insert("apiVersion".into(), json!(expected));
-            map.insert("kind".into(), json!(kind.kind));
-            let answer = endpoint.create(&req, obj).await?;
-            Ok(ApiResponse::json(StatusCode::CREATED, &answer))
+        let answered = Answered {
+            resource: resource.clone(),
+            kind,
+            endpoint,
         };
-        result.await.unwrap_or_else(ApiResponse::from)
+        self.add_rest(subresource, Arc::new(answered));
     }
 
     /// Every store this server serves.
     pub fn stores(&self) -> Vec<Arc<Store>> {
-        self.stores
+        self.rest
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .values()
-            .cloned()
+            .filter_map(|rest| rest.store().cloned())
             .collect()
     }
 
     /// Adds one store (dynamic resources, such as a CRD's).
     pub fn add_store(&self, store: Arc<Store>) {
-        let r = &store.resource;
-        let key = (r.group.clone(), r.version.clone(), r.plural.clone());
-        self.stores
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, store);
+        self.add_rest("", Arc::new(Stored(store)));
     }
 
     /// Removes one store.
     pub fn remove_store(&self, group: &str, version: &str, plural: &str) {
-        let key = (group.to_string(), version.to_string(), plural.to_string());
-        self.stores
+        let key = (
+            group.to_string(),
+            version.to_string(),
+            plural.to_string(),
+            String::new(),
+        );
+        self.rest
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&key);
     }
 
     fn serves_group_version(&self, group: &str, version: &str) -> bool {
-        let is_gv = |(g, v, _): &StoreKey| g == group && v == version;
-        self.stores
+        let is_gv = |(g, v, _, _): &RestKey| g == group && v == version;
+        self.rest
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .keys()
             .any(is_gv)
-            || self
-                .read_only
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .keys()
-                .any(is_gv)
     }
 
     async fn health(&self, req: &ApiRequest, endpoint: &str, only: Option<&str>) -> ApiResponse {
@@ -459,99 +393,6 @@ impl ApiServer {
             &Rendered::new(&openapi::index_document(paths), crate::codec::JSON),
         )
     }
-}
-
-/// Answers `get` and `list` on a read-only resource.
-async fn serve_read_only(
-    r: &Resource,
-    endpoint: Arc<dyn ReadOnly>,
-    req: &ApiRequest,
-) -> Result<ApiResponse> {
-    let info = &req.info;
-    if !info.subresource.is_empty() || (!r.namespaced && !info.namespace.is_empty()) {
-        return Err(Error::path_not_found());
-    }
-    if !r.supports(&info.verb) {
-        return Err(Error::method_not_allowed());
-    }
-    let out = handlers::output(req)?;
-    let namespace = if r.namespaced {
-        info.namespace.as_str()
-    } else {
-        ""
-    };
-    let typed = |obj: Value| {
-        let mut typed = Map::from_iter([
-            ("kind".to_string(), json!(r.kind)),
-            ("apiVersion".to_string(), json!(r.api_version())),
-        ]);
-        let rest = obj
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| *k != "kind" && *k != "apiVersion");
-        typed.extend(rest.map(|(k, v)| (k.clone(), v.clone())));
-        Value::Object(typed)
-    };
-    let items = match info.verb.as_str() {
-        "get" => match endpoint.get(req, namespace, &info.name).await? {
-            Some(obj) => vec![typed(obj)],
-            None => {
-                return Err(Error::NotFound {
-                    resource: r.group_resource(),
-                    name: info.name.clone(),
-                });
-            }
-        },
-        "list" => {
-            let opts = handlers::list_options(req)?;
-            let fields = opts.fields.as_ref();
-            let declared = r.strategy.declared_fields();
-            let selectable = |f: &&str| {
-                matches!(*f, "metadata.name" | "metadata.namespace")
-                    || declared.iter().any(|d| d == f)
-            };
-            if let Some(field) = fields
-                .into_iter()
-                .flat_map(|f| f.fields())
-                .find(|f| !selectable(f))
-            {
-                return Err(Error::bad_request(format!(
-                    "field label not supported: {field}"
-                )));
-            }
-            let selected = |obj: &Value| {
-                opts.labels.as_ref().is_none_or(|l| l.matches_object(obj))
-                    && fields.is_none_or(|f| {
-                        f.matches(|field| {
-                            Some(r.strategy.field_value(obj, field).unwrap_or_default())
-                        })
-                    })
-            };
-            endpoint
-                .list(req, namespace)
-                .await?
-                .into_iter()
-                .map(typed)
-                .filter(selected)
-                .collect()
-        }
-        _ => return Err(Error::method_not_allowed()),
-    };
-    let body = match out {
-        Output::Table(include) => {
-            let rows = items
-                .iter()
-                .map(|o| table::row(r.strategy.cells(o), o, include))
-                .collect();
-            table::table(Some(&r.strategy.columns()), rows, "", "")
-        }
-        Output::Json if info.verb == "get" => items.into_iter().next().unwrap_or_default(),
-        Output::Json => {
-            json!({"kind": r.list_kind, "apiVersion": r.api_version(), "metadata": {}, "items": items})
-        }
-    };
-    Ok(ApiResponse::json(StatusCode::OK, &body))
 }
 
 /// Gives the schema of a kind kube's tables do not know (an aggregated
@@ -655,33 +496,12 @@ impl Handler for ApiServer {
         }
         let info = req.info.clone();
         if info.is_resource_request {
-            let key = (
-                info.api_group.clone(),
-                info.api_version.clone(),
-                info.resource.clone(),
-                info.subresource.clone(),
-            );
-            let endpoint = self
-                .create_only
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&key)
-                .cloned();
-            if let Some((kind, endpoint)) = endpoint {
-                return self.serve_create_only(kind, endpoint, req).await;
-            }
-            let key = (key.0, key.1, key.2);
-            let read_only = self
-                .read_only
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&key)
-                .cloned();
-            if let Some((resource, endpoint)) = read_only {
-                return respond(serve_read_only(&resource, endpoint, &req).await);
-            }
-            if let Some(store) = self.store(&info.api_group, &info.api_version, &info.resource) {
-                return handlers::serve(&store, req).await;
+            let (group, version) = (&info.api_group, &info.api_version);
+            let rest = self
+                .rest_at(group, version, &info.resource, &info.subresource)
+                .or_else(|| self.rest_at(group, version, &info.resource, ""));
+            if let Some(rest) = rest {
+                return handlers::serve(rest.as_ref(), req).await;
             }
             if self.serves_group_version(&info.api_group, &info.api_version) {
                 return Error::path_not_found().into();

@@ -8,7 +8,7 @@ use apimachinery::error::{Error, Result};
 use apimachinery::table::{self, Column};
 use generic_server::request::ApiRequest;
 use generic_server::resource::Resource;
-use generic_server::server::ReadOnly;
+use generic_server::rest::ReadOnly;
 use generic_server::storage::Storage;
 use generic_server::strategy::Strategy;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;

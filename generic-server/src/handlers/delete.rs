@@ -13,22 +13,27 @@ use apimachinery::error::{Error, Result};
 
 /// DELETE one object.
 pub async fn delete(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    check_verb(store, req)?;
+    check_verb(&store.resource, req)?;
     let out = output(req)?;
     let opts = delete_options(req)?;
     let deleted = store
-        .delete(namespace(store, req), &req.info.name, &opts)
+        .delete(namespace(&store.resource, req), &req.info.name, &opts)
         .await?;
     if !deleted.gone {
         return Ok(object_response(
-            store,
+            &store.resource,
             StatusCode::ACCEPTED,
             &deleted.object,
             out,
         ));
     }
     if store.resource.strategy.return_deleted_object() {
-        return Ok(object_response(store, StatusCode::OK, &deleted.object, out));
+        return Ok(object_response(
+            &store.resource,
+            StatusCode::OK,
+            &deleted.object,
+            out,
+        ));
     }
     Ok(ApiResponse::json(
         StatusCode::OK,
@@ -38,11 +43,11 @@ pub async fn delete(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
 
 /// DELETE every object matching the selectors.
 pub async fn delete_collection(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    check_verb(store, req)?;
+    check_verb(&store.resource, req)?;
     let list = list_options(req)?;
     let opts = delete_options(req)?;
     let items = store
-        .delete_collection(namespace(store, req), &list, &opts)
+        .delete_collection(namespace(&store.resource, req), &list, &opts)
         .await?;
     let body = json!({
         "kind": store.resource.list_kind,

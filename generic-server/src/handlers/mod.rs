@@ -17,39 +17,69 @@ use serde_json::Value;
 use crate::codec::{self, MediaType};
 use crate::registry::{FieldValidation, ListOptions, Store, WriteOptions};
 use crate::request::{ApiRequest, ApiResponse};
+use crate::resource::Resource;
+use crate::rest::{Rest, Stored};
 use apimachinery::error::{Error, FieldError, Reason, Result};
 use apimachinery::field_selector::FieldSelector;
 use apimachinery::label_selector::LabelSelector;
 use apimachinery::table::{self, IncludeObject};
 
-/// Serves a resource request for a store, by verb.
-pub async fn serve(store: &Arc<Store>, req: ApiRequest) -> ApiResponse {
+/// Serves a resource request, by verb. The generic store has every verb;
+/// other [`Rest`] implementations are served by the same `get`, `list` and
+/// `create` handlers, and answer 405 to the rest.
+pub async fn serve(rest: &dyn Rest, req: ApiRequest) -> ApiResponse {
+    let result = match rest.store() {
+        Some(store) => serve_store(store, &req).await,
+        None => serve_unstored(rest, &req).await,
+    };
+    result.unwrap_or_else(ApiResponse::from)
+}
+
+async fn serve_store(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
     let connects = store
         .resource
         .find_subresource(&req.info.subresource)
         .is_some_and(|s| s.connect);
     if connects {
-        return connect(store, &req).await.unwrap_or_else(ApiResponse::from);
+        return connect(store, req).await;
     }
-    let result = match req.info.verb.as_str() {
-        "get" => get::get(store, &req).await,
-        "list" => get::list(store, &req).await,
-        "watch" => watch::watch(store, &req).await,
-        "create" => create::create(store, &req).await,
-        "update" => update::update(store, &req).await,
-        "patch" => patch::patch(store, &req).await,
-        "delete" => delete::delete(store, &req).await,
-        "deletecollection" => delete::delete_collection(store, &req).await,
+    let rest = Stored(store.clone());
+    match req.info.verb.as_str() {
+        "get" => get::get(&rest, req).await,
+        "list" => get::list(&rest, req).await,
+        "watch" => watch::watch(store, req).await,
+        "create" => create::create(store, req).await,
+        "update" => update::update(store, req).await,
+        "patch" => patch::patch(store, req).await,
+        "delete" => delete::delete(store, req).await,
+        "deletecollection" => delete::delete_collection(store, req).await,
         _ => Err(Error::method_not_allowed()),
-    };
-    result.unwrap_or_else(ApiResponse::from)
+    }
+}
+
+/// A resource with no store: computed objects (`get`, `list`) or a
+/// create-only endpoint (at the resource or at one of its subresources).
+async fn serve_unstored(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
+    let (r, info) = (rest.resource(), &req.info);
+    let unknown_subresource =
+        !info.subresource.is_empty() && r.find_subresource(&info.subresource).is_none();
+    if unknown_subresource || (!r.namespaced && !info.namespace.is_empty()) {
+        return Err(Error::path_not_found());
+    }
+    check_verb(r, req)?;
+    match info.verb.as_str() {
+        "create" => create::answer(rest, req).await,
+        "get" => get::get(rest, req).await,
+        "list" => get::list(rest, req).await,
+        _ => Err(Error::method_not_allowed()),
+    }
 }
 
 /// A connect subresource (`pods/log`): the stored object, then its strategy's answer.
 async fn connect(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    check_verb(store, req)?;
+    check_verb(&store.resource, req)?;
     let obj = store
-        .get(namespace(store, req), &req.info.name, None)
+        .get(namespace(&store.resource, req), &req.info.name, None)
         .await?;
     store
         .resource
@@ -58,13 +88,12 @@ async fn connect(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
 }
 
 /// Checks that a verb (on the resource or its subresource) is supported.
-fn check_verb(store: &Store, req: &ApiRequest) -> Result<()> {
+fn check_verb(resource: &Resource, req: &ApiRequest) -> Result<()> {
     let info = &req.info;
     let supported = if info.subresource.is_empty() {
-        store.resource.supports(&info.verb)
+        resource.supports(&info.verb)
     } else {
-        store
-            .resource
+        resource
             .find_subresource(&info.subresource)
             .is_some_and(|s| s.verbs.iter().any(|v| *v == info.verb))
     };
@@ -76,8 +105,8 @@ fn check_verb(store: &Store, req: &ApiRequest) -> Result<()> {
 }
 
 /// The namespace a request addresses (empty for cluster-scoped resources).
-fn namespace<'a>(store: &Store, req: &'a ApiRequest) -> &'a str {
-    if store.resource.namespaced {
+fn namespace<'a>(resource: &Resource, req: &'a ApiRequest) -> &'a str {
+    if resource.namespaced {
         &req.info.namespace
     } else {
         ""
@@ -122,14 +151,14 @@ pub(crate) fn output(req: &ApiRequest) -> Result<Output> {
 }
 
 /// Decodes a request body per its Content-Type.
-fn body(store: &Store, req: &ApiRequest) -> Result<Value> {
+fn body(resource: &Resource, req: &ApiRequest) -> Result<Value> {
     let media = MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
     let obj = codec::decode_body(media, &req.body)?;
     if !obj.is_object() && media != MediaType::Protobuf {
         // kube could read no apiVersion and kind from it.
         return Err(Error::bad_request(format!(
             "the object provided is unrecognized (must be of type {}): {} ({})",
-            store.resource.kind,
+            resource.kind,
             apimachinery::patch::no_version_kind(&obj),
             summarize(&req.body)
         )));
@@ -350,11 +379,16 @@ fn validate_list_options(
 }
 
 /// An object response: JSON, or a one-row Table.
-fn object_response(store: &Store, status: StatusCode, obj: &Value, out: Output) -> ApiResponse {
+fn object_response(
+    resource: &Resource,
+    status: StatusCode,
+    obj: &Value,
+    out: Output,
+) -> ApiResponse {
     match out {
         Output::Json => ApiResponse::json(status, obj),
         Output::Table(include) => {
-            let strategy = &store.resource.strategy;
+            let strategy = &resource.strategy;
             let row = table::row(strategy.cells(obj), obj, include);
             let rv = obj
                 .pointer("/metadata/resourceVersion")

@@ -13,7 +13,7 @@ use apimachinery::patch::PatchType;
 
 /// PATCH an object (or its subresource).
 pub async fn patch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    check_verb(store, req)?;
+    check_verb(&store.resource, req)?;
     let out = output(req)?;
     let content_type = req.header(header::CONTENT_TYPE).unwrap_or("");
     let accepted: &[&str] = if store.resource.strategic_merge_patch {
@@ -39,7 +39,7 @@ pub async fn patch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> 
     let opts = write_options(req)?;
     let written = store
         .patch(
-            namespace(store, req),
+            namespace(&store.resource, req),
             &req.info.name,
             &req.info.subresource,
             kind,
@@ -59,7 +59,7 @@ pub async fn patch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> 
         ));
     }
     Ok(with_warnings(
-        object_response(store, status, &written.object, out),
+        object_response(&store.resource, status, &written.object, out),
         &written.warnings,
     ))
 }

@@ -11,13 +11,13 @@ use apimachinery::error::Result;
 
 /// PUT a replacement object.
 pub async fn update(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    check_verb(store, req)?;
+    check_verb(&store.resource, req)?;
     let out = output(req)?;
     let opts = write_options(req)?;
-    let obj = body(store, req)?;
+    let obj = body(&store.resource, req)?;
     let written = store
         .update(
-            namespace(store, req),
+            namespace(&store.resource, req),
             &req.info.name,
             &req.info.subresource,
             obj,
@@ -36,7 +36,7 @@ pub async fn update(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
         ));
     }
     Ok(with_warnings(
-        object_response(store, status, &written.object, out),
+        object_response(&store.resource, status, &written.object, out),
         &written.warnings,
     ))
 }

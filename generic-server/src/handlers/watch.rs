@@ -15,11 +15,13 @@ use apimachinery::table;
 
 /// WATCH a collection (or one object, with a name field selector).
 pub async fn watch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    check_verb(store, req)?;
+    check_verb(&store.resource, req)?;
     let out = output(req)?;
     let opts = list_options(req)?;
     let encoder = encoder(store, out);
-    let stream = store.watch(namespace(store, req), opts, encoder).await?;
+    let stream = store
+        .watch(namespace(&store.resource, req), opts, encoder)
+        .await?;
     let content_type = match out {
         Output::Json => crate::codec::JSON,
         Output::Table(_) => "application/json;as=Table;v=v1;g=meta.k8s.io",

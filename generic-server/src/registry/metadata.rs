@@ -13,7 +13,9 @@ pub(super) fn ingest_with(
 ) -> Ingest {
     Arc::new(move |key: &str, value: &[u8], revision: i64| {
         let mut obj: Value = serde_json::from_slice(value).ok()?;
-        set_resource_version(&mut obj, revision);
+        if revision > 0 {
+            set_resource_version(&mut obj, revision);
+        }
         let meta = obj.get("metadata")?;
         let text = |k: &str| {
             meta.get(k)

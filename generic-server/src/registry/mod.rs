@@ -152,16 +152,8 @@ impl Store {
     ) -> Result<Store> {
         let prefix = resource.key_prefix(etcd_root);
         let shared = resource.strategy.shared_storage();
-        let strategy = resource.strategy.clone();
-        let fields = Arc::new(move |obj: &Value| {
-            strategy
-                .declared_fields()
-                .into_iter()
-                .filter_map(|f| strategy.field_value(obj, &f).map(|v| (f, v)))
-                .collect()
-        });
         let cache = cacher
-            .register(&prefix, ingest_with(fields))
+            .register(&prefix, strategy_ingest(&resource))
             .await
             .map_err(|e| Error::unavailable(e.to_string()))?;
         let store = Store {
@@ -363,25 +355,11 @@ impl Store {
     }
 
     fn check_selectors(&self, opts: &ListOptions) -> Result<()> {
-        let Some(fields) = &opts.fields else {
-            return Ok(());
-        };
-        let allowed = self.resource.strategy.declared_fields();
-        for field in fields.fields() {
-            if field != "metadata.name"
-                && field != "metadata.namespace"
-                && !allowed.iter().any(|a| a == field)
-            {
-                return Err(Error::bad_request(format!(
-                    "field label not supported: {field}"
-                )));
-            }
-        }
-        Ok(())
+        check_selectors(&self.resource, opts)
     }
 
     fn matches(&self, obj: &CachedObject, opts: &ListOptions) -> bool {
-        store_matches(obj, opts)
+        selects(obj, opts)
     }
 
     /// Lists objects, from the cache unless an exact or paged read needs etcd.
@@ -514,7 +492,40 @@ async fn present_with(
         .collect()
 }
 
-fn store_matches(obj: &CachedObject, opts: &ListOptions) -> bool {
+/// The ingest of a resource's objects: metadata, labels, and the fields its
+/// strategy declares selectable.
+pub fn strategy_ingest(resource: &Resource) -> Ingest {
+    let strategy = resource.strategy.clone();
+    ingest_with(Arc::new(move |obj: &Value| {
+        strategy
+            .declared_fields()
+            .into_iter()
+            .filter_map(|f| strategy.field_value(obj, &f).map(|v| (f, v)))
+            .collect()
+    }))
+}
+
+/// Refuses a field selector on a field the resource does not declare, in kube's words.
+pub fn check_selectors(resource: &Resource, opts: &ListOptions) -> Result<()> {
+    let Some(fields) = &opts.fields else {
+        return Ok(());
+    };
+    let allowed = resource.strategy.declared_fields();
+    for field in fields.fields() {
+        if field != "metadata.name"
+            && field != "metadata.namespace"
+            && !allowed.iter().any(|a| a == field)
+        {
+            return Err(Error::bad_request(format!(
+                "field label not supported: {field}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the list options' label and field selectors select an object.
+pub fn selects(obj: &CachedObject, opts: &ListOptions) -> bool {
     if let Some(labels) = &opts.labels {
         if !labels.matches_labels(Some(&obj.labels)) {
             return false;

@@ -110,7 +110,7 @@ impl Watcher {
     }
 
     fn matches(&self, obj: &CachedObject) -> bool {
-        obj.key.starts_with(&self.prefix) && store_matches(obj, &self.opts)
+        obj.key.starts_with(&self.prefix) && selects(obj, &self.opts)
     }
 
     async fn run(
