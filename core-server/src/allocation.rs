@@ -334,8 +334,8 @@ pub struct AllocationRepair {
 }
 
 impl AllocationRepair {
-    /// Starts following `services`.
-    pub fn start(storage: Arc<dyn Storage>, services: Arc<Store>) -> Addr<Self> {
+    /// Starts following `services`; when its informer has synced.
+    pub fn start(storage: Arc<dyn Storage>, services: Arc<Store>) -> informer::Synced {
         let addr = AllocationRepair {
             storage,
             services: services.clone(),
@@ -349,8 +349,7 @@ impl AllocationRepair {
             };
             events.do_send(Released { svc, deleted });
             true
-        });
-        addr
+        })
     }
 }
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use apimachinery::error::{Error, Result};
 use apimachinery::group_version::api_version;
-use generic_server::registry::Converter;
 use generic_server::service_client::{self, Clients, ObjectReader, ServiceRef};
+use generic_server::strategy::Converter;
 use serde_json::{Value, json};
 
 /// Conversion with strategy `None`: only `apiVersion` changes.

@@ -79,7 +79,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
         informer::follow(crds.clone(), Duration::from_secs(60), move |change| {
             controller.do_send(controllers::crd::Sync(change));
             true
-        });
+        })
+        .wait()
+        .await;
         controllers::crd::served_at_start(api, crds).await;
     });
     server

@@ -99,7 +99,7 @@ impl NamespaceLifecycle {
     pub async fn new(cacher: Arc<Cacher>, etcd_prefix: &str) -> Result<Self> {
         let prefix = apimachinery::keys::key_prefix(etcd_prefix, "", "namespaces");
         let namespaces = cacher
-            .register(&prefix, crate::registry::generic_ingest())
+            .register(&prefix, crate::storage::cacher::generic_ingest())
             .await
             .map_err(|e| Error::unavailable(e.to_string()))?;
         Ok(NamespaceLifecycle { cacher, namespaces })

@@ -647,7 +647,11 @@ impl ResumingWatch {
     /// or `None` when its time is up.
     fn continuation(&self) -> Option<pb::ApiRequest> {
         let mut request = self.request.clone();
-        let Some(version) = self.last.as_deref().and_then(last_resource_version) else {
+        let Some(version) = self
+            .last
+            .as_deref()
+            .and_then(crate::watch_hub::last_resource_version)
+        else {
             // Nothing passed through yet: the original request starts afresh.
             return Some(request);
         };
@@ -716,20 +720,6 @@ impl ResumingWatch {
 }
 
 /// The resourceVersion of the last watch event in `chunk` (one or more
-/// newline-terminated JSON events, plain or as Table rows).
-pub(crate) fn last_resource_version(chunk: &[u8]) -> Option<String> {
-    let line = chunk
-        .strip_suffix(b"\n")
-        .unwrap_or(chunk)
-        .rsplit(|b| *b == b'\n')
-        .next()?;
-    let event: serde_json::Value = serde_json::from_slice(line).ok()?;
-    event
-        .pointer("/object/metadata/resourceVersion")?
-        .as_str()
-        .filter(|v| !v.is_empty())
-        .map(str::to_string)
-}
 
 #[async_trait::async_trait]
 impl Handler for GrpcDelegate {
@@ -906,11 +896,19 @@ mod tests {
     fn the_last_event_of_a_chunk_gives_the_resume_point() {
         let plain = b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}\n\
                       {\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}\n";
-        assert_eq!(last_resource_version(plain).as_deref(), Some("9"));
-        let table = br#"{"type":"ADDED","object":{"kind":"Table","metadata":{"resourceVersion":"12"},"rows":[]}}"#;
-        assert_eq!(last_resource_version(table).as_deref(), Some("12"));
         assert_eq!(
-            last_resource_version(b"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\"}}\n"),
+            crate::watch_hub::last_resource_version(plain).as_deref(),
+            Some("9")
+        );
+        let table = br#"{"type":"ADDED","object":{"kind":"Table","metadata":{"resourceVersion":"12"},"rows":[]}}"#;
+        assert_eq!(
+            crate::watch_hub::last_resource_version(table).as_deref(),
+            Some("12")
+        );
+        assert_eq!(
+            crate::watch_hub::last_resource_version(
+                b"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\"}}\n"
+            ),
             None
         );
     }

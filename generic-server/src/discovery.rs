@@ -509,7 +509,7 @@ impl Discovery {
     }
 
     /// A readiness check: ready once the delegates' discovery has arrived.
-    pub fn readiness(self: &Arc<Self>) -> crate::server::HealthCheck {
+    pub fn readiness(self: &Arc<Self>) -> crate::health::HealthCheck {
         let discovery = self.clone();
         Arc::new(move || {
             let known = discovery.delegates_known();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 
 use crate::registry::Store;
 use crate::storage::cacher::{Cacher, Snapshot, WatchEvent, WatchEventType};
@@ -25,13 +25,31 @@ pub enum Change {
 /// What an informer starts from: a snapshot and the live events after it.
 type Subscription = (Snapshot, broadcast::Receiver<Arc<WatchEvent>>);
 
+/// Tells when an informer has delivered every object of its first snapshot
+/// (kube's "has synced"): a controller's post-start hook waits for it.
+pub struct Synced(oneshot::Receiver<()>);
+
+impl Synced {
+    /// Waits until the first snapshot is delivered (or the informer ended).
+    pub async fn wait(self) {
+        let _ = self.0.await;
+    }
+
+    /// Waits for every informer of `all`.
+    pub async fn all(all: Vec<Synced>) {
+        for synced in all {
+            synced.wait().await;
+        }
+    }
+}
+
 /// Follows a store, calling `on_change` for every object and change, until
 /// `on_change` returns false.
 pub fn follow(
     store: Arc<Store>,
     resync: Duration,
     on_change: impl Fn(Change) -> bool + Send + 'static,
-) {
+) -> Synced {
     let name = store.resource.plural.clone();
     follow_source(
         name,
@@ -41,7 +59,7 @@ pub fn follow(
         },
         resync,
         on_change,
-    );
+    )
 }
 
 /// Follows the cache registered in `cacher` under `prefix` like
@@ -51,7 +69,7 @@ pub fn follow_cache(
     prefix: String,
     resync: Duration,
     on_change: impl Fn(Change) -> bool + Send + 'static,
-) {
+) -> Synced {
     follow_source(
         prefix.clone(),
         move || {
@@ -63,7 +81,7 @@ pub fn follow_cache(
         },
         resync,
         on_change,
-    );
+    )
 }
 
 /// The informer loop over any source; a source answering `None` has
@@ -73,9 +91,12 @@ fn follow_source<F>(
     subscribe: impl Fn() -> F + Send + 'static,
     resync: Duration,
     on_change: impl Fn(Change) -> bool + Send + 'static,
-) where
+) -> Synced
+where
     F: Future<Output = Option<Result<Subscription>>> + Send,
 {
+    let (synced, first) = oneshot::channel();
+    let mut synced = Some(synced);
     tokio::spawn(async move {
         loop {
             let (snapshot, mut events) = match subscribe().await {
@@ -91,6 +112,9 @@ fn follow_source<F>(
                 if !on_change(Change::Present(obj.value())) {
                     return;
                 }
+            }
+            if let Some(synced) = synced.take() {
+                let _ = synced.send(());
             }
             let resync_at = tokio::time::sleep(resync);
             tokio::pin!(resync_at);
@@ -114,4 +138,5 @@ fn follow_source<F>(
             }
         }
     });
+    Synced(first)
 }

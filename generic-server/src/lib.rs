@@ -13,6 +13,7 @@ pub mod delegation;
 pub mod discovery;
 pub mod filters;
 pub mod handlers;
+pub mod health;
 pub mod informer;
 pub mod jwt;
 pub mod leader;

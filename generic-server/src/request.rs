@@ -387,6 +387,24 @@ impl Handler for NotFoundHandler {
     }
 }
 
+/// The longest `timeoutSeconds` honoured: a year (larger values are cut
+/// down to it, so no deadline computed from one can overflow).
+pub const MAX_TIMEOUT_SECONDS: u64 = 365 * 24 * 3600;
+
+/// A `timeoutSeconds` parameter, as kube reads it: an int64 (400 if it is
+/// not one); zero or less means none was given.
+pub fn timeout_seconds(value: &str) -> apimachinery::Result<Option<std::time::Duration>> {
+    let seconds = value.parse::<i64>().map_err(|_| {
+        Error::bad_request(format!(
+            "invalid value for timeoutSeconds: {value:?} is not a 64-bit integer"
+        ))
+    })?;
+    Ok(u64::try_from(seconds)
+        .ok()
+        .filter(|s| *s > 0)
+        .map(|s| std::time::Duration::from_secs(s.min(MAX_TIMEOUT_SECONDS))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,13 +6,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use futures::future::BoxFuture;
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Map, Value, json};
 
 use crate::admission::Admission;
 use crate::discovery::{self, Discovery, Rendered};
 use crate::handlers;
+use crate::health::HealthCheck;
 use crate::registry::{PatchSchema, Store};
 use crate::request::{ApiRequest, ApiResponse, Handler};
 use crate::resource::Resource;
@@ -20,10 +20,6 @@ use crate::rest::{Answered, Computed, CreateOnly, ReadOnly, Rest, Stored};
 use crate::storage::cacher::Cacher;
 use apimachinery::error::{Error, Result};
 use apimachinery::openapi::{self, Components, ResourceSpec, SubresourceSpec};
-
-/// A named health check.
-pub type HealthCheck =
-    Arc<dyn Fn() -> BoxFuture<'static, std::result::Result<(), String>> + Send + Sync>;
 
 /// Where a resource is served: group, version, resource, and the
 /// subresource (`""` for the resource itself) for an endpoint of its own.

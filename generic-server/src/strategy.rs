@@ -22,7 +22,7 @@ pub struct SharedStorage {
     /// That resource's plural.
     pub plural: &'static str,
     /// Converts objects between the stored shape and this resource's.
-    pub converter: Arc<dyn crate::registry::Converter>,
+    pub converter: Arc<dyn Converter>,
     /// A field selector label of this resource, as the stored resource names it.
     pub field_label: fn(&str) -> String,
 }
@@ -150,4 +150,14 @@ pub fn string_at(obj: &Value, path: &str) -> Option<String> {
         Value::Null => None,
         other => Some(other.to_string()),
     }
+}
+
+/// Converts objects between the versions of a resource whose versions share
+/// one storage (custom resources).
+#[async_trait::async_trait]
+pub trait Converter: Send + Sync + 'static {
+    /// The apiVersion objects are stored in.
+    fn storage_version(&self) -> String;
+    /// Converts objects to `api_version`.
+    async fn convert(&self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>>;
 }

@@ -66,7 +66,7 @@ impl Share {
         for (name, value) in form_urlencoded::parse(req.query.as_bytes()) {
             match &*name {
                 "resourceVersion" => after = Some(value.parse::<u64>().ok().filter(|v| *v > 0)?),
-                "timeoutSeconds" => timeout = crate::handlers::timeout_seconds(&value).ok()?,
+                "timeoutSeconds" => timeout = crate::request::timeout_seconds(&value).ok()?,
                 "sendInitialEvents" | "resourceVersionMatch" => return None,
                 _ => rest.push((name.into_owned(), value.into_owned())),
             }
@@ -157,7 +157,7 @@ impl Shared {
                 continue;
             }
             let error = bytes.starts_with(br#"{"type":"ERROR""#);
-            let revision = crate::delegation::last_resource_version(&bytes)
+            let revision = last_resource_version(&bytes)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(state.last);
             let line = Line {
@@ -383,6 +383,21 @@ fn subscription(
     }
 }
 
+/// newline-terminated JSON events, plain or as Table rows).
+pub(crate) fn last_resource_version(chunk: &[u8]) -> Option<String> {
+    let line = chunk
+        .strip_suffix(b"\n")
+        .unwrap_or(chunk)
+        .rsplit(|b| *b == b'\n')
+        .next()?;
+    let event: serde_json::Value = serde_json::from_slice(line).ok()?;
+    event
+        .pointer("/object/metadata/resourceVersion")?
+        .as_str()
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,7 +485,7 @@ mod tests {
                 .expect("an event in time")
                 .expect("the watch still open");
             for l in chunk.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-                let v = crate::delegation::last_resource_version(l).unwrap();
+                let v = last_resource_version(l).unwrap();
                 got.push(v.parse().unwrap());
             }
         }

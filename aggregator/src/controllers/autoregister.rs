@@ -5,12 +5,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
+use actix::prelude::*;
 use apimachinery::error::Reason;
+use futures::StreamExt as _;
 use generic_server::discovery::{Discovery, group_priority};
 use generic_server::loopback::Loopback;
 use serde_json::{Value, json};
 use tokio::sync::watch;
+use tokio_stream::wrappers::WatchStream;
 
 use crate::apiservice::is_local;
 
@@ -66,25 +70,79 @@ pub fn desired(groups: &[Value]) -> BTreeMap<String, Value> {
     out
 }
 
-/// Keeps local APIServices in step with discovery while this replica leads.
-pub fn start(client: Loopback, discovery: Arc<Discovery>, mut leader: watch::Receiver<bool>) {
-    let mut documents = discovery.subscribe();
-    tokio::spawn(async move {
-        loop {
-            if *leader.borrow_and_update() {
-                documents.borrow_and_update();
-                if let Err(e) = reconcile(&client, &discovery.local()).await {
-                    tracing::debug!(error = %e, "autoregistration incomplete; retrying");
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                    continue;
-                }
-            }
-            tokio::select! {
-                r = documents.changed() => if r.is_err() { return },
-                r = leader.changed() => if r.is_err() { return },
-            }
+/// The autoregistration controller: keeps local APIServices in step with
+/// discovery while this replica leads. One reconcile runs at a time; a
+/// change during one is taken up when it ends, a failure a second later.
+pub struct AutoRegistration {
+    client: Loopback,
+    discovery: Arc<Discovery>,
+    leader: watch::Receiver<bool>,
+    running: bool,
+    again: bool,
+}
+
+impl AutoRegistration {
+    /// A controller writing through `client` while `leader` says so.
+    pub fn new(client: Loopback, discovery: Arc<Discovery>, leader: watch::Receiver<bool>) -> Self {
+        AutoRegistration {
+            client,
+            discovery,
+            leader,
+            running: false,
+            again: false,
         }
-    });
+    }
+}
+
+/// Discovery or the leadership changed.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Changed;
+
+impl Actor for AutoRegistration {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.add_stream(WatchStream::new(self.discovery.subscribe()).map(|_| Changed));
+        ctx.add_stream(WatchStream::new(self.leader.clone()).map(|_| Changed));
+    }
+}
+
+impl StreamHandler<Changed> for AutoRegistration {
+    fn handle(&mut self, _: Changed, ctx: &mut Context<Self>) {
+        ctx.notify(Changed);
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+impl Handler<Changed> for AutoRegistration {
+    type Result = ();
+
+    fn handle(&mut self, _: Changed, ctx: &mut Context<Self>) {
+        if !*self.leader.borrow() {
+            return;
+        }
+        if self.running {
+            self.again = true;
+            return;
+        }
+        self.running = true;
+        let (client, groups) = (self.client.clone(), self.discovery.local());
+        ctx.spawn(
+            async move { reconcile(&client, &groups).await }
+                .into_actor(self)
+                .map(|result, this, ctx| {
+                    this.running = false;
+                    if let Err(e) = result {
+                        tracing::debug!(error = %e, "autoregistration incomplete; retrying");
+                        ctx.notify_later(Changed, Duration::from_secs(1));
+                    } else if std::mem::take(&mut this.again) {
+                        ctx.notify(Changed);
+                    }
+                }),
+        );
+    }
 }
 
 /// Creates missing local APIServices and deletes automanaged ones whose
@@ -132,7 +190,88 @@ async fn reconcile(client: &Loopback, groups: &[Value]) -> apimachinery::Result<
 
 #[cfg(test)]
 mod tests {
+    use generic_server::admission::Admission;
+    use generic_server::request::NotFoundHandler;
+    use generic_server::server::ApiServer;
+    use generic_server::storage::cacher::Cacher;
+    use generic_server::storage::memory::MemoryStorage;
+
     use super::*;
+
+    /// A client of a server holding APIServices over memory storage.
+    async fn client() -> Loopback {
+        let cacher = Cacher::start(Arc::new(MemoryStorage::default()))
+            .await
+            .expect("a cache");
+        let server = Arc::new(ApiServer::new(
+            "test",
+            Arc::new(Discovery::default()),
+            Arc::new(NotFoundHandler),
+            Vec::new(),
+        ));
+        server
+            .install(
+                vec![crate::apiservice::resource()],
+                &cacher,
+                &Admission::default(),
+                "/registry",
+            )
+            .await
+            .expect("installed");
+        Loopback::new(server, "test")
+    }
+
+    /// The names of the APIServices once `done` says they are what is wanted (5 s at most).
+    async fn apiservices(client: &Loopback, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+        let mut names = Vec::new();
+        for _ in 0..100 {
+            let list = client.get(PATH).await.expect("a list");
+            names = list["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.pointer("/metadata/name")?.as_str().map(String::from))
+                .collect();
+            if done(&names) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        names
+    }
+
+    fn group(name: &str, versions: &[&str]) -> Value {
+        let versions: Vec<Value> = versions
+            .iter()
+            .map(|v| json!({"version": v, "resources": []}))
+            .collect();
+        json!({"metadata": {"name": name}, "versions": versions})
+    }
+
+    #[actix::test]
+    async fn the_leader_registers_what_discovery_serves_and_unregisters_what_it_stops_serving() {
+        let client = client().await;
+        let discovery = Arc::new(Discovery::default());
+        discovery.set_own(vec![group("", &["v1"]), group("example.com", &["v1"])]);
+        let (lead, leader) = watch::channel(false);
+        AutoRegistration::new(client.clone(), discovery.clone(), leader).start();
+
+        // Not leading: nothing is written.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(apiservices(&client, |_| true).await.is_empty());
+
+        lead.send(true).expect("sent");
+        let names = apiservices(&client, |n| n.len() == 2).await;
+        assert_eq!(names, ["v1.", "v1.example.com"]);
+
+        // A served version goes (a CRD deleted): its automanaged APIService goes too.
+        discovery.set_own(vec![group("", &["v1"]), group("example.com", &["v2"])]);
+        let names = apiservices(&client, |n| {
+            n.iter().any(|s| s == "v2.example.com") && n.len() == 2
+        })
+        .await;
+        assert_eq!(names, ["v1.", "v2.example.com"]);
+    }
 
     #[test]
     fn builtin_and_custom_priorities() {

@@ -54,7 +54,9 @@ pub fn add_post_start_hooks(server: &mut GenericServer, shared: Shared) -> anyho
         informer::follow(apiservices, Duration::from_secs(300), move |change| {
             controller.do_send(available::Sync(change));
             true
-        });
+        })
+        .wait()
+        .await;
     });
     let (client, discovery, leader) = (
         shared.client,
@@ -62,7 +64,7 @@ pub fn add_post_start_hooks(server: &mut GenericServer, shared: Shared) -> anyho
         shared.leader.clone(),
     );
     server.add_post_start_hook("apiservice-registration-controller", async move {
-        autoregister::start(client, discovery, leader);
+        autoregister::AutoRegistration::new(client, discovery, leader).start();
     });
     // The namespace controller reaches every server, aggregated ones too,
     // through the front door's own handler.
@@ -80,7 +82,7 @@ pub fn add_post_start_hooks(server: &mut GenericServer, shared: Shared) -> anyho
     );
     server.add_post_start_hook("start-namespace-controller", async move {
         if let Err(e) = cacher
-            .register(&prefix, generic_server::registry::generic_ingest())
+            .register(&prefix, generic_server::storage::cacher::generic_ingest())
             .await
         {
             tracing::error!(error = %e, "cannot cache namespaces; the namespace controller does not run");
@@ -92,7 +94,9 @@ pub fn add_post_start_hooks(server: &mut GenericServer, shared: Shared) -> anyho
                 finalizer.do_send(namespaces::Sync(ns));
             }
             true
-        });
+        })
+        .wait()
+        .await;
     });
     Ok(())
 }

@@ -130,12 +130,13 @@ fn uid_key(uid: &str) -> u64 {
 }
 
 impl GarbageCollector {
-    /// Starts collecting for the given stores, acting through `client`.
+    /// Starts collecting for the given stores, acting through `client`;
+    /// the collector, and when its informers have synced.
     pub fn start(
         stores: Vec<Arc<Store>>,
         client: Loopback,
         discovery: Arc<Discovery>,
-    ) -> Addr<Self> {
+    ) -> (Addr<Self>, Vec<informer::Synced>) {
         let addr = GarbageCollector {
             client,
             discovery,
@@ -144,10 +145,11 @@ impl GarbageCollector {
             dependents: HashMap::new(),
         }
         .start();
-        for store in stores {
-            follow(&addr, store);
-        }
-        addr
+        let synced = stores
+            .into_iter()
+            .map(|store| follow(&addr, store))
+            .collect();
+        (addr, synced)
     }
 
     fn unlink(&mut self, uid: &str) {
@@ -289,12 +291,12 @@ impl GarbageCollector {
 }
 
 /// Makes a collector follow one store.
-fn follow(addr: &Addr<GarbageCollector>, store: Arc<Store>) {
+fn follow(addr: &Addr<GarbageCollector>, store: Arc<Store>) -> informer::Synced {
     let addr = addr.clone();
     informer::follow(store, RESYNC, move |change| {
         addr.do_send(Observe(change));
         true
-    });
+    })
 }
 
 /// Makes a collector follow every resource its server's delegates serve, as

@@ -1,5 +1,6 @@
 //! The core server's controllers, each an actor fed by an informer, started
-//! as named post-start hooks (`/readyz?verbose` lists them).
+//! as named post-start hooks (`/readyz?verbose` lists them); a hook ends
+//! once its informers have synced.
 
 pub mod garbage_collector;
 pub mod serviceaccount;
@@ -25,9 +26,10 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
     );
     let gc_client = client.clone();
     server.add_post_start_hook("start-garbage-collector-controller", async move {
-        let collector =
+        let (collector, synced) =
             garbage_collector::GarbageCollector::start(api.stores(), gc_client, discovery.clone());
         garbage_collector::follow_delegates(&collector, cacher, discovery, &root);
+        informer::Synced::all(synced).await;
     });
     if let Some(namespaces) = server.server.store("", "v1", "namespaces") {
         server.add_post_start_hook("start-service-account-controller", async move {
@@ -37,13 +39,15 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
                     accounts.do_send(serviceaccount::Sync(ns));
                 }
                 true
-            });
+            })
+            .wait()
+            .await;
         });
     }
     if let Some(services) = server.server.store("", "v1", "services") {
         let storage = server.cacher.storage().clone();
         server.add_post_start_hook("start-service-ip-repair-controllers", async move {
-            AllocationRepair::start(storage, services);
+            AllocationRepair::start(storage, services).wait().await;
         });
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use apimachinery::error::{FieldError, Result};
 use apimachinery::table::Column;
 use apimachinery::validation;
-use generic_server::registry::Converter;
+use generic_server::strategy::Converter;
 use generic_server::strategy::{SharedStorage, Strategy, string_at};
 use serde_json::{Value, json};
 

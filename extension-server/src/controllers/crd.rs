@@ -13,11 +13,12 @@ use apimachinery::openapi::{self, Components, ResourceSpec, SubresourceSpec};
 use generic_server::admission::Admission;
 use generic_server::informer::Change;
 use generic_server::loopback::Loopback;
-use generic_server::registry::{Converter, DeleteOptions, ListOptions, PatchSchema, Store};
+use generic_server::registry::{DeleteOptions, ListOptions, PatchSchema, Store};
 use generic_server::request::UserInfo;
 use generic_server::server::ApiServer;
 use generic_server::service_client::{Clients, ObjectReader};
 use generic_server::storage::cacher::Cacher;
+use generic_server::strategy::Converter;
 use serde_json::{Map, Value};
 
 use crate::conversion::{NoneConverter, WebhookConverter};

@@ -235,24 +235,6 @@ fn write_options(req: &ApiRequest) -> Result<WriteOptions> {
     })
 }
 
-/// The longest `timeoutSeconds` honoured: a year (larger values are cut
-/// down to it, so no deadline computed from one can overflow).
-pub const MAX_TIMEOUT_SECONDS: u64 = 365 * 24 * 3600;
-
-/// A `timeoutSeconds` parameter, as kube reads it: an int64 (400 if it is
-/// not one); zero or less means none was given.
-pub fn timeout_seconds(value: &str) -> Result<Option<std::time::Duration>> {
-    let seconds = value.parse::<i64>().map_err(|_| {
-        Error::bad_request(format!(
-            "invalid value for timeoutSeconds: {value:?} is not a 64-bit integer"
-        ))
-    })?;
-    Ok(u64::try_from(seconds)
-        .ok()
-        .filter(|s| *s > 0)
-        .map(|s| std::time::Duration::from_secs(s.min(MAX_TIMEOUT_SECONDS))))
-}
-
 /// Parses the options of a list or watch.
 pub(crate) fn list_options(req: &ApiRequest) -> Result<ListOptions> {
     let pairs = req.query_pairs();
@@ -281,7 +263,7 @@ pub(crate) fn list_options(req: &ApiRequest) -> Result<ListOptions> {
     };
     let resource_version_match = get("resourceVersionMatch");
     let timeout = get("timeoutSeconds")
-        .map(|t| timeout_seconds(&t))
+        .map(|t| crate::request::timeout_seconds(&t))
         .transpose()?
         .flatten();
     let continue_token = get("continue");

@@ -3,12 +3,14 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::StreamExt;
 use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Output, check_verb, list_options, namespace, output};
-use crate::registry::{Store, WatchEncoder, WatchItem};
+use crate::registry::{Store, WatchItem};
 use crate::request::{ApiRequest, ApiResponse};
+use crate::resource::Resource;
 use crate::storage::cacher::encode_line;
 use apimachinery::error::Result;
 use apimachinery::table;
@@ -18,10 +20,9 @@ pub async fn watch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> 
     check_verb(&store.resource, req)?;
     let out = output(req)?;
     let opts = list_options(req)?;
-    let encoder = encoder(store, out);
-    let stream = store
-        .watch(namespace(&store.resource, req), opts, encoder)
-        .await?;
+    let items = store.watch(namespace(&store.resource, req), opts).await?;
+    let resource = store.resource.clone();
+    let stream = items.map(move |item| encode(&resource, out, item)).boxed();
     let content_type = match out {
         Output::Json => crate::codec::JSON,
         Output::Table(_) => "application/json;as=Table;v=v1;g=meta.k8s.io",
@@ -36,11 +37,11 @@ fn line(kind: &str, object: &Value) -> Bytes {
     bytes.into()
 }
 
-/// Encodes watch items for the negotiated output.
-fn encoder(store: &Arc<Store>, out: Output) -> WatchEncoder {
-    let resource = store.resource.clone();
-    Arc::new(move |item: WatchItem<'_>| match item {
-        WatchItem::Event(kind, object, shared) => Some(match (out, shared) {
+/// Encodes one watch item for the negotiated output.
+fn encode(resource: &Resource, out: Output, item: WatchItem) -> Bytes {
+    match item {
+        WatchItem::Event(kind, object, shared) => match (out, shared) {
+            // The cache's own encoding, shared by every watcher that sees the event as it is.
             (Output::Json, Some(event)) if event.kind == kind => event.json_line(),
             (Output::Json, _) => encode_line(kind, &object.bytes),
             (Output::Table(include), _) => {
@@ -50,7 +51,7 @@ fn encoder(store: &Arc<Store>, out: Output) -> WatchEncoder {
                 let t = table::table(Some(&columns), vec![row], &object.revision.to_string(), "");
                 line(kind.as_str(), &t)
             }
-        }),
+        },
         WatchItem::Bookmark {
             revision,
             initial_end,
@@ -67,11 +68,11 @@ fn encoder(store: &Arc<Store>, out: Output) -> WatchEncoder {
                     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": null, "rows": null})
                 }
             };
-            Some(line("BOOKMARK", &object))
+            line("BOOKMARK", &object)
         }
-        WatchItem::Error(err) => Some(line(
+        WatchItem::Error(err) => line(
             "ERROR",
             &serde_json::to_value(err.to_status()).unwrap_or_default(),
-        )),
-    })
+        ),
+    }
 }

@@ -1,45 +1,6 @@
-//! Object metadata the store keeps: ingesting stored objects for the cache, resource versions, names, namespaces, generations and the system fields a client cannot change.
+//! Object metadata the store keeps: resource versions, names, namespaces, generations and the system fields a client cannot change.
 
 use super::*;
-
-/// Ingests any object: parses it, stamps the revision, reads name,
-/// namespace and labels.
-pub fn generic_ingest() -> Ingest {
-    ingest_with(Arc::new(|_: &Value| Vec::new()))
-}
-
-pub(super) fn ingest_with(
-    fields: Arc<dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync>,
-) -> Ingest {
-    Arc::new(move |key: &str, value: &[u8], revision: i64| {
-        let mut obj: Value = serde_json::from_slice(value).ok()?;
-        if revision > 0 {
-            set_resource_version(&mut obj, revision);
-        }
-        let meta = obj.get("metadata")?;
-        let text = |k: &str| {
-            meta.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let labels = meta
-            .get("labels")
-            .and_then(Value::as_object)
-            .map(Labels::from_map)
-            .unwrap_or_default();
-        Some(CachedObject {
-            key: key.into(),
-            revision,
-            namespace: text("namespace"),
-            name: text("name"),
-            labels,
-            fields: fields(&obj),
-            // Exactly as long as the JSON: a cache holds many of these.
-            bytes: Bytes::from(serde_json::to_vec(&obj).ok()?.into_boxed_slice()),
-        })
-    })
-}
 
 /// Sets the value at a JSON pointer, creating objects on the way.
 pub fn set_pointer(obj: &mut Value, pointer: &str, value: Value) {

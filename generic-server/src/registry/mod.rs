@@ -4,8 +4,8 @@
 //! which its hooks run is fixed here, so no resource can get it wrong.
 //!
 //! This file holds the store and its reads (get, list); the rest is split
-//! by concern: [`options`] (what a request asks), `metadata` (ingest and
-//! the fields the server keeps), `write` (create, update, patch, delete and
+//! by concern: [`options`] (what a request asks), `metadata` (the fields
+//! the server keeps), `write` (create, update, patch, delete and
 //! the order of their hooks), `server_side_apply`, `scale`, `pagination`
 //! (continue tokens) and `watch` (the per-client watcher).
 
@@ -19,17 +19,18 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use crate::admission::{Admission, Attributes, Operation};
-use crate::request::{BodyStream, UserInfo};
+use crate::request::UserInfo;
 use crate::resource::{Resource, ScaleSelector, ScaleSpec};
 use crate::storage::cacher::{
     CachedObject, Cacher, Ingest, ResourceCache, WatchEvent, WatchEventType, WatchStart,
-    history_event,
+    history_event, ingest_with,
 };
 use crate::storage::{Storage, StorageError, prefix_end};
+use crate::strategy::Converter;
 use apimachinery::apply;
 use apimachinery::error::{Error, FieldError, Reason, Result};
 use apimachinery::field_selector::FieldSelector;
-use apimachinery::label_selector::{LabelSelector, Labels};
+use apimachinery::label_selector::LabelSelector;
 use apimachinery::patch::{self, PatchType};
 use apimachinery::validation;
 
@@ -42,11 +43,11 @@ mod watch;
 mod write;
 
 use metadata::*;
-pub use metadata::{generic_ingest, now_rfc3339, set_pointer, set_resource_version};
+pub use metadata::{now_rfc3339, set_pointer, set_resource_version};
 pub use options::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};
 pub use pagination::encode_continue;
 use pagination::*;
-pub use watch::{WatchEncoder, WatchItem};
+pub use watch::{WatchItem, WatchStream};
 
 /// The result of a write.
 #[derive(Debug)]
@@ -103,16 +104,6 @@ pub struct Store {
     /// Field selector labels in the stored resource's terms, when this
     /// store is a view of another resource's storage.
     field_label: Option<fn(&str) -> String>,
-}
-
-/// Converts objects between the versions of a resource whose versions share
-/// one storage (custom resources).
-#[async_trait::async_trait]
-pub trait Converter: Send + Sync + 'static {
-    /// The apiVersion objects are stored in.
-    fn storage_version(&self) -> String;
-    /// Converts objects to `api_version`.
-    async fn convert(&self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>>;
 }
 
 /// Maps a storage error to an API error about one object.

@@ -2,10 +2,12 @@
 
 use super::*;
 
-/// What a watch produces; the handler encodes it for the client.
-pub enum WatchItem<'a> {
-    /// An object event.
-    Event(WatchEventType, &'a CachedObject, Option<&'a WatchEvent>),
+/// What a watch produces, typed; the watch handler encodes it for the client.
+pub enum WatchItem {
+    /// An object event: its type for this watcher, the object, and the
+    /// cache's event when this watcher sees it as the cache does (its
+    /// encoding is then shared by every such watcher).
+    Event(WatchEventType, Arc<CachedObject>, Option<Arc<WatchEvent>>),
     /// A bookmark at a revision; `initial_end` marks the end of initial events.
     Bookmark {
         /// The revision.
@@ -14,19 +16,18 @@ pub enum WatchItem<'a> {
         initial_end: bool,
     },
     /// A terminal error.
-    Error(&'a Error),
+    Error(Error),
 }
 
-/// Encodes watch items for the client; `None` skips the item.
-pub type WatchEncoder = Arc<dyn Fn(WatchItem<'_>) -> Option<Bytes> + Send + Sync>;
+/// The items of one watch, ending when the watch does.
+pub type WatchStream = tokio_stream::wrappers::ReceiverStream<WatchItem>;
 
 /// One running watch: replays, then forwards live events, with bookmarks
 /// and a deadline, until the client goes away.
 pub(super) struct Watcher {
     opts: ListOptions,
     prefix: String,
-    encode: WatchEncoder,
-    tx: mpsc::Sender<Bytes>,
+    tx: mpsc::Sender<WatchItem>,
     cache: Arc<ResourceCache>,
     cacher: Arc<Cacher>,
     send_initial_end: Option<i64>,
@@ -39,11 +40,8 @@ pub(super) struct Watcher {
 pub(super) const BOOKMARK_PERIOD: Duration = Duration::from_secs(60);
 
 impl Watcher {
-    async fn send(&self, bytes: Option<Bytes>) -> bool {
-        match bytes {
-            Some(b) => self.tx.send(b).await.is_ok(),
-            None => true,
-        }
+    async fn send(&self, item: WatchItem) -> bool {
+        self.tx.send(item).await.is_ok()
     }
 
     /// Whether the event's previous and new states match the selectors.
@@ -53,7 +51,7 @@ impl Watcher {
     }
 
     /// Sends an event if it concerns this watcher; false when the client is gone.
-    async fn forward(&self, event: &WatchEvent) -> bool {
+    async fn forward(&self, event: &Arc<WatchEvent>) -> bool {
         let Some((converter, version)) = &self.converter else {
             return self.forward_served(event, None).await;
         };
@@ -71,25 +69,28 @@ impl Watcher {
         };
         let object = converted.remove(0);
         let prev = converted.pop();
-        self.forward_served(&WatchEvent::new(event.kind, object, prev), matched)
-            .await
+        self.forward_served(
+            &Arc::new(WatchEvent::new(event.kind, object, prev)),
+            matched,
+        )
+        .await
     }
 
     /// Sends an event already in the watcher's version; `matched` tells
     /// whether its previous and new states match, when already known.
-    async fn forward_served(&self, event: &WatchEvent, matched: Option<(bool, bool)>) -> bool {
+    async fn forward_served(&self, event: &Arc<WatchEvent>, matched: Option<(bool, bool)>) -> bool {
         let (before, now) = matched.unwrap_or_else(|| self.selects(event));
-        let object = &event.object;
+        let (object, shared) = (event.object.clone(), Some(event.clone()));
         let item = match (event.kind, before, now) {
             (WatchEventType::Deleted, false, false) | (_, false, false) => return true,
             (WatchEventType::Deleted, _, _) => {
-                WatchItem::Event(WatchEventType::Deleted, object, Some(event))
+                WatchItem::Event(WatchEventType::Deleted, object, shared)
             }
             (WatchEventType::Added, _, true) => {
-                WatchItem::Event(WatchEventType::Added, object, Some(event))
+                WatchItem::Event(WatchEventType::Added, object, shared)
             }
             (_, false, true) => WatchItem::Event(WatchEventType::Added, object, None),
-            (_, true, true) => WatchItem::Event(WatchEventType::Modified, object, Some(event)),
+            (_, true, true) => WatchItem::Event(WatchEventType::Modified, object, shared),
             (_, true, false) => {
                 // Stopped matching: a DELETED with the old content at the new revision.
                 let Some(prev) = &event.prev else { return true };
@@ -98,15 +99,15 @@ impl Watcher {
                     return true;
                 };
                 return self
-                    .send((self.encode)(WatchItem::Event(
+                    .send(WatchItem::Event(
                         WatchEventType::Deleted,
-                        &restamped,
+                        Arc::new(restamped),
                         None,
-                    )))
+                    ))
                     .await;
             }
         };
-        self.send((self.encode)(item)).await
+        self.send(item).await
     }
 
     fn matches(&self, obj: &CachedObject) -> bool {
@@ -133,7 +134,7 @@ impl Watcher {
                     revision,
                     initial_end: true,
                 };
-                if !self.send((self.encode)(item)).await {
+                if !self.send(item).await {
                     return;
                 }
             }
@@ -150,7 +151,7 @@ impl Watcher {
                 _ = self.tx.closed() => return,
                 _ = bookmarks.tick(), if self.opts.allow_bookmarks => {
                     let item = WatchItem::Bookmark { revision: self.cacher.progress(), initial_end: false };
-                    if !self.send((self.encode)(item)).await { return; }
+                    if !self.send(item).await { return; }
                 }
                 event = next_live(&mut live), if live.is_some() => match event {
                     Some(event) => if !self.forward(&event).await { return },
@@ -160,13 +161,13 @@ impl Watcher {
                     Some(Ok(events)) => {
                         for raw in &events {
                             if let Some(event) = history_event(&self.cache, raw) {
-                                if !self.forward(&event).await { return; }
+                                if !self.forward(&Arc::new(event)).await { return; }
                             }
                         }
                     }
                     Some(Err(StorageError::Compacted { requested, compacted })) => {
                         let err = Error::new(Reason::Gone, format!("too old resource version: {} ({compacted})", requested - 1));
-                        let _ = self.send((self.encode)(WatchItem::Error(&err))).await;
+                        let _ = self.send(WatchItem::Error(err)).await;
                         return;
                     }
                     _ => return,
@@ -198,14 +199,9 @@ pub(super) fn default_watch_timeout() -> Duration {
 }
 
 impl Store {
-    /// Watches objects; the returned stream ends when the client goes away,
-    /// on timeout, or after an error event.
-    pub async fn watch(
-        &self,
-        namespace: &str,
-        opts: ListOptions,
-        encode: WatchEncoder,
-    ) -> Result<BodyStream> {
+    /// Watches objects; the returned stream of typed events ends when the
+    /// client goes away, on timeout, or after an error event.
+    pub async fn watch(&self, namespace: &str, opts: ListOptions) -> Result<WatchStream> {
         self.check_selectors(&opts)?;
         let opts = self.storage_options(&opts).into_owned();
         let prefix = self.list_prefix(namespace);
@@ -213,7 +209,7 @@ impl Store {
         let initial = opts
             .send_initial_events
             .unwrap_or(rv.is_empty() || rv == "0");
-        let (tx, rx) = mpsc::channel::<Bytes>(256);
+        let (tx, rx) = mpsc::channel::<WatchItem>(256);
         let (replay, live, history, initial_revision) = if initial {
             if rv.is_empty() {
                 self.fresh().await?;
@@ -245,7 +241,6 @@ impl Store {
         let watcher = Watcher {
             opts,
             prefix,
-            encode,
             tx,
             cache: self.cache.clone(),
             cacher: self.cacher.clone(),
@@ -257,7 +252,7 @@ impl Store {
             stored_terms: self.field_label.is_some(),
         };
         tokio::spawn(watcher.run(replay, live, history));
-        Ok(tokio_stream::wrappers::ReceiverStream::new(rx).boxed())
+        Ok(tokio_stream::wrappers::ReceiverStream::new(rx))
     }
 
     /// A consistent snapshot of every object, and the events that follow it:

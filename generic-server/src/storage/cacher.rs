@@ -61,6 +61,50 @@ impl CachedObject {
 /// `None` if the value is not an object of the resource.
 pub type Ingest = Arc<dyn Fn(&str, &[u8], i64) -> Option<CachedObject> + Send + Sync>;
 
+/// Ingests any object: parses it, stamps the revision, reads name,
+/// namespace and labels.
+pub fn generic_ingest() -> Ingest {
+    ingest_with(Arc::new(|_: &Value| Vec::new()))
+}
+
+/// Ingests objects, reading the extra selectable `fields` of each.
+pub fn ingest_with(fields: Arc<dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync>) -> Ingest {
+    Arc::new(move |key: &str, value: &[u8], revision: i64| {
+        let mut obj: Value = serde_json::from_slice(value).ok()?;
+        if let (true, Some(meta)) = (
+            revision > 0,
+            obj.get_mut("metadata").and_then(Value::as_object_mut),
+        ) {
+            meta.insert(
+                "resourceVersion".into(),
+                Value::String(revision.to_string()),
+            );
+        }
+        let meta = obj.get("metadata")?;
+        let text = |k: &str| {
+            meta.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let labels = meta
+            .get("labels")
+            .and_then(Value::as_object)
+            .map(Labels::from_map)
+            .unwrap_or_default();
+        Some(CachedObject {
+            key: key.into(),
+            revision,
+            namespace: text("namespace"),
+            name: text("name"),
+            labels,
+            fields: fields(&obj),
+            // Exactly as long as the JSON: a cache holds many of these.
+            bytes: Bytes::from(serde_json::to_vec(&obj).ok()?.into_boxed_slice()),
+        })
+    })
+}
+
 /// The type of a watch event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WatchEventType {
