@@ -11,7 +11,9 @@ use actix::prelude::*;
 use apimachinery::error::Reason;
 use futures::StreamExt as _;
 use generic_server::discovery::{Discovery, group_priority};
+use generic_server::health::HealthCheck;
 use generic_server::loopback::Loopback;
+use generic_server::registry::{ListOptions, Store};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_stream::wrappers::WatchStream;
@@ -143,6 +145,37 @@ impl Handler<Changed> for AutoRegistration {
                 }),
         );
     }
+}
+
+/// kube's `autoregister-completion` readiness check: ready once the
+/// delegates' discovery has arrived and every group/version it serves has
+/// its local APIService (whichever replica wrote them).
+pub fn completion_check(apiservices: Arc<Store>, discovery: Arc<Discovery>) -> HealthCheck {
+    Arc::new(move || {
+        let (apiservices, discovery) = (apiservices.clone(), discovery.clone());
+        Box::pin(async move {
+            if !discovery.delegates_known() {
+                return Err("no discovery from the delegates yet".into());
+            }
+            let cached = ListOptions {
+                resource_version: Some("0".into()),
+                ..Default::default()
+            };
+            let list = apiservices
+                .list("", &cached)
+                .await
+                .map_err(|e| e.to_string())?;
+            let existing: Vec<&str> = list.items.iter().map(|s| s.name.as_str()).collect();
+            let missing = desired(&discovery.local())
+                .into_keys()
+                .filter(|name| !existing.contains(&name.as_str()))
+                .count();
+            match missing {
+                0 => Ok(()),
+                n => Err(format!("{n} APIServices not registered yet")),
+            }
+        })
+    })
 }
 
 /// Creates missing local APIServices and deletes automanaged ones whose

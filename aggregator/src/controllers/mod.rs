@@ -49,6 +49,10 @@ pub fn add_post_start_hooks(server: &mut GenericServer, shared: Shared) -> anyho
         shared.leader.clone(),
         server.etcd.clone(),
     );
+    server.server.add_health_check(
+        "autoregister-completion",
+        autoregister::completion_check(apiservices.clone(), server.discovery.clone()),
+    );
     server.add_post_start_hook("apiservice-status-available-controller", async move {
         let controller = available.start();
         informer::follow(apiservices, Duration::from_secs(300), move |change| {
