@@ -1,4 +1,5 @@
-//! Custom resource schemas (`apimachinery::schema`): a CRD carrying the
+//! Custom resource schemas (`apimachinery::schema`, with
+//! `apimachinery::crd_validation`): a CRD carrying the
 //! schema is defaulted and validated (structural schema rules included), and
 //! an object goes through what a custom resource goes through: pruning,
 //! defaulting and validation against the structural schema.
@@ -7,10 +8,8 @@
 //! Pruning a pruned object must remove nothing.
 #![no_main]
 
-use apimachinery::schema::{
-    Structural, apply_defaults, default_crd, prepare_for_create, prune, to_openapi_resource,
-    validate, validate_crd,
-};
+use apimachinery::crd_validation::{default_crd, prepare_for_create, validate_crd};
+use apimachinery::schema::{Structural, apply_defaults, prune, to_openapi_resource, validate};
 use kubechain_fuzz::{json, split_line};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
