@@ -119,6 +119,7 @@ impl CompletedConfig {
 
     /// The server named `name` (for logs and registration); what it does not
     /// serve goes to the delegate, or, at the end of the chain, gets a 404.
+    #[allow(clippy::new_ret_no_self)] // kube's `completedConfig.New(name, delegate)`
     pub fn new(self, name: &str) -> GenericServer {
         let delegate: Arc<dyn Handler> = match self.delegate {
             Some(link) => Arc::new(link),

@@ -5,7 +5,7 @@
 //! served with an ETag.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -455,23 +455,27 @@ fn resource_list(group: &str, version: &Value) -> Value {
 
 /// The discovery of a server: its own groups merged with its delegates',
 /// re-rendered whenever either changes; subscribers see each new version.
+/// Its sources sit behind one lock, and every write publishes the new
+/// documents before it returns, so a writer's next read sees its change.
 pub struct Discovery {
-    own: RwLock<Vec<Value>>,
-    delegates: RwLock<Vec<Value>>,
-    remote: RwLock<Vec<Value>>,
-    priorities: RwLock<HashMap<String, i64>>,
-    delegates_known: std::sync::atomic::AtomicBool,
+    sources: Mutex<Sources>,
     current: watch::Sender<Arc<Documents>>,
+}
+
+/// What discovery is merged from.
+#[derive(Default)]
+struct Sources {
+    own: Vec<Value>,
+    delegates: Vec<Value>,
+    remote: Vec<Value>,
+    priorities: HashMap<String, i64>,
+    delegates_known: bool,
 }
 
 impl Default for Discovery {
     fn default() -> Self {
         Discovery {
-            own: RwLock::default(),
-            delegates: RwLock::default(),
-            remote: RwLock::default(),
-            priorities: RwLock::default(),
-            delegates_known: std::sync::atomic::AtomicBool::new(false),
+            sources: Mutex::default(),
             current: watch::channel(Arc::new(Documents::default())).0,
         }
     }
@@ -490,22 +494,20 @@ impl Discovery {
 
     /// Replaces this server's own groups.
     pub fn set_own(&self, groups: Vec<Value>) {
-        *self.own.write().unwrap_or_else(|e| e.into_inner()) = groups;
-        self.rebuild();
+        self.update(|s| s.own = groups);
     }
 
     /// Replaces the delegates' groups (from their discovery stream).
     pub fn set_delegates(&self, groups: Vec<Value>) {
-        *self.delegates.write().unwrap_or_else(|e| e.into_inner()) = groups;
-        self.delegates_known
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        self.rebuild();
+        self.update(|s| {
+            s.delegates = groups;
+            s.delegates_known = true;
+        });
     }
 
     /// Whether the delegates' discovery has arrived at least once.
     pub fn delegates_known(&self) -> bool {
-        self.delegates_known
-            .load(std::sync::atomic::Ordering::SeqCst)
+        self.sources().delegates_known
     }
 
     /// A readiness check: ready once the delegates' discovery has arrived.
@@ -525,64 +527,50 @@ impl Discovery {
 
     /// Replaces the groups of remote aggregated servers (the aggregator's).
     pub fn set_remote(&self, groups: Vec<Value>) {
-        *self.remote.write().unwrap_or_else(|e| e.into_inner()) = groups;
-        self.rebuild();
+        self.update(|s| s.remote = groups);
     }
 
     /// Replaces the group priorities that order discovery (from APIServices).
     pub fn set_priorities(&self, priorities: HashMap<String, i64>) {
-        *self.priorities.write().unwrap_or_else(|e| e.into_inner()) = priorities;
-        self.rebuild();
+        self.update(|s| s.priorities = priorities);
     }
 
     /// The groups this server and its delegates serve (not remote ones).
     pub fn local(&self) -> Vec<Value> {
-        let own = self.own.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let delegates = self
-            .delegates
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        merge_groups(&[&own, &delegates])
+        let sources = self.sources();
+        merge_groups(&[&sources.own, &sources.delegates])
     }
 
     /// The delegates' groups.
     pub fn delegates(&self) -> Vec<Value> {
-        self.delegates
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.sources().delegates.clone()
     }
 
     /// This server's own groups.
     pub fn own(&self) -> Vec<Value> {
-        self.own.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.sources().own.clone()
     }
 
-    fn rebuild(&self) {
-        let own = self.own.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let delegates = self
-            .delegates
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let remote = self
-            .remote
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let priorities = self
-            .priorities
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+    fn sources(&self) -> std::sync::MutexGuard<'_, Sources> {
+        self.sources.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Changes the sources and publishes the documents they make, under the
+    /// lock, so concurrent writers publish in the order they wrote.
+    fn update(&self, change: impl FnOnce(&mut Sources)) {
+        let mut sources = self.sources();
+        change(&mut sources);
         let priority = |group: &str| {
-            priorities
+            sources
+                .priorities
                 .get(group)
                 .copied()
                 .unwrap_or_else(|| group_priority(group))
         };
-        let docs = Documents::new(merge_groups_with(&[&own, &delegates, &remote], &priority));
+        let docs = Documents::new(merge_groups_with(
+            &[&sources.own, &sources.delegates, &sources.remote],
+            &priority,
+        ));
         self.current.send_if_modified(|current| {
             if current.groups == docs.groups {
                 return false;

@@ -493,9 +493,12 @@ impl Handler for ApiServer {
         let info = req.info.clone();
         if info.is_resource_request {
             let (group, version) = (&info.api_group, &info.api_version);
-            let rest = self
-                .rest_at(group, version, &info.resource, &info.subresource)
-                .or_else(|| self.rest_at(group, version, &info.resource, ""));
+            // A subresource with an endpoint of its own (a token request),
+            // else the resource's own REST.
+            let own = (!info.subresource.is_empty())
+                .then(|| self.rest_at(group, version, &info.resource, &info.subresource))
+                .flatten();
+            let rest = own.or_else(|| self.rest_at(group, version, &info.resource, ""));
             if let Some(rest) = rest {
                 return handlers::serve(rest.as_ref(), req).await;
             }
