@@ -55,6 +55,25 @@ impl ApiServer {
         }
     }
 
+    /// A server over in-memory storage holding `resources`, at the end of
+    /// its chain, and its cache: what controllers' unit tests run against.
+    pub async fn in_memory(resources: Vec<Resource>) -> Result<(Arc<ApiServer>, Arc<Cacher>)> {
+        let storage = Arc::new(crate::storage::memory::MemoryStorage::default());
+        let cacher = Cacher::start(storage)
+            .await
+            .map_err(|e| Error::unavailable(e.to_string()))?;
+        let server = Arc::new(ApiServer::new(
+            "in-memory",
+            Arc::new(Discovery::default()),
+            Arc::new(crate::request::NotFoundHandler),
+            Vec::new(),
+        ));
+        server
+            .install(resources, &cacher, &Admission::default(), "/registry")
+            .await?;
+        Ok((server, cacher))
+    }
+
     /// Adds a check that `/readyz` (and `/healthz`) run.
     pub fn add_health_check(&self, name: &str, check: HealthCheck) {
         self.checks

@@ -223,34 +223,15 @@ async fn reconcile(client: &Loopback, groups: &[Value]) -> apimachinery::Result<
 
 #[cfg(test)]
 mod tests {
-    use generic_server::admission::Admission;
-    use generic_server::request::NotFoundHandler;
     use generic_server::server::ApiServer;
-    use generic_server::storage::cacher::Cacher;
-    use generic_server::storage::memory::MemoryStorage;
 
     use super::*;
 
     /// A client of a server holding APIServices over memory storage.
     async fn client() -> Loopback {
-        let cacher = Cacher::start(Arc::new(MemoryStorage::default()))
+        let (server, _) = ApiServer::in_memory(vec![crate::apiservice::resource()])
             .await
-            .expect("a cache");
-        let server = Arc::new(ApiServer::new(
-            "test",
-            Arc::new(Discovery::default()),
-            Arc::new(NotFoundHandler),
-            Vec::new(),
-        ));
-        server
-            .install(
-                vec![crate::apiservice::resource()],
-                &cacher,
-                &Admission::default(),
-                "/registry",
-            )
-            .await
-            .expect("installed");
+            .expect("a server");
         Loopback::new(server, "test")
     }
 

@@ -71,40 +71,22 @@ impl Handler<Sync> for ServiceAccountController {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::time::Duration;
 
-    use generic_server::admission::Admission;
-    use generic_server::discovery::Discovery;
-    use generic_server::request::NotFoundHandler;
     use generic_server::server::ApiServer;
-    use generic_server::storage::cacher::Cacher;
-    use generic_server::storage::memory::MemoryStorage;
 
     use super::*;
 
     /// A loopback client of a server holding namespaces and service
     /// accounts over memory storage.
     async fn client() -> Loopback {
-        let cacher = Cacher::start(Arc::new(MemoryStorage::default()))
-            .await
-            .expect("a cache");
-        let server = Arc::new(ApiServer::new(
-            "test",
-            Arc::new(Discovery::default()),
-            Arc::new(NotFoundHandler),
-            Vec::new(),
-        ));
         let resources = crate::resources::all()
             .into_iter()
             .filter(|r| {
                 r.group.is_empty() && matches!(r.plural.as_str(), "namespaces" | "serviceaccounts")
             })
             .collect();
-        server
-            .install(resources, &cacher, &Admission::default(), "/registry")
-            .await
-            .expect("installed");
+        let (server, _) = ApiServer::in_memory(resources).await.expect("a server");
         Loopback::new(server, "test")
     }
 

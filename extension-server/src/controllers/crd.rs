@@ -609,9 +609,7 @@ fn unserved_versions(server: &ApiServer, crd: &Value) -> usize {
 #[cfg(test)]
 mod tests {
     use generic_server::informer;
-    use generic_server::request::NotFoundHandler;
     use generic_server::service_client::StorageReader;
-    use generic_server::storage::memory::MemoryStorage;
     use serde_json::json;
 
     use super::*;
@@ -619,20 +617,10 @@ mod tests {
     /// A server holding CRDs over memory storage, with the controller
     /// following them; the server and a client of it.
     async fn serving() -> (Arc<ApiServer>, Loopback) {
-        let cacher = Cacher::start(Arc::new(MemoryStorage::default()))
+        let (server, cacher) = ApiServer::in_memory(vec![crd::resource()])
             .await
-            .expect("a cache");
-        let server = Arc::new(ApiServer::new(
-            "test",
-            Arc::new(generic_server::discovery::Discovery::default()),
-            Arc::new(NotFoundHandler),
-            Vec::new(),
-        ));
+            .expect("a server");
         let admission = Admission::default();
-        server
-            .install(vec![crd::resource()], &cacher, &admission, "/registry")
-            .await
-            .expect("installed");
         let client = Loopback::new(server.clone(), "test");
         let context = Context {
             server: server.clone(),
