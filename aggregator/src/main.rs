@@ -128,10 +128,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
             leader,
         },
     )?;
-    tokio::spawn(publish_authentication_config(
-        client,
-        options_authentication(&options)?,
-    ));
+    // kube's hook of the same name: ready once aggregated servers can read
+    // how to verify the front door.
+    server.add_post_start_hook(
+        "start-cluster-authentication-info-controller",
+        publish_authentication_config(client, options_authentication(&options)?),
+    );
 
     let mut authenticator = match &options.token_auth_file {
         Some(path) => Authenticator::with_token_file(path)
