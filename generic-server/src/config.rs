@@ -332,7 +332,16 @@ async fn start_storage(etcd: &EtcdOptions) -> Result<Backend, crate::storage::St
     let client = etcd_storage.client();
     let storage: Arc<dyn Storage> = Arc::new(etcd_storage);
     let cacher = Cacher::start(storage.clone()).await?;
-    let etcd_check: HealthCheck = Arc::new(move || {
+    Ok(Backend {
+        cacher,
+        etcd_check: etcd_check(storage),
+        etcd: client,
+    })
+}
+
+/// The `etcd` readiness check: etcd answers a revision read.
+fn etcd_check(storage: Arc<dyn Storage>) -> HealthCheck {
+    Arc::new(move || {
         let storage = storage.clone();
         Box::pin(async move {
             storage
@@ -341,12 +350,17 @@ async fn start_storage(etcd: &EtcdOptions) -> Result<Backend, crate::storage::St
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         })
-    });
-    Ok(Backend {
-        cacher,
-        etcd_check,
-        etcd: client,
     })
+}
+
+impl EtcdOptions {
+    /// Connects etcd without a watch cache, for a server that only reads a
+    /// key or two (a cache follows every key in etcd): the storage, and
+    /// the `etcd` readiness check.
+    pub async fn connect(&self) -> Result<(Arc<dyn Storage>, HealthCheck), ConfigError> {
+        let storage: Arc<dyn Storage> = Arc::new(EtcdStorage::connect(&self.etcd_servers).await?);
+        Ok((storage.clone(), etcd_check(storage)))
+    }
 }
 
 /// Serves the delegation service over mutual TLS, registered in etcd as a

@@ -21,9 +21,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 use generic_server::config::{self, Config};
+use generic_server::discovery::Discovery;
 use generic_server::filters::authorization::MastersOnly;
 use generic_server::filters::requestheader::RequestHeaderOptions;
 use generic_server::pipeline::{self, Pipeline};
+use generic_server::request::NotFoundHandler;
+use generic_server::server::ApiServer;
 
 /// metrics-server's options.
 #[derive(Parser, Debug)]
@@ -63,35 +66,46 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
-    let server = options.config.complete(None).await?.new("metrics-server");
+    // One Node key is read per request: no watch cache, no delegate.
+    let tls = options.config.tls.load().context("loading TLS files")?;
+    let (storage, etcd_check) = options
+        .config
+        .etcd
+        .connect()
+        .await
+        .context("connecting to etcd")?;
     let authenticator = options
         .requestheader
-        .authenticator(&server.tls.ca)
+        .authenticator(&tls.ca)
         .context("loading the front-proxy CA")?;
-    let https = server
-        .tls
-        .https_server_trusting(&[authenticator.front_proxy_ca()])?;
+    let https = tls.https_server_trusting(&[authenticator.front_proxy_ca()])?;
     let node = match options.node_name {
         Some(name) => name,
         None => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
     };
     let usage = sampler::start(options.metric_resolution);
-    let collection_check = sampler::check(usage.clone(), options.metric_resolution);
-    server
-        .server
-        .add_health_check("metric-collection", collection_check);
-    let key = apimachinery::keys::object_key(&server.etcd_root, "", "nodes", "", &node);
-    server.server.install_read_only(api::resources(api::Nodes {
-        storage: server.cacher.storage().clone(),
+    let checks = vec![
+        ("etcd".to_string(), etcd_check),
+        (
+            "metric-collection".to_string(),
+            sampler::check(usage.clone(), options.metric_resolution),
+        ),
+    ];
+    let server = Arc::new(ApiServer::new(
+        "metrics-server",
+        Arc::new(Discovery::default()),
+        Arc::new(NotFoundHandler),
+        checks,
+    ));
+    let root = options.config.etcd.etcd_prefix.trim_end_matches('/');
+    let key = apimachinery::keys::object_key(root, "", "nodes", "", &node);
+    server.install_read_only(api::resources(api::Nodes {
+        storage,
         key,
         usage,
     }));
 
-    let door = Arc::new(Pipeline::new(
-        authenticator,
-        Box::new(MastersOnly),
-        server.server,
-    ));
+    let door = Arc::new(Pipeline::new(authenticator, Box::new(MastersOnly), server));
     tracing::info!(listen = %options.listen, %node, "metrics-server serving");
     pipeline::serve_https(options.listen, https, door, options.workers)
         .await

@@ -18,7 +18,7 @@ use crate::codec::{self, MediaType};
 use crate::registry::{FieldValidation, ListOptions, Store, WriteOptions};
 use crate::request::{ApiRequest, ApiResponse};
 use crate::resource::Resource;
-use crate::rest::{Rest, Stored};
+use crate::rest::Rest;
 use apimachinery::error::{Error, FieldError, Reason, Result};
 use apimachinery::field_selector::FieldSelector;
 use apimachinery::label_selector::LabelSelector;
@@ -29,13 +29,14 @@ use apimachinery::table::{self, IncludeObject};
 /// `create` handlers, and answer 405 to the rest.
 pub async fn serve(rest: &dyn Rest, req: ApiRequest) -> ApiResponse {
     let result = match rest.store() {
-        Some(store) => serve_store(store, &req).await,
+        Some(store) => serve_store(rest, store, &req).await,
         None => serve_unstored(rest, &req).await,
     };
     result.unwrap_or_else(ApiResponse::from)
 }
 
-async fn serve_store(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
+/// The generic store's verbs; `rest` is the store, as a [`Rest`].
+async fn serve_store(rest: &dyn Rest, store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
     let connects = store
         .resource
         .find_subresource(&req.info.subresource)
@@ -43,10 +44,9 @@ async fn serve_store(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse
     if connects {
         return connect(store, req).await;
     }
-    let rest = Stored(store.clone());
     match req.info.verb.as_str() {
-        "get" => get::get(&rest, req).await,
-        "list" => get::list(&rest, req).await,
+        "get" => get::get(rest, req).await,
+        "list" => get::list(rest, req).await,
         "watch" => watch::watch(store, req).await,
         "create" => create::create(store, req).await,
         "update" => update::update(store, req).await,
