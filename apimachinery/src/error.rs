@@ -596,6 +596,23 @@ impl Status {
     }
 }
 
+/// A selector or path that does not parse: 400 BadRequest with its message.
+macro_rules! bad_request_from {
+    ($($parse_error:ty),*) => {$(
+        impl From<$parse_error> for Error {
+            fn from(e: $parse_error) -> Self {
+                Error::bad_request(e.to_string())
+            }
+        }
+    )*};
+}
+
+bad_request_from!(
+    crate::label_selector::SelectorError,
+    crate::field_selector::FieldSelectorError,
+    crate::jsonpath::JsonPathError
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -664,7 +664,7 @@ impl Parser<'_> {
             let (token, literal) = self.lookahead(Context::Values);
             match token {
                 Token::Identifier | Token::DoesNotExist => {
-                    let requirement = self.requirement().map_err(SelectorError::Requirement)?;
+                    let requirement = self.requirement()?;
                     requirements.push(requirement);
                     if self.after_requirement()? {
                         return Ok(requirements);
@@ -699,7 +699,7 @@ impl Parser<'_> {
     }
 
     /// `<requirement>`: a key with its inferred or explicit operator and values.
-    fn requirement(&mut self) -> Result<Requirement, String> {
+    fn requirement(&mut self) -> Result<Requirement, SelectorError> {
         let (key, operator) = self.key_and_inferred_operator()?;
         if let Some(operator) = operator {
             return Requirement::new(&key, operator, Vec::new()).map_err(unwrap_invalid);
@@ -713,17 +713,19 @@ impl Parser<'_> {
     }
 
     /// Reads `[!] KEY`; the operator is known when the key stands alone.
-    fn key_and_inferred_operator(&mut self) -> Result<(String, Option<Operator>), String> {
+    fn key_and_inferred_operator(&mut self) -> Result<(String, Option<Operator>), SelectorError> {
         let (mut token, mut literal) = self.consume(Context::Values);
         let negated = token == Token::DoesNotExist;
         if negated {
             (token, literal) = self.consume(Context::Values);
         }
         if token != Token::Identifier {
-            return Err(format!("found '{literal}', expected: identifier"));
+            return Err(SelectorError::Requirement(format!(
+                "found '{literal}', expected: identifier"
+            )));
         }
         if let Some(error) = key_error("<nil>", &literal) {
-            return Err(error);
+            return Err(SelectorError::Requirement(error));
         }
         let alone = matches!(self.lookahead(Context::Values).0, Token::End | Token::Comma);
         let operator = match (negated, alone) {
@@ -735,7 +737,7 @@ impl Parser<'_> {
     }
 
     /// Reads a binary operator.
-    fn operator(&mut self) -> Result<Operator, String> {
+    fn operator(&mut self) -> Result<Operator, SelectorError> {
         let (token, literal) = self.consume(Context::KeyAndOperator);
         Ok(match token {
             Token::In => Operator::In,
@@ -745,15 +747,21 @@ impl Parser<'_> {
             Token::LessThan => Operator::LessThan,
             Token::NotIn => Operator::NotIn,
             Token::NotEquals => Operator::NotEquals,
-            _ => return Err(format!("found '{literal}', expected: {BINARY_OPERATORS}")),
+            _ => {
+                return Err(SelectorError::Requirement(format!(
+                    "found '{literal}', expected: {BINARY_OPERATORS}"
+                )));
+            }
         })
     }
 
     /// Reads `( VALUES )`, returning the sorted, de-duplicated values.
-    fn values(&mut self) -> Result<Vec<String>, String> {
+    fn values(&mut self) -> Result<Vec<String>, SelectorError> {
         let (token, literal) = self.consume(Context::Values);
         if token != Token::OpenPar {
-            return Err(format!("found '{literal}' expected: '('"));
+            return Err(SelectorError::Requirement(format!(
+                "found '{literal}' expected: '('"
+            )));
         }
         let (token, literal) = self.lookahead(Context::Values);
         let literal = literal.to_owned();
@@ -761,7 +769,9 @@ impl Parser<'_> {
             Token::Identifier | Token::Comma => {
                 let values = self.identifier_list()?;
                 if self.consume(Context::Values).0 != Token::ClosedPar {
-                    return Err(format!("found '{literal}', expected: ')'"));
+                    return Err(SelectorError::Requirement(format!(
+                        "found '{literal}', expected: ')'"
+                    )));
                 }
                 values
             }
@@ -770,9 +780,9 @@ impl Parser<'_> {
                 vec![String::new()]
             }
             _ => {
-                return Err(format!(
+                return Err(SelectorError::Requirement(format!(
                     "found '{literal}', expected: ',', ')' or identifier"
-                ));
+                )));
             }
         };
         values.sort();
@@ -781,7 +791,7 @@ impl Parser<'_> {
     }
 
     /// Reads comma-separated, possibly empty, identifiers up to (not including) `)`.
-    fn identifier_list(&mut self) -> Result<Vec<String>, String> {
+    fn identifier_list(&mut self) -> Result<Vec<String>, SelectorError> {
         let mut values = Vec::new();
         loop {
             let (token, literal) = self.consume(Context::Values);
@@ -791,7 +801,11 @@ impl Parser<'_> {
                     match self.lookahead(Context::Values) {
                         (Token::Comma, _) => continue,
                         (Token::ClosedPar, _) => return Ok(values),
-                        (_, next) => return Err(format!("found '{next}', expected: ',' or ')'")),
+                        (_, next) => {
+                            return Err(SelectorError::Requirement(format!(
+                                "found '{next}', expected: ',' or ')'"
+                            )));
+                        }
                     }
                 }
                 Token::Comma => {
@@ -807,13 +821,17 @@ impl Parser<'_> {
                         _ => {}
                     }
                 }
-                _ => return Err(format!("found '{literal}', expected: ',', or identifier")),
+                _ => {
+                    return Err(SelectorError::Requirement(format!(
+                        "found '{literal}', expected: ',', or identifier"
+                    )));
+                }
             }
         }
     }
 
     /// Reads the single value of an exact-match or comparison requirement.
-    fn exact_value(&mut self) -> Result<Vec<String>, String> {
+    fn exact_value(&mut self) -> Result<Vec<String>, SelectorError> {
         if matches!(self.lookahead(Context::Values).0, Token::End | Token::Comma) {
             return Ok(vec![String::new()]);
         }
@@ -821,7 +839,9 @@ impl Parser<'_> {
         if token == Token::Identifier {
             Ok(vec![literal])
         } else {
-            Err(format!("found '{literal}', expected: identifier"))
+            Err(SelectorError::Requirement(format!(
+                "found '{literal}', expected: identifier"
+            )))
         }
     }
 }
@@ -834,11 +854,11 @@ fn in_context(token: Token, context: Context) -> Token {
     }
 }
 
-/// The message of a requirement validation error, to be wrapped by the parser.
-fn unwrap_invalid(error: SelectorError) -> String {
+/// A requirement validation error, as the parser reports it.
+fn unwrap_invalid(error: SelectorError) -> SelectorError {
     match error {
-        SelectorError::Invalid(message) => message,
-        other => other.to_string(),
+        SelectorError::Invalid(message) => SelectorError::Requirement(message),
+        other => SelectorError::Requirement(other.to_string()),
     }
 }
 

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use generic_server::admission::{AdmissionPlugin, Attributes, Operation};
 use generic_server::informer::{self, Change};
 use generic_server::registry::{Store, now_rfc3339};
-use generic_server::storage::{Storage, StorageError, prefix_end};
+use generic_server::storage::{Storage, prefix_end};
 use rand::Rng;
 use serde_json::{Value, json};
 
@@ -104,18 +104,17 @@ impl ServiceAllocator {
 
     /// Takes `key` for a service; Ok(false) if someone else holds it.
     async fn take(&self, key: &str, namespace: &str, name: &str, dry_run: bool) -> Result<bool> {
-        let unavailable = |e: StorageError| Error::unavailable(e.to_string());
         if dry_run {
-            let current = self.storage.get(key).await.map_err(unavailable)?;
+            let current = self.storage.get(key).await?;
             return Ok(current.is_none_or(|kv| held_by(&kv.value, namespace, name)));
         }
         match self.storage.create(key, holder(namespace, name)).await {
             Ok(_) => Ok(true),
-            Err(StorageError::AlreadyExists(_)) => {
-                let current = self.storage.get(key).await.map_err(unavailable)?;
+            Err(generic_server::Error::AlreadyExists(_)) => {
+                let current = self.storage.get(key).await?;
                 Ok(current.is_some_and(|kv| held_by(&kv.value, namespace, name)))
             }
-            Err(e) => Err(unavailable(e)),
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -97,7 +97,9 @@ impl WebhookConverter {
                     .next()
                     .ok_or("no address")?;
                 (
-                    self.clients.client_for(ca, false, &host, addr)?,
+                    self.clients
+                        .client_for(ca, false, &host, addr)
+                        .map_err(|e| e.to_string())?,
                     url.to_string(),
                 )
             }
@@ -117,7 +119,12 @@ impl WebhookConverter {
                     service.server_name(),
                     endpoint.port()
                 );
-                (self.clients.client(ca, false, &service, endpoint)?, url)
+                (
+                    self.clients
+                        .client(ca, false, &service, endpoint)
+                        .map_err(|e| e.to_string())?,
+                    url,
+                )
             }
             _ => return Err("no webhook client configuration".into()),
         };

@@ -191,7 +191,7 @@ pub struct SchemaCodec {
 }
 
 impl Codec for SchemaCodec {
-    fn normalize(&self, mut obj: Value) -> std::result::Result<Normalized, String> {
+    fn normalize(&self, mut obj: Value) -> generic_server::Result<Normalized> {
         let unknown_fields = apimachinery::schema::prune(&mut obj, &self.version.structural, true);
         Ok(Normalized {
             object: obj,

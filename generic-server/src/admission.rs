@@ -100,8 +100,7 @@ impl NamespaceLifecycle {
         let prefix = apimachinery::keys::key_prefix(etcd_prefix, "", "namespaces");
         let namespaces = cacher
             .register(&prefix, crate::storage::cacher::generic_ingest())
-            .await
-            .map_err(|e| Error::unavailable(e.to_string()))?;
+            .await?;
         Ok(NamespaceLifecycle { cacher, namespaces })
     }
 
@@ -111,10 +110,7 @@ impl NamespaceLifecycle {
             return Ok(Some(ns.value()));
         }
         // It may have been created a moment ago: catch up with etcd first.
-        self.cacher
-            .wait_fresh()
-            .await
-            .map_err(|e| Error::unavailable(e.to_string()))?;
+        self.cacher.wait_fresh().await?;
         Ok(self.namespaces.get(&key).map(|ns| ns.value()))
     }
 }

@@ -131,8 +131,8 @@ pub struct Normalized {
 /// Checks an object's structure against its type.
 pub trait Codec: Send + Sync + 'static {
     /// Decodes the object into its type and back, dropping unknown fields;
-    /// a structural error (a string where a number belongs) is the `Err`.
-    fn normalize(&self, obj: Value) -> std::result::Result<Normalized, String>;
+    /// a structural error (a string where a number belongs) is [`crate::Error::Decode`].
+    fn normalize(&self, obj: Value) -> crate::Result<Normalized>;
 }
 
 /// The codec of a k8s-openapi type: a round trip through the Rust type.
@@ -145,9 +145,10 @@ impl<K> Default for TypedCodec<K> {
 }
 
 impl<K: Serialize + DeserializeOwned + 'static> Codec for TypedCodec<K> {
-    fn normalize(&self, obj: Value) -> std::result::Result<Normalized, String> {
-        let typed: K = K::deserialize(&obj).map_err(|e| e.to_string())?;
-        let object = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    fn normalize(&self, obj: Value) -> crate::Result<Normalized> {
+        let decode = |e: serde_json::Error| crate::Error::Decode(e.to_string());
+        let typed: K = K::deserialize(&obj).map_err(decode)?;
+        let object = serde_json::to_value(&typed).map_err(decode)?;
         let mut unknown_fields = Vec::new();
         diff_unknown(&obj, &object, "", &mut unknown_fields);
         Ok(Normalized {
@@ -161,7 +162,7 @@ impl<K: Serialize + DeserializeOwned + 'static> Codec for TypedCodec<K> {
 pub struct OpaqueCodec;
 
 impl Codec for OpaqueCodec {
-    fn normalize(&self, obj: Value) -> std::result::Result<Normalized, String> {
+    fn normalize(&self, obj: Value) -> crate::Result<Normalized> {
         Ok(Normalized {
             object: obj,
             unknown_fields: Vec::new(),

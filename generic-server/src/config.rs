@@ -23,7 +23,8 @@ use crate::server::ApiServer;
 use crate::storage::Storage;
 use crate::storage::cacher::Cacher;
 use crate::storage::etcd::EtcdStorage;
-use crate::tls::{TlsError, TlsFiles};
+use crate::tls::TlsFiles;
+use crate::{Error, Result};
 
 /// The flags every server shares: where etcd is, and this server's certificate.
 #[derive(clap::Args, Debug, Clone)]
@@ -69,10 +70,7 @@ pub struct CompletedConfig {
 impl Config {
     /// Reads the TLS files, connects etcd, starts the watch cache and, for a
     /// server that has one, opens the link to `delegate`.
-    pub async fn complete(
-        &self,
-        delegate: Option<Delegate<'_>>,
-    ) -> Result<CompletedConfig, ConfigError> {
+    pub async fn complete(&self, delegate: Option<Delegate<'_>>) -> Result<CompletedConfig> {
         let tls = self.tls.load()?;
         let backend = start_storage(&self.etcd).await?;
         let discovery = Arc::new(Discovery::default());
@@ -202,7 +200,7 @@ impl GenericServer {
                     if finished {
                         Ok(())
                     } else {
-                        Err("not finished".to_string())
+                        Err(Error::NotReady("not finished".into()))
                     }
                 })
             });
@@ -228,26 +226,12 @@ impl GenericServer {
         mut self,
         listen: SocketAddr,
         allowed_callers: Vec<String>,
-    ) -> Result<(), ServeError> {
+    ) -> Result<()> {
         let hooks = self.start_post_start_hooks();
         tracing::info!(%listen, "{} serving", self.name);
         let service = DelegationService::new(self.server, self.discovery, allowed_callers);
         serve_grpc(listen, &self.tls, service, self.etcd, &self.name, hooks).await
     }
-}
-
-/// Why a server could not be built.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// A TLS file could not be read or parsed.
-    #[error("loading TLS files: {0}")]
-    Tls(#[from] TlsError),
-    /// etcd could not be reached.
-    #[error("connecting to etcd: {0}")]
-    Storage(#[from] crate::storage::StorageError),
-    /// The delegate's endpoints are not valid.
-    #[error("the delegate's endpoints: {0}")]
-    Delegate(#[from] tonic::transport::Error),
 }
 
 /// Where the cluster's state lives.
@@ -282,7 +266,7 @@ pub struct TlsOptions {
 
 impl TlsOptions {
     /// Reads the files.
-    pub fn load(&self) -> Result<TlsFiles, TlsError> {
+    pub fn load(&self) -> Result<TlsFiles> {
         TlsFiles::load(
             &self.tls_cert_file,
             &self.tls_private_key_file,
@@ -299,7 +283,9 @@ const WORKER_STACK_BYTES: usize = 8 * 1024 * 1024;
 /// Runs a server's main future on an actix system (actors on the main
 /// thread, tasks on a multi-threaded tokio runtime), with logging to stderr
 /// filtered by `RUST_LOG` (default `info`).
-pub fn run<E>(main: impl std::future::Future<Output = Result<(), E>>) -> Result<(), E> {
+pub fn run<E>(
+    main: impl std::future::Future<Output = std::result::Result<(), E>>,
+) -> std::result::Result<(), E> {
     use std::io::IsTerminal;
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
@@ -327,7 +313,7 @@ struct Backend {
 }
 
 /// Connects etcd and starts the watch cache.
-async fn start_storage(etcd: &EtcdOptions) -> Result<Backend, crate::storage::StorageError> {
+async fn start_storage(etcd: &EtcdOptions) -> Result<Backend> {
     let etcd_storage = EtcdStorage::connect(&etcd.etcd_servers).await?;
     let client = etcd_storage.client();
     let storage: Arc<dyn Storage> = Arc::new(etcd_storage);
@@ -343,13 +329,7 @@ async fn start_storage(etcd: &EtcdOptions) -> Result<Backend, crate::storage::St
 fn etcd_check(storage: Arc<dyn Storage>) -> HealthCheck {
     Arc::new(move || {
         let storage = storage.clone();
-        Box::pin(async move {
-            storage
-                .current_revision()
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
+        Box::pin(async move { storage.current_revision().await.map(|_| ()) })
     })
 }
 
@@ -357,7 +337,7 @@ impl EtcdOptions {
     /// Connects etcd without a watch cache, for a server that only reads a
     /// key or two (a cache follows every key in etcd): the storage, and
     /// the `etcd` readiness check.
-    pub async fn connect(&self) -> Result<(Arc<dyn Storage>, HealthCheck), ConfigError> {
+    pub async fn connect(&self) -> Result<(Arc<dyn Storage>, HealthCheck)> {
         let storage: Arc<dyn Storage> = Arc::new(EtcdStorage::connect(&self.etcd_servers).await?);
         Ok((storage.clone(), etcd_check(storage)))
     }
@@ -374,11 +354,11 @@ async fn serve_grpc(
     etcd: etcd_client::Client,
     component: &str,
     ready: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), ServeError> {
+) -> Result<()> {
     crate::shutdown::listen();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| ServeError::Listen(addr, e))?;
+        .map_err(|e| Error::Listen(addr, Arc::new(e)))?;
     let advertised = crate::registration::advertised(listener.local_addr().unwrap_or(addr));
     let incoming = nodelay(tokio_stream::wrappers::TcpListenerStream::new(listener));
     let component = component.to_string();
@@ -428,15 +408,4 @@ pub fn nodelay(
         stream.set_nodelay(true)?;
         Ok(stream)
     })
-}
-
-/// Why a server could not serve.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// The address could not be bound.
-    #[error("cannot listen on {0}: {1}")]
-    Listen(SocketAddr, std::io::Error),
-    /// The gRPC server failed.
-    #[error("gRPC server: {0}")]
-    Transport(#[from] tonic::transport::Error),
 }

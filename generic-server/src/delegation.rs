@@ -471,7 +471,7 @@ impl GrpcDelegate {
     }
 
     /// Whether the delegate answers (a health check).
-    pub async fn ping(&self) -> Result<(), String> {
+    pub async fn ping(&self) -> crate::Result<()> {
         let req = ApiRequest::new(
             Method::GET,
             "/readyz",
@@ -484,7 +484,10 @@ impl GrpcDelegate {
         if resp.status.is_success() {
             Ok(())
         } else {
-            Err(format!("{} answered {}", self.name, resp.status))
+            Err(crate::Error::Delegate(format!(
+                "{} answered {}",
+                self.name, resp.status
+            )))
         }
     }
 
@@ -499,19 +502,21 @@ impl GrpcDelegate {
         &self,
         replica: &mut Replica,
         req: pb::ApiRequest,
-    ) -> Result<(pb::ResponseHead, Frames), String> {
+    ) -> crate::Result<(pb::ResponseHead, Frames)> {
         let mut client = self.local_client(replica);
         let mut frames = client
             .handle(req)
             .await
-            .map_err(|s| s.to_string())?
+            .map_err(|s| crate::Error::Delegate(s.to_string()))?
             .into_inner();
         match frames.next().await {
             Some(Ok(pb::ApiResponseFrame {
                 frame: Some(pb::api_response_frame::Frame::Head(head)),
             })) => Ok((head, frames)),
-            Some(Err(status)) => Err(status.to_string()),
-            _ => Err("response without a head frame".into()),
+            Some(Err(status)) => Err(crate::Error::Delegate(status.to_string())),
+            _ => Err(crate::Error::Delegate(
+                "response without a head frame".into(),
+            )),
         }
     }
 
@@ -538,11 +543,7 @@ impl GrpcDelegate {
 
     /// Sends a request to one replica; `Err` when it never got there. A
     /// watch it answers is resumed elsewhere if the replica dies.
-    async fn send(
-        &self,
-        replica: &mut Replica,
-        req: pb::ApiRequest,
-    ) -> Result<ApiResponse, String> {
+    async fn send(&self, replica: &mut Replica, req: pb::ApiRequest) -> crate::Result<ApiResponse> {
         let watch = req.info.as_ref().is_some_and(|i| i.verb == "watch");
         let resume = watch.then(|| req.clone());
         let (head, frames) = self.open(replica, req).await?;
@@ -746,7 +747,7 @@ impl GrpcDelegate {
     async fn direct(&self, req: ApiRequest) -> ApiResponse {
         let request = to_pb(req);
         let mut tried = Vec::new();
-        let mut last_error = String::from("no replica");
+        let mut last_error = crate::Error::Delegate("no replica".into());
         while let Some(mut replica) = self.pick(&tried) {
             match self.send(&mut replica, request.clone()).await {
                 Ok(resp) => return resp,
@@ -758,7 +759,7 @@ impl GrpcDelegate {
                 }
             }
         }
-        self.unavailable(&last_error)
+        self.unavailable(&last_error.to_string())
     }
 }
 

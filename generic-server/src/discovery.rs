@@ -519,7 +519,9 @@ impl Discovery {
                 if known {
                     Ok(())
                 } else {
-                    Err("no discovery from the delegates yet".into())
+                    Err(crate::Error::NotReady(
+                        "no discovery from the delegates yet".into(),
+                    ))
                 }
             })
         })

@@ -6,32 +6,22 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::signature::{self, EcdsaKeyPair, KeyPair, UnparsedPublicKey};
 use serde_json::{Value, json};
 
+use crate::Error;
 use crate::request::UserInfo;
 
-/// Why a token was not accepted.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum JwtError {
-    /// The key file is not usable.
-    #[error("service account key: {0}")]
-    Key(String),
-    /// The token is malformed, badly signed, expired or for someone else.
-    #[error("invalid bearer token: {0}")]
-    Invalid(&'static str),
-}
-
-fn pem_der(pem: &[u8], label: &str) -> Result<Vec<u8>, JwtError> {
-    let text = std::str::from_utf8(pem).map_err(|_| JwtError::Key("not PEM".into()))?;
+fn pem_der(pem: &[u8], label: &str) -> Result<Vec<u8>, Error> {
+    let text = std::str::from_utf8(pem).map_err(|_| Error::SigningKey("not PEM".into()))?;
     let begin = format!("-----BEGIN {label}-----");
     let end = format!("-----END {label}-----");
     let body = text
         .split(&begin)
         .nth(1)
         .and_then(|rest| rest.split(&end).next())
-        .ok_or_else(|| JwtError::Key(format!("no {label} block")))?;
+        .ok_or_else(|| Error::SigningKey(format!("no {label} block")))?;
     let b64: String = body.chars().filter(|c| !c.is_whitespace()).collect();
     base64::engine::general_purpose::STANDARD
         .decode(b64)
-        .map_err(|e| JwtError::Key(e.to_string()))
+        .map_err(|e| Error::SigningKey(e.to_string()))
 }
 
 /// Signs service account tokens with an EC P-256 key (PKCS#8 PEM).
@@ -43,14 +33,14 @@ pub struct Signer {
 
 impl Signer {
     /// A signer from a PKCS#8 PEM private key.
-    pub fn new(private_pem: &[u8], issuer: &str) -> Result<Signer, JwtError> {
+    pub fn new(private_pem: &[u8], issuer: &str) -> Result<Signer, Error> {
         let der = pem_der(private_pem, "PRIVATE KEY")?;
         let key = EcdsaKeyPair::from_pkcs8(
             &signature::ECDSA_P256_SHA256_FIXED_SIGNING,
             &der,
             &ring::rand::SystemRandom::new(),
         )
-        .map_err(|e| JwtError::Key(e.to_string()))?;
+        .map_err(|e| Error::SigningKey(e.to_string()))?;
         let digest = ring::digest::digest(&ring::digest::SHA256, key.public_key().as_ref());
         let kid = URL_SAFE_NO_PAD.encode(digest.as_ref());
         Ok(Signer {
@@ -69,7 +59,7 @@ impl Signer {
         audiences: &[String],
         now: i64,
         seconds: i64,
-    ) -> Result<String, JwtError> {
+    ) -> Result<String, Error> {
         let header = json!({"alg": "ES256", "kid": self.kid});
         let claims = json!({
             "aud": audiences,
@@ -89,7 +79,7 @@ impl Signer {
         let sig = self
             .key
             .sign(&ring::rand::SystemRandom::new(), signing_input.as_bytes())
-            .map_err(|_| JwtError::Key("signing failed".into()))?;
+            .map_err(|_| Error::SigningKey("signing failed".into()))?;
         Ok(format!(
             "{signing_input}.{}",
             URL_SAFE_NO_PAD.encode(sig.as_ref())
@@ -105,11 +95,11 @@ pub struct Verifier {
 
 impl Verifier {
     /// A verifier from a `PUBLIC KEY` PEM.
-    pub fn new(public_pem: &[u8], issuer: &str) -> Result<Verifier, JwtError> {
+    pub fn new(public_pem: &[u8], issuer: &str) -> Result<Verifier, Error> {
         let der = pem_der(public_pem, "PUBLIC KEY")?;
         use x509_parser::prelude::FromDer;
         let (_, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(&der)
-            .map_err(|e| JwtError::Key(e.to_string()))?;
+            .map_err(|e| Error::SigningKey(e.to_string()))?;
         Ok(Verifier {
             public_key: spki.subject_public_key.data.to_vec(),
             issuer: issuer.into(),
@@ -117,50 +107,50 @@ impl Verifier {
     }
 
     /// The user a token stands for, checking signature, issuer, audience and time.
-    pub fn verify(&self, token: &str, now: i64) -> Result<UserInfo, JwtError> {
+    pub fn verify(&self, token: &str, now: i64) -> Result<UserInfo, Error> {
         let mut parts = token.split('.');
         let (Some(header), Some(claims), Some(sig), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
-            return Err(JwtError::Invalid("not a JWT"));
+            return Err(Error::InvalidToken("not a JWT"));
         };
         let decode = |s: &str| {
             URL_SAFE_NO_PAD
                 .decode(s)
-                .map_err(|_| JwtError::Invalid("bad base64"))
+                .map_err(|_| Error::InvalidToken("bad base64"))
         };
         let header: Value = serde_json::from_slice(&decode(header)?)
-            .map_err(|_| JwtError::Invalid("bad header"))?;
+            .map_err(|_| Error::InvalidToken("bad header"))?;
         if header["alg"] != "ES256" {
-            return Err(JwtError::Invalid("unsupported algorithm"));
+            return Err(Error::InvalidToken("unsupported algorithm"));
         }
         let signing_input = &token[..token.rfind('.').unwrap_or(0)];
         UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, &self.public_key)
             .verify(signing_input.as_bytes(), &decode(sig)?)
-            .map_err(|_| JwtError::Invalid("bad signature"))?;
+            .map_err(|_| Error::InvalidToken("bad signature"))?;
         let claims: Value = serde_json::from_slice(&decode(claims)?)
-            .map_err(|_| JwtError::Invalid("bad claims"))?;
+            .map_err(|_| Error::InvalidToken("bad claims"))?;
         if claims["iss"] != self.issuer.as_str() {
-            return Err(JwtError::Invalid("wrong issuer"));
+            return Err(Error::InvalidToken("wrong issuer"));
         }
         if !claims["aud"]
             .as_array()
             .is_some_and(|a| a.iter().any(|aud| aud == self.issuer.as_str()))
         {
-            return Err(JwtError::Invalid("wrong audience"));
+            return Err(Error::InvalidToken("wrong audience"));
         }
         let time = |k: &str| claims[k].as_i64().unwrap_or(0);
         if time("exp") <= now || time("nbf") > now + 60 {
-            return Err(JwtError::Invalid("expired or not yet valid"));
+            return Err(Error::InvalidToken("expired or not yet valid"));
         }
         let k8s = &claims["kubernetes.io"];
         let namespace = k8s["namespace"]
             .as_str()
-            .ok_or(JwtError::Invalid("no namespace"))?;
+            .ok_or(Error::InvalidToken("no namespace"))?;
         let name = k8s
             .pointer("/serviceaccount/name")
             .and_then(Value::as_str)
-            .ok_or(JwtError::Invalid("no service account"))?;
+            .ok_or(Error::InvalidToken("no service account"))?;
         let uid = k8s
             .pointer("/serviceaccount/uid")
             .and_then(Value::as_str)
@@ -205,10 +195,10 @@ mod tests {
             user.groups
                 .contains(&"system:serviceaccounts:ns".to_string())
         );
-        assert_eq!(
+        assert!(matches!(
             verifier.verify(&token, 5000),
-            Err(JwtError::Invalid("expired or not yet valid"))
-        );
+            Err(Error::InvalidToken("expired or not yet valid"))
+        ));
         let mut tampered = token.clone();
         tampered.replace_range(token.len() - 5.., "AAAAA");
         assert!(verifier.verify(&tampered, 1100).is_err());
@@ -222,9 +212,9 @@ mod tests {
                 3600,
             )
             .unwrap();
-        assert_eq!(
+        assert!(matches!(
             verifier.verify(&other, 1100),
-            Err(JwtError::Invalid("wrong audience"))
-        );
+            Err(Error::InvalidToken("wrong audience"))
+        ));
     }
 }

@@ -11,6 +11,7 @@ pub mod codec;
 pub mod config;
 pub mod delegation;
 pub mod discovery;
+pub mod error;
 pub mod filters;
 pub mod handlers;
 pub mod health;
@@ -36,3 +37,5 @@ pub mod testing;
 pub mod tls;
 pub mod version;
 pub mod watch_hub;
+
+pub use error::{Error, Result};

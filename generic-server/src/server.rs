@@ -59,9 +59,7 @@ impl ApiServer {
     /// its chain, and its cache: what controllers' unit tests run against.
     pub async fn in_memory(resources: Vec<Resource>) -> Result<(Arc<ApiServer>, Arc<Cacher>)> {
         let storage = Arc::new(crate::storage::memory::MemoryStorage::default());
-        let cacher = Cacher::start(storage)
-            .await
-            .map_err(|e| Error::unavailable(e.to_string()))?;
+        let cacher = Cacher::start(storage).await?;
         let server = Arc::new(ApiServer::new(
             "in-memory",
             Arc::new(Discovery::default()),

@@ -78,10 +78,7 @@ impl StorageReader {
 impl ObjectReader for StorageReader {
     async fn get(&self, path: &str) -> ApiResult<Value> {
         let key = self.key(path);
-        let unavailable = |e: crate::storage::StorageError| {
-            apimachinery::error::Error::unavailable(e.to_string())
-        };
-        match self.storage.get(&key).await.map_err(unavailable)? {
+        match self.storage.get(&key).await? {
             Some(kv) => {
                 serde_json::from_slice(&kv.value).map_err(apimachinery::error::Error::internal)
             }
@@ -94,13 +91,11 @@ impl ObjectReader for StorageReader {
 
     async fn list(&self, path: &str, label_selector: &str) -> ApiResult<Vec<Value>> {
         let prefix = self.key(path);
-        let selector = apimachinery::label_selector::LabelSelector::parse(label_selector)
-            .map_err(|e| apimachinery::error::Error::bad_request(e.to_string()))?;
+        let selector = apimachinery::label_selector::LabelSelector::parse(label_selector)?;
         let page = self
             .storage
             .range(&prefix, &crate::storage::prefix_end(&prefix), 0, 0)
-            .await
-            .map_err(|e| apimachinery::error::Error::unavailable(e.to_string()))?;
+            .await?;
         Ok(page
             .kvs
             .iter()
@@ -296,7 +291,7 @@ impl Clients {
         insecure: bool,
         service: &ServiceRef,
         endpoint: SocketAddr,
-    ) -> Result<reqwest::Client, String> {
+    ) -> crate::Result<reqwest::Client> {
         self.client_for(ca_bundle, insecure, &service.server_name(), endpoint)
     }
 
@@ -307,7 +302,7 @@ impl Clients {
         insecure: bool,
         server_name: &str,
         endpoint: SocketAddr,
-    ) -> Result<reqwest::Client, String> {
+    ) -> crate::Result<reqwest::Client> {
         let ca = ca_bundle;
         let key = (format!("{insecure}|{ca}|{server_name}"), endpoint);
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
@@ -321,12 +316,12 @@ impl Clients {
             .connect_timeout(Duration::from_secs(3))
             .pool_idle_timeout(Duration::from_secs(90))
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| crate::Error::Tls(format!("https client: {e}")))?;
         pool.insert(key, client.clone());
         Ok(client)
     }
 
-    fn tls(&self, ca_bundle_b64: &str, insecure: bool) -> Result<rustls::ClientConfig, String> {
+    fn tls(&self, ca_bundle_b64: &str, insecure: bool) -> crate::Result<rustls::ClientConfig> {
         use base64::Engine;
         crate::tls::install_crypto_provider();
         let builder = rustls::ClientConfig::builder();
@@ -337,21 +332,20 @@ impl Clients {
         } else {
             let pem = base64::engine::general_purpose::STANDARD
                 .decode(ca_bundle_b64)
-                .map_err(|e| format!("caBundle: {e}"))?;
-            let verifier = CaBundleVerifier::new(&pem).map_err(|e| format!("caBundle: {e}"))?;
+                .map_err(|e| crate::Error::Tls(format!("caBundle: {e}")))?;
+            let verifier = CaBundleVerifier::new(&pem)
+                .map_err(|e| crate::Error::Tls(format!("caBundle: {e}")))?;
             builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(verifier))
         };
         let mut config = match &self.identity {
             Some(identity) => {
-                let certs = crate::tls::parse_certs(&identity.cert).map_err(|e| e.to_string())?;
+                let certs = crate::tls::parse_certs(&identity.cert)?;
                 let key = rustls_pemfile::private_key(&mut identity.key.as_slice())
-                    .map_err(|e| e.to_string())?
-                    .ok_or("no client key")?;
-                builder
-                    .with_client_auth_cert(certs, key)
-                    .map_err(|e| e.to_string())?
+                    .map_err(|e| crate::Error::Tls(format!("client key: {e}")))?
+                    .ok_or_else(|| crate::Error::Tls("no client key".into()))?;
+                builder.with_client_auth_cert(certs, key)?
             }
             None => builder.with_no_client_auth(),
         };
@@ -372,18 +366,18 @@ struct CaBundleVerifier {
 }
 
 impl CaBundleVerifier {
-    fn new(pem: &[u8]) -> Result<Self, String> {
-        let pinned = crate::tls::parse_certs(pem).map_err(|e| e.to_string())?;
+    fn new(pem: &[u8]) -> crate::Result<Self> {
+        let pinned = crate::tls::parse_certs(pem)?;
         let mut roots = rustls::RootCertStore::empty();
         for cert in &pinned {
-            roots.add(cert.clone()).map_err(|e| e.to_string())?;
+            roots.add(cert.clone())?;
         }
         let chained = rustls::client::WebPkiServerVerifier::builder_with_provider(
             Arc::new(roots),
             Arc::new(rustls::crypto::ring::default_provider()),
         )
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| crate::Error::Tls(e.to_string()))?;
         Ok(CaBundleVerifier { chained, pinned })
     }
 
@@ -600,7 +594,7 @@ mod tests {
         bundle: &rcgen::Certificate,
         served: &rcgen::Certificate,
         name: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), rustls::Error> {
         let verifier = CaBundleVerifier::new(bundle.pem().as_bytes()).unwrap();
         let served = CertificateDer::from(served.der().to_vec());
         verifier
@@ -612,7 +606,6 @@ mod tests {
                 UnixTime::now(),
             )
             .map(|_| ())
-            .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -620,10 +613,14 @@ mod tests {
         let cert = self_signed_ca("wardle-server.wardle.svc");
         verify(&cert, &cert, "wardle-server.wardle.svc").unwrap();
         // Still checked for its name, and only that exact certificate passes.
-        let wrong_name = verify(&cert, &cert, "other.wardle.svc").unwrap_err();
+        let wrong_name = verify(&cert, &cert, "other.wardle.svc")
+            .unwrap_err()
+            .to_string();
         assert!(wrong_name.contains("not valid for name"), "{wrong_name}");
         let stranger = self_signed_ca("wardle-server.wardle.svc");
-        let unknown = verify(&cert, &stranger, "wardle-server.wardle.svc").unwrap_err();
+        let unknown = verify(&cert, &stranger, "wardle-server.wardle.svc")
+            .unwrap_err()
+            .to_string();
         assert!(unknown.contains("UnknownIssuer"), "{unknown}");
     }
 }

@@ -1,29 +1,12 @@
 //! TLS material: the PEM files a server is started with, turned into rustls
 //! and tonic configurations, and the identity in a peer certificate.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-/// TLS errors: unreadable or unusable certificate files.
-#[derive(Debug, thiserror::Error)]
-pub enum TlsError {
-    /// A file could not be read.
-    #[error("reading {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A file held no usable certificate or key.
-    #[error("{0}")]
-    Invalid(String),
-    /// rustls rejected the configuration.
-    #[error("tls configuration: {0}")]
-    Rustls(#[from] rustls::Error),
-}
+use crate::Error;
 
 /// A certificate, its key and the CA that verifies peers.
 #[derive(Clone, Debug)]
@@ -36,16 +19,13 @@ pub struct TlsFiles {
     pub ca: Vec<u8>,
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
-        path: path.into(),
-        source,
-    })
+fn read(path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|source| Error::read(path, source))
 }
 
 impl TlsFiles {
     /// Reads the three PEM files.
-    pub fn load(cert: &Path, key: &Path, ca: &Path) -> Result<Self, TlsError> {
+    pub fn load(cert: &Path, key: &Path, ca: &Path) -> Result<Self, Error> {
         Ok(TlsFiles {
             cert: read(cert)?,
             key: read(key)?,
@@ -53,20 +33,20 @@ impl TlsFiles {
         })
     }
 
-    fn certs(&self) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    fn certs(&self) -> Result<Vec<CertificateDer<'static>>, Error> {
         parse_certs(&self.cert)
     }
 
-    fn private_key(&self) -> Result<PrivateKeyDer<'static>, TlsError> {
+    fn private_key(&self) -> Result<PrivateKeyDer<'static>, Error> {
         rustls_pemfile::private_key(&mut self.key.as_slice())
-            .map_err(|e| TlsError::Invalid(format!("private key: {e}")))?
-            .ok_or_else(|| TlsError::Invalid("no private key found".into()))
+            .map_err(|e| Error::Tls(format!("private key: {e}")))?
+            .ok_or_else(|| Error::Tls("no private key found".into()))
     }
 
     /// A rustls server configuration that asks for (but does not require)
     /// client certificates signed by the CA: the front door, where
     /// anonymous requests reach health endpoints.
-    pub fn https_server(&self) -> Result<rustls::ServerConfig, TlsError> {
+    pub fn https_server(&self) -> Result<rustls::ServerConfig, Error> {
         self.https_server_trusting(&[])
     }
 
@@ -77,7 +57,7 @@ impl TlsFiles {
     pub fn https_server_trusting(
         &self,
         extra_cas: &[&[u8]],
-    ) -> Result<rustls::ServerConfig, TlsError> {
+    ) -> Result<rustls::ServerConfig, Error> {
         install_crypto_provider();
         let mut roots = roots_of(&self.ca)?;
         for pem in extra_cas {
@@ -86,7 +66,7 @@ impl TlsFiles {
         let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
             .allow_unauthenticated()
             .build()
-            .map_err(|e| TlsError::Invalid(format!("client verifier: {e}")))?;
+            .map_err(|e| Error::Tls(format!("client verifier: {e}")))?;
         let mut config = rustls::ServerConfig::builder()
             .with_client_cert_verifier(verifier)
             .with_single_cert(self.certs()?, self.private_key()?)?;
@@ -111,23 +91,23 @@ impl TlsFiles {
 }
 
 /// Parses every certificate in a PEM bundle.
-pub fn parse_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+pub fn parse_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, Error> {
     let certs: Vec<_> = rustls_pemfile::certs(&mut &pem[..])
         .collect::<Result<_, _>>()
-        .map_err(|e| TlsError::Invalid(format!("certificate: {e}")))?;
+        .map_err(|e| Error::Tls(format!("certificate: {e}")))?;
     if certs.is_empty() {
-        return Err(TlsError::Invalid("no certificate found".into()));
+        return Err(Error::Tls("no certificate found".into()));
     }
     Ok(certs)
 }
 
 /// The trust anchors of a PEM CA bundle.
-fn roots_of(pem: &[u8]) -> Result<rustls::RootCertStore, TlsError> {
+fn roots_of(pem: &[u8]) -> Result<rustls::RootCertStore, Error> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in parse_certs(pem)? {
         roots
             .add(cert)
-            .map_err(|e| TlsError::Invalid(format!("CA certificate: {e}")))?;
+            .map_err(|e| Error::Tls(format!("CA certificate: {e}")))?;
     }
     Ok(roots)
 }
@@ -146,14 +126,14 @@ impl std::fmt::Debug for ChainVerifier {
 
 impl ChainVerifier {
     /// A verifier trusting the CAs of a PEM bundle.
-    pub fn new(ca_pem: &[u8]) -> Result<Self, TlsError> {
+    pub fn new(ca_pem: &[u8]) -> Result<Self, Error> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
             Arc::new(roots_of(ca_pem)?),
             provider,
         )
         .build()
-        .map_err(|e| TlsError::Invalid(format!("client verifier: {e}")))?;
+        .map_err(|e| Error::Tls(format!("client verifier: {e}")))?;
         Ok(ChainVerifier(verifier))
     }
 

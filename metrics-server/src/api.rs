@@ -121,11 +121,7 @@ impl ReadOnly for Nodes {
         let Some(usage) = self.usage.borrow().clone() else {
             return Ok(Vec::new());
         };
-        let stored = self
-            .storage
-            .get(&self.key)
-            .await
-            .map_err(|e| Error::unavailable(e.to_string()))?;
+        let stored = self.storage.get(&self.key).await?;
         let Some(kv) = stored else {
             return Ok(Vec::new());
         };

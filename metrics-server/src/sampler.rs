@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use generic_server::Error;
 use generic_server::health::HealthCheck;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::watch;
@@ -148,8 +149,11 @@ pub fn check(latest: Latest, resolution: Duration) -> HealthCheck {
         Box::pin(async move {
             match age {
                 Some(age) if age <= resolution * 3 + Duration::from_secs(1) => Ok(()),
-                Some(age) => Err(format!("the last measurement is {}s old", age.as_secs())),
-                None => Err("no measurement yet".into()),
+                Some(age) => Err(Error::NotReady(format!(
+                    "the last measurement is {}s old",
+                    age.as_secs()
+                ))),
+                None => Err(Error::NotReady("no measurement yet".into())),
             }
         })
     })

@@ -81,8 +81,6 @@ const META_KINDS: &[&str] = &[
 /// decoder's recursion costs about 16 KiB of stack a level in a debug
 /// build, so the bound keeps it within a worker thread's stack.
 pub const MAX_DEPTH: usize = 64;
-/// The inner error text that carries [`DecodeError::TooDeep`] up through the decoder.
-const TOO_DEEP: &str = "too deep";
 
 /// Why a body could not be decoded.
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +113,10 @@ pub enum DecodeError {
     /// envelopes, or JSON inside a `RawExtension`).
     #[error("the object nests more than {MAX_DEPTH} levels deep")]
     TooDeep,
+    /// A value inside the object is malformed; the envelope reports it as
+    /// [`DecodeError::MalformedObject`], naming the kind.
+    #[error("{0}")]
+    Malformed(String),
     /// The compiled-in schemas do not load (a build problem, not a bad body).
     #[error("the built-in Kubernetes protobuf schemas are unusable: {0}")]
     Schemas(String),
@@ -126,11 +128,11 @@ pub fn decode(body: &[u8]) -> Result<Json, DecodeError> {
     let envelope = body.strip_prefix(MAGIC).ok_or(DecodeError::BadMagic)?;
     let schemas = SCHEMAS
         .as_ref()
-        .map_err(|reason| DecodeError::Schemas(reason.clone()))?;
+        .map_err(|e| DecodeError::Schemas(e.to_string()))?;
     schemas.decode_envelope(envelope, 0)
 }
 
-static SCHEMAS: LazyLock<Result<Schemas, String>> = LazyLock::new(Schemas::load);
+static SCHEMAS: LazyLock<Result<Schemas, DecodeError>> = LazyLock::new(Schemas::load);
 
 /// The descriptor pool, the kind table and the zero-field table, loaded once.
 struct Schemas {
@@ -144,22 +146,24 @@ struct Schemas {
 }
 
 impl Schemas {
-    fn load() -> Result<Self, String> {
-        let pool =
-            DescriptorPool::decode(crate::K8S_FILE_DESCRIPTOR_SET).map_err(|e| e.to_string())?;
+    fn load() -> Result<Self, DecodeError> {
+        let pool = DescriptorPool::decode(crate::K8S_FILE_DESCRIPTOR_SET)
+            .map_err(|e| DecodeError::Schemas(e.to_string()))?;
         let unknown = pool
             .get_message_by_name(UNKNOWN)
-            .ok_or_else(|| format!("{UNKNOWN} is missing"))?;
+            .ok_or_else(|| DecodeError::Schemas(format!("{UNKNOWN} is missing")))?;
         let mut kinds = HashMap::new();
         let mut packages: HashMap<String, Vec<String>> = HashMap::new();
         for line in data_lines(KINDS) {
             let [api_version, kind, message] = line.split_whitespace().collect::<Vec<_>>()[..]
             else {
-                return Err(format!("kinds.txt: bad line {line:?}"));
+                return Err(DecodeError::Schemas(format!(
+                    "kinds.txt: bad line {line:?}"
+                )));
             };
             let desc = pool
                 .get_message_by_name(message)
-                .ok_or_else(|| format!("kinds.txt: no message {message}"))?;
+                .ok_or_else(|| DecodeError::Schemas(format!("kinds.txt: no message {message}")))?;
             let in_version = packages.entry(api_version.to_owned()).or_default();
             if !in_version.iter().any(|p| p == desc.package_name()) {
                 in_version.push(desc.package_name().to_owned());
@@ -256,18 +260,18 @@ impl Schemas {
             return Err(DecodeError::UnknownKind { api_version, kind });
         };
         let fields = DynamicMessage::decode(desc, raw.as_slice())
-            .map_err(|e| e.to_string())
+            .map_err(|e| DecodeError::Malformed(e.to_string()))
             .and_then(|object| self.message_to_json(&object, depth));
         let fields = match fields {
             Ok(fields) => fields,
-            Err(reason) if reason == TOO_DEEP => return Err(DecodeError::TooDeep),
-            Err(reason) => {
+            Err(DecodeError::Malformed(reason)) => {
                 return Err(DecodeError::MalformedObject {
                     api_version,
                     kind,
                     reason,
                 });
             }
+            Err(other) => return Err(other),
         };
         let mut object = Map::new();
         if !api_version.is_empty() {
@@ -285,9 +289,9 @@ impl Schemas {
         &self,
         message: &DynamicMessage,
         depth: usize,
-    ) -> Result<Option<Json>, String> {
+    ) -> Result<Option<Json>, DecodeError> {
         if depth > MAX_DEPTH {
-            return Err(TOO_DEEP.to_owned());
+            return Err(DecodeError::TooDeep);
         }
         let desc = message.descriptor();
         let name = desc.full_name();
@@ -313,7 +317,7 @@ impl Schemas {
                 return self
                     .unknown_to_json(message, depth)
                     .map(Some)
-                    .map_err(|e| e.to_string());
+                    .map_err(nested);
             }
             _ => {}
         }
@@ -379,13 +383,18 @@ impl Schemas {
     }
 
     /// The items of a repeated field; an item with no JSON of its own (an empty `Time`) is `null`.
-    fn list_to_json(&self, kind: &Kind, items: &[Value], depth: usize) -> Result<Json, String> {
+    fn list_to_json(
+        &self,
+        kind: &Kind,
+        items: &[Value],
+        depth: usize,
+    ) -> Result<Json, DecodeError> {
         let items = items.iter().map(|item| {
             Ok(self
                 .value_to_json(kind, item, depth + 1)?
                 .unwrap_or(Json::Null))
         });
-        Ok(Json::Array(items.collect::<Result<_, String>>()?))
+        Ok(Json::Array(items.collect::<Result<_, DecodeError>>()?))
     }
 
     /// A single value (a field's, a list item's or a map entry's).
@@ -394,7 +403,7 @@ impl Schemas {
         kind: &Kind,
         value: &Value,
         depth: usize,
-    ) -> Result<Option<Json>, String> {
+    ) -> Result<Option<Json>, DecodeError> {
         Ok(match value {
             Value::String(s) => Some(Json::String(s.clone())),
             Value::Bytes(b) => Some(Json::String(
@@ -415,33 +424,36 @@ impl Schemas {
             }),
             Value::Message(message) => self.message_to_json(message, depth)?,
             Value::List(items) => Some(self.list_to_json(kind, items, depth)?),
-            Value::Map(_) => return Err("map inside a list".to_owned()),
+            Value::Map(_) => return Err(DecodeError::Malformed("map inside a list".to_owned())),
         })
     }
 
     /// Raw bytes holding JSON (or a nested protobuf object); base64 if they are neither.
-    fn raw_json(&self, raw: &[u8], depth: usize) -> Result<Option<Json>, String> {
+    fn raw_json(&self, raw: &[u8], depth: usize) -> Result<Option<Json>, DecodeError> {
         if raw.is_empty() {
             return Ok(None);
         }
         if let Some(envelope) = raw.strip_prefix(MAGIC) {
-            return match self.decode_envelope(envelope, depth) {
-                Ok(object) => Ok(Some(object)),
-                Err(DecodeError::TooDeep) => Err(TOO_DEEP.to_owned()),
-                Err(e) => Err(e.to_string()),
-            };
+            return self
+                .decode_envelope(envelope, depth)
+                .map(Some)
+                .map_err(nested);
         }
         let json = serde_json::from_slice(raw).unwrap_or_else(|_| {
             Json::String(base64::engine::general_purpose::STANDARD.encode(raw))
         });
         if !within_depth(&json, depth) {
-            return Err(TOO_DEEP.to_owned());
+            return Err(DecodeError::TooDeep);
         }
         Ok(Some(json))
     }
 
     /// The CRD schema unions (marshalled as whichever side is set) and CRD `JSON`.
-    fn schema_union(&self, message: &DynamicMessage, depth: usize) -> Result<Option<Json>, String> {
+    fn schema_union(
+        &self,
+        message: &DynamicMessage,
+        depth: usize,
+    ) -> Result<Option<Json>, DecodeError> {
         let name = message.descriptor().name().to_owned();
         let schema = |number| match message_field(message, number) {
             Some(schema) => self.message_to_json(&schema, depth),
@@ -515,15 +527,24 @@ fn string_list_wrapper(message: &DynamicMessage) -> Option<Json> {
     Some(Json::Array(items))
 }
 
+/// An error of an object nested in another: too deep stays too deep; the
+/// rest is malformed, in the nested error's words.
+fn nested(e: DecodeError) -> DecodeError {
+    match e {
+        DecodeError::TooDeep => DecodeError::TooDeep,
+        other => DecodeError::Malformed(other.to_string()),
+    }
+}
+
 /// `Time` and `MicroTime` {1 seconds, 2 nanos}: RFC 3339 in UTC, or left out when zero.
-fn time_json(message: &DynamicMessage, micro: bool) -> Result<Option<Json>, String> {
+fn time_json(message: &DynamicMessage, micro: bool) -> Result<Option<Json>, DecodeError> {
     let (seconds, nanos) = (int_field(message, 1), int_field(message, 2));
     if seconds == 0 && nanos == 0 {
         return Ok(None);
     }
     let time = OffsetDateTime::from_unix_timestamp(seconds)
         .and_then(|t| t.replace_nanosecond(u32::try_from(nanos).unwrap_or(0)))
-        .map_err(|e| format!("time out of range: {e}"))?;
+        .map_err(|e| DecodeError::Malformed(format!("time out of range: {e}")))?;
     let formatted = if micro {
         time.format(format_description!(
             "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
@@ -535,7 +556,7 @@ fn time_json(message: &DynamicMessage, micro: bool) -> Result<Option<Json>, Stri
     };
     formatted
         .map(|s| Some(Json::String(s)))
-        .map_err(|e| e.to_string())
+        .map_err(|e| DecodeError::Malformed(e.to_string()))
 }
 
 /// `IntOrString` {1 type (0 int, 1 string), 2 intVal, 3 strVal}.

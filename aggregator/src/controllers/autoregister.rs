@@ -10,6 +10,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use apimachinery::error::Reason;
 use futures::StreamExt as _;
+use generic_server::Error::NotReady;
 use generic_server::discovery::{Discovery, group_priority};
 use generic_server::health::HealthCheck;
 use generic_server::loopback::Loopback;
@@ -155,7 +156,7 @@ pub fn completion_check(apiservices: Arc<Store>, discovery: Arc<Discovery>) -> H
         let (apiservices, discovery) = (apiservices.clone(), discovery.clone());
         Box::pin(async move {
             if !discovery.delegates_known() {
-                return Err("no discovery from the delegates yet".into());
+                return Err(NotReady("no discovery from the delegates yet".into()));
             }
             let cached = ListOptions {
                 resource_version: Some("0".into()),
@@ -164,7 +165,7 @@ pub fn completion_check(apiservices: Arc<Store>, discovery: Arc<Discovery>) -> H
             let list = apiservices
                 .list("", &cached)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| NotReady(e.to_string()))?;
             let existing: Vec<&str> = list.items.iter().map(|s| s.name.as_str()).collect();
             let missing = desired(&discovery.local())
                 .into_keys()
@@ -172,7 +173,7 @@ pub fn completion_check(apiservices: Arc<Store>, discovery: Arc<Discovery>) -> H
                 .count();
             match missing {
                 0 => Ok(()),
-                n => Err(format!("{n} APIServices not registered yet")),
+                n => Err(NotReady(format!("{n} APIServices not registered yet"))),
             }
         })
     })

@@ -286,7 +286,7 @@ async fn probe(
                     endpoints.clone(),
                     Unavailable {
                         reason: "FailedDiscoveryCheck",
-                        message: e,
+                        message: e.to_string(),
                     },
                 ));
             }

@@ -232,3 +232,23 @@ mod tests {
         assert!(invalid.get("reason").is_none());
     }
 }
+
+/// The Status kube-apiserver answers a failed apply with, conflicts as causes.
+impl From<ApplyError> for crate::error::Error {
+    fn from(err: ApplyError) -> Self {
+        let causes = err
+            .causes()
+            .into_iter()
+            .map(|c| crate::error::StatusCause {
+                reason: c["reason"].as_str().map(str::to_string),
+                message: c["message"].as_str().map(str::to_string),
+                field: c["field"].as_str().map(str::to_string),
+            })
+            .collect();
+        crate::error::Error::WithCauses {
+            reason: crate::error::reason_for_code(err.code()),
+            message: err.message(),
+            causes,
+        }
+    }
+}

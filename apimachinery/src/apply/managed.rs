@@ -127,11 +127,15 @@ pub(crate) struct Managed {
 
 impl Managed {
     /// Reads `metadata.managedFields` (absent or null: no entries).
-    pub(crate) fn decode(list: Option<&Value>) -> Result<Managed, String> {
+    pub(crate) fn decode(list: Option<&Value>) -> Result<Managed, ApplyError> {
         let items = match list {
             None | Some(Value::Null) => return Ok(Managed::default()),
             Some(Value::Array(items)) => items,
-            Some(other) => return Err(format!("managedFields must be a list, got {other}")),
+            Some(other) => {
+                return Err(ApplyError::Invalid(format!(
+                    "managedFields must be a list, got {other}"
+                )));
+            }
         };
         let mut managed = Managed::default();
         for (index, item) in items.iter().enumerate() {
@@ -172,32 +176,33 @@ impl Managed {
 }
 
 /// Reads one entry, with kube's errors.
-fn decode_entry(index: usize, item: &Value) -> Result<Entry, String> {
+fn decode_entry(index: usize, item: &Value) -> Result<Entry, ApplyError> {
     let text = |name: &str| item.get(name).and_then(Value::as_str).unwrap_or("");
-    let operation =
-        Operation::parse(text("operation")).ok_or("operation must be `Apply` or `Update`")?;
+    let operation = Operation::parse(text("operation"))
+        .ok_or_else(|| ApplyError::Invalid("operation must be `Apply` or `Update`".into()))?;
     let api_version = text("apiVersion");
     if api_version.is_empty() {
-        return Err("apiVersion must not be empty".to_owned());
+        return Err(ApplyError::Invalid(
+            "apiVersion must not be empty".to_owned(),
+        ));
     }
     match text("fieldsType") {
         "FieldsV1" => {}
         "" => {
-            return Err(format!(
+            return Err(ApplyError::Invalid(format!(
                 "missing fieldsType in managed fields entry {index}"
-            ));
+            )));
         }
         other => {
-            return Err(format!(
+            return Err(ApplyError::Invalid(format!(
                 "invalid fieldsType {other:?} in managed fields entry {index}"
-            ));
+            )));
         }
     }
     let set = match item.get("fieldsV1") {
         None | Some(Value::Null) => Set::new(),
-        Some(fields) => {
-            Set::from_fields_v1(fields).map_err(|error| format!("error decoding set: {error}"))?
-        }
+        Some(fields) => Set::from_fields_v1(fields)
+            .map_err(|error| ApplyError::Invalid(format!("error decoding set: {error}")))?,
     };
     Ok(Entry {
         id: ManagerId::new(text("manager"), operation, api_version, text("subresource")),
@@ -894,7 +899,11 @@ mod tests {
 
     #[test]
     fn bad_entries_are_rejected_like_kube() {
-        let bad = |entry: Value| Managed::decode(Some(&json!([entry]))).unwrap_err();
+        let bad = |entry: Value| {
+            Managed::decode(Some(&json!([entry])))
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(
             bad(json!({"operation": "Patch", "apiVersion": "v1", "fieldsType": "FieldsV1"})),
             "operation must be `Apply` or `Update`"

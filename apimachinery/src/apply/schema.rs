@@ -25,6 +25,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::error::ApplyError;
 use super::fieldpath::PathElement;
 use crate::patch::strategic::SchemaLookup;
 
@@ -243,34 +244,36 @@ impl ListType<'_> {
     }
 
     /// The path element naming an item of a granular list (kube's error text on failure).
-    pub(crate) fn item_element(&self, item: &Value) -> Result<PathElement, String> {
+    pub(crate) fn item_element(&self, item: &Value) -> Result<PathElement, ApplyError> {
         match &self.kind {
-            ListKind::Atomic => Err("invalid indexing of non-associative list".to_owned()),
+            ListKind::Atomic => Err(ApplyError::Invalid(
+                "invalid indexing of non-associative list".to_owned(),
+            )),
             ListKind::Set => match item {
-                Value::Object(_) => {
-                    Err("associative list without keys has an element that's a map type".to_owned())
-                }
-                Value::Array(_) => {
-                    Err("not supported: associative list with lists as elements".to_owned())
-                }
-                Value::Null => Err(
+                Value::Object(_) => Err(ApplyError::Invalid(
+                    "associative list without keys has an element that's a map type".to_owned(),
+                )),
+                Value::Array(_) => Err(ApplyError::Invalid(
+                    "not supported: associative list with lists as elements".to_owned(),
+                )),
+                Value::Null => Err(ApplyError::Invalid(
                     "associative list without keys has an element that's an explicit null"
                         .to_owned(),
-                ),
+                )),
                 scalar => Ok(PathElement::Value(scalar.clone())),
             },
             ListKind::Map(keys) => {
                 let object = match item {
                     Value::Object(object) => object,
                     Value::Null => {
-                        return Err(
-                            "associative list with keys may not have a null element".to_owned()
-                        );
+                        return Err(ApplyError::Invalid(
+                            "associative list with keys may not have a null element".to_owned(),
+                        ));
                     }
                     _ => {
-                        return Err(
-                            "associative list with keys may not have non-map elements".to_owned()
-                        );
+                        return Err(ApplyError::Invalid(
+                            "associative list with keys may not have non-map elements".to_owned(),
+                        ));
                     }
                 };
                 let mut fields = Vec::with_capacity(keys.len());
@@ -278,10 +281,10 @@ impl ListType<'_> {
                     let value = match object.get(*key) {
                         Some(value) => value.clone(),
                         None => self.element.key_default(key).ok_or_else(|| {
-                            format!(
+                            ApplyError::Invalid(format!(
                                 "associative list with keys has an element that omits key field {} (and doesn't have default value)",
                                 super::fieldpath::go_quote(key)
-                            )
+                            ))
                         })?,
                     };
                     fields.push(((*key).to_owned(), value));
@@ -645,7 +648,10 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            containers.item_element(&json!({"image": "x"})).unwrap_err(),
+            containers
+                .item_element(&json!({"image": "x"}))
+                .unwrap_err()
+                .to_string(),
             "associative list with keys has an element that omits key field \"name\" (and doesn't have default value)"
         );
     }

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use crate::error::FieldError;
+use crate::error::{Error, FieldError};
 use kube_cel::cel::common::ast::IdedExpr;
 use kube_cel::cel::parser::Parser;
 use serde_json::Value;
@@ -85,31 +85,31 @@ const PARSER_STACK_BYTES: usize = 256 << 20;
 /// errors formatted as cel-go formats them. The parser runs on a thread of
 /// its own with a large stack, and trees deeper than
 /// [`MAX_EXPRESSION_DEPTH`] are refused there.
-pub fn parse(source: &str) -> Result<IdedExpr, String> {
+pub fn parse(source: &str) -> Result<IdedExpr, Error> {
     let size = source.chars().count();
     if size > MAX_RULE_CODE_POINTS {
-        return Err(format!(
+        return Err(Error::bad_request(format!(
             "expression code point size exceeds limit: size: {size}, limit {MAX_RULE_CODE_POINTS}"
-        ));
+        )));
     }
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("cel-parser".into())
             .stack_size(PARSER_STACK_BYTES)
             .spawn_scoped(scope, || parse_bounded(source))
-            .map_err(|e| format!("cannot start the CEL parser: {e}"))?
+            .map_err(|e| Error::internal(format!("cannot start the CEL parser: {e}")))?
             .join()
-            .map_err(|_| format_issue(source, 0, "expression recursion limit exceeded"))?
+            .map_err(|_| recursion_limit(source))?
     })
 }
 
 /// [`parse`] on the current thread, refusing trees deeper than [`MAX_EXPRESSION_DEPTH`].
-fn parse_bounded(source: &str) -> Result<IdedExpr, String> {
+fn parse_bounded(source: &str) -> Result<IdedExpr, Error> {
     // At its recursion limit the parser's error recovery can take its depth
     // counter below zero, a panic where overflow checks are on: a bad rule.
     let expr =
         std::panic::catch_unwind(|| Parser::new().enable_optional_syntax(true).parse(source))
-            .map_err(|_| format_issue(source, 0, "expression recursion limit exceeded"))?
+            .map_err(|_| recursion_limit(source))?
             .map_err(|errors| {
                 let issues: Vec<String> = errors
                     .errors
@@ -127,16 +127,25 @@ fn parse_bounded(source: &str) -> Result<IdedExpr, String> {
                         format_issue(source, offset, &e.msg)
                     })
                     .collect();
-                issues.join("\n")
+                Error::bad_request(issues.join("\n"))
             })?;
     if depth(&expr) > MAX_EXPRESSION_DEPTH {
-        return Err(format_issue(
+        return Err(Error::bad_request(format_issue(
             source,
             0,
             &format!("expression nesting exceeds {MAX_EXPRESSION_DEPTH} levels"),
-        ));
+        )));
     }
     Ok(expr)
+}
+
+/// The parser ran out of room: cel-go's recursion error.
+fn recursion_limit(source: &str) -> Error {
+    Error::bad_request(format_issue(
+        source,
+        0,
+        "expression recursion limit exceeded",
+    ))
 }
 
 /// The depth of an expression tree (run where the parser ran: it may be deep).
@@ -532,7 +541,7 @@ fn compile_expression(
     source: &str,
     decl: &Arc<DeclType>,
     optional_old_self: bool,
-) -> Result<(IdedExpr, Checked), String> {
+) -> Result<(IdedExpr, Checked), Error> {
     let program = parse(source)?;
     let checked = check(
         &program,
@@ -544,7 +553,7 @@ fn compile_expression(
     if checked.errors.is_empty() {
         Ok((program, checked))
     } else {
-        Err(checked.errors.join("\n"))
+        Err(Error::bad_request(checked.errors.join("\n")))
     }
 }
 
@@ -588,7 +597,7 @@ mod tests {
 
     #[test]
     fn parse_errors_are_formatted_like_cel_go() {
-        let err = parse("self.x ==").expect_err("incomplete");
+        let err = parse("self.x ==").expect_err("incomplete").to_string();
         assert!(err.starts_with("ERROR: <input>:1:"), "{err}");
         assert!(err.contains("Syntax error"), "{err}");
         assert!(err.contains("\n | self.x ==\n | "), "{err}");
@@ -598,7 +607,9 @@ mod tests {
     fn deep_and_huge_rules_are_refused() {
         let chain = |terms: usize| vec!["self.x"; terms].join(" + ") + " >= 0";
         assert!(parse(&chain(MAX_EXPRESSION_DEPTH - 10)).is_ok());
-        let err = parse(&chain(MAX_EXPRESSION_DEPTH + 10)).unwrap_err();
+        let err = parse(&chain(MAX_EXPRESSION_DEPTH + 10))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("expression nesting exceeds 100 levels"),
             "{err}"
@@ -607,7 +618,7 @@ mod tests {
         let parens = format!("{}self.x{}", "(".repeat(5000), ")".repeat(5000));
         assert!(parse(&parens).is_err());
         let huge = "1 + ".repeat(MAX_RULE_CODE_POINTS / 4 + 1) + "1";
-        let err = parse(&huge).unwrap_err();
+        let err = parse(&huge).unwrap_err().to_string();
         assert!(
             err.contains("expression code point size exceeds limit"),
             "{err}"

@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::error::Error;
+
 /// The largest request body kube-apiserver accepts (3 MiB): the bound for
 /// every list, map and string that declares no limit of its own.
 pub const MAX_REQUEST_SIZE_BYTES: u64 = 3 * 1024 * 1024;
@@ -446,7 +448,7 @@ pub fn escape(name: &str) -> Option<String> {
 /// kube's `ValidFieldPath`: checks a rule's `fieldPath` (`.a.b`, `.m['k']`,
 /// `['a.b']`) against the schema and returns it in field-path form
 /// (`a.b`, `m[k]`).
-pub fn valid_field_path(path: &str, schema: &Schema) -> Result<String, String> {
+pub fn valid_field_path(path: &str, schema: &Schema) -> Result<String, Error> {
     let tokens = tokenize_field_path(path)?;
     let mut current = schema;
     let mut out = String::new();
@@ -454,26 +456,41 @@ pub fn valid_field_path(path: &str, schema: &Schema) -> Result<String, String> {
     while let Some(token) = tokens.next() {
         let (name, bracketed) = match token.as_str() {
             "[" => {
-                let quoted = tokens.next().ok_or("unexpected end of JSON path")?;
+                let quoted = tokens
+                    .next()
+                    .ok_or_else(|| Error::bad_request("unexpected end of JSON path"))?;
                 if quoted.len() < 2 || !quoted.starts_with('\'') || !quoted.ends_with('\'') {
-                    return Err(format!("expected single quoted string but got {quoted}"));
+                    return Err(Error::bad_request(format!(
+                        "expected single quoted string but got {quoted}"
+                    )));
                 }
                 let name = unescape_single_quote(&quoted[1..quoted.len() - 1])?;
                 match tokens.next().as_deref() {
                     Some("]") => {}
-                    Some(other) => return Err(format!("expected ] but got {other}")),
-                    None => return Err("unexpected end of JSON path".into()),
+                    Some(other) => {
+                        return Err(Error::bad_request(format!("expected ] but got {other}")));
+                    }
+                    None => return Err(Error::bad_request("unexpected end of JSON path")),
                 }
                 (name, true)
             }
-            "." => (tokens.next().ok_or("unexpected end of JSON path")?, false),
-            other => return Err(format!("expected [ or . but got: {other}")),
+            "." => (
+                tokens
+                    .next()
+                    .ok_or_else(|| Error::bad_request("unexpected end of JSON path"))?,
+                false,
+            ),
+            other => {
+                return Err(Error::bad_request(format!(
+                    "expected [ or . but got: {other}"
+                )));
+            }
         };
         let _ = bracketed;
         if !current.properties.is_empty() {
             current = current
                 .property(&name)
-                .ok_or("does not refer to a valid field")?;
+                .ok_or_else(|| Error::bad_request("does not refer to a valid field"))?;
             if !out.is_empty() {
                 out.push('.');
             }
@@ -482,13 +499,13 @@ pub fn valid_field_path(path: &str, schema: &Schema) -> Result<String, String> {
             current = additional;
             out.push_str(&format!("[{name}]"));
         } else {
-            return Err("does not refer to a valid field".into());
+            return Err(Error::bad_request("does not refer to a valid field"));
         }
     }
     Ok(out)
 }
 
-fn tokenize_field_path(path: &str) -> Result<Vec<String>, String> {
+fn tokenize_field_path(path: &str) -> Result<Vec<String>, Error> {
     let mut tokens = Vec::new();
     let mut rest = path;
     while !rest.is_empty() {
@@ -496,7 +513,7 @@ fn tokenize_field_path(path: &str) -> Result<Vec<String>, String> {
             let bytes = rest.as_bytes();
             let end = (1..bytes.len())
                 .find(|&i| bytes[i] == b'\'' && bytes[i - 1] != b'\\')
-                .ok_or("unexpected end of JSON path")?;
+                .ok_or_else(|| Error::bad_request("unexpected end of JSON path"))?;
             tokens.push(rest[..=end].to_string());
             rest = &rest[end + 1..];
         } else if let Some(d) = rest.find(['.', '[', ']']) {
@@ -515,7 +532,7 @@ fn tokenize_field_path(path: &str) -> Result<Vec<String>, String> {
     Ok(tokens)
 }
 
-fn unescape_single_quote(s: &str) -> Result<String, String> {
+fn unescape_single_quote(s: &str) -> Result<String, Error> {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars();
     while let Some(c) = chars.next() {
@@ -534,11 +551,15 @@ fn unescape_single_quote(s: &str) -> Result<String, String> {
             Some('\'') => '\'',
             Some('\\') => '\\',
             Some(other) => {
-                return Err(format!(
+                return Err(Error::bad_request(format!(
                     "invalid string literal: invalid escape char \\{other}"
+                )));
+            }
+            None => {
+                return Err(Error::bad_request(
+                    "invalid string literal: invalid escape char \\",
                 ));
             }
-            None => return Err("invalid string literal: invalid escape char \\".into()),
         };
         out.push(escaped);
     }
@@ -605,9 +626,12 @@ mod tests {
             "m": {"type": "object", "additionalProperties": {"type": "object", "properties": {"y": {"type": "string"}}}},
             "a.b": {"type": "string"}
         }}));
-        assert_eq!(valid_field_path(".x", &s).as_deref(), Ok("x"));
-        assert_eq!(valid_field_path(".m['k'].y", &s).as_deref(), Ok("m[k].y"));
-        assert_eq!(valid_field_path("['a.b']", &s).as_deref(), Ok("a.b"));
+        assert_eq!(valid_field_path(".x", &s).ok().as_deref(), Some("x"));
+        assert_eq!(
+            valid_field_path(".m['k'].y", &s).ok().as_deref(),
+            Some("m[k].y")
+        );
+        assert_eq!(valid_field_path("['a.b']", &s).ok().as_deref(), Some("a.b"));
         assert!(valid_field_path(".z", &s).is_err());
         assert!(valid_field_path("x", &s).is_err());
     }

@@ -17,7 +17,7 @@
 //! when a call runs out of its limit; each bound is charged against
 //! [`RUNTIME_COST_BUDGET`] for the whole object.
 
-use crate::error::FieldError;
+use crate::error::{Error, FieldError};
 use kube_cel::cel::common::ast::IdedExpr;
 use kube_cel::cel::objects::OptionalValue;
 use kube_cel::cel::{ExecutionError, Value as CelValue};
@@ -267,6 +267,7 @@ impl Run {
                 Ok(CelValue::Bool(true)) => continue,
                 Ok(_) => {}
                 Err(error) => {
+                    let error = error.to_string();
                     let detail = if error.starts_with("no such overload") {
                         format!(
                             "'{error}': call arguments did not match a supported operator, function or macro signature for rule: {}",
@@ -357,7 +358,7 @@ fn evaluate(
     old_value: Option<&CelValue>,
     uses_old_self: bool,
     optional: bool,
-) -> Result<CelValue, String> {
+) -> Result<CelValue, Error> {
     // The interpreter has a few `todo!()`s for shapes the checker rejects; never let one reach a request.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut ctx = library().new_inner_scope();
@@ -372,8 +373,8 @@ fn evaluate(
         }
         CelValue::resolve(program, &ctx)
     }))
-    .map_err(|_| "internal error evaluating rule".to_string())?
-    .map_err(|e| execution_error(&e))
+    .map_err(|_| Error::bad_request("internal error evaluating rule"))?
+    .map_err(|e| Error::bad_request(execution_error(&e)))
 }
 
 /// An evaluation error in cel-go's words.

@@ -214,7 +214,7 @@ pub(super) fn validate_validation(
     let mut init_errs = Vec::new();
     if opts.require_structural_schema {
         match Structural::new(schema) {
-            Err(e) => init_errs.push(FieldError::invalid(&schema_path, "", e)),
+            Err(e) => init_errs.push(FieldError::invalid(&schema_path, "", e.to_string())),
             Ok(ss) => {
                 let structural = validate_structural(&schema_path, &ss);
                 if structural.is_empty() {

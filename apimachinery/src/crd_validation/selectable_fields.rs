@@ -2,7 +2,7 @@
 //! the field-path resolution it shares with `x-kubernetes-validations`
 //! (kube's `cel.ValidFieldPath`).
 
-use crate::error::{FieldError, FieldErrorKind};
+use crate::error::{Error, FieldError, FieldErrorKind};
 use serde_json::Value;
 
 use crate::schema::path::{child, index};
@@ -26,7 +26,7 @@ pub(super) fn validate_with_schema(
         Some(raw) => match Structural::new(raw) {
             Ok(s) => Some(s),
             Err(e) => {
-                errs.push(FieldError::invalid(schema_path, "", e));
+                errs.push(FieldError::invalid(schema_path, "", e.to_string()));
                 None
             }
         },
@@ -53,7 +53,7 @@ fn validate_selectable_fields(
             continue;
         }
         let (resolved, found) = match schema
-            .ok_or_else(|| "does not refer to a valid field".to_string())
+            .ok_or_else(|| Error::bad_request("does not refer to a valid field"))
             .and_then(|s| valid_field_path(json_path, s, false))
         {
             Ok(r) => r,
@@ -137,7 +137,7 @@ fn tokens(path: &str) -> Vec<String> {
     out
 }
 
-fn unescape_single_quoted(s: &str) -> Result<String, String> {
+fn unescape_single_quoted(s: &str) -> Result<String, Error> {
     let mut out = String::new();
     let mut chars = s.chars();
     while let Some(c) = chars.next() {
@@ -151,8 +151,10 @@ fn unescape_single_quoted(s: &str) -> Result<String, String> {
             Some('n') => out.push('\n'),
             Some('t') => out.push('\t'),
             Some('r') => out.push('\r'),
-            Some(other) => return Err(format!("invalid escape char \\{other}")),
-            None => return Err("invalid escape char \\".into()),
+            Some(other) => {
+                return Err(Error::bad_request(format!("invalid escape char \\{other}")));
+            }
+            None => return Err(Error::bad_request("invalid escape char \\")),
         }
     }
     Ok(out)
@@ -164,50 +166,62 @@ pub(super) fn valid_field_path<'a>(
     path: &str,
     schema: &'a Structural,
     allow_array: bool,
-) -> Result<(Vec<String>, &'a Structural), String> {
+) -> Result<(Vec<String>, &'a Structural), Error> {
     let mut current = schema;
     let mut segments = Vec::new();
     let toks = tokens(path);
     let mut it = toks.iter();
-    let step = |current: &'a Structural, name: &str| -> Result<&'a Structural, String> {
+    let step = |current: &'a Structural, name: &str| -> Result<&'a Structural, Error> {
         if current.properties.is_some() {
             current
                 .property(name)
-                .ok_or_else(|| "does not refer to a valid field".to_string())
+                .ok_or_else(|| Error::bad_request("does not refer to a valid field"))
         } else if current.additional_properties.is_some() {
             current
                 .additional_schema()
-                .ok_or_else(|| "does not refer to a valid field".to_string())
+                .ok_or_else(|| Error::bad_request("does not refer to a valid field"))
         } else {
-            Err("does not refer to a valid field".into())
+            Err(Error::bad_request("does not refer to a valid field"))
         }
     };
     while let Some(tok) = it.next() {
         match tok.as_str() {
             "[" => {
                 if !allow_array {
-                    return Err("array notation is not allowed".into());
+                    return Err(Error::bad_request("array notation is not allowed"));
                 }
-                let quoted = it.next().ok_or("unexpected end of JSON path")?;
+                let quoted = it
+                    .next()
+                    .ok_or_else(|| Error::bad_request("unexpected end of JSON path"))?;
                 if quoted.len() < 2 || !quoted.starts_with('\'') || !quoted.ends_with('\'') {
-                    return Err(format!("expected single quoted string but got {quoted}"));
+                    return Err(Error::bad_request(format!(
+                        "expected single quoted string but got {quoted}"
+                    )));
                 }
                 let name = unescape_single_quoted(&quoted[1..quoted.len() - 1])
-                    .map_err(|e| format!("invalid string literal: {e}"))?;
+                    .map_err(|e| Error::bad_request(format!("invalid string literal: {e}")))?;
                 current = step(current, &name)?;
                 segments.push(name);
                 match it.next().map(String::as_str) {
                     Some("]") => {}
-                    Some(other) => return Err(format!("expected ] but got {other}")),
-                    None => return Err("unexpected end of JSON path".into()),
+                    Some(other) => {
+                        return Err(Error::bad_request(format!("expected ] but got {other}")));
+                    }
+                    None => return Err(Error::bad_request("unexpected end of JSON path")),
                 }
             }
             "." => {
-                let name = it.next().ok_or("unexpected end of JSON path")?;
+                let name = it
+                    .next()
+                    .ok_or_else(|| Error::bad_request("unexpected end of JSON path"))?;
                 current = step(current, name)?;
                 segments.push(name.clone());
             }
-            other => return Err(format!("expected [ or . but got: {other}")),
+            other => {
+                return Err(Error::bad_request(format!(
+                    "expected [ or . but got: {other}"
+                )));
+            }
         }
     }
     Ok((segments, current))
@@ -235,27 +249,37 @@ mod tests {
     fn field_paths() {
         let s = schema();
         assert_eq!(
-            valid_field_path(".spec.color", &s, false).map(|(p, f)| (p, f.type_.clone())),
-            Ok((vec!["spec".into(), "color".into()], "string".into()))
+            valid_field_path(".spec.color", &s, false)
+                .map(|(p, f)| (p, f.type_.clone()))
+                .ok(),
+            Some((vec!["spec".into(), "color".into()], "string".into()))
         );
         assert_eq!(
-            valid_field_path(".spec.labels['a.b']", &s, true).map(|(p, _)| p),
-            Ok(vec!["spec".into(), "labels".into(), "a.b".into()])
+            valid_field_path(".spec.labels['a.b']", &s, true)
+                .map(|(p, _)| p)
+                .ok(),
+            Some(vec!["spec".into(), "labels".into(), "a.b".into()])
         );
         assert_eq!(
-            valid_field_path(".spec.labels['a']", &s, false).unwrap_err(),
+            valid_field_path(".spec.labels['a']", &s, false)
+                .unwrap_err()
+                .to_string(),
             "array notation is not allowed"
         );
         assert_eq!(
-            valid_field_path(".spec.nope", &s, false).unwrap_err(),
+            valid_field_path(".spec.nope", &s, false)
+                .unwrap_err()
+                .to_string(),
             "does not refer to a valid field"
         );
         assert_eq!(
-            valid_field_path("spec", &s, false).unwrap_err(),
+            valid_field_path("spec", &s, false).unwrap_err().to_string(),
             "expected [ or . but got: spec"
         );
         assert_eq!(
-            valid_field_path(".spec.", &s, false).unwrap_err(),
+            valid_field_path(".spec.", &s, false)
+                .unwrap_err()
+                .to_string(),
             "unexpected end of JSON path"
         );
     }

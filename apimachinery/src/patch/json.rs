@@ -43,7 +43,7 @@ pub fn apply(original: &Value, patch: &Value) -> Result<Value, PatchError> {
     let mut doc = original.clone();
     let mut copied = 0;
     for operation in operations {
-        apply_operation(&mut doc, operation, &mut copied).map_err(PatchError::OperationFailed)?;
+        apply_operation(&mut doc, operation, &mut copied)?;
     }
     Ok(doc)
 }
@@ -76,12 +76,12 @@ fn decode_operations(patch: &Value) -> Result<Vec<Operation<'_>>, PatchError> {
         .collect()
 }
 
-/// Applies one operation, returning the library's error text on failure.
+/// Applies one operation; a failure is [`PatchError::OperationFailed`] in the library's words.
 fn apply_operation(
     doc: &mut Value,
     operation: Operation<'_>,
     copied: &mut usize,
-) -> Result<(), String> {
+) -> Result<(), PatchError> {
     let kind = operation
         .and_then(|operation| operation.get("op"))
         .and_then(Value::as_str)
@@ -94,7 +94,7 @@ fn apply_operation(
         "move" => move_value(doc, operation),
         "test" => test(doc, operation),
         "copy" => copy(doc, operation, copied),
-        other => Err(format!("Unexpected kind: {other}")),
+        other => Err(failed(format!("Unexpected kind: {other}"))),
     }
 }
 
@@ -104,24 +104,24 @@ struct Op<'a>(Operation<'a>);
 
 impl<'a> Op<'a> {
     /// `path`, or the library's error when it is missing or not a string.
-    fn path(self) -> Result<&'a str, String> {
+    fn path(self) -> Result<&'a str, PatchError> {
         self.string("path", "operation missing path field")
     }
 
     /// `from`, or the library's error when it is missing or not a string.
-    fn from(self) -> Result<&'a str, String> {
+    fn from(self) -> Result<&'a str, PatchError> {
         self.string("from", "operation, missing from field")
     }
 
     /// A string field, with Go's decoding errors.
-    fn string(self, field: &str, missing: &str) -> Result<&'a str, String> {
+    fn string(self, field: &str, missing: &str) -> Result<&'a str, PatchError> {
         match self.get(field) {
-            None | Some(Value::Null) => Err(format!("{missing}: {MISSING}")),
+            None | Some(Value::Null) => Err(failed(format!("{missing}: {MISSING}"))),
             Some(Value::String(text)) => Ok(text),
-            Some(other) => Err(format!(
+            Some(other) => Err(failed(format!(
                 "json: cannot unmarshal {} into Go value of type string",
                 json_kind(other)
-            )),
+            ))),
         }
     }
 
@@ -142,134 +142,152 @@ impl<'a> Op<'a> {
 }
 
 /// The `add` operation.
-fn add(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
+fn add(doc: &mut Value, op: Op<'_>) -> Result<(), PatchError> {
     let path = op
         .path()
-        .map_err(|_| format!("add operation failed to decode path: {MISSING}"))?;
+        .map_err(|_| failed(format!("add operation failed to decode path: {MISSING}")))?;
     let (container, key) = find_object(doc, path).ok_or_else(|| {
-        format!("add operation does not apply: doc is missing path: \"{path}\": {MISSING}")
+        failed(format!(
+            "add operation does not apply: doc is missing path: \"{path}\": {MISSING}"
+        ))
     })?;
     container_add(container, &key, op.value())
-        .map_err(|error| format!("error in add for path: '{path}': {error}"))
+        .map_err(|error| failed(format!("error in add for path: '{path}': {error}")))
 }
 
 /// The `remove` operation.
-fn remove(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
+fn remove(doc: &mut Value, op: Op<'_>) -> Result<(), PatchError> {
     let path = op
         .path()
-        .map_err(|_| format!("remove operation failed to decode path: {MISSING}"))?;
+        .map_err(|_| failed(format!("remove operation failed to decode path: {MISSING}")))?;
     let (container, key) = find_object(doc, path).ok_or_else(|| {
-        format!("remove operation does not apply: doc is missing path: \"{path}\": {MISSING}")
+        failed(format!(
+            "remove operation does not apply: doc is missing path: \"{path}\": {MISSING}"
+        ))
     })?;
     container_remove(container, &key)
         .map(drop)
-        .map_err(|error| format!("error in remove for path: '{path}': {error}"))
+        .map_err(|error| failed(format!("error in remove for path: '{path}': {error}")))
 }
 
 /// The `replace` operation.
-fn replace(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
+fn replace(doc: &mut Value, op: Op<'_>) -> Result<(), PatchError> {
     let path = op
         .path()
-        .map_err(|error| format!("replace operation failed to decode path: {error}"))?;
+        .map_err(|error| failed(format!("replace operation failed to decode path: {error}")))?;
     if path.is_empty() {
         return replace_root(doc, op);
     }
     let (container, key) = find_object(doc, path).ok_or_else(|| {
-        format!("replace operation does not apply: doc is missing path: {path}: {MISSING}")
+        failed(format!(
+            "replace operation does not apply: doc is missing path: {path}: {MISSING}"
+        ))
     })?;
     if container_get(container, &key).is_err() {
-        return Err(format!(
+        return Err(failed(format!(
             "replace operation does not apply: doc is missing key: {path}: {MISSING}"
-        ));
+        )));
     }
     container_set(container, &key, op.value())
-        .map_err(|error| format!("error in remove for path: '{path}': {error}"))
+        .map_err(|error| failed(format!("error in remove for path: '{path}': {error}")))
 }
 
 /// `replace` of the whole document, which must become an object or a list.
-fn replace_root(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
+fn replace_root(doc: &mut Value, op: Op<'_>) -> Result<(), PatchError> {
     match op.value() {
         value @ (Value::Object(_) | Value::Array(_)) => {
             *doc = value;
             Ok(())
         }
-        _ => Err("replace operation value must be object or array: %!w(<nil>)".to_owned()),
+        _ => Err(failed(
+            "replace operation value must be object or array: %!w(<nil>)".to_owned(),
+        )),
     }
 }
 
 /// The `move` operation.
-fn move_value(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
+fn move_value(doc: &mut Value, op: Op<'_>) -> Result<(), PatchError> {
     let from = op
         .from()
-        .map_err(|error| format!("move operation failed to decode from: {error}"))?;
+        .map_err(|error| failed(format!("move operation failed to decode from: {error}")))?;
     let (container, key) = find_object(doc, from).ok_or_else(|| {
-        format!("move operation does not apply: doc is missing from path: {from}: {MISSING}")
+        failed(format!(
+            "move operation does not apply: doc is missing from path: {from}: {MISSING}"
+        ))
     })?;
     container_get(container, &key)
-        .map_err(|error| format!("error in move for path: '{key}': {error}"))?;
+        .map_err(|error| failed(format!("error in move for path: '{key}': {error}")))?;
     let value = container_remove(container, &key)
-        .map_err(|error| format!("error in move for path: '{key}': {error}"))?;
+        .map_err(|error| failed(format!("error in move for path: '{key}': {error}")))?;
     let path = op
         .path()
-        .map_err(|error| format!("move operation failed to decode path: {error}"))?;
+        .map_err(|error| failed(format!("move operation failed to decode path: {error}")))?;
     let (container, key) = find_object(doc, path).ok_or_else(|| {
-        format!("move operation does not apply: doc is missing destination path: {path}: {MISSING}")
+        failed(format!(
+            "move operation does not apply: doc is missing destination path: {path}: {MISSING}"
+        ))
     })?;
     container_add(container, &key, value)
-        .map_err(|error| format!("error in move for path: '{path}': {error}"))
+        .map_err(|error| failed(format!("error in move for path: '{path}': {error}")))
 }
 
 /// The `test` operation.
-fn test(doc: &mut Value, op: Op<'_>) -> Result<(), String> {
+fn test(doc: &mut Value, op: Op<'_>) -> Result<(), PatchError> {
     let path = op
         .path()
-        .map_err(|error| format!("test operation failed to decode path: {error}"))?;
-    let failed = || format!("testing value {path} failed: test failed");
+        .map_err(|error| failed(format!("test operation failed to decode path: {error}")))?;
+    let mismatch = || failed(format!("testing value {path} failed: test failed"));
     if path.is_empty() {
         return if op.has_value() && library_equal(doc, &op.value()) {
             Ok(())
         } else {
-            Err(failed())
+            Err(mismatch())
         };
     }
     let (container, key) = find_object(doc, path).ok_or_else(|| {
-        format!("test operation does not apply: is missing path: {path}: {MISSING}")
+        failed(format!(
+            "test operation does not apply: is missing path: {path}: {MISSING}"
+        ))
     })?;
     let current = container_get(container, &key)
-        .map_err(|error| format!("error in test for path: '{path}': {error}"))?;
+        .map_err(|error| failed(format!("error in test for path: '{path}': {error}")))?;
     let expected = op.value();
     let passed = match current {
         None => expected.is_null(),
         Some(current) => op.has_value() && library_equal(current, &expected),
     };
-    if passed { Ok(()) } else { Err(failed()) }
+    if passed { Ok(()) } else { Err(mismatch()) }
 }
 
 /// The `copy` operation; `copied` accumulates the bytes copied so far.
-fn copy(doc: &mut Value, op: Op<'_>, copied: &mut usize) -> Result<(), String> {
+fn copy(doc: &mut Value, op: Op<'_>, copied: &mut usize) -> Result<(), PatchError> {
     let from = op
         .from()
-        .map_err(|error| format!("copy operation failed to decode from: {error}"))?;
+        .map_err(|error| failed(format!("copy operation failed to decode from: {error}")))?;
     let (container, key) = find_object(doc, from).ok_or_else(|| {
-        format!("copy operation does not apply: doc is missing from path: {from}: {MISSING}")
+        failed(format!(
+            "copy operation does not apply: doc is missing from path: {from}: {MISSING}"
+        ))
     })?;
     let value = container_get(container, &key)
-        .map_err(|error| format!("error in copy for from: '{from}': {error}"))?
+        .map_err(|error| failed(format!("error in copy for from: '{from}': {error}")))?
         .cloned();
     let path = op
         .path()
-        .map_err(|_| format!("copy operation failed to decode path: {MISSING}"))?;
+        .map_err(|_| failed(format!("copy operation failed to decode path: {MISSING}")))?;
     let (container, key) = find_object(doc, path).ok_or_else(|| {
-        format!("copy operation does not apply: doc is missing destination path: {path}: {MISSING}")
+        failed(format!(
+            "copy operation does not apply: doc is missing destination path: {path}: {MISSING}"
+        ))
     })?;
     *copied += value.as_ref().map_or(0, encoded_size);
     if *copied > MAX_COPY_BYTES {
-        return Err(format!(
+        return Err(failed(format!(
             "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {MAX_COPY_BYTES}"
-        ));
+        )));
     }
     container_add(container, &key, value.unwrap_or(Value::Null))
-        .map_err(|error| format!("error while adding value during copy: {error}"))
+        .map_err(|error| failed(format!("error while adding value during copy: {error}")))
 }
 
 /// The size Go's encoder gives a value (compact, with `<`, `>`, `&`, U+2028/9 escaped).
@@ -324,7 +342,7 @@ fn child_mut<'a>(container: &'a mut Value, key: &str) -> Option<&'a mut Value> {
 }
 
 /// The library's `get`: `Ok(None)` for a missing or null member, `Err` for a bad index.
-fn container_get<'a>(container: &'a Value, key: &str) -> Result<Option<&'a Value>, String> {
+fn container_get<'a>(container: &'a Value, key: &str) -> Result<Option<&'a Value>, PatchError> {
     let value = match container {
         Value::Object(map) => map.get(key),
         Value::Array(items) => items.get(existing_index(key, items.len())?),
@@ -334,7 +352,7 @@ fn container_get<'a>(container: &'a Value, key: &str) -> Result<Option<&'a Value
 }
 
 /// The library's `set` (used by `replace` once the key is known to exist).
-fn container_set(container: &mut Value, key: &str, value: Value) -> Result<(), String> {
+fn container_set(container: &mut Value, key: &str, value: Value) -> Result<(), PatchError> {
     match container {
         Value::Object(map) => {
             map.insert(key.to_owned(), value);
@@ -352,7 +370,7 @@ fn container_set(container: &mut Value, key: &str, value: Value) -> Result<(), S
 }
 
 /// The library's `add`: set a member, or insert into a list (`-` appends).
-fn container_add(container: &mut Value, key: &str, value: Value) -> Result<(), String> {
+fn container_add(container: &mut Value, key: &str, value: Value) -> Result<(), PatchError> {
     match container {
         Value::Object(map) => {
             map.insert(key.to_owned(), value);
@@ -363,8 +381,11 @@ fn container_add(container: &mut Value, key: &str, value: Value) -> Result<(), S
                 items.push(value);
                 return Ok(());
             }
-            let index = parse_index(key)
-                .map_err(|error| format!("value was not a proper array index: '{key}': {error}"))?;
+            let index = parse_index(key).map_err(|error| {
+                failed(format!(
+                    "value was not a proper array index: '{key}': {error}"
+                ))
+            })?;
             let index = resolve_index(index, items.len() + 1)?;
             items.insert(index, value);
             Ok(())
@@ -374,10 +395,13 @@ fn container_add(container: &mut Value, key: &str, value: Value) -> Result<(), S
 }
 
 /// The library's `remove`, returning the removed value.
-fn container_remove(container: &mut Value, key: &str) -> Result<Value, String> {
+fn container_remove(container: &mut Value, key: &str) -> Result<Value, PatchError> {
     match container {
-        Value::Object(map) => remove_member(map, key)
-            .ok_or_else(|| format!("Unable to remove nonexistent key: {key}: {MISSING}")),
+        Value::Object(map) => remove_member(map, key).ok_or_else(|| {
+            failed(format!(
+                "Unable to remove nonexistent key: {key}: {MISSING}"
+            ))
+        }),
         Value::Array(items) => {
             let index = resolve_index(parse_index(key)?, items.len())?;
             Ok(items.remove(index))
@@ -404,32 +428,39 @@ fn remove_member(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
 }
 
 /// An index of an existing element (negative counts from the end), as `get` checks it.
-fn existing_index(key: &str, len: usize) -> Result<usize, String> {
+fn existing_index(key: &str, len: usize) -> Result<usize, PatchError> {
     let index = parse_index(key)?;
     let len = i64::try_from(len).unwrap_or(i64::MAX);
     let adjusted = if index < 0 {
         if index < -len {
-            return Err(format!(
+            return Err(failed(format!(
                 "Unable to access invalid index: {index}: {INVALID_INDEX}"
-            ));
+            )));
         }
         index + len
     } else {
         index
     };
     if adjusted >= len {
-        return Err(format!(
+        return Err(failed(format!(
             "Unable to access invalid index: {adjusted}: {INVALID_INDEX}"
-        ));
+        )));
     }
-    usize::try_from(adjusted)
-        .map_err(|_| format!("Unable to access invalid index: {adjusted}: {INVALID_INDEX}"))
+    usize::try_from(adjusted).map_err(|_| {
+        failed(format!(
+            "Unable to access invalid index: {adjusted}: {INVALID_INDEX}"
+        ))
+    })
 }
 
 /// A position for `add` (bound is `len + 1`) or `remove` (bound is `len`).
-fn resolve_index(index: i64, bound: usize) -> Result<usize, String> {
+fn resolve_index(index: i64, bound: usize) -> Result<usize, PatchError> {
     let bound = i64::try_from(bound).unwrap_or(i64::MAX);
-    let invalid = || format!("Unable to access invalid index: {index}: {INVALID_INDEX}");
+    let invalid = || {
+        failed(format!(
+            "Unable to access invalid index: {index}: {INVALID_INDEX}"
+        ))
+    };
     if index >= bound || index < -bound {
         return Err(invalid());
     }
@@ -438,7 +469,7 @@ fn resolve_index(index: i64, bound: usize) -> Result<usize, String> {
 }
 
 /// Go's `strconv.Atoi`, with its error text.
-fn parse_index(key: &str) -> Result<i64, String> {
+fn parse_index(key: &str) -> Result<i64, PatchError> {
     key.parse::<i64>().map_err(|error| {
         let reason = match error.kind() {
             std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
@@ -446,8 +477,13 @@ fn parse_index(key: &str) -> Result<i64, String> {
             }
             _ => "invalid syntax",
         };
-        format!("strconv.Atoi: parsing {key:?}: {reason}")
+        failed(format!("strconv.Atoi: parsing {key:?}: {reason}"))
     })
+}
+
+/// A failed operation, in the library's words.
+fn failed(text: String) -> PatchError {
+    PatchError::OperationFailed(text)
 }
 
 /// The library's value equality: every member of `current` must be in `expected`.

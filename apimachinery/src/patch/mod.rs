@@ -230,6 +230,13 @@ impl PatchError {
     }
 }
 
+/// The Status kube-apiserver answers a failed patch with.
+impl From<PatchError> for crate::error::Error {
+    fn from(e: PatchError) -> Self {
+        crate::error::Error::new(crate::error::reason_for_code(e.code()), e.status_message())
+    }
+}
+
 /// Applies a patch body of the given type to `original`, returning the patched object.
 ///
 /// `schema` is the OpenAPI v3 schema of the object's type, used by strategic

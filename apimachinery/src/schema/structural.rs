@@ -8,6 +8,8 @@
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use crate::error::Error;
+
 /// A compiled `pattern`, keeping its source for messages.
 #[derive(Debug, Clone)]
 pub struct Pattern {
@@ -107,12 +109,12 @@ pub struct Structural {
 impl Structural {
     /// Builds the structural schema from an `openAPIV3Schema` value, failing
     /// like kube's `NewStructural` on fields a structural schema cannot hold.
-    pub fn new(schema: &Value) -> Result<Structural, String> {
+    pub fn new(schema: &Value) -> Result<Structural, Error> {
         let map = schema.as_object().ok_or_else(|| {
-            format!(
+            Error::bad_request(format!(
                 "json: cannot unmarshal {} into Go value of type JSONSchemaProps",
                 json_kind(schema)
-            )
+            ))
         })?;
         unsupported_fields(map)?;
         let mut s = Structural {
@@ -164,7 +166,9 @@ impl Structural {
             None | Some(Value::Null) => {}
             Some(Value::Bool(true)) => s.x_preserve_unknown_fields = true,
             Some(Value::Bool(false)) => {
-                return Err("internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined".into());
+                return Err(Error::bad_request(
+                    "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined",
+                ));
             }
             Some(other) => {
                 return Err(type_error(
@@ -177,7 +181,9 @@ impl Structural {
         match map.get("items") {
             None | Some(Value::Null) => {}
             Some(Value::Array(_)) => {
-                return Err("OpenAPIV3Schema 'items' must be a schema, but is an array".into());
+                return Err(Error::bad_request(
+                    "OpenAPIV3Schema 'items' must be a schema, but is an array",
+                ));
             }
             Some(items) => s.items = Some(Box::new(Structural::new(items)?)),
         }
@@ -289,14 +295,14 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-fn type_error(field: &str, value: &Value, go_type: &str) -> String {
-    format!(
+fn type_error(field: &str, value: &Value, go_type: &str) -> Error {
+    Error::bad_request(format!(
         "json: cannot unmarshal {} into Go struct field JSONSchemaProps.{field} of type {go_type}",
         json_kind(value)
-    )
+    ))
 }
 
-fn unsupported_fields(map: &Map<String, Value>) -> Result<(), String> {
+fn unsupported_fields(map: &Map<String, Value>) -> Result<(), Error> {
     let set = |k: &str| match map.get(k) {
         None | Some(Value::Null) => false,
         Some(Value::String(s)) => !s.is_empty(),
@@ -311,23 +317,29 @@ fn unsupported_fields(map: &Map<String, Value>) -> Result<(), String> {
         ("dependencies", "dependencies"),
     ] {
         if set(key) {
-            return Err(format!("OpenAPIV3Schema '{name}' is not supported"));
+            return Err(Error::bad_request(format!(
+                "OpenAPIV3Schema '{name}' is not supported"
+            )));
         }
     }
     if map.get("additionalItems").is_some_and(|v| !v.is_null()) {
-        return Err("OpenAPIV3Schema 'additionalItems' is not supported".into());
+        return Err(Error::bad_request(
+            "OpenAPIV3Schema 'additionalItems' is not supported",
+        ));
     }
     if set("definitions") {
-        return Err("OpenAPIV3Schema 'definitions' is not supported".into());
+        return Err(Error::bad_request(
+            "OpenAPIV3Schema 'definitions' is not supported",
+        ));
     }
     Ok(())
 }
 
-fn string_field(map: &Map<String, Value>, key: &str) -> Result<String, String> {
+fn string_field(map: &Map<String, Value>, key: &str) -> Result<String, Error> {
     Ok(optional_string(map, key)?.unwrap_or_default())
 }
 
-fn optional_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+fn optional_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>, Error> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -335,7 +347,7 @@ fn optional_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>
     }
 }
 
-fn bool_field(map: &Map<String, Value>, key: &str) -> Result<bool, String> {
+fn bool_field(map: &Map<String, Value>, key: &str) -> Result<bool, Error> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
@@ -343,7 +355,7 @@ fn bool_field(map: &Map<String, Value>, key: &str) -> Result<bool, String> {
     }
 }
 
-fn number_field(map: &Map<String, Value>, key: &str) -> Result<Option<f64>, String> {
+fn number_field(map: &Map<String, Value>, key: &str) -> Result<Option<f64>, Error> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => Ok(n.as_f64()),
@@ -351,7 +363,7 @@ fn number_field(map: &Map<String, Value>, key: &str) -> Result<Option<f64>, Stri
     }
 }
 
-fn int_field(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, String> {
+fn int_field(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, Error> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => n
@@ -362,7 +374,7 @@ fn int_field(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, String>
     }
 }
 
-fn string_list(map: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+fn string_list(map: &Map<String, Value>, key: &str) -> Result<Vec<String>, Error> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
@@ -377,7 +389,7 @@ fn string_list(map: &Map<String, Value>, key: &str) -> Result<Vec<String>, Strin
     }
 }
 
-fn schema_list(map: &Map<String, Value>, key: &str) -> Result<Vec<Structural>, String> {
+fn schema_list(map: &Map<String, Value>, key: &str) -> Result<Vec<Structural>, Error> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items.iter().map(Structural::new).collect(),
@@ -460,7 +472,11 @@ mod tests {
             ),
         ];
         for (schema, want) in cases {
-            assert_eq!(Structural::new(&schema).unwrap_err(), want, "{schema}");
+            assert_eq!(
+                Structural::new(&schema).unwrap_err().to_string(),
+                want,
+                "{schema}"
+            );
         }
     }
 

@@ -19,7 +19,7 @@ use http::HeaderMap;
 
 use super::authentication::{Authenticate, Authenticator, unauthorized};
 use crate::request::UserInfo;
-use crate::tls::{self, ChainVerifier, TlsError};
+use crate::tls::{self, ChainVerifier};
 use apimachinery::error::Result;
 
 /// An aggregated server's front-proxy options, with kube's names and its
@@ -54,12 +54,12 @@ impl RequestHeaderOptions {
     /// Reads the front-proxy CA and builds the authenticator; `client_ca`
     /// (PEM, the cluster CA) signs the certificates that authenticate as
     /// their own subject.
-    pub fn authenticator(&self, client_ca: &[u8]) -> Result<RequestHeaderAuthenticator, TlsError> {
+    pub fn authenticator(
+        &self,
+        client_ca: &[u8],
+    ) -> std::result::Result<RequestHeaderAuthenticator, crate::Error> {
         let path = &self.requestheader_client_ca_file;
-        let ca = std::fs::read(path).map_err(|source| TlsError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let ca = std::fs::read(path).map_err(|source| crate::Error::read(path, source))?;
         let lower = |names: &[String]| {
             names
                 .iter()

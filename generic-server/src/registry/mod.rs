@@ -25,7 +25,7 @@ use crate::storage::cacher::{
     CachedObject, Cacher, Ingest, ResourceCache, WatchEvent, WatchEventType, WatchStart,
     history_event, ingest_with,
 };
-use crate::storage::{Storage, StorageError, prefix_end};
+use crate::storage::{Storage, prefix_end};
 use crate::strategy::Converter;
 use apimachinery::apply;
 use apimachinery::error::{Error, FieldError, Reason, Result};
@@ -106,29 +106,17 @@ pub struct Store {
     field_label: Option<fn(&str) -> String>,
 }
 
-/// Maps a storage error to an API error about one object.
-fn storage_error(store: &Store, name: &str, err: StorageError) -> Error {
+/// The API error a storage failure is about one object of this store (as
+/// kube's `storeerr.Interpret*Error`); the rest convert without context.
+fn storage_error(store: &Store, name: &str, err: crate::Error) -> Error {
     match err {
-        StorageError::NotFound(_) => store.not_found(name),
-        StorageError::AlreadyExists(_) => Error::AlreadyExists {
+        crate::Error::NotFound(_) => store.not_found(name),
+        crate::Error::AlreadyExists(_) => Error::AlreadyExists {
             resource: store.resource.group_resource(),
             name: name.into(),
         },
-        StorageError::Conflict { .. } => store.conflict(name),
-        StorageError::Compacted {
-            requested,
-            compacted,
-        } => Error::new(
-            Reason::Expired,
-            format!("too old resource version: {requested} ({compacted})"),
-        ),
-        StorageError::FutureRevision(rev) => Error::new(
-            Reason::Timeout,
-            format!("Too large resource version: {rev}"),
-        ),
-        StorageError::Unavailable(msg) => {
-            Error::unavailable(format!("storage is unavailable: {msg}"))
-        }
+        crate::Error::Conflict { .. } => store.conflict(name),
+        other => other.into(),
     }
 }
 
@@ -143,10 +131,7 @@ impl Store {
     ) -> Result<Store> {
         let prefix = resource.key_prefix(etcd_root);
         let shared = resource.strategy.shared_storage();
-        let cache = cacher
-            .register(&prefix, strategy_ingest(&resource))
-            .await
-            .map_err(|e| Error::unavailable(e.to_string()))?;
+        let cache = cacher.register(&prefix, strategy_ingest(&resource)).await?;
         let store = Store {
             storage: cacher.storage().clone(),
             resource,
@@ -319,10 +304,7 @@ impl Store {
 
     /// Waits until the cache is current with etcd (a consistent read).
     async fn fresh(&self) -> Result<i64> {
-        self.cacher
-            .wait_fresh()
-            .await
-            .map_err(|e| Error::unavailable(e.to_string()))
+        Ok(self.cacher.wait_fresh().await?)
     }
 
     /// Reads the stored object straight from etcd (for writes).
@@ -416,7 +398,7 @@ impl Store {
                 (opts.limit + 1 - items.len().min(opts.limit)) as i64
             };
             let page = self.storage.range(&start, &end, want.max(0), revision).await.map_err(|e| match e {
-                StorageError::Compacted { .. } => Error::new(
+                crate::Error::Compacted { .. } => Error::new(
                     Reason::Expired,
                     "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
                 ),
@@ -553,7 +535,7 @@ mod tests {
 
     #[async_trait::async_trait]
     impl Storage for Ahead {
-        async fn get(&self, key: &str) -> Result<Option<crate::storage::KeyValue>, StorageError> {
+        async fn get(&self, key: &str) -> Result<Option<crate::storage::KeyValue>, crate::Error> {
             self.0.get(key).await
         }
         async fn range(
@@ -562,10 +544,10 @@ mod tests {
             end: &str,
             limit: i64,
             revision: i64,
-        ) -> Result<crate::storage::Page, StorageError> {
+        ) -> Result<crate::storage::Page, crate::Error> {
             self.0.range(start, end, limit, revision).await
         }
-        async fn create(&self, key: &str, value: Bytes) -> Result<i64, StorageError> {
+        async fn create(&self, key: &str, value: Bytes) -> Result<i64, crate::Error> {
             self.0.create(key, value).await
         }
         async fn update(
@@ -573,14 +555,14 @@ mod tests {
             key: &str,
             value: Bytes,
             expected: i64,
-        ) -> Result<i64, StorageError> {
+        ) -> Result<i64, crate::Error> {
             self.0.update(key, value, expected).await
         }
         async fn delete(
             &self,
             key: &str,
             expected: Option<i64>,
-        ) -> Result<(crate::storage::KeyValue, i64), StorageError> {
+        ) -> Result<(crate::storage::KeyValue, i64), crate::Error> {
             self.0.delete(key, expected).await
         }
         async fn watch(
@@ -588,10 +570,10 @@ mod tests {
             start: &str,
             end: &str,
             from: i64,
-        ) -> Result<crate::storage::EventStream, StorageError> {
+        ) -> Result<crate::storage::EventStream, crate::Error> {
             self.0.watch(start, end, from).await
         }
-        async fn current_revision(&self) -> Result<i64, StorageError> {
+        async fn current_revision(&self) -> Result<i64, crate::Error> {
             let lag = self.1.load(std::sync::atomic::Ordering::Relaxed);
             Ok(self.0.current_revision().await? + lag)
         }

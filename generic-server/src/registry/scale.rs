@@ -143,8 +143,7 @@ impl Store {
                 let scale = self.to_scale(current)?;
                 let scale_schema = json!({"$ref": format!("{}io.k8s.api.autoscaling.v1.Scale", apimachinery::openapi::SCHEMA_PREFIX)});
                 let lookup = schema.as_ref().map(|s| patch::strategic::Schema::new(&scale_schema, s.components.as_ref()));
-                let patched = patch::apply_patch(kind, &scale, body, lookup)
-                    .map_err(|e| Error::new(apimachinery::error::reason_for_code(e.code()), e.status_message()))?;
+                let patched = patch::apply_patch(kind, &scale, body, lookup)?;
                 self.from_scale(current, &self.decode_scale(patched)?)
             })
             .await?;

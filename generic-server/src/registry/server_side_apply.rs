@@ -2,24 +2,6 @@
 
 use super::*;
 
-/// An apply failure as a Status.
-pub(super) fn apply_error(err: apply::ApplyError) -> Error {
-    let causes = err
-        .causes()
-        .into_iter()
-        .map(|c| apimachinery::error::StatusCause {
-            reason: c["reason"].as_str().map(str::to_string),
-            message: c["message"].as_str().map(str::to_string),
-            field: c["field"].as_str().map(str::to_string),
-        })
-        .collect();
-    Error::WithCauses {
-        reason: apimachinery::error::reason_for_code(err.code()),
-        message: err.message(),
-        causes,
-    }
-}
-
 impl Store {
     /// The schema server-side apply merges with, and the top-level fields a
     /// write through `subresource` may not touch.
@@ -132,7 +114,7 @@ impl Store {
                 &now_rfc3339(),
                 schema,
             )
-            .map_err(apply_error)
+            .map_err(Error::from)
         };
         if self.read_stored(namespace, name).await?.is_none() {
             if !subresource.is_empty() {

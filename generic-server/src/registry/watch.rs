@@ -165,7 +165,7 @@ impl Watcher {
                             }
                         }
                     }
-                    Some(Err(StorageError::Compacted { requested, compacted })) => {
+                    Some(Err(crate::Error::Compacted { requested, compacted })) => {
                         let err = Error::new(Reason::Gone, format!("too old resource version: {} ({compacted})", requested - 1));
                         let _ = self.send(WatchItem::Error(err)).await;
                         return;
@@ -188,7 +188,7 @@ pub(super) async fn next_live(
 
 pub(super) async fn next_history(
     history: &mut Option<crate::storage::EventStream>,
-) -> Option<std::result::Result<Vec<crate::storage::Event>, StorageError>> {
+) -> Option<std::result::Result<Vec<crate::storage::Event>, crate::Error>> {
     history.as_mut()?.next().await
 }
 
@@ -229,7 +229,7 @@ impl Store {
             match self.cache.watch_from(self.storage.as_ref(), revision).await {
                 Ok(WatchStart::Cached { replay, live }) => (replay, Some(live), None, None),
                 Ok(WatchStart::History(stream)) => (Vec::new(), None, Some(stream), None),
-                Err(StorageError::Compacted { .. }) => {
+                Err(crate::Error::Compacted { .. }) => {
                     return Err(Error::new(
                         Reason::Gone,
                         format!("too old resource version: {revision}"),

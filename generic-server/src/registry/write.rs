@@ -182,16 +182,11 @@ impl Store {
             let patch_schema = schema
                 .as_ref()
                 .map(|s| patch::strategic::Schema::new(&s.root, s.components.as_ref()));
-            let patched = patch::apply_patch(kind, current, body, patch_schema).map_err(|e| {
-                Error::new(
-                    apimachinery::error::reason_for_code(e.code()),
-                    e.status_message(),
-                )
-            })?;
+            let patched = patch::apply_patch(kind, current, body, patch_schema)?;
             // A strategic patch that gives a field a value of the wrong
             // type: kube's 422 on the patch, in its converter's words.
             if kind == PatchType::StrategicMerge
-                && let Err(e) = self.resource.codec.normalize(patched.clone())
+                && let Err(crate::Error::Decode(e)) = self.resource.codec.normalize(patched.clone())
                 && let Some(why) = crate::codec::cannot_restore(&e)
             {
                 let quoted = serde_json::from_slice::<Value>(body)
@@ -280,7 +275,7 @@ impl Store {
                             warnings,
                         });
                     }
-                    Err(StorageError::Conflict { .. }) if !precondition => continue,
+                    Err(crate::Error::Conflict { .. }) if !precondition => continue,
                     Err(e) => return Err(storage_error(self, name, e)),
                 }
             }
@@ -314,7 +309,7 @@ impl Store {
                         warnings,
                     });
                 }
-                Err(StorageError::Conflict { .. }) if !precondition => continue,
+                Err(crate::Error::Conflict { .. }) if !precondition => continue,
                 Err(e) => return Err(storage_error(self, name, e)),
             }
         }
@@ -408,7 +403,7 @@ impl Store {
                             gone: false,
                         });
                     }
-                    Err(StorageError::Conflict { .. }) => continue,
+                    Err(crate::Error::Conflict { .. }) => continue,
                     Err(e) => return Err(storage_error(self, name, e)),
                 }
             }
@@ -425,7 +420,7 @@ impl Store {
                         gone: true,
                     });
                 }
-                Err(StorageError::Conflict { .. }) => continue,
+                Err(crate::Error::Conflict { .. }) => continue,
                 Err(e) => return Err(storage_error(self, name, e)),
             }
         }

@@ -19,7 +19,8 @@ use tokio::sync::{Mutex, broadcast, oneshot, watch};
 
 use apimachinery::label_selector::Labels;
 
-use super::{Event, EventKind, EventStream, Storage, StorageError, prefix_end};
+use super::{Event, EventKind, EventStream, Storage, prefix_end};
+use crate::Error;
 
 /// Events kept per resource for watches that resume from a past revision.
 const RING_CAPACITY: usize = 1024;
@@ -312,7 +313,7 @@ impl ResourceCache {
         &self,
         storage: &dyn Storage,
         revision: i64,
-    ) -> Result<WatchStart, StorageError> {
+    ) -> Result<WatchStart, Error> {
         {
             let state = self.read();
             if revision >= state.ring_start {
@@ -374,7 +375,7 @@ pub struct Cacher {
 
 impl Cacher {
     /// Starts the cache's etcd watch (from the current revision).
-    pub async fn start(storage: Arc<dyn Storage>) -> Result<Arc<Cacher>, StorageError> {
+    pub async fn start(storage: Arc<dyn Storage>) -> Result<Arc<Cacher>, Error> {
         let start = storage.current_revision().await?;
         let cacher = Arc::new(Cacher {
             storage: storage.clone(),
@@ -403,7 +404,7 @@ impl Cacher {
         &self,
         prefix: &str,
         ingest: Ingest,
-    ) -> Result<Arc<ResourceCache>, StorageError> {
+    ) -> Result<Arc<ResourceCache>, Error> {
         if let Some(cache) = self.cache(prefix) {
             return Ok(cache);
         }
@@ -481,19 +482,19 @@ impl Cacher {
     }
 
     /// Waits until every cache is current with etcd (a consistent read).
-    pub async fn wait_fresh(&self) -> Result<i64, StorageError> {
+    pub async fn wait_fresh(&self) -> Result<i64, Error> {
         let revision = self.revisions.read().await?;
         self.wait_for(revision).await?;
         Ok(revision)
     }
 
     /// Waits until the dispatcher has applied `revision`.
-    pub async fn wait_for(&self, revision: i64) -> Result<(), StorageError> {
+    pub async fn wait_for(&self, revision: i64) -> Result<(), Error> {
         let mut progress = self.progress.subscribe();
         match tokio::time::timeout(FRESHNESS_TIMEOUT, progress.wait_for(|p| *p >= revision)).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(_)) => Err(StorageError::Unavailable("watch cache stopped".into())),
-            Err(_) => Err(StorageError::Unavailable(format!(
+            Ok(Err(_)) => Err(Error::Unavailable("watch cache stopped".into())),
+            Err(_) => Err(Error::Unavailable(format!(
                 "watch cache did not reach revision {revision} (at {})",
                 self.progress()
             ))),
@@ -519,7 +520,7 @@ impl Cacher {
                         backoff = Duration::from_millis(100);
                         next = self.apply(&events).await.max(next - 1) + 1;
                     }
-                    Err(StorageError::Compacted { compacted, .. }) => {
+                    Err(Error::Compacted { compacted, .. }) => {
                         tracing::error!(
                             compacted,
                             "watch cache fell behind compaction; reloading caches"
@@ -579,13 +580,13 @@ impl Cacher {
 /// Reads etcd's current revision, one read shared by every caller that
 /// asked before it was sent.
 struct RevisionReader {
-    waiting: Arc<std::sync::Mutex<Vec<oneshot::Sender<Result<i64, StorageError>>>>>,
+    waiting: Arc<std::sync::Mutex<Vec<oneshot::Sender<Result<i64, Error>>>>>,
     wake: Arc<tokio::sync::Notify>,
 }
 
 impl RevisionReader {
     fn new(storage: Arc<dyn Storage>) -> Self {
-        let waiting: Arc<std::sync::Mutex<Vec<oneshot::Sender<Result<i64, StorageError>>>>> =
+        let waiting: Arc<std::sync::Mutex<Vec<oneshot::Sender<Result<i64, Error>>>>> =
             Arc::default();
         let wake = Arc::new(tokio::sync::Notify::new());
         let (w, n) = (waiting.clone(), wake.clone());
@@ -607,7 +608,7 @@ impl RevisionReader {
         RevisionReader { waiting, wake }
     }
 
-    async fn read(&self) -> Result<i64, StorageError> {
+    async fn read(&self) -> Result<i64, Error> {
         let (tx, rx) = oneshot::channel();
         self.waiting
             .lock()
@@ -615,7 +616,7 @@ impl RevisionReader {
             .push(tx);
         self.wake.notify_one();
         rx.await
-            .unwrap_or_else(|_| Err(StorageError::Unavailable("revision reader stopped".into())))
+            .unwrap_or_else(|_| Err(Error::Unavailable("revision reader stopped".into())))
     }
 }
 

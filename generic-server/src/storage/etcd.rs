@@ -8,7 +8,8 @@ use etcd_client::{
 };
 use futures::StreamExt;
 
-use super::{Event, EventKind, EventStream, KeyValue, Page, Result, Storage, StorageError};
+use super::{Event, EventKind, EventStream, KeyValue, Page, Result, Storage};
+use crate::Error;
 
 /// Largest etcd message we accept (lists of big objects).
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
@@ -52,22 +53,22 @@ impl EtcdStorage {
     }
 }
 
-fn unavailable(err: etcd_client::Error) -> StorageError {
-    StorageError::Unavailable(err.to_string())
+fn unavailable(err: etcd_client::Error) -> Error {
+    Error::Unavailable(err.to_string())
 }
 
 /// Maps etcd errors, recognising compaction and future revisions.
-fn map_err(err: etcd_client::Error, revision: i64) -> StorageError {
+fn map_err(err: etcd_client::Error, revision: i64) -> Error {
     let text = err.to_string();
     if text.contains("required revision has been compacted") {
-        StorageError::Compacted {
+        Error::Compacted {
             requested: revision,
             compacted: 0,
         }
     } else if text.contains("required revision is a future revision") {
-        StorageError::FutureRevision(revision)
+        Error::FutureRevision(revision)
     } else {
-        StorageError::Unavailable(text)
+        Error::Unavailable(text)
     }
 }
 
@@ -123,7 +124,7 @@ impl Storage for EtcdStorage {
             .and_then([TxnOp::put(key, value.to_vec(), None)]);
         let resp = self.kv().txn(txn).await.map_err(unavailable)?;
         if !resp.succeeded() {
-            return Err(StorageError::AlreadyExists(key.into()));
+            return Err(Error::AlreadyExists(key.into()));
         }
         Ok(header_revision(resp.header()))
     }
@@ -138,8 +139,8 @@ impl Storage for EtcdStorage {
             return Ok(header_revision(resp.header()));
         }
         match current_from(resp.op_responses()) {
-            None => Err(StorageError::NotFound(key.into())),
-            current => Err(StorageError::Conflict {
+            None => Err(Error::NotFound(key.into())),
+            current => Err(Error::Conflict {
                 key: key.into(),
                 expected,
                 current,
@@ -163,8 +164,8 @@ impl Storage for EtcdStorage {
         let revision = header_revision(resp.header());
         if !resp.succeeded() {
             return match current_from(resp.op_responses()) {
-                None => Err(StorageError::NotFound(key.into())),
-                current => Err(StorageError::Conflict {
+                None => Err(Error::NotFound(key.into())),
+                current => Err(Error::Conflict {
                     key: key.into(),
                     expected: expected.unwrap_or(0),
                     current,
@@ -176,7 +177,7 @@ impl Storage for EtcdStorage {
             _ => None,
         });
         prev.map(|kv| (kv, revision))
-            .ok_or_else(|| StorageError::NotFound(key.into()))
+            .ok_or_else(|| Error::NotFound(key.into()))
     }
 
     async fn watch(&self, start: &str, end: &str, from_revision: i64) -> Result<EventStream> {
@@ -198,14 +199,14 @@ impl Storage for EtcdStorage {
                 match stream.message().await {
                     Ok(Some(resp)) => {
                         if resp.compact_revision() > 0 {
-                            let err = StorageError::Compacted {
+                            let err = Error::Compacted {
                                 requested: from_revision,
                                 compacted: resp.compact_revision(),
                             };
                             return Some((Err(err), None));
                         }
                         if resp.canceled() {
-                            let err = StorageError::Unavailable(format!(
+                            let err = Error::Unavailable(format!(
                                 "watch canceled: {}",
                                 resp.cancel_reason()
                             ));
@@ -218,7 +219,7 @@ impl Storage for EtcdStorage {
                         return Some((Ok(batch), Some(stream)));
                     }
                     Ok(None) => {
-                        return Some((Err(StorageError::Unavailable("watch closed".into())), None));
+                        return Some((Err(Error::Unavailable("watch closed".into())), None));
                     }
                     Err(e) => return Some((Err(unavailable(e)), None)),
                 }
@@ -277,12 +278,12 @@ mod tests {
         store.client().compact(second, None).await.unwrap();
         assert!(matches!(
             store.range("/c/", "/c0", 0, first).await,
-            Err(StorageError::Compacted { .. })
+            Err(Error::Compacted { .. })
         ));
         let mut watch = store.watch("/c/", "/c0", first).await.unwrap();
         assert!(matches!(
             watch.next().await,
-            Some(Err(StorageError::Compacted { .. }))
+            Some(Err(Error::Compacted { .. }))
         ));
     }
 }

@@ -8,7 +8,8 @@ use futures::StreamExt;
 use tokio::sync::broadcast;
 use tokio_stream::wrappers::BroadcastStream;
 
-use super::{Event, EventKind, EventStream, KeyValue, Page, Result, Storage, StorageError};
+use super::{Event, EventKind, EventStream, KeyValue, Page, Result, Storage};
+use crate::Error;
 
 /// A multi-version in-memory key-value store.
 pub struct MemoryStorage {
@@ -105,7 +106,7 @@ impl Storage for MemoryStorage {
     async fn range(&self, start: &str, end: &str, limit: i64, revision: i64) -> Result<Page> {
         let state = self.lock();
         if revision > state.revision {
-            return Err(StorageError::FutureRevision(revision));
+            return Err(Error::FutureRevision(revision));
         }
         let at = if revision > 0 {
             revision
@@ -133,15 +134,15 @@ impl Storage for MemoryStorage {
 
     async fn create(&self, key: &str, value: Bytes) -> Result<i64> {
         self.put(key, value, |prev| match prev {
-            Some(_) => Err(StorageError::AlreadyExists(key.into())),
+            Some(_) => Err(Error::AlreadyExists(key.into())),
             None => Ok(()),
         })
     }
 
     async fn update(&self, key: &str, value: Bytes, expected: i64) -> Result<i64> {
         self.put(key, value, |prev| match prev {
-            None => Err(StorageError::NotFound(key.into())),
-            Some(p) if p.mod_revision != expected => Err(StorageError::Conflict {
+            None => Err(Error::NotFound(key.into())),
+            Some(p) if p.mod_revision != expected => Err(Error::Conflict {
                 key: key.into(),
                 expected,
                 current: Some(p.clone()),
@@ -153,10 +154,10 @@ impl Storage for MemoryStorage {
     async fn delete(&self, key: &str, expected: Option<i64>) -> Result<(KeyValue, i64)> {
         let mut state = self.lock();
         let Some(prev) = state.latest(key).cloned() else {
-            return Err(StorageError::NotFound(key.into()));
+            return Err(Error::NotFound(key.into()));
         };
         if let Some(expected) = expected.filter(|e| *e != prev.mod_revision) {
-            return Err(StorageError::Conflict {
+            return Err(Error::Conflict {
                 key: key.into(),
                 expected,
                 current: Some(prev),

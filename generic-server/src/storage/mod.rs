@@ -11,6 +11,7 @@ pub mod memory;
 
 use std::pin::Pin;
 
+use crate::Error;
 use bytes::Bytes;
 use futures::Stream;
 
@@ -70,43 +71,8 @@ impl Event {
 /// A stream of event batches in revision order; an `Err` ends it.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<Vec<Event>>> + Send>>;
 
-/// Storage failures.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum StorageError {
-    /// The key does not exist.
-    #[error("key {0:?} not found")]
-    NotFound(String),
-    /// The key already exists.
-    #[error("key {0:?} already exists")]
-    AlreadyExists(String),
-    /// The key changed since the expected revision.
-    #[error("key {key:?} was modified (expected revision {expected})")]
-    Conflict {
-        /// The key.
-        key: String,
-        /// The revision the caller expected.
-        expected: i64,
-        /// The current value, if the key still exists.
-        current: Option<KeyValue>,
-    },
-    /// The requested revision has been compacted away.
-    #[error("required revision {requested} has been compacted (compacted revision {compacted})")]
-    Compacted {
-        /// The revision asked for.
-        requested: i64,
-        /// The compaction revision.
-        compacted: i64,
-    },
-    /// The requested revision is in the future.
-    #[error("required revision {0} is a future revision")]
-    FutureRevision(i64),
-    /// The store could not be reached or failed.
-    #[error("storage unavailable: {0}")]
-    Unavailable(String),
-}
-
 /// Result of storage operations.
-pub type Result<T> = std::result::Result<T, StorageError>;
+pub type Result<T> = std::result::Result<T, Error>;
 
 /// A revisioned key-value store.
 #[async_trait::async_trait]
@@ -168,7 +134,7 @@ pub mod conformance {
             .unwrap();
         assert!(matches!(
             store.create(&key, Bytes::from_static(b"x")).await,
-            Err(StorageError::AlreadyExists(_))
+            Err(Error::AlreadyExists(_))
         ));
         let kv = store.get(&key).await.unwrap().unwrap();
         assert_eq!(
@@ -181,25 +147,25 @@ pub mod conformance {
             .unwrap();
         assert!(r2 > r1);
         match store.update(&key, Bytes::from_static(b"three"), r1).await {
-            Err(StorageError::Conflict {
+            Err(Error::Conflict {
                 current: Some(cur), ..
             }) => assert_eq!(cur.mod_revision, r2),
             other => panic!("expected conflict, got {other:?}"),
         }
         assert!(matches!(
             store.delete(&key, Some(r1)).await,
-            Err(StorageError::Conflict { .. })
+            Err(Error::Conflict { .. })
         ));
         let (old, r3) = store.delete(&key, Some(r2)).await.unwrap();
         assert_eq!(old.value.as_ref(), b"two");
         assert!(r3 > r2);
         assert!(matches!(
             store.delete(&key, None).await,
-            Err(StorageError::NotFound(_))
+            Err(Error::NotFound(_))
         ));
         assert!(matches!(
             store.update(&key, Bytes::new(), r2).await,
-            Err(StorageError::NotFound(_))
+            Err(Error::NotFound(_))
         ));
         assert!(store.current_revision().await.unwrap() >= r3);
     }
