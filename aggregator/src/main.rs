@@ -7,6 +7,7 @@ mod apiservice;
 mod controllers;
 mod openapi_v2;
 mod proxy;
+mod token_review;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,7 +19,7 @@ use clap::Parser;
 use generic_server::admission::Admission;
 use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
-use generic_server::filters::authorization::MastersOnly;
+use generic_server::filters::rbac::Rbac;
 use generic_server::loopback::Loopback;
 use generic_server::pipeline::{self, Pipeline};
 use generic_server::service_client as backend;
@@ -142,13 +143,26 @@ async fn run(options: Options) -> anyhow::Result<()> {
     };
     if let Some(path) = &options.service_account_key_file {
         let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        authenticator = authenticator.with_service_accounts(generic_server::jwt::Verifier::new(
-            &pem,
-            &options.service_account_issuer,
-        )?);
+        let accounts = server
+            .cacher
+            .register(
+                &apimachinery::keys::key_prefix(&server.etcd_root, "", "serviceaccounts"),
+                generic_server::storage::cacher::generic_ingest(),
+            )
+            .await
+            .context("following ServiceAccounts")?;
+        authenticator = authenticator.with_service_accounts(
+            generic_server::jwt::Verifier::new(&pem, &options.service_account_issuer)?,
+            accounts,
+        );
     }
+    let authenticator = Arc::new(authenticator);
+    token_review::install(&server.server, authenticator.clone());
+    let rbac = Rbac::new(&server.cacher, &server.etcd_root)
+        .await
+        .context("following the RBAC policy")?;
     tokio::spawn(server.start_post_start_hooks());
-    let door = Arc::new(Pipeline::new(authenticator, Box::new(MastersOnly), handler));
+    let door = Arc::new(Pipeline::new(authenticator, Box::new(rbac), handler));
     tracing::info!(listen = %options.listen, "aggregator serving");
     pipeline::serve_https(
         options.listen,

@@ -20,6 +20,7 @@ pub mod label_selector;
 pub mod openapi;
 pub mod patch;
 pub mod quantity;
+pub mod rbac;
 pub mod schema;
 pub mod table;
 pub mod validation;

@@ -3,13 +3,15 @@
 //! it hands to the extension server.
 
 mod allocation;
+mod bootstrap_policy;
 mod controllers;
+mod escalation;
 mod resources;
 mod reviews;
 mod tokens;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use allocation::{Ranges, ServiceAllocator};
 use anyhow::Context as _;
@@ -75,6 +77,15 @@ struct Options {
         default_value = "https://kubernetes.default.svc.cluster.local"
     )]
     service_account_issuer: String,
+    /// The longest a requested service account token lives (a Go duration,
+    /// as kube's flag: `48h`); longer requests are cut to it.
+    #[arg(
+        long,
+        env = "KUBECHAIN_SERVICE_ACCOUNT_MAX_TOKEN_EXPIRATION",
+        default_value = "48h",
+        value_parser = max_token_expiration
+    )]
+    service_account_max_token_expiration: std::time::Duration,
     /// Certificate CNs allowed to call this server.
     #[arg(
         long,
@@ -106,10 +117,14 @@ async fn run(options: Options) -> anyhow::Result<()> {
         .context("namespace lifecycle")?;
     let ranges = service_ranges(&options)?;
     let allocator = ServiceAllocator::new(cacher.storage().clone(), ranges.clone());
+    let policy = Arc::new(OnceLock::new());
     let admission = Admission::new(vec![
         Arc::new(lifecycle),
         Arc::new(allocator),
         Arc::new(resources::CsrRequester),
+        Arc::new(escalation::Escalation {
+            rbac: policy.clone(),
+        }),
     ]);
     let mut all = resources::all();
     all.extend(reviews::resources());
@@ -117,7 +132,13 @@ async fn run(options: Options) -> anyhow::Result<()> {
         .install(all, &admission)
         .await
         .context("installing resources")?;
-    reviews::install(&server.server);
+    let rbac = Arc::new(
+        generic_server::filters::rbac::Rbac::new(&cacher, &prefix)
+            .await
+            .context("following the RBAC policy")?,
+    );
+    let _ = policy.set(rbac.clone());
+    reviews::install(&server.server, rbac);
     install_token_requests(&server.server, &options)?;
 
     let client = Loopback::new(server.server.clone(), "system:kube-controller-manager");
@@ -161,9 +182,19 @@ fn install_token_requests(server: &ApiServer, options: &Options) -> anyhow::Resu
             signer,
             accounts,
             &options.service_account_issuer,
+            options.service_account_max_token_expiration.as_secs() as i64,
         )),
     );
     Ok(())
+}
+
+/// A Go duration of at least ten minutes (the shortest token kube signs).
+fn max_token_expiration(text: &str) -> Result<std::time::Duration, String> {
+    match generic_server::request::go_duration(text) {
+        Some(d) if d >= std::time::Duration::from_secs(600) => Ok(d),
+        Some(_) => Err("must be at least 10m".into()),
+        None => Err(format!("{text:?} is not a duration such as 48h")),
+    }
 }
 
 fn service_ranges(options: &Options) -> anyhow::Result<Ranges> {

@@ -1,11 +1,13 @@
-//! Reviews: create-only kinds answered from the request itself, never
-//! stored. `kubectl auth whoami` and `kubectl auth can-i` use them.
+//! Reviews: create-only kinds answered from the request itself and the RBAC
+//! policy, never stored. `kubectl auth whoami` and `kubectl auth can-i
+//! [--list]` use them.
 
 use std::sync::Arc;
 
 use apimachinery::error::Result;
 use apimachinery::group_version::GroupVersionKind;
-use generic_server::filters::authorization::{Authorizer, MastersOnly};
+use apimachinery::rbac::Decision;
+use generic_server::filters::rbac::{Rbac, SUPERUSERS};
 use generic_server::request::{ApiRequest, UserInfo};
 use generic_server::request_info::RequestInfo;
 use generic_server::resource::Resource;
@@ -30,14 +32,15 @@ pub fn resources() -> Vec<Resource> {
     ]
 }
 
-/// Serves every review on `server`.
-pub fn install(server: &ApiServer) {
+/// Serves every review on `server`, answering access reviews by `rbac`.
+pub fn install(server: &ApiServer, rbac: Arc<Rbac>) {
     for r in resources() {
         let endpoint: Arc<dyn CreateOnly> = match r.kind.as_str() {
             "SelfSubjectReview" => Arc::new(WhoAmI),
-            "TokenReview" => Arc::new(NoTokenReview),
-            "SelfSubjectRulesReview" => Arc::new(Rules),
-            _ => Arc::new(AccessReview),
+            // The front door, which checks tokens, answers TokenReviews.
+            "TokenReview" => continue,
+            "SelfSubjectRulesReview" => Arc::new(Rules(rbac.clone())),
+            _ => Arc::new(AccessReview(rbac.clone())),
         };
         server.add_create_only(
             &r,
@@ -63,17 +66,6 @@ impl CreateOnly for WhoAmI {
     }
 }
 
-/// `TokenReview`: tokens are checked by the front door; nothing to review here.
-struct NoTokenReview;
-
-#[async_trait::async_trait]
-impl CreateOnly for NoTokenReview {
-    async fn create(&self, _req: &ApiRequest, mut obj: Value) -> Result<Value> {
-        obj["status"] = json!({"authenticated": false, "error": "token review is not supported by this server"});
-        Ok(obj)
-    }
-}
-
 /// The user a review asks about: the requester for self reviews, else the spec's.
 fn subject(req: &ApiRequest, obj: &Value) -> UserInfo {
     if obj["kind"].as_str().is_some_and(|k| k.starts_with("Self")) {
@@ -94,7 +86,7 @@ fn subject(req: &ApiRequest, obj: &Value) -> UserInfo {
 }
 
 /// `SubjectAccessReview` and its local and self variants: asks the authorizer.
-struct AccessReview;
+struct AccessReview(Arc<Rbac>);
 
 #[async_trait::async_trait]
 impl CreateOnly for AccessReview {
@@ -111,12 +103,17 @@ impl CreateOnly for AccessReview {
             obj.pointer("/spec/nonResourceAttributes"),
         ) {
             (Some(attrs), _) => {
+                let mut namespace = text(attrs, "namespace");
+                // A local review asks about its own namespace.
+                if obj["kind"] == "LocalSubjectAccessReview" && namespace.is_empty() {
+                    namespace = req.info.namespace.clone();
+                }
                 let info = RequestInfo {
                     is_resource_request: true,
                     verb: text(attrs, "verb"),
                     api_group: text(attrs, "group"),
                     api_version: text(attrs, "version"),
-                    namespace: text(attrs, "namespace"),
+                    namespace,
                     resource: text(attrs, "resource"),
                     subresource: text(attrs, "subresource"),
                     name: text(attrs, "name"),
@@ -133,30 +130,58 @@ impl CreateOnly for AccessReview {
             ),
             (None, None) => (RequestInfo::default(), String::new()),
         };
-        obj["status"] = match MastersOnly.authorize(&user, &info, &path) {
-            Ok(()) => json!({"allowed": true, "reason": "member of system:masters"}),
-            Err(_) => json!({"allowed": false}),
+        obj["status"] = match self.0.decide(&user, &info, &path) {
+            Decision::Allow(reason) if reason.is_empty() => json!({"allowed": true}),
+            Decision::Allow(reason) => json!({"allowed": true, "reason": reason}),
+            Decision::Deny(reason) if reason.is_empty() => json!({"allowed": false}),
+            Decision::Deny(reason) => json!({"allowed": false, "reason": reason}),
         };
         Ok(obj)
     }
 }
 
-/// `SelfSubjectRulesReview`: everything for `system:masters`, health and version for everyone.
-struct Rules;
+/// `SelfSubjectRulesReview`: the rules the requester holds in the
+/// namespace asked about (everything for `system:masters`).
+struct Rules(Arc<Rbac>);
 
 #[async_trait::async_trait]
 impl CreateOnly for Rules {
     async fn create(&self, req: &ApiRequest, mut obj: Value) -> Result<Value> {
-        let public = json!({"verbs": ["get"], "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version"]});
-        obj["status"] = if req.user.in_group("system:masters") {
-            json!({
-                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}, public],
-                "incomplete": false,
-            })
-        } else {
-            json!({"resourceRules": [], "nonResourceRules": [public], "incomplete": false})
-        };
+        let namespace = obj["spec"]["namespace"].as_str().unwrap_or_default();
+        let held = self.0.rules_for(&req.user, namespace);
+        let mut resource_rules = Vec::new();
+        let mut non_resource_rules = Vec::new();
+        if req.user.in_group(SUPERUSERS) {
+            resource_rules.push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
+            non_resource_rules.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
+        }
+        for rule in held.rules {
+            match rule.non_resource_urls.filter(|u| !u.is_empty()) {
+                Some(urls) => {
+                    non_resource_rules.push(json!({"verbs": rule.verbs, "nonResourceURLs": urls}))
+                }
+                None => {
+                    let mut r = json!({
+                        "verbs": rule.verbs,
+                        "apiGroups": rule.api_groups.unwrap_or_default(),
+                        "resources": rule.resources.unwrap_or_default(),
+                    });
+                    if let Some(names) = rule.resource_names.filter(|n| !n.is_empty()) {
+                        r["resourceNames"] = json!(names);
+                    }
+                    resource_rules.push(r);
+                }
+            }
+        }
+        let mut status = json!({
+            "resourceRules": resource_rules,
+            "nonResourceRules": non_resource_rules,
+            "incomplete": !held.errors.is_empty(),
+        });
+        if !held.errors.is_empty() {
+            status["evaluationError"] = json!(held.errors.join(", "));
+        }
+        obj["status"] = status;
         Ok(obj)
     }
 }

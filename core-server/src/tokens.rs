@@ -22,15 +22,19 @@ pub struct TokenRequests {
     signer: Signer,
     accounts: Arc<Store>,
     audience: String,
+    max_seconds: i64,
 }
 
 impl TokenRequests {
-    /// Signs with `signer`; tokens are for `audience` unless the request names others.
-    pub fn new(signer: Signer, accounts: Arc<Store>, audience: &str) -> Self {
+    /// Signs with `signer`; tokens are for `audience` unless the request
+    /// names others, and live at most `max_seconds` (kube's
+    /// `--service-account-max-token-expiration`: a longer request is cut to it).
+    pub fn new(signer: Signer, accounts: Arc<Store>, audience: &str, max_seconds: i64) -> Self {
         TokenRequests {
             signer,
             accounts,
             audience: audience.into(),
+            max_seconds,
         }
     }
 }
@@ -64,6 +68,7 @@ impl CreateOnly for TokenRequests {
                 vec![cause],
             ));
         }
+        let seconds = seconds.min(self.max_seconds);
         let mut audiences: Vec<String> = obj
             .pointer("/spec/audiences")
             .and_then(Value::as_array)

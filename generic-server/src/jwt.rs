@@ -106,8 +106,27 @@ impl Verifier {
         })
     }
 
-    /// The user a token stands for, checking signature, issuer, audience and time.
+    /// The user a token for the API server (its issuer as audience) stands
+    /// for, checking signature, issuer, audience and time.
     pub fn verify(&self, token: &str, now: i64) -> Result<UserInfo, Error> {
+        let audiences = [self.issuer.clone()];
+        self.verify_for(token, now, &audiences)
+            .map(|(user, _)| user)
+    }
+
+    /// The issuer: the audience the API server's own tokens carry.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The user a token stands for and which of `audiences` it is for
+    /// (at least one, or the token is refused).
+    pub fn verify_for(
+        &self,
+        token: &str,
+        now: i64,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), Error> {
         let mut parts = token.split('.');
         let (Some(header), Some(claims), Some(sig), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -133,10 +152,16 @@ impl Verifier {
         if claims["iss"] != self.issuer.as_str() {
             return Err(Error::InvalidToken("wrong issuer"));
         }
-        if !claims["aud"]
-            .as_array()
-            .is_some_and(|a| a.iter().any(|aud| aud == self.issuer.as_str()))
-        {
+        let matched: Vec<String> = audiences
+            .iter()
+            .filter(|wanted| {
+                claims["aud"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|aud| aud == wanted.as_str()))
+            })
+            .cloned()
+            .collect();
+        if matched.is_empty() {
             return Err(Error::InvalidToken("wrong audience"));
         }
         let time = |k: &str| claims[k].as_i64().unwrap_or(0);
@@ -162,7 +187,7 @@ impl Verifier {
                 vec![format!("JTI={jti}")],
             );
         }
-        Ok(UserInfo {
+        let user = UserInfo {
             name: format!("system:serviceaccount:{namespace}:{name}"),
             uid: uid.into(),
             groups: vec![
@@ -171,7 +196,8 @@ impl Verifier {
                 "system:authenticated".into(),
             ],
             extra,
-        })
+        };
+        Ok((user, matched))
     }
 }
 

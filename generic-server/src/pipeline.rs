@@ -1,7 +1,7 @@
 //! The HTTPS request pipeline (actix-web on rustls) of every server that
 //! serves HTTP: the aggregator's front door and aggregated servers such as
-//! metrics-server. The path's check, authentication, request info,
-//! authorization, the body (read only for an authorized caller), then the
+//! metrics-server. The path's check, authentication, impersonation, request
+//! info, authorization, the body (read only for an authorized caller), then the
 //! handler under panic recovery (or, for `/metrics`, the pipeline's own
 //! metrics). The order is written once, here.
 
@@ -18,6 +18,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use crate::codec;
 use crate::filters::authentication::{Authenticate, strip_identity_headers};
 use crate::filters::authorization::Authorizer;
+use crate::filters::impersonation;
 use crate::filters::request_path;
 use crate::metrics::Metrics;
 use crate::request::{self, ApiRequest, ApiResponse, Body, Handler};
@@ -71,6 +72,11 @@ impl Pipeline {
         }
         let user = match self.authenticator.authenticate(peer_certs, &headers, &path) {
             Ok(user) => user,
+            Err(e) => return e.into(),
+        };
+        let user = match impersonation::impersonate(self.authorizer.as_ref(), &user, &headers) {
+            Ok(Some(acting_as)) => acting_as,
+            Ok(None) => user,
             Err(e) => return e.into(),
         };
         strip_identity_headers(&mut headers);

@@ -11,11 +11,8 @@ use crate::pki::Pki;
 /// An HTTPS client authenticated as the cluster admin.
 fn admin_client(pki: &Pki) -> Result<reqwest::Client> {
     let admin = pki.files("admin");
-    let tls = crate::bench::client::tls_config(
-        &std::fs::read(pki.ca())?,
-        &std::fs::read(&admin.cert)?,
-        &std::fs::read(&admin.key)?,
-    )?;
+    let (cert, key) = (std::fs::read(&admin.cert)?, std::fs::read(&admin.key)?);
+    let tls = crate::bench::client::tls_config(&std::fs::read(pki.ca())?, Some((&cert, &key)))?;
     Ok(reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .build()?)

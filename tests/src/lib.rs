@@ -502,6 +502,35 @@ impl Cluster {
         cmd
     }
 
+    /// A kubeconfig at `<dir>/<name>.kubeconfig` that authenticates with
+    /// `token`, in `namespace` by default.
+    pub fn token_kubeconfig(&self, name: &str, token: &str, namespace: &str) -> PathBuf {
+        let path = self.dir.join(format!("{name}.kubeconfig"));
+        let config = serde_json::json!({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "kubechain", "cluster": {
+                "server": format!("https://127.0.0.1:{}", self.port),
+                "certificate-authority": self.dir.join("pki/ca.crt"),
+            }}],
+            "users": [{"name": name, "user": {"token": token}}],
+            "contexts": [{"name": name, "context": {"cluster": "kubechain", "user": name, "namespace": namespace}}],
+            "current-context": name,
+        });
+        std::fs::write(&path, config.to_string()).expect("writing a kubeconfig");
+        path
+    }
+
+    /// Runs kubectl with another kubeconfig (see [`Cluster::token_kubeconfig`]).
+    pub fn kubectl_with(&self, kubeconfig: &Path, args: &[&str]) -> Run {
+        Run::from(
+            self.command("kubectl")
+                .env("KUBECONFIG", kubeconfig)
+                .args(args)
+                .output()
+                .expect("kubectl on PATH"),
+        )
+    }
+
     /// A ServiceAccount `name` in `default` with no permissions, and a token for it.
     pub fn service_account_token(&self, name: &str) -> String {
         self.kubectl(&["create", "serviceaccount", name]).ok();

@@ -2,6 +2,7 @@
 //! as named post-start hooks (`/readyz?verbose` lists them); a hook ends
 //! once its informers have synced.
 
+pub mod clusterrole_aggregation;
 pub mod garbage_collector;
 pub mod serviceaccount;
 
@@ -14,10 +15,31 @@ use generic_server::loopback::Loopback;
 
 use crate::allocation::AllocationRepair;
 
-/// Adds the core server's controllers: the garbage collector (over this
+/// Adds the core server's controllers: kube's bootstrap RBAC policy and the
+/// ClusterRole aggregation controller, the garbage collector (over this
 /// server's objects and its delegates'), the service account controller on
 /// namespace events, and the repair of service IP and node port allocations.
 pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
+    let bootstrap_client = client.clone();
+    server.add_post_start_hook("rbac/bootstrap-roles", async move {
+        crate::bootstrap_policy::bootstrap(bootstrap_client).await;
+    });
+    if let Some(roles) = server
+        .server
+        .store(apimachinery::rbac::GROUP, "v1", "clusterroles")
+    {
+        let aggregation_client = client.clone();
+        server.add_post_start_hook("start-clusterrole-aggregation-controller", async move {
+            let controller =
+                clusterrole_aggregation::AggregationController::new(aggregation_client).start();
+            informer::follow(roles, Duration::from_secs(30), move |change| {
+                controller.do_send(clusterrole_aggregation::Sync(change));
+                true
+            })
+            .wait()
+            .await;
+        });
+    }
     let api = server.server.clone();
     let (discovery, cacher, root) = (
         server.discovery.clone(),

@@ -4,10 +4,12 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use http::HeaderMap;
 
 use crate::request::UserInfo;
+use crate::storage::cacher::ResourceCache;
 use crate::tls;
 use apimachinery::error::{Error, Reason, Result};
 
@@ -27,6 +29,17 @@ pub trait Authenticate: Send + Sync + 'static {
     ) -> Result<UserInfo>;
 }
 
+impl<T: Authenticate + ?Sized> Authenticate for Arc<T> {
+    fn authenticate(
+        &self,
+        peer_certs: Option<&[Vec<u8>]>,
+        headers: &HeaderMap,
+        path: &str,
+    ) -> Result<UserInfo> {
+        (**self).authenticate(peer_certs, headers, path)
+    }
+}
+
 impl Authenticate for Authenticator {
     fn authenticate(
         &self,
@@ -43,6 +56,7 @@ impl Authenticate for Authenticator {
 pub struct Authenticator {
     tokens: HashMap<String, UserInfo>,
     service_accounts: Option<crate::jwt::Verifier>,
+    accounts: Option<Arc<ResourceCache>>,
 }
 
 impl Authenticator {
@@ -50,19 +64,63 @@ impl Authenticator {
     pub fn new(tokens: HashMap<String, UserInfo>) -> Self {
         Authenticator {
             tokens,
-            service_accounts: None,
+            ..Default::default()
         }
     }
 
-    /// Also accepts service account tokens signed by the matching key.
-    pub fn with_service_accounts(mut self, verifier: crate::jwt::Verifier) -> Self {
+    /// Also accepts service account tokens signed by the matching key,
+    /// while their ServiceAccount (by uid) is in `accounts`, the watch
+    /// cache of ServiceAccounts: deleting or recreating it revokes them.
+    pub fn with_service_accounts(
+        mut self,
+        verifier: crate::jwt::Verifier,
+        accounts: Arc<ResourceCache>,
+    ) -> Self {
         self.service_accounts = Some(verifier);
+        self.accounts = Some(accounts);
         self
     }
 
-    /// Loads a kube-style static token file: `token,user,uid,"group1,group2"` per line.
+    /// Whether the ServiceAccount a token names still exists with its uid.
+    fn account_current(&self, user: &UserInfo) -> bool {
+        let Some(accounts) = &self.accounts else {
+            return false;
+        };
+        let Some((namespace, name)) = user
+            .name
+            .strip_prefix("system:serviceaccount:")
+            .and_then(|rest| rest.split_once(':'))
+        else {
+            return false;
+        };
+        let key = format!("{}{namespace}/{name}", accounts.prefix());
+        accounts.get(&key).is_some_and(|account| {
+            !user.uid.is_empty()
+                && account
+                    .value()
+                    .pointer("/metadata/uid")
+                    .and_then(serde_json::Value::as_str)
+                    == Some(user.uid.as_str())
+        })
+    }
+
+    /// Loads a kube-style static token file: `token,user,uid,"group1,group2"`
+    /// per line; a line with an empty token or user is refused, as kube does.
     pub fn with_token_file(path: &Path) -> std::io::Result<Self> {
         let text = std::fs::read_to_string(path)?;
+        for (number, line) in text.lines().enumerate() {
+            if line.trim().is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let fields = split_csv(line);
+            if fields.len() < 2 || fields[0].trim().is_empty() || fields[1].trim().is_empty() {
+                return Err(std::io::Error::other(format!(
+                    "{}: line {}: a token line needs a token and a user name",
+                    path.display(),
+                    number + 1
+                )));
+            }
+        }
         let tokens = text
             .lines()
             .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
@@ -88,8 +146,44 @@ impl Authenticator {
             .collect();
         Ok(Authenticator {
             tokens,
-            service_accounts: None,
+            ..Default::default()
         })
+    }
+
+    /// The audiences the API server's own tokens are for (kube's `--api-audiences`).
+    pub fn api_audiences(&self) -> Vec<String> {
+        self.service_accounts
+            .as_ref()
+            .map(|v| vec![v.issuer().to_string()])
+            .unwrap_or_default()
+    }
+
+    /// The user a bearer token stands for, and which of `audiences` (the
+    /// API server's when empty) it is valid for: a TokenReview's answer.
+    pub fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>)> {
+        let audiences = match audiences {
+            [] => self.api_audiences(),
+            some => some.to_vec(),
+        };
+        if token.is_empty() {
+            return Err(unauthorized());
+        }
+        if let Some(user) = self.tokens.get(token) {
+            // A static token is for whatever audience asks.
+            return Ok((user.clone(), audiences));
+        }
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        match &self.service_accounts {
+            Some(verifier) => match verifier.verify_for(token, now, &audiences) {
+                Ok((user, matched)) if self.account_current(&user) => Ok((user, matched)),
+                _ => Err(unauthorized()),
+            },
+            None => Err(unauthorized()),
+        }
     }
 
     /// Authenticates a request given the peer's certificate chain (DER).
@@ -115,18 +209,15 @@ impl Authenticator {
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
         {
-            let token = auth
+            // Only a Bearer token authenticates; any other scheme never matches.
+            let Some(token) = auth
                 .strip_prefix("Bearer ")
                 .map(str::trim)
-                .unwrap_or_default();
-            if let Some(user) = self.tokens.get(token) {
-                return Ok(user.clone());
-            }
-            let now = time::OffsetDateTime::now_utc().unix_timestamp();
-            return match &self.service_accounts {
-                Some(verifier) => verifier.verify(token, now).map_err(|_| unauthorized()),
-                None => Err(unauthorized()),
+                .filter(|t| !t.is_empty())
+            else {
+                return Err(unauthorized());
             };
+            return self.authenticate_token(token, &[]).map(|(user, _)| user);
         }
         if ANONYMOUS_PATHS
             .iter()

@@ -10,8 +10,10 @@ pub trait Authorizer: Send + Sync + 'static {
     fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()>;
 }
 
-/// Paths everyone, anonymous included, may read.
-const PUBLIC_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
+/// Paths everyone, anonymous included, may read whatever the policy says
+/// (kube's `--authorization-always-allow-paths`), so that probes work
+/// before the bootstrap policy exists.
+const ALWAYS_ALLOWED: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
 /// Paths every authenticated user may read (kube's `system:discovery`).
 const DISCOVERY_PATHS: &[&str] = &["/api", "/apis", "/openapi"];
 /// Reviews every authenticated user may create (kube's `system:basic-user`).
@@ -21,7 +23,27 @@ const SELF_REVIEWS: &[&str] = &[
     "selfsubjectrulesreviews",
 ];
 
-/// The policy until RBAC is enforced: `system:masters` may do everything;
+/// Whether `path` (of a non-resource request) is always allowed.
+pub fn always_allowed(path: &str) -> bool {
+    under(path, ALWAYS_ALLOWED)
+}
+
+/// The request as RBAC reads it.
+pub fn attributes<'a>(info: &'a RequestInfo, path: &'a str) -> apimachinery::rbac::Attributes<'a> {
+    apimachinery::rbac::Attributes {
+        verb: &info.verb,
+        resource_request: info.is_resource_request,
+        api_group: &info.api_group,
+        resource: &info.resource,
+        subresource: &info.subresource,
+        name: &info.name,
+        namespace: &info.namespace,
+        path,
+    }
+}
+
+/// The policy of a server that keeps no RBAC objects (an aggregated
+/// server's, until it delegates): `system:masters` may do everything;
 /// authenticated users may read discovery and review themselves; everyone
 /// may read health and version.
 pub struct MastersOnly;
@@ -34,10 +56,10 @@ fn under(path: &str, prefixes: &[&str]) -> bool {
 
 impl Authorizer for MastersOnly {
     fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
-        if user.in_group("system:masters") {
+        if user.in_group(super::rbac::SUPERUSERS) {
             return Ok(());
         }
-        if !info.is_resource_request && under(path, PUBLIC_PATHS) {
+        if !info.is_resource_request && always_allowed(path) {
             return Ok(());
         }
         if user.in_group("system:authenticated") {
@@ -48,12 +70,12 @@ impl Authorizer for MastersOnly {
                 return Ok(());
             }
         }
-        Err(forbidden(user, info, path))
+        Err(forbidden(user, info, path, ""))
     }
 }
 
-/// kube's 403 message for a denied request.
-pub fn forbidden(user: &UserInfo, info: &RequestInfo, path: &str) -> Error {
+/// kube's 403 for a denied request, with the authorizer's reason (if any) after it.
+pub fn forbidden(user: &UserInfo, info: &RequestInfo, path: &str, reason: &str) -> Error {
     let message = if info.is_resource_request {
         let resource = if info.subresource.is_empty() {
             info.resource.clone()
@@ -85,7 +107,11 @@ pub fn forbidden(user: &UserInfo, info: &RequestInfo, path: &str) -> Error {
             user.name, info.verb
         )
     };
-    Error::new(Reason::Forbidden, message)
+    if reason.is_empty() {
+        Error::new(Reason::Forbidden, message)
+    } else {
+        Error::new(Reason::Forbidden, format!("{message}: {reason}"))
+    }
 }
 
 #[cfg(test)]

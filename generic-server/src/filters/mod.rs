@@ -1,8 +1,10 @@
 //! The front door's filters, one per file: the request path's check, then
 //! authentication (the cluster's, or an aggregated server's front-proxy
-//! `requestheader`), then authorization. Their order is fixed in [`crate::pipeline::Pipeline`].
+//! `requestheader`), then impersonation, then authorization (RBAC's, in [`rbac`]). Their order is fixed in [`crate::pipeline::Pipeline`].
 
 pub mod authentication;
 pub mod authorization;
+pub mod impersonation;
+pub mod rbac;
 pub mod request_path;
 pub mod requestheader;

@@ -297,6 +297,11 @@ impl ResourceCache {
         self.read().objects.get(key).cloned()
     }
 
+    /// The last revision that changed this cache (a cheap change check).
+    pub fn applied(&self) -> i64 {
+        self.read().applied
+    }
+
     /// How many objects the cache holds.
     pub fn len(&self) -> usize {
         self.read().objects.len()

@@ -16,6 +16,8 @@ pub struct Credentials {
     pub server: String,
     /// TLS: the cluster CA as the only root, the admin client certificate.
     pub tls: rustls::ClientConfig,
+    /// The cluster CA (PEM), for clients that authenticate otherwise.
+    pub ca: Vec<u8>,
 }
 
 impl Credentials {
@@ -56,8 +58,24 @@ impl Credentials {
         let key = pem_field(user, "client-key", base)?;
         Ok(Credentials {
             server: server.trim_end_matches('/').to_string(),
-            tls: tls_config(&ca, &cert, &key)?,
+            tls: tls_config(&ca, Some((&cert, &key)))?,
+            ca,
         })
+    }
+
+    /// A client that presents no certificate and authenticates with a bearer token.
+    pub fn bearer(&self, token: &str) -> Result<Api> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))?,
+        );
+        Credentials {
+            server: self.server.clone(),
+            tls: tls_config(&self.ca, None)?,
+            ca: self.ca.clone(),
+        }
+        .api_with_headers(headers)
     }
 
     /// A client with its own connection (HTTP/2 when the server offers it).
@@ -101,19 +119,25 @@ fn pem_field(entry: &Value, field: &str, base: &Path) -> Result<Vec<u8>> {
     bail!("kubeconfig has no {field} (the bench authenticates with a client certificate)")
 }
 
-/// A rustls client configuration (ring) trusting only `ca`, presenting `cert`.
-pub fn tls_config(ca: &[u8], cert: &[u8], key: &[u8]) -> Result<rustls::ClientConfig> {
+/// A rustls client configuration (ring) trusting only `ca`, presenting the
+/// certificate and key of `identity` (PEM) if there is one.
+pub fn tls_config(ca: &[u8], identity: Option<(&[u8], &[u8])>) -> Result<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut &ca[..]) {
         roots.add(cert?)?;
     }
-    let chain = rustls_pemfile::certs(&mut &cert[..]).collect::<Result<Vec<_>, _>>()?;
-    let key = rustls_pemfile::private_key(&mut &key[..])?.context("no private key")?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_client_auth_cert(chain, key)?;
+        .with_root_certificates(roots);
+    let mut config = match identity {
+        Some((cert, key)) => {
+            let chain = rustls_pemfile::certs(&mut &cert[..]).collect::<Result<Vec<_>, _>>()?;
+            let key = rustls_pemfile::private_key(&mut &key[..])?.context("no private key")?;
+            builder.with_client_auth_cert(chain, key)?
+        }
+        None => builder.with_no_client_auth(),
+    };
     // reqwest leaves a preconfigured TLS setup as it is: offer HTTP/2 here.
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)

@@ -96,6 +96,10 @@ const PAYLOAD: usize = 770;
 const CREATE_RATIO: f64 = 0.7;
 const GET_RATIO: f64 = 2.0;
 const LIST_RATIO: f64 = 5.0;
+/// RoleBindings in the namespace a ServiceAccount's GETs read.
+const RBAC_BINDINGS: usize = 1000;
+/// A ServiceAccount's GETs against the admin's: authorization must not show.
+const RBAC_RATIO: f64 = 0.9;
 const WATCH_P99: Duration = Duration::from_millis(100);
 const MEMORY_TIMES_JSON: f64 = 3.0;
 
@@ -411,6 +415,32 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     .await;
     table.throughput("GET/s (one object)", &etcd_gets, &chain_gets, GET_RATIO);
 
+    // The same GETs as a ServiceAccount bound to view, among many
+    // RoleBindings: what authorizing by RBAC costs against the admin's.
+    let readers = service_account_apis(&admin, credentials, &names.list_ns, concurrency).await?;
+    let get_path = format!("{list_path}/object-0");
+    let reader_gets = phase(
+        &mut cpu,
+        "kubechain GETs as a ServiceAccount",
+        seconds,
+        closed_loop(readers, plan.phase, move |api: Api, _| {
+            let path = get_path.clone();
+            async move {
+                api.call(Method::GET, &path, None, StatusCode::OK)
+                    .await
+                    .map(drop)
+            }
+        }),
+    )
+    .await;
+    table.versus(
+        &format!("GET/s as a ServiceAccount ({RBAC_BINDINGS} RoleBindings)"),
+        "admin",
+        &chain_gets,
+        &reader_gets,
+        RBAC_RATIO,
+    );
+
     // LIST: a linearizable range read of the copies against a LIST.
     let objects = plan.objects;
     let raw_prefix = raw_list.clone();
@@ -645,6 +675,95 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     Ok(errors)
 }
 
+/// A RoleBinding named `account` of `view` to the ServiceAccount `account`.
+fn view_binding(namespace: &str, account: &str) -> String {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": account},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    })
+    .to_string()
+}
+
+/// `count` clients authenticating as a ServiceAccount bound to `view` in
+/// `namespace`, after [`RBAC_BINDINGS`] RoleBindings of other accounts
+/// there; ready once the front door lets the account read.
+async fn service_account_apis(
+    admin: &Api,
+    credentials: &client::Credentials,
+    namespace: &str,
+    count: usize,
+) -> Result<Vec<Api>> {
+    eprintln!("bench: creating {RBAC_BINDINGS} RoleBindings");
+    let accounts = format!("/api/v1/namespaces/{namespace}/serviceaccounts");
+    let account =
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bench-reader"}});
+    admin
+        .call(
+            Method::POST,
+            &accounts,
+            Some(account.to_string().into()),
+            StatusCode::CREATED,
+        )
+        .await?;
+    let bindings =
+        format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings");
+    let others = (0..count).map(|_| admin.clone()).collect::<Vec<_>>();
+    let (path, owned) = (bindings.clone(), namespace.to_string());
+    for_each(&others, RBAC_BINDINGS - 1, move |api: Api, i| {
+        let path = path.clone();
+        let body = view_binding(&owned, &format!("other-{i}"));
+        async move {
+            api.call(Method::POST, &path, Some(body.into()), StatusCode::CREATED)
+                .await
+                .map(drop)
+        }
+    })
+    .await
+    .context("creating RoleBindings")?;
+    admin
+        .call(
+            Method::POST,
+            &bindings,
+            Some(view_binding(namespace, "bench-reader").into()),
+            StatusCode::CREATED,
+        )
+        .await?;
+    let request =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    let answer: Value = serde_json::from_slice(
+        &admin
+            .call(
+                Method::POST,
+                &format!("{accounts}/bench-reader/token"),
+                Some(request.to_string().into()),
+                StatusCode::CREATED,
+            )
+            .await
+            .context("requesting a ServiceAccount token")?,
+    )?;
+    let token = answer["status"]["token"]
+        .as_str()
+        .context("a token")?
+        .to_string();
+    let apis = (0..count)
+        .map(|_| credentials.bearer(&token))
+        .collect::<Result<Vec<_>>>()?;
+    let probe = format!("/api/v1/namespaces/{namespace}/configmaps?limit=1");
+    for _ in 0..100 {
+        if apis[0]
+            .call(Method::GET, &probe, None, StatusCode::OK)
+            .await
+            .is_ok()
+        {
+            return Ok(apis);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    bail!("the ServiceAccount could not read {probe} within 5 s")
+}
+
 /// A client of the cluster's metrics-server as the aggregator's proxy is
 /// one (its front-proxy certificate), from the data directory `kubechain up`
 /// keeps; `None` when the cluster runs none.
@@ -658,14 +777,18 @@ fn metrics_server_client(dir: &std::path::Path) -> Result<Option<client::Credent
     let pki = dir.join("pki");
     let read =
         |name: &str| std::fs::read(pki.join(name)).with_context(|| format!("reading {name}"));
+    let ca = read("ca.crt")?;
     let tls = client::tls_config(
-        &read("ca.crt")?,
-        &read("front-proxy-client.crt")?,
-        &read("front-proxy-client.key")?,
+        &ca,
+        Some((
+            &read("front-proxy-client.crt")?,
+            &read("front-proxy-client.key")?,
+        )),
     )?;
     Ok(Some(client::Credentials {
         server: format!("https://127.0.0.1:{port}"),
         tls,
+        ca,
     }))
 }
 

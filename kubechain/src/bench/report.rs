@@ -81,6 +81,31 @@ impl Table {
         });
     }
 
+    /// The same work done two ways through kubechain (`base`, e.g. the
+    /// admin's, against `other`); the target is other ≥ `min_ratio` × base.
+    pub fn versus(
+        &mut self,
+        metric: &str,
+        base_name: &str,
+        base: &Throughput,
+        other: &Throughput,
+        min_ratio: f64,
+    ) {
+        let ratio = if base.per_second() > 0.0 {
+            other.per_second() / base.per_second()
+        } else {
+            0.0
+        };
+        self.rows.push(Row {
+            metric: metric.to_string(),
+            etcd: format!("{base_name}: {:.0}", base.per_second()),
+            chain: format!("{:.0}", other.per_second()),
+            ratio: format!("{ratio:.2}×"),
+            target: format!("≥ {min_ratio}× {base_name}"),
+            result: verdict(ratio >= min_ratio, base.failed + other.failed > 0),
+        });
+    }
+
     /// Watch delivery latency (kubechain only); the target is p99 < `p99_max`.
     pub fn watch(&mut self, result: &WatchResult, p99_max: Duration) {
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);

@@ -1,0 +1,579 @@
+//! RBAC through the front door, as the identities it names: kube's default
+//! roles, a `kubectl auth can-i` matrix for view, edit, admin and nobody,
+//! a ServiceAccount bound to edit doing its work with the Python client,
+//! escalation refused (and allowed with `escalate` and `bind`),
+//! impersonation allowed and refused, and aggregation extending `view`.
+
+use std::time::Duration;
+
+use tests::{Cluster, eventually, workspace};
+
+const NS: &str = "team";
+
+/// A ServiceAccount in [`NS`] bound to `role` there (or to nothing), and a
+/// kubeconfig that authenticates as it.
+fn account(cluster: &Cluster, name: &str, role: Option<&str>) -> std::path::PathBuf {
+    cluster
+        .kubectl(&["create", "serviceaccount", name, "-n", NS])
+        .ok();
+    if let Some(role) = role {
+        cluster
+            .kubectl(&[
+                "create",
+                "rolebinding",
+                &format!("{name}-{role}"),
+                &format!("--clusterrole={role}"),
+                &format!("--serviceaccount={NS}:{name}"),
+                "-n",
+                NS,
+            ])
+            .ok();
+    }
+    let token = cluster
+        .kubectl(&["create", "token", name, "-n", NS])
+        .ok()
+        .trim()
+        .to_string();
+    cluster.token_kubeconfig(name, &token, NS)
+}
+
+fn can_i(cluster: &Cluster, kubeconfig: &std::path::Path, args: &[&str]) -> String {
+    let mut all = vec!["auth", "can-i"];
+    all.extend_from_slice(args);
+    cluster
+        .kubectl_with(kubeconfig, &all)
+        .stdout
+        .trim()
+        .to_string()
+}
+
+/// Waits until the front door lets `kubeconfig`'s user do `args` (the
+/// aggregation controller fills `admin`, `edit` and `view` just after start).
+fn until_allowed(cluster: &Cluster, kubeconfig: &std::path::Path, args: &[&str]) {
+    assert!(
+        eventually(Duration::from_secs(10), || can_i(cluster, kubeconfig, args)
+            == "yes"),
+        "never allowed: {args:?}"
+    );
+}
+
+#[test]
+fn default_roles_and_a_can_i_matrix_for_view_edit_admin_and_nobody() {
+    let cluster = Cluster::start();
+    let roles = cluster
+        .kubectl(&["get", "clusterroles", "-o", "name"])
+        .ok()
+        .to_string();
+    for role in [
+        "cluster-admin",
+        "admin",
+        "edit",
+        "view",
+        "system:discovery",
+        "system:basic-user",
+        "system:public-info-viewer",
+        "system:auth-delegator",
+        "system:aggregate-to-view",
+    ] {
+        assert!(
+            roles.contains(&format!("clusterrole.rbac.authorization.k8s.io/{role}\n")),
+            "{role} in {roles}"
+        );
+    }
+    let binding = cluster
+        .kubectl(&["get", "clusterrolebinding", "cluster-admin", "-o", "json"])
+        .json();
+    assert_eq!(binding["subjects"][0]["name"], "system:masters");
+    assert_eq!(
+        binding["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"],
+        "true"
+    );
+    // `view` holds the rules of the roles aggregated into it.
+    assert!(eventually(Duration::from_secs(10), || {
+        cluster
+            .kubectl(&["get", "clusterrole", "view", "-o", "json"])
+            .json()["rules"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+    }));
+
+    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let viewer = account(&cluster, "viewer", Some("view"));
+    let editor = account(&cluster, "editor", Some("edit"));
+    let admin = account(&cluster, "lead", Some("admin"));
+    let nobody = account(&cluster, "nobody", None);
+    for kubeconfig in [&viewer, &editor, &admin] {
+        until_allowed(&cluster, kubeconfig, &["get", "configmaps"]);
+    }
+    // kube's answers: (question, view, edit, admin, nobody).
+    let matrix: &[(&[&str], [&str; 4])] = &[
+        (&["get", "configmaps"], ["yes", "yes", "yes", "no"]),
+        (&["watch", "pods"], ["yes", "yes", "yes", "no"]),
+        (&["create", "configmaps"], ["no", "yes", "yes", "no"]),
+        (&["get", "secrets"], ["no", "yes", "yes", "no"]),
+        (&["create", "deployments.apps"], ["no", "yes", "yes", "no"]),
+        (
+            &["get", "pods", "--subresource=log"],
+            ["yes", "yes", "yes", "no"],
+        ),
+        (
+            &["create", "pods", "--subresource=exec"],
+            ["no", "yes", "yes", "no"],
+        ),
+        (&["create", "rolebindings"], ["no", "no", "yes", "no"]),
+        (&["update", "resourcequotas"], ["no", "no", "no", "no"]),
+        (
+            &["list", "configmaps", "-n", "default"],
+            ["no", "no", "no", "no"],
+        ),
+        (&["list", "nodes"], ["no", "no", "no", "no"]),
+        (
+            &["create", "selfsubjectaccessreviews"],
+            ["yes", "yes", "yes", "yes"],
+        ),
+    ];
+    for (question, answers) in matrix {
+        for (who, (kubeconfig, want)) in ["view", "edit", "admin", "nobody"]
+            .iter()
+            .zip([&viewer, &editor, &admin, &nobody].into_iter().zip(answers))
+        {
+            assert_eq!(
+                can_i(&cluster, kubeconfig, question),
+                *want,
+                "{who}: can-i {question:?}"
+            );
+        }
+    }
+    // The same answers by impersonation from the admin.
+    assert_eq!(
+        cluster
+            .kubectl(&[
+                "auth",
+                "can-i",
+                "get",
+                "configmaps",
+                "-n",
+                NS,
+                "--as=system:serviceaccount:team:viewer"
+            ])
+            .stdout
+            .trim(),
+        "yes"
+    );
+    assert_eq!(
+        cluster
+            .kubectl(&[
+                "auth",
+                "can-i",
+                "get",
+                "configmaps",
+                "--as=system:serviceaccount:sec:bob"
+            ])
+            .stdout
+            .trim(),
+        "no"
+    );
+    let listed = cluster
+        .kubectl_with(&viewer, &["auth", "can-i", "--list"])
+        .ok()
+        .to_string();
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("configmaps ") && l.contains("[get list watch]")),
+        "{listed}"
+    );
+    assert!(
+        !listed.lines().any(|l| l.starts_with("secrets ")),
+        "{listed}"
+    );
+
+    // What kubectl prints for a refusal, word for word.
+    let refused = cluster.kubectl_with(&viewer, &["create", "configmap", "x"]);
+    assert_eq!(
+        refused.err().trim(),
+        "error: failed to create configmap: configmaps is forbidden: User \"system:serviceaccount:team:viewer\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"team\""
+    );
+    let refused = cluster.kubectl_with(&nobody, &["get", "pods"]);
+    assert_eq!(
+        refused.err().trim(),
+        "Error from server (Forbidden): pods is forbidden: User \"system:serviceaccount:team:nobody\" cannot list resource \"pods\" in API group \"\" in the namespace \"team\""
+    );
+    // A binding to a role that does not exist says so.
+    cluster
+        .kubectl(&[
+            "create",
+            "rolebinding",
+            "dangling",
+            "--clusterrole=missing",
+            "--serviceaccount=team:nobody",
+            "-n",
+            NS,
+        ])
+        .ok();
+    assert!(eventually(Duration::from_secs(5), || {
+        cluster
+            .kubectl_with(&nobody, &["get", "pods"])
+            .stderr
+            .contains(": RBAC: clusterrole.rbac.authorization.k8s.io \"missing\" not found")
+    }));
+}
+
+#[test]
+fn a_service_account_bound_to_edit_does_its_work_with_the_python_client() {
+    let cluster = Cluster::start();
+    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let deployer = account(&cluster, "deployer", Some("edit"));
+    until_allowed(
+        &cluster,
+        &deployer,
+        &["patch", "deployments.apps", "--subresource=scale"],
+    );
+    let output = cluster
+        .command("python3")
+        .env("KUBECONFIG", &deployer)
+        .arg(workspace().join("tests/python/rbac_test.py"))
+        .output()
+        .expect("python3 on PATH");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        stdout.contains("python rbac: all checks passed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn escalation_is_refused_unless_the_writer_may_escalate_or_bind() {
+    let cluster = Cluster::start();
+    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let lead = account(&cluster, "lead", Some("admin"));
+    until_allowed(&cluster, &lead, &["create", "roles"]);
+    // What the lead holds, the lead may grant.
+    cluster
+        .kubectl_with(
+            &lead,
+            &[
+                "create",
+                "role",
+                "cm-reader",
+                "--verb=get",
+                "--resource=configmaps",
+            ],
+        )
+        .ok();
+    cluster
+        .kubectl_with(
+            &lead,
+            &[
+                "create",
+                "rolebinding",
+                "cm-reader",
+                "--role=cm-reader",
+                "--user=eve",
+            ],
+        )
+        .ok();
+    // More than that, not.
+    let refused = cluster.kubectl_with(
+        &lead,
+        &[
+            "create",
+            "role",
+            "node-reader",
+            "--verb=get",
+            "--resource=nodes",
+        ],
+    );
+    let message = refused.err();
+    assert!(
+        message.contains("roles.rbac.authorization.k8s.io \"node-reader\" is forbidden: user \"system:serviceaccount:team:lead\" (groups=[")
+            && message.contains("\"system:serviceaccounts:team\"")
+            && message.trim_end().ends_with(") is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"nodes\"], Verbs:[\"get\"]}"),
+        "{message}"
+    );
+    let refused = cluster.kubectl_with(
+        &lead,
+        &[
+            "create",
+            "rolebinding",
+            "root",
+            "--clusterrole=cluster-admin",
+            "--user=eve",
+        ],
+    );
+    assert!(
+        refused.err().contains("rolebindings.rbac.authorization.k8s.io \"root\" is forbidden: user \"system:serviceaccount:team:lead\"")
+            && refused.stderr.contains("is attempting to grant RBAC permissions not currently held"),
+        "{}",
+        refused.stderr
+    );
+    // With `escalate` on roles and `bind` on cluster-admin, both go through.
+    cluster
+        .kubectl(&[
+            "create",
+            "clusterrole",
+            "grant-anything",
+            "--verb=escalate",
+            "--resource=roles.rbac.authorization.k8s.io",
+        ])
+        .ok();
+    cluster
+        .kubectl(&[
+            "create",
+            "clusterrole",
+            "bind-root",
+            "--verb=bind",
+            "--resource=clusterroles.rbac.authorization.k8s.io",
+            "--resource-name=cluster-admin",
+        ])
+        .ok();
+    for role in ["grant-anything", "bind-root"] {
+        cluster
+            .kubectl(&[
+                "create",
+                "rolebinding",
+                role,
+                &format!("--clusterrole={role}"),
+                "--serviceaccount=team:lead",
+                "-n",
+                NS,
+            ])
+            .ok();
+    }
+    assert!(eventually(Duration::from_secs(5), || {
+        cluster
+            .kubectl_with(
+                &lead,
+                &[
+                    "create",
+                    "role",
+                    "node-reader",
+                    "--verb=get",
+                    "--resource=nodes",
+                ],
+            )
+            .stdout
+            .contains("created")
+    }));
+    assert!(eventually(Duration::from_secs(5), || {
+        cluster
+            .kubectl_with(
+                &lead,
+                &[
+                    "create",
+                    "rolebinding",
+                    "root",
+                    "--clusterrole=cluster-admin",
+                    "--user=eve",
+                ],
+            )
+            .stdout
+            .contains("created")
+    }));
+}
+
+#[test]
+fn impersonation_is_authorized_and_then_acts_as_the_impersonated_user() {
+    let cluster = Cluster::start();
+    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let lead = account(&cluster, "lead", Some("admin"));
+    let viewer = account(&cluster, "viewer", Some("view"));
+    until_allowed(&cluster, &lead, &["impersonate", "serviceaccounts"]);
+    until_allowed(&cluster, &viewer, &["get", "configmaps"]);
+    // The admin may impersonate anyone; alice herself may do nothing here.
+    assert_eq!(
+        cluster
+            .kubectl(&["--as=alice", "-n", NS, "create", "configmap", "x"])
+            .err()
+            .trim(),
+        "error: failed to create configmap: configmaps is forbidden: User \"alice\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"team\""
+    );
+    let whoami = cluster
+        .kubectl(&[
+            "--as=alice",
+            "--as-group=devs",
+            "auth",
+            "whoami",
+            "-o",
+            "json",
+        ])
+        .json();
+    assert_eq!(whoami["status"]["userInfo"]["username"], "alice");
+    assert_eq!(
+        whoami["status"]["userInfo"]["groups"],
+        serde_json::json!(["devs", "system:authenticated"])
+    );
+    // A namespace admin may impersonate its service accounts (kube's edit
+    // grants it), and then acts with their rights only.
+    let as_viewer = ["--as=system:serviceaccount:team:viewer"];
+    let mut get = as_viewer.to_vec();
+    get.extend(["get", "configmaps"]);
+    cluster.kubectl_with(&lead, &get).ok();
+    let mut create = as_viewer.to_vec();
+    create.extend(["create", "configmap", "y"]);
+    assert!(cluster.kubectl_with(&lead, &create).err().contains(
+        "User \"system:serviceaccount:team:viewer\" cannot create resource \"configmaps\""
+    ),);
+    // But not users, nor groups.
+    assert_eq!(
+        cluster
+            .kubectl_with(&lead, &["--as=alice", "get", "configmaps"])
+            .err()
+            .trim(),
+        "Error from server (Forbidden): users \"alice\" is forbidden: User \"system:serviceaccount:team:lead\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+    );
+    assert!(
+        cluster
+            .kubectl_with(&lead, &["--as=system:serviceaccount:team:viewer", "--as-group=system:masters", "get", "secrets"])
+            .err()
+            .contains("groups \"system:masters\" is forbidden: User \"system:serviceaccount:team:lead\" cannot impersonate resource \"groups\""),
+    );
+    // A header we do not understand never grants anything: an extra needs its own permission.
+    let token_free = cluster.kubectl_with(
+        &lead,
+        &[
+            "--as=system:serviceaccount:team:viewer",
+            "--as-uid=1234",
+            "get",
+            "configmaps",
+        ],
+    );
+    assert!(
+        token_free
+            .err()
+            .contains("uids.authentication.k8s.io \"1234\" is forbidden"),
+        "{}",
+        token_free.stderr
+    );
+}
+
+#[test]
+fn an_aggregated_role_extends_view_with_a_crd_authors_role() {
+    let cluster = Cluster::start();
+    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let viewer = account(&cluster, "viewer", Some("view"));
+    until_allowed(&cluster, &viewer, &["list", "configmaps"]);
+    assert_eq!(
+        can_i(&cluster, &viewer, &["list", "widgets.example.com"]),
+        "no"
+    );
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            r#"{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": "widgets-view", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+                "rules": [{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}]}"#,
+        )
+        .ok();
+    assert!(eventually(Duration::from_secs(5), || {
+        can_i(&cluster, &viewer, &["list", "widgets.example.com"]) == "yes"
+    }));
+    let view = cluster
+        .kubectl(&["get", "clusterrole", "view", "-o", "json"])
+        .json();
+    assert!(view["rules"].to_string().contains("widgets"), "{view}");
+    cluster
+        .kubectl(&["delete", "clusterrole", "widgets-view"])
+        .ok();
+    assert!(eventually(Duration::from_secs(5), || {
+        can_i(&cluster, &viewer, &["list", "widgets.example.com"]) == "no"
+    }));
+}
+
+#[test]
+fn a_token_is_revoked_by_deleting_its_service_account() {
+    let cluster = Cluster::start();
+    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let token = {
+        account(&cluster, "builder", Some("view"));
+        cluster
+            .kubectl(&["create", "token", "builder", "-n", NS])
+            .ok()
+            .trim()
+            .to_string()
+    };
+    let kubeconfig = cluster.token_kubeconfig("builder-token", &token, NS);
+    until_allowed(&cluster, &kubeconfig, &["get", "configmaps"]);
+    cluster
+        .kubectl_with(&kubeconfig, &["get", "configmaps"])
+        .ok();
+    // A TokenReview says who the token is, and for which audience.
+    let review = |token: &str| {
+        cluster
+            .kubectl_stdin(
+                &["create", "-o", "json", "-f", "-"],
+                &serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
+                    .to_string(),
+            )
+            .json()["status"]
+            .clone()
+    };
+    let status = review(&token);
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(
+        status["user"]["username"],
+        "system:serviceaccount:team:builder"
+    );
+    assert_eq!(
+        status["audiences"],
+        serde_json::json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+    assert_eq!(review("not-a-token")["authenticated"], false);
+    // No token lives longer than the maximum (48h by default), whatever is asked.
+    let long = cluster
+        .kubectl(&[
+            "create",
+            "token",
+            "builder",
+            "-n",
+            NS,
+            "--duration=100h",
+            "-o",
+            "json",
+        ])
+        .json();
+    assert_eq!(long["spec"]["expirationSeconds"], 48 * 3600, "{long}");
+    cluster
+        .kubectl(&["delete", "serviceaccount", "builder", "-n", NS])
+        .ok();
+    assert!(eventually(Duration::from_secs(5), || {
+        cluster
+            .kubectl_with(&kubeconfig, &["get", "configmaps"])
+            .stderr
+            .contains("Unauthorized")
+    }));
+    assert_eq!(review(&token)["authenticated"], false);
+    // A new account of the same name is someone else: the old token stays dead.
+    cluster
+        .kubectl(&["create", "serviceaccount", "builder", "-n", NS])
+        .ok();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        cluster
+            .kubectl_with(&kubeconfig, &["get", "configmaps"])
+            .err()
+            .contains("Unauthorized")
+    );
+    // Only a Bearer token authenticates.
+    let basic = cluster.curl(
+        tests::As::Anonymous,
+        "GET",
+        "/api/v1/namespaces/team/configmaps",
+        &[&format!("Authorization: Basic {token}")],
+        None,
+    );
+    assert_eq!(basic.code, 401, "{}", basic.text);
+    let empty = cluster.curl(
+        tests::As::Anonymous,
+        "GET",
+        "/api/v1/namespaces/team/configmaps",
+        &["Authorization: Bearer "],
+        None,
+    );
+    assert_eq!(empty.code, 401, "{}", empty.text);
+}
