@@ -314,13 +314,16 @@ impl ApiServer {
             .remove(&key);
     }
 
+    /// Whether this server declares (in its discovery) a group/version: an
+    /// unknown resource there is a 404 here. An endpoint it answers without
+    /// declaring (the front door's TokenReview) leaves the group/version
+    /// to the delegate that declares it.
     fn serves_group_version(&self, group: &str, version: &str) -> bool {
-        let is_gv = |(g, v, _, _): &RestKey| g == group && v == version;
-        self.rest
+        self.declared
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .any(is_gv)
+            .iter()
+            .any(|r| r.group == group && r.version == version)
     }
 
     async fn health(&self, req: &ApiRequest, endpoint: &str, only: Option<&str>) -> ApiResponse {

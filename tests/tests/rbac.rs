@@ -458,6 +458,21 @@ fn an_aggregated_role_extends_view_with_a_crd_authors_role() {
     cluster.kubectl(&["create", "namespace", NS]).ok();
     let viewer = account(&cluster, "viewer", Some("view"));
     until_allowed(&cluster, &viewer, &["list", "configmaps"]);
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "widgets.example.com"},
+                "spec": {"group": "example.com", "scope": "Namespaced",
+                         "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                         "versions": [{"name": "v1", "served": true, "storage": true,
+                                       "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}"#,
+        )
+        .ok();
+    // kubectl asks about a resource by the name discovery gives it.
+    assert!(eventually(Duration::from_secs(10), || {
+        cluster.kubectl(&["get", "widgets", "-n", NS]).code == 0
+    }));
     assert_eq!(
         can_i(&cluster, &viewer, &["list", "widgets.example.com"]),
         "no"

@@ -79,7 +79,7 @@ impl Rbac {
 
     fn build(&self) -> Policy {
         fn each<T: DeserializeOwned>(cache: &ResourceCache, mut add: impl FnMut(T)) {
-            for object in cache.snapshot("", 0).objects {
+            for object in cache.snapshot(cache.prefix(), 0).objects {
                 match serde_json::from_slice::<T>(&object.bytes) {
                     Ok(typed) => add(typed),
                     Err(e) => {
