@@ -78,14 +78,18 @@ pub fn rule_allows(rule: &PolicyRule, attrs: &Attributes<'_>) -> bool {
     if !(has(groups, "*") || has(groups, attrs.api_group)) {
         return false;
     }
-    let combined = if attrs.subresource.is_empty() {
-        attrs.resource.to_string()
-    } else {
-        format!("{}/{}", attrs.resource, attrs.subresource)
+    // `resource` or `resource/subresource`, compared without building it.
+    let combined = |r: &str| match attrs.subresource {
+        "" => r == attrs.resource,
+        sub => {
+            r.strip_prefix(attrs.resource)
+                .and_then(|rest| rest.strip_prefix('/'))
+                == Some(sub)
+        }
     };
     let resource_matches = items(&rule.resources).iter().any(|r| {
         r == "*"
-            || *r == combined
+            || combined(r)
             || (!attrs.subresource.is_empty() && r.strip_prefix("*/") == Some(attrs.subresource))
     });
     if !resource_matches {
@@ -95,22 +99,14 @@ pub fn rule_allows(rule: &PolicyRule, attrs: &Attributes<'_>) -> bool {
     names.is_empty() || has(names, attrs.name)
 }
 
-/// Whether a binding's subject is `user`; a ServiceAccount without a
-/// namespace means one in the binding's own (kube's `appliesToUser`).
-pub fn applies_to(subject: &Subject, user: &User<'_>, binding_namespace: &str) -> bool {
-    match subject.kind.as_str() {
-        "User" => subject.name == user.name,
-        "Group" => has(user.groups, &subject.name),
-        "ServiceAccount" => {
-            let namespace = subject
-                .namespace
-                .as_deref()
-                .filter(|n| !n.is_empty())
-                .unwrap_or(binding_namespace);
-            !namespace.is_empty() && user.name == service_account_user(namespace, &subject.name)
-        }
-        _ => false,
-    }
+/// The namespace of a ServiceAccount subject: its own, or (when it names
+/// none) its binding's (kube's `appliesToUser`).
+fn subject_namespace<'a>(subject: &'a Subject, binding_namespace: &'a str) -> &'a str {
+    subject
+        .namespace
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(binding_namespace)
 }
 
 /// Where a user's rule comes from: a binding, its role and its subject, in
@@ -136,11 +132,7 @@ impl fmt::Display for Source {
 fn describe_subject(subject: &Subject, binding_namespace: &str) -> String {
     match subject.kind.as_str() {
         "ServiceAccount" => {
-            let namespace = subject
-                .namespace
-                .as_deref()
-                .filter(|n| !n.is_empty())
-                .unwrap_or(binding_namespace);
+            let namespace = subject_namespace(subject, binding_namespace);
             format!(
                 "{} {:?}",
                 subject.kind,
@@ -192,11 +184,7 @@ impl Bindings {
                 "User" => (&mut self.users, subject.name.clone()),
                 "Group" => (&mut self.groups, subject.name.clone()),
                 "ServiceAccount" => {
-                    let sa_namespace = subject
-                        .namespace
-                        .as_deref()
-                        .filter(|n| !n.is_empty())
-                        .unwrap_or(namespace);
+                    let sa_namespace = subject_namespace(subject, namespace);
                     if sa_namespace.is_empty() {
                         continue;
                     }

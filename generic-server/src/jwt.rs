@@ -87,6 +87,17 @@ impl Signer {
     }
 }
 
+/// A token that passed every check.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    /// The service account it stands for.
+    pub user: UserInfo,
+    /// The audiences asked about that it is for.
+    pub audiences: Vec<String>,
+    /// Its `exp` (Unix time).
+    pub expires: i64,
+}
+
 /// Verifies service account tokens with the public key (SPKI PEM).
 pub struct Verifier {
     public_key: Vec<u8>,
@@ -110,8 +121,7 @@ impl Verifier {
     /// for, checking signature, issuer, audience and time.
     pub fn verify(&self, token: &str, now: i64) -> Result<UserInfo, Error> {
         let audiences = [self.issuer.clone()];
-        self.verify_for(token, now, &audiences)
-            .map(|(user, _)| user)
+        self.verify_for(token, now, &audiences).map(|v| v.user)
     }
 
     /// The issuer: the audience the API server's own tokens carry.
@@ -126,7 +136,7 @@ impl Verifier {
         token: &str,
         now: i64,
         audiences: &[String],
-    ) -> Result<(UserInfo, Vec<String>), Error> {
+    ) -> Result<Verified, Error> {
         let mut parts = token.split('.');
         let (Some(header), Some(claims), Some(sig), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -197,7 +207,11 @@ impl Verifier {
             ],
             extra,
         };
-        Ok((user, matched))
+        Ok(Verified {
+            user,
+            audiences: matched,
+            expires: time("exp"),
+        })
     }
 }
 

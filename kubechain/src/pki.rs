@@ -194,14 +194,25 @@ fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
+/// Writes a secret (a key, a kubeconfig) into a file created with mode
+/// 0600: it is never readable by others, not even for a moment. A file
+/// already there is replaced, not rewritten in place with its old mode.
 fn write_key(path: &Path, text: &str) -> Result<()> {
-    write(path, text)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("replacing {}", path.display()));
+        }
+        _ => {}
     }
-    Ok(())
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// Writes an admin kubeconfig for `server` (an `https://` URL).
@@ -254,6 +265,31 @@ mod tests {
         write_kubeconfig(&pki, "https://127.0.0.1:6443", &dir.join("kubeconfig")).unwrap();
         let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig")).unwrap();
         assert!(kubeconfig.contains("server: https://127.0.0.1:6443"));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |name: &str| {
+            std::fs::metadata(dir.join(name))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        for secret in [
+            "kubeconfig",
+            "ca.key",
+            "sa.key",
+            "admin.key",
+            "core-server.key",
+        ] {
+            assert_eq!(mode(secret), 0o600, "{secret}");
+        }
+        // Rewritten over a file others could read, it is still 0600.
+        std::fs::set_permissions(
+            dir.join("kubeconfig"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        write_kubeconfig(&pki, "https://127.0.0.1:6443", &dir.join("kubeconfig")).unwrap();
+        assert_eq!(mode("kubeconfig"), 0o600);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -531,6 +531,29 @@ impl Cluster {
         )
     }
 
+    /// Runs `tests/python/<script>` with this cluster's kubeconfig (or
+    /// `kubeconfig`), and checks it succeeded and printed `<done>: all checks passed`.
+    pub fn python(&self, script: &str, kubeconfig: Option<&Path>, done: &str) {
+        let mut cmd = self.command("python3");
+        if let Some(kubeconfig) = kubeconfig {
+            cmd.env("KUBECONFIG", kubeconfig);
+        }
+        let output = cmd
+            .arg(workspace().join("tests/python").join(script))
+            .output()
+            .expect("python3 on PATH");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "{script} failed\nstdout: {stdout}\nstderr: {stderr}"
+        );
+        assert!(
+            stdout.contains(&format!("{done}: all checks passed")),
+            "{stdout}"
+        );
+    }
+
     /// A ServiceAccount `name` in `default` with no permissions, and a token for it.
     pub fn service_account_token(&self, name: &str) -> String {
         self.kubectl(&["create", "serviceaccount", name]).ok();

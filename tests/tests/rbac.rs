@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use tests::{Cluster, eventually, workspace};
+use tests::{Cluster, eventually};
 
 const NS: &str = "team";
 
@@ -229,22 +229,7 @@ fn a_service_account_bound_to_edit_does_its_work_with_the_python_client() {
         &deployer,
         &["patch", "deployments.apps", "--subresource=scale"],
     );
-    let output = cluster
-        .command("python3")
-        .env("KUBECONFIG", &deployer)
-        .arg(workspace().join("tests/python/rbac_test.py"))
-        .output()
-        .expect("python3 on PATH");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    assert!(
-        stdout.contains("python rbac: all checks passed"),
-        "{stdout}"
-    );
+    cluster.python("rbac_test.py", Some(&deployer), "python rbac");
 }
 
 #[test]

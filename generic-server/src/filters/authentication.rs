@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use http::HeaderMap;
 
@@ -57,7 +57,14 @@ pub struct Authenticator {
     tokens: HashMap<String, UserInfo>,
     service_accounts: Option<crate::jwt::Verifier>,
     accounts: Option<Arc<ResourceCache>>,
+    /// Service account tokens for the API whose signature already passed,
+    /// and when they expire: the signature, the costly check, is made once
+    /// per token (expiry and the account's existence, every time).
+    verified: RwLock<HashMap<String, (UserInfo, i64)>>,
 }
+
+/// Most verified tokens remembered; past it the memory starts afresh.
+const VERIFIED_TOKENS: usize = 10_000;
 
 impl Authenticator {
     /// An authenticator accepting client certificates and the given tokens.
@@ -94,13 +101,21 @@ impl Authenticator {
             return false;
         };
         let key = format!("{}{namespace}/{name}", accounts.prefix());
+        /// The one field read of a ServiceAccount (the rest is skipped unparsed).
+        #[derive(serde::Deserialize)]
+        struct Account<'a> {
+            #[serde(borrow)]
+            metadata: Uid<'a>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Uid<'a> {
+            #[serde(borrow, default)]
+            uid: &'a str,
+        }
         accounts.get(&key).is_some_and(|account| {
             !user.uid.is_empty()
-                && account
-                    .value()
-                    .pointer("/metadata/uid")
-                    .and_then(serde_json::Value::as_str)
-                    == Some(user.uid.as_str())
+                && serde_json::from_slice::<Account<'_>>(&account.bytes)
+                    .is_ok_and(|a| a.metadata.uid == user.uid)
         })
     }
 
@@ -176,13 +191,38 @@ impl Authenticator {
             // A static token is for whatever audience asks.
             return Ok((user.clone(), audiences));
         }
+        let Some(verifier) = &self.service_accounts else {
+            return Err(unauthorized());
+        };
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        match &self.service_accounts {
-            Some(verifier) => match verifier.verify_for(token, now, &audiences) {
-                Ok((user, matched)) if self.account_current(&user) => Ok((user, matched)),
-                _ => Err(unauthorized()),
-            },
-            None => Err(unauthorized()),
+        let for_the_api = audiences == self.api_audiences();
+        if for_the_api {
+            let known = self
+                .verified
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(token)
+                .cloned();
+            if let Some((user, expires)) = known {
+                return if expires > now && self.account_current(&user) {
+                    Ok((user, audiences))
+                } else {
+                    Err(unauthorized())
+                };
+            }
+        }
+        match verifier.verify_for(token, now, &audiences) {
+            Ok(verified) if self.account_current(&verified.user) => {
+                if for_the_api {
+                    let mut known = self.verified.write().unwrap_or_else(|e| e.into_inner());
+                    if known.len() >= VERIFIED_TOKENS {
+                        known.clear();
+                    }
+                    known.insert(token.to_string(), (verified.user.clone(), verified.expires));
+                }
+                Ok((verified.user, verified.audiences))
+            }
+            _ => Err(unauthorized()),
         }
     }
 
