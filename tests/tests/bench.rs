@@ -26,6 +26,7 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
     let rows = [
         "creates/s",
         "GET/s (one object)",
+        "GET/s as a ServiceAccount (1000 RoleBindings)",
         "LIST/s (200 objects)",
         "aggregated API GET/s (metrics-server)",
         "core-server growth for its cache",
@@ -49,7 +50,7 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
     // Every throughput row has a number on both sides and a verdict.
     for line in stdout
         .lines()
-        .filter(|l| rows[..3].iter().any(|r| l.starts_with(r)))
+        .filter(|l| rows[..4].iter().any(|r| l.starts_with(r)))
     {
         assert!(
             line.ends_with("PASS") || line.ends_with("MISS"),

@@ -10,6 +10,13 @@ use tests::{Cluster, eventually};
 
 const NS: &str = "team";
 
+/// A fresh cluster with the namespace [`NS`].
+fn with_team() -> Cluster {
+    let cluster = Cluster::start();
+    cluster.kubectl(&["create", "namespace", NS]).ok();
+    cluster
+}
+
 /// A ServiceAccount in [`NS`] bound to `role` there (or to nothing), and a
 /// kubeconfig that authenticates as it.
 fn account(cluster: &Cluster, name: &str, role: Option<&str>) -> std::path::PathBuf {
@@ -221,8 +228,7 @@ fn default_roles_and_a_can_i_matrix_for_view_edit_admin_and_nobody() {
 
 #[test]
 fn a_service_account_bound_to_edit_does_its_work_with_the_python_client() {
-    let cluster = Cluster::start();
-    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let cluster = with_team();
     let deployer = account(&cluster, "deployer", Some("edit"));
     until_allowed(
         &cluster,
@@ -234,8 +240,7 @@ fn a_service_account_bound_to_edit_does_its_work_with_the_python_client() {
 
 #[test]
 fn escalation_is_refused_unless_the_writer_may_escalate_or_bind() {
-    let cluster = Cluster::start();
-    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let cluster = with_team();
     let lead = account(&cluster, "lead", Some("admin"));
     until_allowed(&cluster, &lead, &["create", "roles"]);
     // What the lead holds, the lead may grant.
@@ -364,8 +369,7 @@ fn escalation_is_refused_unless_the_writer_may_escalate_or_bind() {
 
 #[test]
 fn impersonation_is_authorized_and_then_acts_as_the_impersonated_user() {
-    let cluster = Cluster::start();
-    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let cluster = with_team();
     let lead = account(&cluster, "lead", Some("admin"));
     let viewer = account(&cluster, "viewer", Some("view"));
     until_allowed(&cluster, &lead, &["impersonate", "serviceaccounts"]);
@@ -439,8 +443,7 @@ fn impersonation_is_authorized_and_then_acts_as_the_impersonated_user() {
 
 #[test]
 fn an_aggregated_role_extends_view_with_a_crd_authors_role() {
-    let cluster = Cluster::start();
-    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let cluster = with_team();
     let viewer = account(&cluster, "viewer", Some("view"));
     until_allowed(&cluster, &viewer, &["list", "configmaps"]);
     cluster
@@ -487,8 +490,7 @@ fn an_aggregated_role_extends_view_with_a_crd_authors_role() {
 
 #[test]
 fn a_token_is_revoked_by_deleting_its_service_account() {
-    let cluster = Cluster::start();
-    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let cluster = with_team();
     let token = {
         account(&cluster, "builder", Some("view"));
         cluster

@@ -403,14 +403,7 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         &mut cpu,
         "kubechain GETs",
         seconds,
-        closed_loop(apis.clone(), plan.phase, move |api: Api, _| {
-            let path = get_path.clone();
-            async move {
-                api.call(Method::GET, &path, None, StatusCode::OK)
-                    .await
-                    .map(drop)
-            }
-        }),
+        gets(apis.clone(), plan.phase, &get_path),
     )
     .await;
     table.throughput("GET/s (one object)", &etcd_gets, &chain_gets, GET_RATIO);
@@ -418,19 +411,11 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     // The same GETs as a ServiceAccount bound to view, among many
     // RoleBindings: what authorizing by RBAC costs against the admin's.
     let readers = service_account_apis(&admin, credentials, &names.list_ns, concurrency).await?;
-    let get_path = format!("{list_path}/object-0");
     let reader_gets = phase(
         &mut cpu,
         "kubechain GETs as a ServiceAccount",
         seconds,
-        closed_loop(readers, plan.phase, move |api: Api, _| {
-            let path = get_path.clone();
-            async move {
-                api.call(Method::GET, &path, None, StatusCode::OK)
-                    .await
-                    .map(drop)
-            }
-        }),
+        gets(readers, plan.phase, &get_path),
     )
     .await;
     table.versus(
@@ -673,6 +658,20 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         cleanup(&admin, &etcds[0], &names).await;
     }
     Ok(errors)
+}
+
+/// GETs of one path by `apis` for `duration`, each expecting 200.
+async fn gets(apis: Vec<Api>, duration: Duration, path: &str) -> Throughput {
+    let path = path.to_string();
+    closed_loop(apis, duration, move |api: Api, _| {
+        let path = path.clone();
+        async move {
+            api.call(Method::GET, &path, None, StatusCode::OK)
+                .await
+                .map(drop)
+        }
+    })
+    .await
 }
 
 /// A RoleBinding named `account` of `view` to the ServiceAccount `account`.
