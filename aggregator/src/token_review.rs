@@ -10,14 +10,10 @@ use apimachinery::group_version::GroupVersionKind;
 use generic_server::filters::authentication::Authenticator;
 use generic_server::request::ApiRequest;
 use generic_server::resource::Resource;
-use generic_server::rest::CreateOnly;
+use generic_server::rest::{CreateOnly, Unstored};
 use generic_server::server::ApiServer;
-use generic_server::strategy::Strategy;
 use k8s_openapi::api::authentication::v1::TokenReview;
 use serde_json::{Value, json};
-
-struct Unstored;
-impl Strategy for Unstored {}
 
 /// Answers `tokenreviews.authentication.k8s.io` on `server` with `authenticator`
 /// (the resource itself is declared, for discovery, by the core server).

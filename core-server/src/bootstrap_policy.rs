@@ -9,6 +9,7 @@
 use apimachinery::error::{Reason, Result};
 use apimachinery::rbac::{self, GROUP};
 use generic_server::loopback::Loopback;
+use generic_server::resource::ALL_VERBS;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use serde_json::{Map, Value, json};
 
@@ -19,16 +20,6 @@ const BOOTSTRAPPING: (&str, &str) = ("kubernetes.io/bootstrapping", "rbac-defaul
 
 const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
-const READ_WRITE: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
 
 /// A resource rule.
 fn rule(verbs: &[&str], group: &str, resources: &[&str]) -> Value {
@@ -92,7 +83,7 @@ pub fn cluster_roles() -> Vec<Value> {
                     "authorization.k8s.io",
                     &["localsubjectaccessreviews"],
                 ),
-                rule(READ_WRITE, GROUP, &["rolebindings", "roles"]),
+                rule(ALL_VERBS, GROUP, &["rolebindings", "roles"]),
             ],
             None,
         ),
@@ -178,7 +169,7 @@ pub fn cluster_roles() -> Vec<Value> {
                     "networking.k8s.io",
                     &["ingresses", "networkpolicies"],
                 ),
-                rule(READ_WRITE, "coordination.k8s.io", &["leases"]),
+                rule(ALL_VERBS, "coordination.k8s.io", &["leases"]),
             ],
             None,
         ),

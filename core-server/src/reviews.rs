@@ -11,14 +11,10 @@ use generic_server::filters::rbac::{Rbac, SUPERUSERS};
 use generic_server::request::{ApiRequest, UserInfo};
 use generic_server::request_info::RequestInfo;
 use generic_server::resource::Resource;
-use generic_server::rest::CreateOnly;
+use generic_server::rest::{CreateOnly, Unstored};
 use generic_server::server::ApiServer;
-use generic_server::strategy::Strategy;
 use k8s_openapi::api::{authentication::v1 as authn, authorization::v1 as authz};
 use serde_json::{Value, json};
-
-struct Unstored;
-impl Strategy for Unstored {}
 
 /// The review resources, for discovery and OpenAPI.
 pub fn resources() -> Vec<Resource> {

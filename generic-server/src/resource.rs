@@ -18,17 +18,8 @@ use apimachinery::openapi::Components;
 use crate::codec::{Codec, TypedCodec};
 use crate::strategy::Strategy;
 
-/// The verbs a resource supports, in discovery order.
-pub const ALL_VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
+/// The verbs a resource supports, in discovery order (OpenAPI's list).
+pub const ALL_VERBS: &[&str] = &apimachinery::openapi::ALL_VERBS;
 
 /// A subresource such as `status` or `scale`.
 #[derive(Debug, Clone)]

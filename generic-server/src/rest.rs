@@ -92,6 +92,11 @@ impl Rest for Stored {
     }
 }
 
+/// The strategy of a create-only resource: nothing is stored, so nothing to check.
+pub struct Unstored;
+
+impl crate::strategy::Strategy for Unstored {}
+
 /// A create-only endpoint whose objects are not stored: reviews and token
 /// requests. The handler decodes the body; the endpoint answers it.
 #[async_trait::async_trait]

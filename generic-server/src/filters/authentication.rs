@@ -180,6 +180,7 @@ impl Authenticator {
         token: &str,
         audiences: &[String],
     ) -> Result<(UserInfo, Vec<String>)> {
+        let for_the_api = audiences.is_empty();
         let audiences = match audiences {
             [] => self.api_audiences(),
             some => some.to_vec(),
@@ -195,7 +196,6 @@ impl Authenticator {
             return Err(unauthorized());
         };
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        let for_the_api = audiences == self.api_audiences();
         if for_the_api {
             let known = self
                 .verified
