@@ -22,6 +22,7 @@ use crate::resource::Resource;
 use crate::server::ApiServer;
 use crate::storage::Storage;
 use crate::storage::cacher::Cacher;
+use crate::storage::encryption::{EncryptedStorage, Encryption};
 use crate::storage::etcd::EtcdStorage;
 use crate::tls::TlsFiles;
 use crate::{Error, Result};
@@ -248,6 +249,10 @@ pub struct EtcdOptions {
     /// The key prefix of every object.
     #[arg(long, env = "KUBECHAIN_ETCD_PREFIX", default_value = "/registry")]
     pub etcd_prefix: String,
+    /// kube's EncryptionConfiguration: which resources are encrypted in
+    /// etcd, and with which keys (every server reading them needs it).
+    #[arg(long, env = "KUBECHAIN_ENCRYPTION_PROVIDER_CONFIG")]
+    pub encryption_provider_config: Option<PathBuf>,
 }
 
 /// A server's certificate, key and the cluster CA.
@@ -316,7 +321,7 @@ struct Backend {
 async fn start_storage(etcd: &EtcdOptions) -> Result<Backend> {
     let etcd_storage = EtcdStorage::connect(&etcd.etcd_servers).await?;
     let client = etcd_storage.client();
-    let storage: Arc<dyn Storage> = Arc::new(etcd_storage);
+    let storage = etcd.encrypted(Arc::new(etcd_storage))?;
     let cacher = Cacher::start(storage.clone()).await?;
     Ok(Backend {
         cacher,
@@ -338,8 +343,17 @@ impl EtcdOptions {
     /// key or two (a cache follows every key in etcd): the storage, and
     /// the `etcd` readiness check.
     pub async fn connect(&self) -> Result<(Arc<dyn Storage>, HealthCheck)> {
-        let storage: Arc<dyn Storage> = Arc::new(EtcdStorage::connect(&self.etcd_servers).await?);
+        let storage = self.encrypted(Arc::new(EtcdStorage::connect(&self.etcd_servers).await?))?;
         Ok((storage.clone(), etcd_check(storage)))
+    }
+
+    /// `storage`, encrypting what the encryption configuration names.
+    fn encrypted(&self, storage: Arc<dyn Storage>) -> Result<Arc<dyn Storage>> {
+        let Some(path) = &self.encryption_provider_config else {
+            return Ok(storage);
+        };
+        let encryption = Encryption::load(path, &self.etcd_prefix)?;
+        Ok(Arc::new(EncryptedStorage::new(storage, encryption)))
     }
 }
 

@@ -72,6 +72,10 @@ pub enum Error {
     /// An object does not decode into its type (a string where a number belongs).
     #[error("{0}")]
     Decode(String),
+    /// The encryption configuration is not usable, or a value does not
+    /// encrypt or decrypt with it.
+    #[error("encryption at rest: {0}")]
+    Encryption(String),
     /// A gRPC endpoint is not valid, or the gRPC server failed.
     #[error("gRPC transport: {0}")]
     Transport(Arc<tonic::transport::Error>),

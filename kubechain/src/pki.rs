@@ -45,6 +45,12 @@ impl Pki {
         self.dir.join("ca.crt")
     }
 
+    /// kube's EncryptionConfiguration for the servers: Secrets encrypted
+    /// with secretbox under a generated key.
+    pub fn encryption_config(&self) -> PathBuf {
+        self.dir.join("encryption-config.yaml")
+    }
+
     /// The files of a component or user.
     pub fn files(&self, name: &str) -> CertFiles {
         CertFiles {
@@ -104,6 +110,9 @@ impl Pki {
             let key = KeyPair::generate()?;
             write_key(&sa_key, &key.serialize_pem())?;
             write(&sa_pub, &key.public_key_pem())?;
+        }
+        if !self.encryption_config().exists() {
+            write_key(&self.encryption_config(), &encryption_config())?;
         }
         Ok(())
     }
@@ -215,6 +224,31 @@ fn write_key(path: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("writing {}", path.display()))
 }
 
+/// An EncryptionConfiguration encrypting Secrets with a new random
+/// secretbox key; `identity` after it still reads Secrets written before
+/// encryption was on (rewrite them to encrypt them).
+fn encryption_config() -> String {
+    use base64::Engine;
+    use rand::RngCore;
+    let mut secret = [0u8; 32];
+    rand::rng().fill_bytes(&mut secret);
+    let secret = base64::engine::general_purpose::STANDARD.encode(secret);
+    format!(
+        "apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources:
+      - secrets
+    providers:
+      - secretbox:
+          keys:
+            - name: key1
+              secret: {secret}
+      - identity: {{}}
+"
+    )
+}
+
 /// Writes an admin kubeconfig for `server` (an `https://` URL).
 pub fn write_kubeconfig(pki: &Pki, server: &str, path: &Path) -> Result<()> {
     use base64::Engine;
@@ -279,6 +313,7 @@ mod tests {
             "sa.key",
             "admin.key",
             "core-server.key",
+            "encryption-config.yaml",
         ] {
             assert_eq!(mode(secret), 0o600, "{secret}");
         }

@@ -254,6 +254,15 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
     .context("waiting for etcd")?;
 
     let etcd_flag = vec!["--etcd-servers".to_string(), etcd_url.clone()];
+    // Every server that reads objects from etcd decrypts with the same keys.
+    let storage_flags = [
+        etcd_flag.clone(),
+        vec![
+            "--encryption-provider-config".to_string(),
+            pki.encryption_config().display().to_string(),
+        ],
+    ]
+    .concat();
     let urls = |ports: &[u16]| {
         ports
             .iter()
@@ -263,7 +272,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
     };
     for (i, port) in ports.extension.iter().enumerate() {
         let mut extension = vec!["--listen".into(), format!("127.0.0.1:{port}")];
-        extension.extend(etcd_flag.clone());
+        extension.extend(storage_flags.clone());
         extension.extend(tls_args(&pki, "extension-server"));
         children.spawn(spec(
             &replica_name("extension-server", i),
@@ -283,7 +292,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
             "--service-account-signing-key-file".to_string(),
             dir.join("pki/sa.key").display().to_string(),
         ]);
-        core.extend(etcd_flag.clone());
+        core.extend(storage_flags.clone());
         core.extend(tls_args(&pki, "core-server"));
         children.spawn(spec(
             &replica_name("core-server", i),
@@ -312,7 +321,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
                 dir.join("pki").join(file).display().to_string(),
             ]);
         }
-        aggregator.extend(etcd_flag.clone());
+        aggregator.extend(storage_flags.clone());
         aggregator.extend(tls_args(&pki, "aggregator"));
         children.spawn(spec(
             &replica_name("aggregator", i),

@@ -43,6 +43,16 @@ mod watch;
 mod write;
 
 use metadata::*;
+
+/// An object as read from etcd for a write.
+struct Stored {
+    /// The object, as served.
+    object: Value,
+    /// Its mod revision.
+    revision: i64,
+    /// Whether it was encrypted with a key that no longer writes.
+    stale: bool,
+}
 pub use metadata::{now_rfc3339, set_pointer, set_resource_version};
 pub use options::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};
 pub use pagination::encode_continue;
@@ -308,7 +318,7 @@ impl Store {
     }
 
     /// Reads the stored object straight from etcd (for writes).
-    async fn read_stored(&self, namespace: &str, name: &str) -> Result<Option<(Value, i64)>> {
+    async fn read_stored(&self, namespace: &str, name: &str) -> Result<Option<Stored>> {
         let key = self.key(namespace, name);
         let kv = self
             .storage
@@ -322,7 +332,11 @@ impl Store {
                     Error::internal(format!("stored object {key} is not JSON: {e}"))
                 })?;
                 set_resource_version(&mut obj, kv.mod_revision);
-                Ok(Some((self.served(obj).await?, kv.mod_revision)))
+                Ok(Some(Stored {
+                    object: self.served(obj).await?,
+                    revision: kv.mod_revision,
+                    stale: kv.stale,
+                }))
             }
         }
     }

@@ -219,7 +219,12 @@ impl Store {
         let strategy = &self.resource.strategy;
         for _attempt in 0..16 {
             let stored = self.read_stored(namespace, name).await?;
-            let Some((old, revision)) = stored else {
+            let Some(Stored {
+                object: old,
+                revision,
+                stale,
+            }) = stored
+            else {
                 return Err(self.not_found(name));
             };
             let mut warnings = Vec::new();
@@ -282,7 +287,8 @@ impl Store {
             if !tracked {
                 self.track(Some(&old), &mut new, subresource, opts);
             }
-            if unchanged(&new, &old) {
+            // A stale value is rewritten, so that it takes the current key.
+            if unchanged(&new, &old) && !stale {
                 return Ok(Written {
                     object: old,
                     created: false,
@@ -325,7 +331,12 @@ impl Store {
     ) -> Result<Deleted> {
         let key = self.key(namespace, name);
         for _attempt in 0..16 {
-            let Some((mut obj, revision)) = self.read_stored(namespace, name).await? else {
+            let Some(Stored {
+                object: mut obj,
+                revision,
+                ..
+            }) = self.read_stored(namespace, name).await?
+            else {
                 return Err(self.not_found(name));
             };
             if let Some(uid) = &opts.uid {

@@ -78,6 +78,7 @@ fn to_kv(kv: &etcd_client::KeyValue) -> KeyValue {
         value: Bytes::copy_from_slice(kv.value()),
         create_revision: kv.create_revision(),
         mod_revision: kv.mod_revision(),
+        stale: false,
     }
 }
 

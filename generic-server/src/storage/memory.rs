@@ -84,6 +84,7 @@ impl MemoryStorage {
             value,
             create_revision: prev.as_ref().map_or(revision, |p| p.create_revision),
             mod_revision: revision,
+            stale: false,
         };
         state.record(
             Event {
@@ -170,6 +171,7 @@ impl Storage for MemoryStorage {
             value: Bytes::new(),
             create_revision: 0,
             mod_revision: revision,
+            stale: false,
         };
         state.record(
             Event {

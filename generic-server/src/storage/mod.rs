@@ -6,6 +6,7 @@
 //! the registry stores JSON.
 
 pub mod cacher;
+pub mod encryption;
 pub mod etcd;
 pub mod memory;
 
@@ -26,6 +27,9 @@ pub struct KeyValue {
     pub create_revision: i64,
     /// The revision of the last change (for a delete event: the delete's).
     pub mod_revision: i64,
+    /// The value was read with an encryption key that no longer writes:
+    /// an update rewrites it even when the object is unchanged.
+    pub stale: bool,
 }
 
 /// One page of a range read.
