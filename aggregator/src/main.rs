@@ -143,18 +143,24 @@ async fn run(options: Options) -> anyhow::Result<()> {
     };
     if let Some(path) = &options.service_account_key_file {
         let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let accounts = server
-            .cacher
-            .register(
-                &apimachinery::keys::key_prefix(&server.etcd_root, "", "serviceaccounts"),
-                generic_server::storage::cacher::generic_ingest(),
+        // Tokens die with their ServiceAccount and with the Pod or Secret
+        // they are bound to: the front door follows who exists, by uid.
+        let follow = |resource: &'static str| {
+            let prefix = apimachinery::keys::key_prefix(&server.etcd_root, "", resource);
+            let cacher = server.cacher.clone();
+            async move {
+                cacher
+                    .register(&prefix, generic_server::storage::cacher::uid_ingest())
+                    .await
+                    .with_context(|| format!("following {resource}"))
+            }
+        };
+        authenticator = authenticator
+            .with_service_accounts(
+                generic_server::jwt::Verifier::new(&pem, &options.service_account_issuer)?,
+                follow("serviceaccounts").await?,
             )
-            .await
-            .context("following ServiceAccounts")?;
-        authenticator = authenticator.with_service_accounts(
-            generic_server::jwt::Verifier::new(&pem, &options.service_account_issuer)?,
-            accounts,
-        );
+            .with_bound_objects(follow("pods").await?, follow("secrets").await?);
     }
     let authenticator = Arc::new(authenticator);
     token_review::install(&server.server, authenticator.clone());

@@ -166,6 +166,11 @@ fn install_token_requests(server: &ApiServer, options: &Options) -> anyhow::Resu
     let Some(accounts) = server.store("", "v1", "serviceaccounts") else {
         return Ok(());
     };
+    let stores = |resource: &str| {
+        server
+            .store("", "v1", resource)
+            .with_context(|| format!("tokens bind to {resource}, which are not installed"))
+    };
     let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let signer = generic_server::jwt::Signer::new(&pem, &options.service_account_issuer)?;
     let kind = apimachinery::group_version::GroupVersionKind::new(
@@ -180,7 +185,11 @@ fn install_token_requests(server: &ApiServer, options: &Options) -> anyhow::Resu
         kind,
         Arc::new(tokens::TokenRequests::new(
             signer,
-            accounts,
+            tokens::TokenStores {
+                accounts,
+                pods: stores("pods")?,
+                secrets: stores("secrets")?,
+            },
             &options.service_account_issuer,
             options.service_account_max_token_expiration.as_secs() as i64,
         )),

@@ -50,17 +50,29 @@ impl Signer {
         })
     }
 
-    /// A token for a service account, valid for `seconds` from `now` (Unix time).
+    /// A token for `account`, for `audiences`, valid for `seconds` from
+    /// `now` (Unix time).
     pub fn token(
         &self,
-        namespace: &str,
-        name: &str,
-        uid: &str,
+        account: &Account,
         audiences: &[String],
         now: i64,
         seconds: i64,
     ) -> Result<String, Error> {
         let header = json!({"alg": "ES256", "kid": self.kid});
+        let Account {
+            namespace,
+            name,
+            uid,
+            bound,
+        } = account;
+        let mut private = json!({
+            "namespace": namespace,
+            "serviceaccount": {"name": name, "uid": uid},
+        });
+        if let Some(object) = bound {
+            private[object.kind.claim()] = json!({"name": object.name, "uid": object.uid});
+        }
         let claims = json!({
             "aud": audiences,
             "exp": now + seconds,
@@ -69,7 +81,7 @@ impl Signer {
             "iss": self.issuer,
             "jti": uuid::Uuid::new_v4().to_string(),
             "sub": format!("system:serviceaccount:{namespace}:{name}"),
-            "kubernetes.io": {"namespace": namespace, "serviceaccount": {"name": name, "uid": uid}},
+            "kubernetes.io": private,
         });
         let signing_input = format!(
             "{}.{}",
@@ -87,11 +99,73 @@ impl Signer {
     }
 }
 
+/// The service account a token is for, and what it is bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    /// The account's namespace.
+    pub namespace: String,
+    /// The account's name.
+    pub name: String,
+    /// The account's uid: the token dies with it.
+    pub uid: String,
+    /// The Pod or Secret the token is bound to, if any: it dies with that too.
+    pub bound: Option<BoundObject>,
+}
+
+/// What kind of object a token may be bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundKind {
+    /// A Pod (its name and uid become `authentication.kubernetes.io/pod-*` extras).
+    Pod,
+    /// A Secret.
+    Secret,
+}
+
+impl BoundKind {
+    /// The kind a TokenRequest's `boundObjectRef` names (`v1` Pod or Secret).
+    pub fn from_kind(kind: &str) -> Option<BoundKind> {
+        match kind {
+            "Pod" => Some(BoundKind::Pod),
+            "Secret" => Some(BoundKind::Secret),
+            _ => None,
+        }
+    }
+
+    /// The claim under `kubernetes.io` that names the object.
+    fn claim(self) -> &'static str {
+        match self {
+            BoundKind::Pod => "pod",
+            BoundKind::Secret => "secret",
+        }
+    }
+
+    /// The core resource the object is one of.
+    pub fn resource(self) -> &'static str {
+        match self {
+            BoundKind::Pod => "pods",
+            BoundKind::Secret => "secrets",
+        }
+    }
+}
+
+/// The object a token is bound to, in the token's namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoundObject {
+    /// Pod or Secret.
+    pub kind: BoundKind,
+    /// Its name.
+    pub name: String,
+    /// Its uid: a recreated object does not revive the token.
+    pub uid: String,
+}
+
 /// A token that passed every check.
 #[derive(Debug, Clone)]
 pub struct Verified {
     /// The service account it stands for.
     pub user: UserInfo,
+    /// The object it is bound to, which must still exist for it to be valid.
+    pub bound: Option<BoundObject>,
     /// The audiences asked about that it is for.
     pub audiences: Vec<String>,
     /// Its `exp` (Unix time).
@@ -197,6 +271,31 @@ impl Verifier {
                 vec![format!("JTI={jti}")],
             );
         }
+        let mut bound = None;
+        for kind in [BoundKind::Pod, BoundKind::Secret] {
+            let Some(object) = k8s.get(kind.claim()) else {
+                continue;
+            };
+            let field = |k: &str| object[k].as_str().filter(|v| !v.is_empty());
+            let (Some(name), Some(uid), None) = (field("name"), field("uid"), &bound) else {
+                return Err(Error::InvalidToken("malformed bound object"));
+            };
+            if kind == BoundKind::Pod {
+                extra.insert(
+                    "authentication.kubernetes.io/pod-name".to_string(),
+                    vec![name.to_string()],
+                );
+                extra.insert(
+                    "authentication.kubernetes.io/pod-uid".to_string(),
+                    vec![uid.to_string()],
+                );
+            }
+            bound = Some(BoundObject {
+                kind,
+                name: name.to_string(),
+                uid: uid.to_string(),
+            });
+        }
         let user = UserInfo {
             name: format!("system:serviceaccount:{namespace}:{name}"),
             uid: uid.into(),
@@ -209,6 +308,7 @@ impl Verifier {
         };
         Ok(Verified {
             user,
+            bound,
             audiences: matched,
             expires: time("exp"),
         })
@@ -221,13 +321,63 @@ mod tests {
 
     const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
+    fn account(bound: Option<BoundObject>) -> Account {
+        Account {
+            namespace: "ns".into(),
+            name: "builder".into(),
+            uid: "u-1".into(),
+            bound,
+        }
+    }
+
+    #[test]
+    fn a_bound_token_names_its_object() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let signer = Signer::new(key.serialize_pem().as_bytes(), ISSUER).unwrap();
+        let verifier = Verifier::new(key.public_key_pem().as_bytes(), ISSUER).unwrap();
+        let pod = BoundObject {
+            kind: BoundKind::Pod,
+            name: "web".into(),
+            uid: "p-1".into(),
+        };
+        let token = signer
+            .token(
+                &account(Some(pod.clone())),
+                &[ISSUER.to_string()],
+                1000,
+                3600,
+            )
+            .unwrap();
+        let verified = verifier
+            .verify_for(&token, 1100, &[ISSUER.to_string()])
+            .unwrap();
+        assert_eq!(verified.bound, Some(pod));
+        assert_eq!(
+            verified.user.extra["authentication.kubernetes.io/pod-name"],
+            vec!["web".to_string()]
+        );
+        let unbound = signer
+            .token(&account(None), &[ISSUER.to_string()], 1000, 3600)
+            .unwrap();
+        let verified = verifier
+            .verify_for(&unbound, 1100, &[ISSUER.to_string()])
+            .unwrap();
+        assert_eq!(verified.bound, None);
+        assert!(
+            !verified
+                .user
+                .extra
+                .contains_key("authentication.kubernetes.io/pod-name")
+        );
+    }
+
     #[test]
     fn tokens_round_trip_and_are_checked() {
         let key = rcgen::KeyPair::generate().unwrap();
         let signer = Signer::new(key.serialize_pem().as_bytes(), ISSUER).unwrap();
         let verifier = Verifier::new(key.public_key_pem().as_bytes(), ISSUER).unwrap();
         let token = signer
-            .token("ns", "builder", "u-1", &[ISSUER.to_string()], 1000, 3600)
+            .token(&account(None), &[ISSUER.to_string()], 1000, 3600)
             .unwrap();
         let user = verifier.verify(&token, 1100).unwrap();
         assert_eq!(user.name, "system:serviceaccount:ns:builder");
@@ -243,14 +393,7 @@ mod tests {
         tampered.replace_range(token.len() - 5.., "AAAAA");
         assert!(verifier.verify(&tampered, 1100).is_err());
         let other = signer
-            .token(
-                "ns",
-                "builder",
-                "u-1",
-                &["someone-else".to_string()],
-                1000,
-                3600,
-            )
+            .token(&account(None), &["someone-else".to_string()], 1000, 3600)
             .unwrap();
         assert!(matches!(
             verifier.verify(&other, 1100),

@@ -579,3 +579,168 @@ fn a_token_is_revoked_by_deleting_its_service_account() {
     );
     assert_eq!(empty.code, 401, "{}", empty.text);
 }
+
+#[test]
+fn a_token_bound_to_a_pod_or_secret_dies_with_it() {
+    let cluster = with_team();
+    account(&cluster, "builder", Some("view"));
+    let pod = |name: &str, account: &str| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"serviceAccountName": account, "containers": [{"name": "c", "image": "nginx"}]},
+        })
+        .to_string()
+    };
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &pod("web", "builder"))
+        .ok();
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &pod("other", "default"))
+        .ok();
+    cluster
+        .kubectl(&["create", "secret", "generic", "handle", "-n", NS])
+        .ok();
+    let bound = |kind: &str, name: &str| -> tests::Run {
+        cluster.kubectl(&[
+            "create",
+            "token",
+            "builder",
+            "-n",
+            NS,
+            "--bound-object-kind",
+            kind,
+            "--bound-object-name",
+            name,
+        ])
+    };
+    let to_pod = bound("Pod", "web").ok().trim().to_string();
+    let to_secret = bound("Secret", "handle").ok().trim().to_string();
+    let pod_config = cluster.token_kubeconfig("to-pod", &to_pod, NS);
+    let secret_config = cluster.token_kubeconfig("to-secret", &to_secret, NS);
+    until_allowed(&cluster, &pod_config, &["get", "configmaps"]);
+    cluster
+        .kubectl_with(&secret_config, &["get", "configmaps"])
+        .ok();
+    // The pod's name and uid travel with the user, as kube's extras.
+    let whoami = cluster
+        .kubectl_with(&pod_config, &["auth", "whoami", "-o", "json"])
+        .json();
+    let extra = &whoami["status"]["userInfo"]["extra"];
+    assert_eq!(
+        extra["authentication.kubernetes.io/pod-name"],
+        serde_json::json!(["web"]),
+        "{whoami}"
+    );
+    let uid = cluster
+        .kubectl(&[
+            "get",
+            "pod",
+            "web",
+            "-n",
+            NS,
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
+        .ok()
+        .to_string();
+    assert_eq!(
+        extra["authentication.kubernetes.io/pod-uid"],
+        serde_json::json!([uid])
+    );
+
+    // What kube refuses to bind, in kube's words.
+    assert!(
+        bound("Pod", "other")
+            .err()
+            .contains("cannot bind token for serviceaccount \"builder\" to pod running with serviceaccount \"default\""),
+    );
+    assert!(
+        bound("Pod", "missing")
+            .err()
+            .contains("pods \"missing\" not found")
+    );
+    let mismatch = cluster.kubectl(&[
+        "create",
+        "token",
+        "builder",
+        "-n",
+        NS,
+        "--bound-object-kind",
+        "Pod",
+        "--bound-object-name",
+        "web",
+        "--bound-object-uid",
+        "not-the-uid",
+    ]);
+    assert!(
+        mismatch.err().contains(
+            "the UID in the bound object reference (not-the-uid) does not match the UID in record"
+        ),
+        "{}",
+        mismatch.stderr
+    );
+    let deployment = cluster.kubectl_stdin(
+        &[
+            "create",
+            "--raw",
+            &format!("/api/v1/namespaces/{NS}/serviceaccounts/builder/token"),
+            "-f",
+            "-",
+        ],
+        &serde_json::json!({
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"boundObjectRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
+        })
+        .to_string(),
+    );
+    assert!(
+        deployment
+            .err()
+            .contains("cannot bind token to object of type apps/v1, Kind=Deployment"),
+        "{}",
+        deployment.stderr
+    );
+
+    // Deleting the pod ends its token, not the Secret's.
+    cluster
+        .kubectl(&[
+            "delete",
+            "pod",
+            "web",
+            "-n",
+            NS,
+            "--grace-period=0",
+            "--force",
+        ])
+        .ok();
+    assert!(eventually(Duration::from_secs(5), || {
+        cluster
+            .kubectl_with(&pod_config, &["get", "configmaps"])
+            .stderr
+            .contains("Unauthorized")
+    }));
+    cluster
+        .kubectl_with(&secret_config, &["get", "configmaps"])
+        .ok();
+    // A pod recreated under the same name does not revive it (new uid).
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &pod("web", "builder"))
+        .ok();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        cluster
+            .kubectl_with(&pod_config, &["get", "configmaps"])
+            .err()
+            .contains("Unauthorized")
+    );
+    cluster
+        .kubectl(&["delete", "secret", "handle", "-n", NS])
+        .ok();
+    assert!(eventually(Duration::from_secs(5), || {
+        cluster
+            .kubectl_with(&secret_config, &["get", "configmaps"])
+            .stderr
+            .contains("Unauthorized")
+    }));
+}

@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 
 use http::HeaderMap;
 
+use crate::jwt::{BoundKind, BoundObject, Verified};
 use crate::request::UserInfo;
 use crate::storage::cacher::ResourceCache;
 use crate::tls;
@@ -57,10 +58,35 @@ pub struct Authenticator {
     tokens: HashMap<String, UserInfo>,
     service_accounts: Option<crate::jwt::Verifier>,
     accounts: Option<Arc<ResourceCache>>,
-    /// Service account tokens for the API whose signature already passed,
-    /// and when they expire: the signature, the costly check, is made once
-    /// per token (expiry and the account's existence, every time).
-    verified: RwLock<HashMap<String, (UserInfo, i64)>>,
+    pods: Option<Arc<ResourceCache>>,
+    secrets: Option<Arc<ResourceCache>>,
+    /// Service account tokens for the API whose signature already passed:
+    /// the signature, the costly check, is made once per token (expiry and
+    /// the existence of the account and the bound object, every time).
+    verified: RwLock<HashMap<String, Verified>>,
+}
+
+/// Whether `cache` (none: fail closed) holds `namespace/name` with `uid`.
+fn exists_with_uid(cache: Option<&ResourceCache>, namespace: &str, name: &str, uid: &str) -> bool {
+    let Some(cache) = cache else {
+        return false;
+    };
+    /// The one field read of the object (the rest is skipped unparsed).
+    #[derive(serde::Deserialize)]
+    struct Object<'a> {
+        #[serde(borrow)]
+        metadata: Uid<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Uid<'a> {
+        #[serde(borrow, default)]
+        uid: &'a str,
+    }
+    let key = format!("{}{namespace}/{name}", cache.prefix());
+    !uid.is_empty()
+        && cache.get(&key).is_some_and(|object| {
+            serde_json::from_slice::<Object<'_>>(&object.bytes).is_ok_and(|o| o.metadata.uid == uid)
+        })
 }
 
 /// Most verified tokens remembered; past it the memory starts afresh.
@@ -88,11 +114,21 @@ impl Authenticator {
         self
     }
 
-    /// Whether the ServiceAccount a token names still exists with its uid.
-    fn account_current(&self, user: &UserInfo) -> bool {
-        let Some(accounts) = &self.accounts else {
-            return false;
-        };
+    /// Also refuses tokens bound to a Pod or Secret once it is gone from
+    /// `pods` or `secrets` (watch caches; their objects need only a uid).
+    pub fn with_bound_objects(
+        mut self,
+        pods: Arc<ResourceCache>,
+        secrets: Arc<ResourceCache>,
+    ) -> Self {
+        self.pods = Some(pods);
+        self.secrets = Some(secrets);
+        self
+    }
+
+    /// Whether the ServiceAccount a token names still exists with its uid,
+    /// and so does the object the token is bound to.
+    fn token_current(&self, user: &UserInfo, bound: Option<&BoundObject>) -> bool {
         let Some((namespace, name)) = user
             .name
             .strip_prefix("system:serviceaccount:")
@@ -100,23 +136,17 @@ impl Authenticator {
         else {
             return false;
         };
-        let key = format!("{}{namespace}/{name}", accounts.prefix());
-        /// The one field read of a ServiceAccount (the rest is skipped unparsed).
-        #[derive(serde::Deserialize)]
-        struct Account<'a> {
-            #[serde(borrow)]
-            metadata: Uid<'a>,
+        if !exists_with_uid(self.accounts.as_deref(), namespace, name, &user.uid) {
+            return false;
         }
-        #[derive(serde::Deserialize)]
-        struct Uid<'a> {
-            #[serde(borrow, default)]
-            uid: &'a str,
-        }
-        accounts.get(&key).is_some_and(|account| {
-            !user.uid.is_empty()
-                && serde_json::from_slice::<Account<'_>>(&account.bytes)
-                    .is_ok_and(|a| a.metadata.uid == user.uid)
-        })
+        let Some(object) = bound else {
+            return true;
+        };
+        let cache = match object.kind {
+            BoundKind::Pod => self.pods.as_deref(),
+            BoundKind::Secret => self.secrets.as_deref(),
+        };
+        exists_with_uid(cache, namespace, &object.name, &object.uid)
     }
 
     /// Loads a kube-style static token file: `token,user,uid,"group1,group2"`
@@ -203,22 +233,24 @@ impl Authenticator {
                 .unwrap_or_else(|e| e.into_inner())
                 .get(token)
                 .cloned();
-            if let Some((user, expires)) = known {
-                return if expires > now && self.account_current(&user) {
-                    Ok((user, audiences))
+            if let Some(known) = known {
+                return if known.expires > now
+                    && self.token_current(&known.user, known.bound.as_ref())
+                {
+                    Ok((known.user, audiences))
                 } else {
                     Err(unauthorized())
                 };
             }
         }
         match verifier.verify_for(token, now, &audiences) {
-            Ok(verified) if self.account_current(&verified.user) => {
+            Ok(verified) if self.token_current(&verified.user, verified.bound.as_ref()) => {
                 if for_the_api {
                     let mut known = self.verified.write().unwrap_or_else(|e| e.into_inner());
                     if known.len() >= VERIFIED_TOKENS {
                         known.clear();
                     }
-                    known.insert(token.to_string(), (verified.user.clone(), verified.expires));
+                    known.insert(token.to_string(), verified.clone());
                 }
                 Ok((verified.user, verified.audiences))
             }

@@ -68,6 +68,41 @@ pub fn generic_ingest() -> Ingest {
     ingest_with(Arc::new(|_: &Value| Vec::new()))
 }
 
+/// Ingests only who an object is: its name, namespace and uid (served as
+/// `{"metadata":{"uid":..}}`), for a server that checks objects exist (the
+/// front door, for tokens) without holding them.
+pub fn uid_ingest() -> Ingest {
+    Arc::new(|key: &str, value: &[u8], revision: i64| {
+        /// The fields kept (the rest is skipped unparsed).
+        #[derive(serde::Deserialize)]
+        struct Object<'a> {
+            #[serde(borrow)]
+            metadata: Meta<'a>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Meta<'a> {
+            #[serde(borrow, default)]
+            name: std::borrow::Cow<'a, str>,
+            #[serde(borrow, default)]
+            namespace: std::borrow::Cow<'a, str>,
+            #[serde(borrow, default)]
+            uid: std::borrow::Cow<'a, str>,
+        }
+        let object: Object<'_> = serde_json::from_slice(value).ok()?;
+        let meta = object.metadata;
+        let bytes = serde_json::to_vec(&serde_json::json!({"metadata": {"uid": meta.uid}})).ok()?;
+        Some(CachedObject {
+            key: key.into(),
+            revision,
+            namespace: meta.namespace.into_owned(),
+            name: meta.name.into_owned(),
+            labels: Labels::default(),
+            fields: Vec::new(),
+            bytes: Bytes::from(bytes),
+        })
+    })
+}
+
 /// Ingests objects, reading the extra selectable `fields` of each.
 pub fn ingest_with(fields: Arc<dyn Fn(&Value) -> Vec<(String, String)> + Send + Sync>) -> Ingest {
     Arc::new(move |key: &str, value: &[u8], revision: i64| {
