@@ -70,18 +70,27 @@ impl Pipeline {
         if let Err(e) = check_headers(&headers) {
             return e.into();
         }
-        let user = match self.authenticator.authenticate(peer_certs, &headers, &path) {
+        let user = match self
+            .authenticator
+            .authenticate(peer_certs, &headers, &path)
+            .await
+        {
             Ok(user) => user,
             Err(e) => return e.into(),
         };
-        let user = match impersonation::impersonate(self.authorizer.as_ref(), &user, &headers) {
+        let user = match impersonation::impersonate(self.authorizer.as_ref(), &user, &headers).await
+        {
             Ok(Some(acting_as)) => acting_as,
             Ok(None) => user,
             Err(e) => return e.into(),
         };
         strip_identity_headers(&mut headers);
         let mut req = ApiRequest::new(method, &path, query, headers, Bytes::new(), user);
-        if let Err(e) = self.authorizer.authorize(&req.user, &req.info, &req.path) {
+        if let Err(e) = self
+            .authorizer
+            .authorize(&req.user, &req.info, &req.path)
+            .await
+        {
             tracing::debug!(user = %req.user.name, path = %req.path, "forbidden");
             return e.into();
         }

@@ -8,6 +8,9 @@ use serde_json::{Value, json};
 
 use crate::pki::Pki;
 
+/// The user metrics-server's client certificate names.
+const METRICS_SERVER_USER: &str = "kubechain-metrics-server";
+
 /// An HTTPS client authenticated as the cluster admin.
 fn admin_client(pki: &Pki) -> Result<reqwest::Client> {
     let admin = pki.files("admin");
@@ -159,6 +162,37 @@ pub async fn register(
                             "caBundle": ca, "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}}),
         ),
     ];
+    // What metrics-server's manifest grants it: to delegate its decisions
+    // (system:auth-delegator) and to read what it measures.
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    let user = json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": METRICS_SERVER_USER}]);
+    let grants = [
+        (
+            format!("{rbac}/clusterroles"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                   "metadata": {"name": "system:metrics-server", "labels": {"k8s-app": "metrics-server"}},
+                   "rules": [{"apiGroups": [""], "resources": ["nodes", "nodes/metrics", "pods"], "verbs": ["get", "list", "watch"]}]}),
+        ),
+        (
+            format!("{rbac}/clusterrolebindings"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                   "metadata": {"name": "system:metrics-server", "labels": {"k8s-app": "metrics-server"}},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:metrics-server"},
+                   "subjects": user}),
+        ),
+        (
+            format!("{rbac}/clusterrolebindings"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                   "metadata": {"name": "metrics-server:system:auth-delegator", "labels": {"k8s-app": "metrics-server"}},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+                   "subjects": user}),
+        ),
+    ];
+    for (collection, object) in &grants {
+        ensure(&client, base, collection, object)
+            .await
+            .with_context(|| format!("registering {collection}"))?;
+    }
     for (collection, object) in &objects {
         ensure(&client, base, collection, object)
             .await

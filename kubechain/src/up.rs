@@ -341,11 +341,18 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         "--node-name".into(),
         node.clone(),
     ];
-    metrics.extend(etcd_flag.clone());
+    // An aggregated server talks only to the front door.
+    metrics.extend([
+        "--front-door".to_string(),
+        format!("https://127.0.0.1:{}", args.port),
+    ]);
     metrics.extend(tls_args(&pki, "metrics-server"));
     metrics.extend([
         "--requestheader-client-ca-file".to_string(),
         dir.join("pki/front-proxy-ca.crt").display().to_string(),
+        // Only the aggregator's proxy certificate may name the user.
+        "--requestheader-allowed-names".to_string(),
+        "front-proxy-client".to_string(),
     ]);
     children.spawn(spec("metrics-server", sibling("metrics-server")?, metrics))?;
 

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use apimachinery::error::{Error, Result};
 use apimachinery::table::{self, Column};
+use generic_server::filters::delegated::FrontDoor;
 use generic_server::request::ApiRequest;
 use generic_server::resource::Resource;
 use generic_server::rest::ReadOnly;
-use generic_server::storage::Storage;
 use generic_server::strategy::Strategy;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -101,10 +101,10 @@ pub fn resources(nodes: Nodes) -> Vec<(Resource, Arc<dyn ReadOnly>)> {
 /// NodeMetrics: the host's usage, for the Node named after the host, while
 /// that Node exists and a measurement does.
 pub struct Nodes {
-    /// Where Node objects are stored.
-    pub storage: Arc<dyn Storage>,
-    /// The host's Node's key (`/registry/nodes/<name>`).
-    pub key: String,
+    /// Where the Node is read.
+    pub front_door: Arc<FrontDoor>,
+    /// The host's Node's name.
+    pub name: String,
     /// The host's measurements.
     pub usage: Latest,
 }
@@ -121,11 +121,16 @@ impl ReadOnly for Nodes {
         let Some(usage) = self.usage.borrow().clone() else {
             return Ok(Vec::new());
         };
-        let stored = self.storage.get(&self.key).await?;
-        let Some(kv) = stored else {
-            return Ok(Vec::new());
+        let node = match self
+            .front_door
+            .get(&format!("/api/v1/nodes/{}", self.name))
+            .await
+        {
+            Ok(node) => node,
+            Err(e) if e.code() == 404 => return Ok(Vec::new()),
+            Err(e) => return Err(e),
         };
-        let node: Node = serde_json::from_slice(&kv.value).map_err(Error::internal)?;
+        let node: Node = serde_json::from_value(node).map_err(Error::internal)?;
         let metrics = NodeMetrics {
             metadata: ObjectMeta {
                 name: node.metadata.name,

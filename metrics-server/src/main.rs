@@ -4,8 +4,14 @@
 //! over HTTPS, trusts the aggregator by its front-proxy client certificate,
 //! and reports the host's real CPU and memory usage for the host's Node.
 //!
+//! Like a real aggregated server it talks only to the front door, with its
+//! own client certificate: it reads its Node there, and leaves every
+//! decision to it (TokenReview for bearer tokens, SubjectAccessReview for
+//! each request, as kube's delegated authentication and authorization do;
+//! its user needs `system:auth-delegator`).
+//!
 //! ```text
-//! metrics-server --listen 0.0.0.0:4443 --etcd-servers http://127.0.0.1:2379 \
+//! metrics-server --listen 0.0.0.0:4443 --front-door https://127.0.0.1:6443 \
 //!     --tls-cert-file metrics-server.crt --tls-private-key-file metrics-server.key \
 //!     --client-ca-file ca.crt --requestheader-client-ca-file front-proxy-ca.crt \
 //!     --requestheader-allowed-names front-proxy-client
@@ -20,9 +26,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use generic_server::config::{self, Config};
+use generic_server::config::{self, TlsOptions};
 use generic_server::discovery::Discovery;
-use generic_server::filters::authorization::MastersOnly;
+use generic_server::filters::delegated::{DelegatedAuthorizer, DelegatedTokens, FrontDoor};
 use generic_server::filters::requestheader::RequestHeaderOptions;
 use generic_server::pipeline::{self, Pipeline};
 use generic_server::request::NotFoundHandler;
@@ -47,8 +53,11 @@ struct Options {
     /// HTTP worker threads.
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
+    /// The cluster's front door (the aggregator), the only server this one calls.
+    #[arg(long, env = "KUBECHAIN_FRONT_DOOR")]
+    front_door: String,
     #[command(flatten)]
-    config: Config,
+    tls: TlsOptions,
     #[command(flatten)]
     requestheader: RequestHeaderOptions,
 }
@@ -66,46 +75,38 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
-    // One Node key is read per request: no watch cache, no delegate.
-    let tls = options.config.tls.load().context("loading TLS files")?;
-    let (storage, etcd_check) = options
-        .config
-        .etcd
-        .connect()
-        .await
-        .context("connecting to etcd")?;
+    let tls = options.tls.load().context("loading TLS files")?;
+    let front_door =
+        Arc::new(FrontDoor::new(&options.front_door, &tls).context("a client of the front door")?);
     let authenticator = options
         .requestheader
         .authenticator(&tls.ca)
-        .context("loading the front-proxy CA")?;
+        .context("loading the front-proxy CA")?
+        .with_token_reviews(DelegatedTokens::new(front_door.clone()));
     let https = tls.https_server_trusting(&[authenticator.front_proxy_ca()])?;
     let node = match options.node_name {
         Some(name) => name,
         None => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
     };
     let usage = sampler::start(options.metric_resolution);
-    let checks = vec![
-        ("etcd".to_string(), etcd_check),
-        (
-            "metric-collection".to_string(),
-            sampler::check(usage.clone(), options.metric_resolution),
-        ),
-    ];
+    let checks = vec![(
+        "metric-collection".to_string(),
+        sampler::check(usage.clone(), options.metric_resolution),
+    )];
     let server = Arc::new(ApiServer::new(
         "metrics-server",
         Arc::new(Discovery::default()),
         Arc::new(NotFoundHandler),
         checks,
     ));
-    let root = options.config.etcd.etcd_prefix.trim_end_matches('/');
-    let key = apimachinery::keys::object_key(root, "", "nodes", "", &node);
     server.install_read_only(api::resources(api::Nodes {
-        storage,
-        key,
+        front_door: front_door.clone(),
+        name: node.clone(),
         usage,
     }));
 
-    let door = Arc::new(Pipeline::new(authenticator, Box::new(MastersOnly), server));
+    let authorizer = DelegatedAuthorizer::new(front_door);
+    let door = Arc::new(Pipeline::new(authenticator, Box::new(authorizer), server));
     tracing::info!(listen = %options.listen, %node, "metrics-server serving");
     pipeline::serve_https(options.listen, https, door, options.workers)
         .await

@@ -1,34 +1,17 @@
-//! metrics-server on its own: etcd and the binary started directly, called
-//! with curl the way the aggregator's proxy calls it (front-proxy client
-//! certificate plus `X-Remote-*` headers), and directly by an admin.
+//! metrics-server, called directly with curl the way the aggregator's proxy
+//! calls it (front-proxy client certificate plus `X-Remote-*` headers), by
+//! an admin, and with bearer tokens it asks the front door about; and
+//! `kubectl top node` through the front door, allowed and refused.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
 };
 use serde_json::{Value, json};
-use tests::{bin_dir, eventually};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// A child process killed when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use tests::{Cluster, eventually};
 
 /// A CA writing its certificate to `dir/<name>.crt`.
 fn ca(dir: &Path, name: &str) -> Issuer<'static, KeyPair> {
@@ -80,18 +63,10 @@ fn issue(
 }
 
 struct Setup {
+    /// The cluster's PKI directory, with the test's own certificates beside it.
     dir: PathBuf,
     port: u16,
-    _etcd: Killed,
-    _server: Killed,
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
+    cluster: Cluster,
 }
 
 impl Setup {
@@ -132,157 +107,49 @@ impl Setup {
     }
 }
 
-/// Starts etcd with Node objects for `nodes`, and metrics-server trusting the
-/// front proxy named `front-proxy-client`.
-fn start(nodes: &[&str]) -> Setup {
-    let dir = std::env::temp_dir().join(format!(
-        "kubechain-metrics-{}-{}",
-        std::process::id(),
-        free_port()
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let cluster = ca(&dir, "ca");
-    let front_proxy = ca(&dir, "front-proxy-ca");
+/// An issuer from a CA's files in `dir`.
+fn existing_ca(dir: &Path, name: &str) -> Issuer<'static, KeyPair> {
+    let read =
+        |ext: &str| std::fs::read_to_string(dir.join(format!("{name}.{ext}"))).expect("CA file");
+    Issuer::from_ca_cert_pem(
+        &read("crt"),
+        KeyPair::from_pem(&read("key")).expect("CA key"),
+    )
+    .expect("CA")
+}
+
+/// A cluster (whose `kubechain up` runs metrics-server) with Node objects
+/// for `extra_nodes` besides the host's, and certificates to call
+/// metrics-server directly: an intruder from the front-proxy CA with
+/// another name, and a forged front proxy from a CA nobody trusts.
+fn start(extra_nodes: &[&str]) -> Setup {
+    let cluster = Cluster::start();
+    let dir = cluster.dir.join("pki");
+    let front_proxy = existing_ca(&dir, "front-proxy-ca");
     let stranger = ca(&dir, "stranger-ca");
-    issue(
-        &dir,
-        &cluster,
-        "metrics-server",
-        "metrics-server",
-        &[],
-        true,
-    );
-    issue(
-        &dir,
-        &cluster,
-        "admin",
-        "kubernetes-admin",
-        &["system:masters"],
-        false,
-    );
-    issue(
-        &dir,
-        &front_proxy,
-        "front-proxy-client",
-        "front-proxy-client",
-        &[],
-        false,
-    );
     issue(&dir, &front_proxy, "intruder", "intruder", &[], false);
     issue(&dir, &stranger, "forged", "front-proxy-client", &[], false);
-
-    let (client_port, peer_port) = (free_port(), free_port());
-    let (client, peer) = (
-        format!("http://127.0.0.1:{client_port}"),
-        format!("http://127.0.0.1:{peer_port}"),
-    );
-    let etcd = Killed(
-        Command::new("etcd")
-            .arg("--data-dir")
-            .arg(dir.join("etcd"))
-            .args([
-                "--listen-client-urls",
-                &client,
-                "--advertise-client-urls",
-                &client,
-            ])
-            .args([
-                "--listen-peer-urls",
-                &peer,
-                "--initial-advertise-peer-urls",
-                &peer,
-            ])
-            .args([
-                "--initial-cluster",
-                &format!("default={peer}"),
-                "--log-level",
-                "error",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("etcd on PATH"),
-    );
-    assert!(
-        eventually(Duration::from_secs(20), || std::net::TcpStream::connect((
-            "127.0.0.1",
-            client_port
-        ))
-        .is_ok()),
-        "etcd did not start"
-    );
-    for node in nodes {
+    for node in extra_nodes {
         let object = json!({
             "kind": "Node", "apiVersion": "v1",
-            "metadata": {"name": node, "uid": format!("uid-{node}"), "creationTimestamp": "2025-01-01T00:00:00Z",
-                         "labels": {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux"}},
+            "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux"}},
             "status": {"capacity": {"cpu": "2", "memory": "4Gi"}, "allocatable": {"cpu": "2", "memory": "4Gi"}},
         });
-        let put = Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .args([
-                "--endpoints",
-                &client,
-                "put",
-                &format!("/registry/nodes/{node}"),
-                &object.to_string(),
-            ])
-            .output()
-            .expect("etcdctl on PATH");
-        assert!(
-            put.status.success(),
-            "etcdctl put: {}",
-            String::from_utf8_lossy(&put.stderr)
-        );
+        cluster
+            .kubectl_stdin(&["create", "-f", "-"], &object.to_string())
+            .ok();
     }
-
-    let port = free_port();
-    let log = std::fs::File::create(dir.join("metrics-server.log")).expect("log file");
-    let file = |name: &str| dir.join(name).display().to_string();
-    let server = Killed(
-        Command::new(bin_dir().join("metrics-server"))
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--etcd-servers",
-                &client,
-            ])
-            .args([
-                "--tls-cert-file",
-                &file("metrics-server.crt"),
-                "--tls-private-key-file",
-                &file("metrics-server.key"),
-            ])
-            .args([
-                "--client-ca-file",
-                &file("ca.crt"),
-                "--requestheader-client-ca-file",
-                &file("front-proxy-ca.crt"),
-            ])
-            .args([
-                "--requestheader-allowed-names",
-                "front-proxy-client,aggregator",
-            ])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("metrics-server binary (cargo build --workspace first)"),
-    );
-    let setup = Setup {
-        dir,
-        port,
-        _etcd: etcd,
-        _server: server,
-    };
+    let port = cluster.ports()["metrics"].as_u64().expect("metrics port") as u16;
+    let setup = Setup { dir, port, cluster };
     // Ready once the first measurement (a one-second window) exists.
     let ready = eventually(Duration::from_secs(20), || {
         setup.get(None, &[], "/readyz") == (200, "ok".to_string())
     });
     assert!(
         ready,
-        "metrics-server not ready: {:?}; log in {}",
+        "metrics-server not ready: {:?}; logs in {}",
         setup.get(None, &[], "/readyz?verbose"),
-        setup.dir.display()
+        setup.cluster.dir.display()
     );
     setup
 }
@@ -308,7 +175,7 @@ fn nanocores(quantity: &str) -> Option<u64> {
 #[test]
 fn node_metrics_report_the_hosts_real_usage() {
     let host = hostname();
-    let setup = start(&[&host, "other-node"]);
+    let setup = start(&["other-node"]);
 
     let metrics = setup.proxied(
         &format!("/apis/metrics.k8s.io/v1beta1/nodes/{host}"),
@@ -408,7 +275,7 @@ fn node_metrics_report_the_hosts_real_usage() {
 #[test]
 fn only_the_front_proxy_may_name_the_user() {
     let host = hostname();
-    let setup = start(&[&host]);
+    let setup = start(&[]);
     let path = format!("/apis/metrics.k8s.io/v1beta1/nodes/{host}");
     let admin_headers = [
         "X-Remote-User: kubernetes-admin",
@@ -530,4 +397,83 @@ fn discovery_and_openapi_describe_the_metrics_group() {
         assert_eq!(setup.get(None, &[], path), (200, "ok".to_string()));
     }
     assert!(setup.get(None, &[], "/version").1.contains("gitVersion"));
+}
+
+/// A ServiceAccount in `default`, bound cluster-wide to `role` (if any);
+/// its token.
+fn service_account(setup: &Setup, name: &str, role: Option<&str>) -> String {
+    let cluster = &setup.cluster;
+    cluster.kubectl(&["create", "serviceaccount", name]).ok();
+    if let Some(role) = role {
+        cluster
+            .kubectl(&[
+                "create",
+                "clusterrolebinding",
+                name,
+                &format!("--clusterrole={role}"),
+                &format!("--serviceaccount=default:{name}"),
+            ])
+            .ok();
+    }
+    cluster
+        .kubectl(&["create", "token", name])
+        .ok()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn metrics_server_leaves_its_decisions_to_the_front_door() {
+    let host = hostname();
+    let setup = start(&[]);
+    let cluster = &setup.cluster;
+    cluster
+        .kubectl(&[
+            "create",
+            "clusterrole",
+            "node-metrics",
+            "--verb=get,list",
+            "--resource=nodes.metrics.k8s.io,nodes",
+        ])
+        .ok();
+    let reader = service_account(&setup, "reader", Some("node-metrics"));
+    let stranger = service_account(&setup, "stranger", None);
+    let path = format!("/apis/metrics.k8s.io/v1beta1/nodes/{host}");
+
+    // Bearer tokens straight to metrics-server: it asks the front door who
+    // they are (TokenReview) and what they may do (SubjectAccessReview).
+    let bearer = |token: &str| format!("Authorization: Bearer {token}");
+    let (code, body) = setup.get(None, &[&bearer(&reader)], &path);
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("\"kind\":\"NodeMetrics\""), "{body}");
+    let (code, body) = setup.get(None, &[&bearer(&stranger)], &path);
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains("User \\\"system:serviceaccount:default:stranger\\\" cannot get resource \\\"nodes\\\" in API group \\\"metrics.k8s.io\\\""),
+        "{body}"
+    );
+    assert_eq!(setup.get(None, &[&bearer("not-a-token")], &path).0, 401);
+    // The front proxy's user is decided the same way.
+    let (code, body) = setup.get(
+        Some("front-proxy-client"),
+        &[
+            "X-Remote-User: system:serviceaccount:default:reader",
+            "X-Remote-Group: system:serviceaccounts",
+        ],
+        &path,
+    );
+    assert_eq!(code, 200, "{body}");
+
+    // kubectl top node through the front door, as each account.
+    let reader_config = cluster.token_kubeconfig("reader", &reader, "default");
+    let top = cluster.kubectl_with(&reader_config, &["top", "node"]);
+    assert!(top.ok().contains(&host), "{}", top.stdout);
+    assert!(top.stdout.contains("CPU(cores)"), "{}", top.stdout);
+    let stranger_config = cluster.token_kubeconfig("stranger", &stranger, "default");
+    let refused = cluster.kubectl_with(&stranger_config, &["top", "node"]);
+    assert!(
+        refused.err().contains("nodes.metrics.k8s.io is forbidden: User \"system:serviceaccount:default:stranger\" cannot list resource \"nodes\" in API group \"metrics.k8s.io\" at the cluster scope"),
+        "{}",
+        refused.stderr
+    );
 }

@@ -20,9 +20,10 @@ const ANONYMOUS_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
 /// Decides who a request comes from, given its connection and headers:
 /// the front door's first filter. [`Authenticator`] is the cluster's;
 /// [`super::requestheader::RequestHeaderAuthenticator`] an aggregated server's.
+#[async_trait::async_trait]
 pub trait Authenticate: Send + Sync + 'static {
     /// The user, given the peer's certificate chain (DER, leaf first), or a 401 Status.
-    fn authenticate(
+    async fn authenticate(
         &self,
         peer_certs: Option<&[Vec<u8>]>,
         headers: &HeaderMap,
@@ -30,19 +31,21 @@ pub trait Authenticate: Send + Sync + 'static {
     ) -> Result<UserInfo>;
 }
 
+#[async_trait::async_trait]
 impl<T: Authenticate + ?Sized> Authenticate for Arc<T> {
-    fn authenticate(
+    async fn authenticate(
         &self,
         peer_certs: Option<&[Vec<u8>]>,
         headers: &HeaderMap,
         path: &str,
     ) -> Result<UserInfo> {
-        (**self).authenticate(peer_certs, headers, path)
+        (**self).authenticate(peer_certs, headers, path).await
     }
 }
 
+#[async_trait::async_trait]
 impl Authenticate for Authenticator {
-    fn authenticate(
+    async fn authenticate(
         &self,
         peer_certs: Option<&[Vec<u8>]>,
         headers: &HeaderMap,
@@ -277,19 +280,8 @@ impl Authenticator {
                 ..Default::default()
             });
         }
-        if let Some(auth) = headers
-            .get(http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-        {
-            // Only a Bearer token authenticates; any other scheme never matches.
-            let Some(token) = auth
-                .strip_prefix("Bearer ")
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-            else {
-                return Err(unauthorized());
-            };
-            return self.authenticate_token(token, &[]).map(|(user, _)| user);
+        if let Some(token) = bearer_token(headers) {
+            return self.authenticate_token(token?, &[]).map(|(user, _)| user);
         }
         if ANONYMOUS_PATHS
             .iter()
@@ -299,6 +291,20 @@ impl Authenticator {
         }
         Err(unauthorized())
     }
+}
+
+/// A request's bearer token: none without an `Authorization` header, 401
+/// for an empty token or any other scheme (which never matches).
+pub fn bearer_token(headers: &HeaderMap) -> Option<Result<&str>> {
+    let auth = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())?;
+    Some(
+        auth.strip_prefix("Bearer ")
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(unauthorized),
+    )
 }
 
 /// 401 Unauthorized.

@@ -67,7 +67,7 @@ pub fn requested(headers: &HeaderMap) -> bool {
 
 /// The user a request acts as: the requester's impersonation, if it asks
 /// for one and every part of it is authorized; `None` when it asks for none.
-pub fn impersonate(
+pub async fn impersonate(
     authorizer: &dyn Authorizer,
     requester: &UserInfo,
     headers: &HeaderMap,
@@ -173,7 +173,7 @@ pub fn impersonate(
             name: ask.name.clone(),
             ..Default::default()
         };
-        if let Err(denied) = authorizer.authorize(requester, &info, "") {
+        if let Err(denied) = authorizer.authorize(requester, &info, "").await {
             tracing::debug!(user = %requester.name, impersonating = %ask.name, "impersonation refused");
             return Err(
                 if denied.reason() == apimachinery::error::Reason::Forbidden {
@@ -209,8 +209,9 @@ mod tests {
 
     /// Allows impersonating users named `alice` and groups named `team`.
     struct AliceAndTeam;
+    #[async_trait::async_trait]
     impl Authorizer for AliceAndTeam {
-        fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
+        async fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
             match (info.resource.as_str(), info.name.as_str()) {
                 ("users", "alice") | ("groups", "team") => Ok(()),
                 _ => Err(forbidden(user, info, path, "")),
@@ -229,14 +230,16 @@ mod tests {
         map
     }
 
-    #[test]
-    fn authorized_impersonation_runs_as_the_impersonated_user() {
+    #[tokio::test]
+    async fn authorized_impersonation_runs_as_the_impersonated_user() {
         let bob = UserInfo {
             name: "bob".into(),
             ..Default::default()
         };
         assert_eq!(
-            impersonate(&AliceAndTeam, &bob, &headers(&[])).unwrap(),
+            impersonate(&AliceAndTeam, &bob, &headers(&[]))
+                .await
+                .unwrap(),
             None
         );
         let alice = impersonate(
@@ -244,14 +247,15 @@ mod tests {
             &bob,
             &headers(&[("Impersonate-User", "alice"), ("Impersonate-Group", "team")]),
         )
+        .await
         .unwrap()
         .unwrap();
         assert_eq!(alice.name, "alice");
         assert_eq!(alice.groups, ["team", "system:authenticated"]);
     }
 
-    #[test]
-    fn each_part_must_be_authorized() {
+    #[tokio::test]
+    async fn each_part_must_be_authorized() {
         let bob = UserInfo {
             name: "bob".into(),
             ..Default::default()
@@ -261,6 +265,7 @@ mod tests {
             &bob,
             &headers(&[("Impersonate-User", "carol")]),
         )
+        .await
         .unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -274,6 +279,7 @@ mod tests {
                 ("Impersonate-Group", "system:masters"),
             ]),
         )
+        .await
         .unwrap_err();
         assert!(
             err.to_string()
@@ -285,6 +291,7 @@ mod tests {
             &bob,
             &headers(&[("Impersonate-User", "system:serviceaccount:sec:bob")]),
         )
+        .await
         .unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -298,6 +305,7 @@ mod tests {
                 ("Impersonate-User", "alice"),
             ]),
         )
+        .await
         .unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -308,6 +316,7 @@ mod tests {
             &bob,
             &headers(&[("Impersonate-Group", "team")]),
         )
+        .await
         .unwrap_err();
         assert_eq!(err.code(), 500, "{err}");
     }

@@ -122,8 +122,9 @@ impl Rbac {
     }
 }
 
+#[async_trait::async_trait]
 impl Authorizer for Rbac {
-    fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
+    async fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
         match self.decide(user, info, path) {
             Decision::Allow(_) => Ok(()),
             Decision::Deny(reason) => Err(forbidden(user, info, path, &reason)),
@@ -161,7 +162,7 @@ mod tests {
         };
         let path = "/api/v1/namespaces/ns/configmaps";
         let list = RequestInfo::parse(&Method::GET, path, "");
-        let denied = rbac.authorize(&bob, &list, path).unwrap_err();
+        let denied = rbac.authorize(&bob, &list, path).await.unwrap_err();
         assert_eq!(
             denied.to_string(),
             "configmaps is forbidden: User \"system:serviceaccount:ns:bob\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"ns\""
@@ -174,7 +175,10 @@ mod tests {
         })).await;
         cacher.wait_fresh().await.unwrap();
         assert_eq!(
-            rbac.authorize(&bob, &list, path).unwrap_err().to_string(),
+            rbac.authorize(&bob, &list, path)
+                .await
+                .unwrap_err()
+                .to_string(),
             "configmaps is forbidden: User \"system:serviceaccount:ns:bob\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"ns\": RBAC: clusterrole.rbac.authorization.k8s.io \"view\" not found"
         );
         put(&storage, "/registry/rbac.authorization.k8s.io/clusterroles/view", json!({
@@ -183,18 +187,19 @@ mod tests {
             "rules": [{"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["configmaps"]}]
         })).await;
         cacher.wait_fresh().await.unwrap();
-        assert!(rbac.authorize(&bob, &list, path).is_ok());
+        assert!(rbac.authorize(&bob, &list, path).await.is_ok());
         let create = RequestInfo::parse(&Method::POST, path, "");
-        assert!(rbac.authorize(&bob, &create, path).is_err());
+        assert!(rbac.authorize(&bob, &create, path).await.is_err());
         let admin = UserInfo {
             name: "admin".into(),
             groups: vec![SUPERUSERS.into()],
             ..Default::default()
         };
-        assert!(rbac.authorize(&admin, &create, path).is_ok());
+        assert!(rbac.authorize(&admin, &create, path).await.is_ok());
         let health = RequestInfo::parse(&Method::GET, "/readyz", "");
         assert!(
             rbac.authorize(&UserInfo::anonymous(), &health, "/readyz")
+                .await
                 .is_ok()
         );
     }

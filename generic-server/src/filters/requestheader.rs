@@ -8,8 +8,9 @@
 //! headers name: `X-Remote-User`, `X-Remote-Uid`, `X-Remote-Group`
 //! (repeated), `X-Remote-Extra-<key>` (percent-encoded keys). A certificate
 //! signed by the cluster CA authenticates as its own subject, so an admin
-//! can call the server directly; tokens and anonymous requests are decided
-//! as by [`Authenticator`]. Identity headers on any other request are
+//! can call the server directly; bearer tokens are asked about at the front
+//! door (a TokenReview, [`DelegatedTokens`]) when it is given, and anonymous
+//! requests are decided as by [`Authenticator`]. Identity headers on any other request are
 //! never trusted (the front door strips them).
 
 use std::collections::BTreeMap;
@@ -17,7 +18,8 @@ use std::path::PathBuf;
 
 use http::HeaderMap;
 
-use super::authentication::{Authenticate, Authenticator, unauthorized};
+use super::authentication::{Authenticate, Authenticator, bearer_token, unauthorized};
+use super::delegated::DelegatedTokens;
 use crate::request::UserInfo;
 use crate::tls::{self, ChainVerifier};
 use apimachinery::error::Result;
@@ -82,6 +84,7 @@ impl RequestHeaderOptions {
             group_headers: lower(&self.requestheader_group_headers),
             extra_prefixes: lower(&self.requestheader_extra_headers_prefix),
             fallback: Authenticator::default(),
+            tokens: None,
         })
     }
 }
@@ -98,9 +101,17 @@ pub struct RequestHeaderAuthenticator {
     group_headers: Vec<String>,
     extra_prefixes: Vec<String>,
     fallback: Authenticator,
+    /// Where bearer tokens are asked about (the front door), if anywhere.
+    tokens: Option<DelegatedTokens>,
 }
 
 impl RequestHeaderAuthenticator {
+    /// Also authenticates bearer tokens, by asking the front door.
+    pub fn with_token_reviews(mut self, tokens: DelegatedTokens) -> Self {
+        self.tokens = Some(tokens);
+        self
+    }
+
     /// The front-proxy CA (PEM), which the TLS configuration must also trust
     /// ([`crate::tls::TlsFiles::https_server_trusting`]).
     pub fn front_proxy_ca(&self) -> &[u8] {
@@ -156,8 +167,9 @@ impl RequestHeaderAuthenticator {
     }
 }
 
+#[async_trait::async_trait]
 impl Authenticate for RequestHeaderAuthenticator {
-    fn authenticate(
+    async fn authenticate(
         &self,
         peer_certs: Option<&[Vec<u8>]>,
         headers: &HeaderMap,
@@ -177,6 +189,9 @@ impl Authenticate for RequestHeaderAuthenticator {
                 );
                 return Err(unauthorized());
             }
+        }
+        if let (Some(tokens), Some(token)) = (&self.tokens, bearer_token(headers)) {
+            return tokens.authenticate(token?).await;
         }
         self.fallback.authenticate(peer_certs, headers, path)
     }
@@ -285,8 +300,8 @@ mod tests {
         map
     }
 
-    #[test]
-    fn front_proxy_headers_name_the_user() {
+    #[tokio::test]
+    async fn front_proxy_headers_name_the_user() {
         let f = fixture(&["--requestheader-allowed-names=front-proxy-client,aggregator"]);
         let cert = client(&f.front_proxy, "front-proxy-client", &[]);
         let h = headers(&[
@@ -299,7 +314,7 @@ mod tests {
             ("X-Remote-Extra-Scopes", "view"),
             ("X-Remote-Extra-Bad%zz", "kept"),
         ]);
-        let user = f.auth.authenticate(Some(&cert), &h, "/apis").unwrap();
+        let user = f.auth.authenticate(Some(&cert), &h, "/apis").await.unwrap();
         assert_eq!((user.name.as_str(), user.uid.as_str()), ("alice", "42"));
         assert_eq!(
             user.groups,
@@ -312,18 +327,20 @@ mod tests {
         let err = f
             .auth
             .authenticate(Some(&cert), &headers(&[("X-Remote-Group", "g")]), "/apis")
+            .await
             .unwrap_err();
         assert_eq!(err.code(), 401);
     }
 
-    #[test]
-    fn allowed_names_restrict_the_front_proxy() {
+    #[tokio::test]
+    async fn allowed_names_restrict_the_front_proxy() {
         let f = fixture(&["--requestheader-allowed-names=front-proxy-client"]);
         let h = headers(&[("X-Remote-User", "alice")]);
         let other = client(&f.front_proxy, "someone-else", &[]);
         assert_eq!(
             f.auth
                 .authenticate(Some(&other), &h, "/apis")
+                .await
                 .unwrap_err()
                 .code(),
             401
@@ -333,14 +350,15 @@ mod tests {
         assert_eq!(
             any.auth
                 .authenticate(Some(&other), &h, "/apis")
+                .await
                 .unwrap()
                 .name,
             "alice"
         );
     }
 
-    #[test]
-    fn cluster_certificates_are_their_subject_and_headers_are_ignored() {
+    #[tokio::test]
+    async fn cluster_certificates_are_their_subject_and_headers_are_ignored() {
         let f = fixture(&[]);
         let admin = client(&f.cluster, "kubernetes-admin", &["system:masters"]);
         let user = f
@@ -350,13 +368,14 @@ mod tests {
                 &headers(&[("X-Remote-User", "mallory")]),
                 "/apis",
             )
+            .await
             .unwrap();
         assert_eq!(user.name, "kubernetes-admin");
         assert_eq!(user.groups, ["system:masters", "system:authenticated"]);
     }
 
-    #[test]
-    fn other_certificates_and_anonymous_requests() {
+    #[tokio::test]
+    async fn other_certificates_and_anonymous_requests() {
         let f = fixture(&[]);
         let (_, stranger) = ca("front-proxy-ca");
         let forged = client(&stranger, "front-proxy-client", &[]);
@@ -364,25 +383,31 @@ mod tests {
         assert_eq!(
             f.auth
                 .authenticate(Some(&forged), &h, "/apis")
+                .await
                 .unwrap_err()
                 .code(),
             401
         );
         assert_eq!(
-            f.auth.authenticate(None, &h, "/apis").unwrap_err().code(),
+            f.auth
+                .authenticate(None, &h, "/apis")
+                .await
+                .unwrap_err()
+                .code(),
             401
         );
         assert_eq!(
             f.auth
                 .authenticate(None, &HeaderMap::new(), "/healthz")
+                .await
                 .unwrap()
                 .name,
             "system:anonymous"
         );
     }
 
-    #[test]
-    fn header_names_are_configurable() {
+    #[tokio::test]
+    async fn header_names_are_configurable() {
         let f = fixture(&[
             "--requestheader-username-headers=X-User,X-Login",
             "--requestheader-group-headers=X-Groups",
@@ -395,7 +420,7 @@ mod tests {
             ("X-Groups", "ops"),
             ("X-Extra-Team", "blue"),
         ]);
-        let user = f.auth.authenticate(Some(&cert), &h, "/apis").unwrap();
+        let user = f.auth.authenticate(Some(&cert), &h, "/apis").await.unwrap();
         assert_eq!(
             (
                 user.name.as_str(),
@@ -406,8 +431,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn extra_keys_are_path_unescaped() {
+    #[tokio::test]
+    async fn extra_keys_are_path_unescaped() {
         assert_eq!(unescape("example.org%2Ffoo%20bar"), "example.org/foo bar");
         assert_eq!(unescape("plain+key"), "plain+key");
         assert_eq!(unescape("trailing%2"), "trailing%2");
