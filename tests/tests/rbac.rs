@@ -44,6 +44,17 @@ fn account(cluster: &Cluster, name: &str, role: Option<&str>) -> std::path::Path
     cluster.token_kubeconfig(name, &token, NS)
 }
 
+/// Waits until the front door refuses `kubeconfig`'s token as unauthenticated.
+fn until_refused(cluster: &Cluster, kubeconfig: &std::path::Path) {
+    assert!(
+        eventually(Duration::from_secs(5), || cluster
+            .kubectl_with(kubeconfig, &["get", "configmaps"])
+            .stderr
+            .contains("Unauthorized")),
+        "the token is still accepted"
+    );
+}
+
 fn can_i(cluster: &Cluster, kubeconfig: &std::path::Path, args: &[&str]) -> String {
     let mut all = vec!["auth", "can-i"];
     all.extend_from_slice(args);
@@ -543,24 +554,14 @@ fn a_token_is_revoked_by_deleting_its_service_account() {
     cluster
         .kubectl(&["delete", "serviceaccount", "builder", "-n", NS])
         .ok();
-    assert!(eventually(Duration::from_secs(5), || {
-        cluster
-            .kubectl_with(&kubeconfig, &["get", "configmaps"])
-            .stderr
-            .contains("Unauthorized")
-    }));
+    until_refused(&cluster, &kubeconfig);
     assert_eq!(review(&token)["authenticated"], false);
     // A new account of the same name is someone else: the old token stays dead.
     cluster
         .kubectl(&["create", "serviceaccount", "builder", "-n", NS])
         .ok();
     std::thread::sleep(Duration::from_millis(500));
-    assert!(
-        cluster
-            .kubectl_with(&kubeconfig, &["get", "configmaps"])
-            .err()
-            .contains("Unauthorized")
-    );
+    until_refused(&cluster, &kubeconfig);
     // Only a Bearer token authenticates.
     let basic = cluster.curl(
         tests::As::Anonymous,
@@ -714,12 +715,7 @@ fn a_token_bound_to_a_pod_or_secret_dies_with_it() {
             "--force",
         ])
         .ok();
-    assert!(eventually(Duration::from_secs(5), || {
-        cluster
-            .kubectl_with(&pod_config, &["get", "configmaps"])
-            .stderr
-            .contains("Unauthorized")
-    }));
+    until_refused(&cluster, &pod_config);
     cluster
         .kubectl_with(&secret_config, &["get", "configmaps"])
         .ok();
@@ -728,19 +724,9 @@ fn a_token_bound_to_a_pod_or_secret_dies_with_it() {
         .kubectl_stdin(&["apply", "-f", "-"], &pod("web", "builder"))
         .ok();
     std::thread::sleep(Duration::from_millis(500));
-    assert!(
-        cluster
-            .kubectl_with(&pod_config, &["get", "configmaps"])
-            .err()
-            .contains("Unauthorized")
-    );
+    until_refused(&cluster, &pod_config);
     cluster
         .kubectl(&["delete", "secret", "handle", "-n", NS])
         .ok();
-    assert!(eventually(Duration::from_secs(5), || {
-        cluster
-            .kubectl_with(&secret_config, &["get", "configmaps"])
-            .stderr
-            .contains("Unauthorized")
-    }));
+    until_refused(&cluster, &secret_config);
 }
