@@ -83,10 +83,15 @@ impl TlsFiles {
 
     /// The tonic client configuration of a gRPC link to `server_name`.
     pub fn grpc_client(&self, server_name: &str) -> tonic::transport::ClientTlsConfig {
+        self.etcd_client().domain_name(server_name)
+    }
+
+    /// The client configuration of an etcd connection: this certificate,
+    /// and the server verified by the CA alone, as the host its URL names.
+    pub fn etcd_client(&self) -> tonic::transport::ClientTlsConfig {
         tonic::transport::ClientTlsConfig::new()
             .ca_certificate(tonic::transport::Certificate::from_pem(&self.ca))
             .identity(tonic::transport::Identity::from_pem(&self.cert, &self.key))
-            .domain_name(server_name)
     }
 }
 

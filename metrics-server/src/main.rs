@@ -5,10 +5,12 @@
 //! and reports the host's real CPU and memory usage for the host's Node.
 //!
 //! ```text
-//! metrics-server --listen 0.0.0.0:4443 --etcd-servers http://127.0.0.1:2379 \
+//! metrics-server --listen 0.0.0.0:4443 --etcd-servers https://127.0.0.1:2379 \
 //!     --tls-cert-file metrics-server.crt --tls-private-key-file metrics-server.key \
 //!     --client-ca-file ca.crt --requestheader-client-ca-file front-proxy-ca.crt \
-//!     --requestheader-allowed-names front-proxy-client
+//!     --requestheader-allowed-names front-proxy-client \
+//!     --internal-cert-file metrics-server-internal.crt \
+//!     --internal-key-file metrics-server-internal.key --internal-ca-file internal-ca.crt
 //! ```
 
 mod api;
@@ -68,10 +70,14 @@ fn main() -> anyhow::Result<()> {
 async fn run(options: Options) -> anyhow::Result<()> {
     // One Node key is read per request: no watch cache, no delegate.
     let tls = options.config.tls.load().context("loading TLS files")?;
+    let internal = options
+        .config
+        .internal_tls()
+        .context("loading the internal TLS files")?;
     let (storage, etcd_check) = options
         .config
         .etcd
-        .connect()
+        .connect(&internal)
         .await
         .context("connecting to etcd")?;
     let authenticator = options

@@ -28,13 +28,24 @@ pub struct EtcdStorage {
 impl EtcdStorage {
     /// Connects to etcd at the given endpoints (`http://127.0.0.1:2379`).
     pub async fn connect(endpoints: &[String]) -> Result<Self> {
-        let options = ConnectOptions::new()
+        Self::connect_tls(endpoints, None).await
+    }
+
+    /// Connects to etcd, over TLS with `tls` (`https://` endpoints).
+    pub async fn connect_tls(
+        endpoints: &[String],
+        tls: Option<etcd_client::TlsOptions>,
+    ) -> Result<Self> {
+        let mut options = ConnectOptions::new()
             .with_connect_timeout(std::time::Duration::from_secs(5))
             .with_timeout(REQUEST_TIMEOUT)
             .with_keep_alive(
                 std::time::Duration::from_secs(10),
                 std::time::Duration::from_secs(5),
             );
+        if let Some(tls) = tls {
+            options = options.with_tls(tls);
+        }
         let client = Client::connect(endpoints, Some(options))
             .await
             .map_err(unavailable)?;
