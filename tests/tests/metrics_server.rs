@@ -1,4 +1,5 @@
-//! metrics-server on its own: etcd and the binary started directly, called
+//! metrics-server on its own: etcd (TLS, client certificates of an internal
+//! CA) and the binary started directly, called
 //! with curl the way the aggregator's proxy calls it (front-proxy client
 //! certificate plus `X-Remote-*` headers), and directly by an admin.
 
@@ -170,10 +171,23 @@ fn start(nodes: &[&str]) -> Setup {
     );
     issue(&dir, &front_proxy, "intruder", "intruder", &[], false);
     issue(&dir, &stranger, "forged", "front-proxy-client", &[], false);
+    // etcd as a cluster runs it: TLS, client certificates of the internal CA.
+    let internal = ca(&dir, "internal-ca");
+    issue(&dir, &internal, "etcd", "etcd", &[], true);
+    issue(&dir, &internal, "etcd-client", "etcd-client", &[], false);
+    issue(
+        &dir,
+        &internal,
+        "metrics-server-internal",
+        "kubechain-metrics-server",
+        &[],
+        false,
+    );
+    let file = |name: &str| dir.join(name).display().to_string();
 
     let (client_port, peer_port) = (free_port(), free_port());
     let (client, peer) = (
-        format!("http://127.0.0.1:{client_port}"),
+        format!("https://127.0.0.1:{client_port}"),
         format!("http://127.0.0.1:{peer_port}"),
     );
     let etcd = Killed(
@@ -185,6 +199,15 @@ fn start(nodes: &[&str]) -> Setup {
                 &client,
                 "--advertise-client-urls",
                 &client,
+            ])
+            .args([
+                "--cert-file",
+                &file("etcd.crt"),
+                "--key-file",
+                &file("etcd.key"),
+                "--trusted-ca-file",
+                &file("internal-ca.crt"),
+                "--client-cert-auth",
             ])
             .args([
                 "--listen-peer-urls",
@@ -223,6 +246,12 @@ fn start(nodes: &[&str]) -> Setup {
             .args([
                 "--endpoints",
                 &client,
+                "--cacert",
+                &file("internal-ca.crt"),
+                "--cert",
+                &file("etcd-client.crt"),
+                "--key",
+                &file("etcd-client.key"),
                 "put",
                 &format!("/registry/nodes/{node}"),
                 &object.to_string(),
@@ -238,7 +267,6 @@ fn start(nodes: &[&str]) -> Setup {
 
     let port = free_port();
     let log = std::fs::File::create(dir.join("metrics-server.log")).expect("log file");
-    let file = |name: &str| dir.join(name).display().to_string();
     let server = Killed(
         Command::new(bin_dir().join("metrics-server"))
             .args([
@@ -262,6 +290,14 @@ fn start(nodes: &[&str]) -> Setup {
             .args([
                 "--requestheader-allowed-names",
                 "front-proxy-client,aggregator",
+            ])
+            .args([
+                "--internal-cert-file",
+                &file("metrics-server-internal.crt"),
+                "--internal-key-file",
+                &file("metrics-server-internal.key"),
+                "--internal-ca-file",
+                &file("internal-ca.crt"),
             ])
             .stdout(Stdio::null())
             .stderr(log)
