@@ -437,25 +437,20 @@ mod tests {
     }
 
     #[test]
-    fn pki_is_created_once_and_reused() {
+    fn pki_is_created_once_and_reused() -> Result<()> {
         let dir = temp_dir("reuse");
         let pki = Pki::new(&dir);
         let etcd = ["etcd".to_string()];
-        pki.ensure(&["example.internal".into()], &etcd).unwrap();
-        let first = std::fs::read(pki.files("core-server").cert).unwrap();
-        pki.ensure(&["example.internal".into()], &etcd).unwrap();
-        assert_eq!(std::fs::read(pki.files("core-server").cert).unwrap(), first);
-        write_kubeconfig(&pki, "https://127.0.0.1:6443", &dir.join("kubeconfig")).unwrap();
-        let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig")).unwrap();
+        pki.ensure(&["example.internal".into()], &etcd)?;
+        let first = std::fs::read(pki.files("core-server").cert)?;
+        pki.ensure(&["example.internal".into()], &etcd)?;
+        assert_eq!(std::fs::read(pki.files("core-server").cert)?, first);
+        write_kubeconfig(&pki, "https://127.0.0.1:6443", &dir.join("kubeconfig"))?;
+        let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig"))?;
         assert!(kubeconfig.contains("server: https://127.0.0.1:6443"));
         use std::os::unix::fs::PermissionsExt;
-        let mode = |name: &str| {
-            std::fs::metadata(dir.join(name))
-                .unwrap()
-                .permissions()
-                .mode()
-                & 0o777
-        };
+        let mode =
+            |name: &str| std::fs::metadata(dir.join(name)).map(|m| m.permissions().mode() & 0o777);
         for secret in [
             "kubeconfig",
             "ca.key",
@@ -467,17 +462,17 @@ mod tests {
             "aggregator-internal.key",
             "etcd.key",
         ] {
-            assert_eq!(mode(secret), 0o600, "{secret}");
+            assert_eq!(mode(secret)?, 0o600, "{secret}");
         }
         // Rewritten over a file others could read, it is still 0600.
         std::fs::set_permissions(
             dir.join("kubeconfig"),
             std::fs::Permissions::from_mode(0o644),
-        )
-        .unwrap();
-        write_kubeconfig(&pki, "https://127.0.0.1:6443", &dir.join("kubeconfig")).unwrap();
-        assert_eq!(mode("kubeconfig"), 0o600);
-        std::fs::remove_dir_all(dir).unwrap();
+        )?;
+        write_kubeconfig(&pki, "https://127.0.0.1:6443", &dir.join("kubeconfig"))?;
+        assert_eq!(mode("kubeconfig")?, 0o600);
+        std::fs::remove_dir_all(dir)?;
+        Ok(())
     }
 
     #[test]
