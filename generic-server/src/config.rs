@@ -33,7 +33,7 @@ pub struct Config {
     /// Where etcd is.
     #[command(flatten)]
     pub etcd: EtcdOptions,
-    /// This server's certificate, key and CA.
+    /// The listener's certificate, key and client CA.
     #[command(flatten)]
     pub tls: TlsOptions,
     /// The certificate, key and CA of its links to etcd and the next server.
@@ -72,6 +72,11 @@ pub struct CompletedConfig {
 }
 
 impl Config {
+    /// The files of the internal links (see [`InternalTlsOptions`]).
+    pub fn internal_tls(&self) -> Result<TlsFiles> {
+        self.internal.load(&self.tls)
+    }
+
     /// Reads the TLS files, connects etcd, starts the watch cache and, for a
     /// server that has one, opens the link to `delegate`.
     pub async fn complete(&self, delegate: Option<Delegate<'_>>) -> Result<CompletedConfig> {
@@ -107,13 +112,6 @@ impl Config {
             delegate,
             checks,
         })
-    }
-}
-
-impl Config {
-    /// The files of the internal links (see [`InternalTlsOptions`]).
-    pub fn internal_tls(&self) -> Result<TlsFiles> {
-        self.internal.load(&self.tls)
     }
 }
 
