@@ -64,6 +64,21 @@ impl EtcdStorage {
     }
 }
 
+/// Awaits one etcd call for at most [`REQUEST_TIMEOUT`]. The client's own
+/// timeout bounds a call once it is on a connection, not one queued while
+/// the connection is re-established: with TLS that waits on a handshake,
+/// which a paused etcd never answers.
+async fn within<T>(call: impl std::future::Future<Output = T>) -> Result<T> {
+    tokio::time::timeout(REQUEST_TIMEOUT, call)
+        .await
+        .map_err(|_| {
+            Error::Unavailable(format!(
+                "etcd did not answer within {}s",
+                REQUEST_TIMEOUT.as_secs()
+            ))
+        })
+}
+
 fn unavailable(err: etcd_client::Error) -> Error {
     Error::Unavailable(err.to_string())
 }
@@ -107,7 +122,9 @@ fn current_from(responses: Vec<TxnOpResponse>) -> Option<KeyValue> {
 #[async_trait::async_trait]
 impl Storage for EtcdStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        let resp = self.kv().get(key, None).await.map_err(unavailable)?;
+        let resp = within(self.kv().get(key, None))
+            .await?
+            .map_err(unavailable)?;
         Ok(resp.kvs().first().map(to_kv))
     }
 
@@ -116,10 +133,8 @@ impl Storage for EtcdStorage {
         if revision > 0 {
             options = options.with_revision(revision);
         }
-        let resp = self
-            .kv()
-            .get(start, Some(options))
-            .await
+        let resp = within(self.kv().get(start, Some(options)))
+            .await?
             .map_err(|e| map_err(e, revision))?;
         Ok(Page {
             kvs: resp.kvs().iter().map(to_kv).collect(),
@@ -133,7 +148,7 @@ impl Storage for EtcdStorage {
         let txn = etcd_client::Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, value.to_vec(), None)]);
-        let resp = self.kv().txn(txn).await.map_err(unavailable)?;
+        let resp = within(self.kv().txn(txn)).await?.map_err(unavailable)?;
         if !resp.succeeded() {
             return Err(Error::AlreadyExists(key.into()));
         }
@@ -145,7 +160,7 @@ impl Storage for EtcdStorage {
             .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
             .and_then([TxnOp::put(key, value.to_vec(), None)])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.kv().txn(txn).await.map_err(unavailable)?;
+        let resp = within(self.kv().txn(txn)).await?.map_err(unavailable)?;
         if resp.succeeded() {
             return Ok(header_revision(resp.header()));
         }
@@ -171,7 +186,7 @@ impl Storage for EtcdStorage {
                 Some(DeleteOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.kv().txn(txn).await.map_err(unavailable)?;
+        let resp = within(self.kv().txn(txn)).await?.map_err(unavailable)?;
         let revision = header_revision(resp.header());
         if !resp.succeeded() {
             return match current_from(resp.op_responses()) {
@@ -200,9 +215,8 @@ impl Storage for EtcdStorage {
             .client
             .watch_client()
             .max_decoding_message_size(MAX_MESSAGE_BYTES);
-        let stream = client
-            .watch(start, Some(options))
-            .await
+        let stream = within(client.watch(start, Some(options)))
+            .await?
             .map_err(unavailable)?;
         let events = futures::stream::unfold(Some(stream), move |state| async move {
             let mut stream = state?;
@@ -241,14 +255,12 @@ impl Storage for EtcdStorage {
 
     async fn current_revision(&self) -> Result<i64> {
         // A count-only read of one key: the cheapest linearizable read.
-        let resp = self
-            .kv()
-            .get(
-                apimachinery::keys::REVISION,
-                Some(GetOptions::new().with_count_only()),
-            )
-            .await
-            .map_err(unavailable)?;
+        let resp = within(self.kv().get(
+            apimachinery::keys::REVISION,
+            Some(GetOptions::new().with_count_only()),
+        ))
+        .await?
+        .map_err(unavailable)?;
         Ok(header_revision(resp.header()))
     }
 }
