@@ -6,7 +6,8 @@
 #   2. stages a root filesystem per image (the binary, the libraries ldd lists,
 #      the loader; etcd from Debian's etcd-server the same way) and builds each
 #      image FROM scratch,
-#   3. writes the certificates with `kubechain certs` (kept across runs),
+#   3. writes the certificates with `kubechain certs` (kept across runs;
+#      each container mounts only its own key and the CA certificates it uses),
 #   4. runs `docker-compose up -d` with this script's arguments,
 #   5. waits for /readyz and writes the kubeconfig.
 #
@@ -85,9 +86,10 @@ for component in aggregator core-server extension-server metrics-server; do
     build_image "$component" "$bin/$component"
 done
 
-# 3. Certificates: every server is reached by its compose service name.
-"$bin/kubechain" certs --dir "$KUBECHAIN_PKI_DIR" \
-    --hosts aggregator,core-server,extension-server,metrics-server,etcd \
+# 3. Certificates: each server's names its compose service, each etcd
+# member (those of the --ha variant too) its own. They stay on the host:
+# the compose files mount into each container only the files it uses.
+"$bin/kubechain" certs --dir "$KUBECHAIN_PKI_DIR" --etcd-members etcd,etcd2,etcd3 \
     --kubeconfig-server "https://127.0.0.1:$KUBECHAIN_COMPOSE_PORT" >/dev/null
 
 # 4. Up.

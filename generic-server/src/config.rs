@@ -27,15 +27,19 @@ use crate::storage::etcd::EtcdStorage;
 use crate::tls::TlsFiles;
 use crate::{Error, Result};
 
-/// The flags every server shares: where etcd is, and this server's certificate.
+/// The flags every server shares: where etcd is, this server's
+/// certificate, and the one it presents on internal links.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Config {
     /// Where etcd is.
     #[command(flatten)]
     pub etcd: EtcdOptions,
-    /// This server's certificate, key and CA.
+    /// The listener's certificate, key and client CA.
     #[command(flatten)]
     pub tls: TlsOptions,
+    /// The certificate, key and CA of its links to etcd and the next server.
+    #[command(flatten)]
+    pub internal: InternalTlsOptions,
 }
 
 /// The next server in the chain: its component name (as it registers in
@@ -69,11 +73,17 @@ pub struct CompletedConfig {
 }
 
 impl Config {
+    /// The files of the internal links (see [`InternalTlsOptions`]).
+    pub fn internal_tls(&self) -> Result<TlsFiles> {
+        self.internal.load(&self.tls)
+    }
+
     /// Reads the TLS files, connects etcd, starts the watch cache and, for a
     /// server that has one, opens the link to `delegate`.
     pub async fn complete(&self, delegate: Option<Delegate<'_>>) -> Result<CompletedConfig> {
         let tls = self.tls.load()?;
-        let backend = start_storage(&self.etcd).await?;
+        let internal = self.internal_tls()?;
+        let backend = start_storage(&self.etcd, &internal).await?;
         let discovery = Arc::new(Discovery::default());
         let mut checks = vec![("etcd".to_string(), backend.etcd_check)];
         let delegate = match delegate {
@@ -83,7 +93,7 @@ impl Config {
                     target.component,
                     target.endpoints,
                     target.server_name,
-                    &tls,
+                    &internal,
                 )?;
                 link.follow_endpoints(crate::registration::watch_endpoints(
                     backend.etcd.clone(),
@@ -238,12 +248,13 @@ impl GenericServer {
 /// Where the cluster's state lives.
 #[derive(clap::Args, Debug, Clone)]
 pub struct EtcdOptions {
-    /// etcd client URLs, comma-separated.
+    /// etcd client URLs, comma-separated; `https://` ones are reached with
+    /// the internal certificate.
     #[arg(
         long,
         env = "KUBECHAIN_ETCD_SERVERS",
         value_delimiter = ',',
-        default_value = "http://127.0.0.1:2379"
+        default_value = "https://127.0.0.1:2379"
     )]
     pub etcd_servers: Vec<String>,
     /// The key prefix of every object.
@@ -255,18 +266,61 @@ pub struct EtcdOptions {
     pub encryption_provider_config: Option<PathBuf>,
 }
 
-/// A server's certificate, key and the cluster CA.
+/// The listener's certificate, key and the CA that verifies its clients.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TlsOptions {
-    /// PEM certificate this server presents (and uses as a gRPC client).
+    /// PEM certificate this server serves with.
     #[arg(long, env = "KUBECHAIN_TLS_CERT_FILE")]
     pub tls_cert_file: PathBuf,
     /// PEM private key of the certificate.
     #[arg(long, env = "KUBECHAIN_TLS_PRIVATE_KEY_FILE")]
     pub tls_private_key_file: PathBuf,
-    /// PEM cluster CA: verifies clients and the servers we call.
+    /// PEM CA that verifies client certificates.
     #[arg(long, env = "KUBECHAIN_CLIENT_CA_FILE")]
     pub client_ca_file: PathBuf,
+}
+
+/// The internal links' certificate (presented to etcd and to the next
+/// server in the chain), its key, and the internal CA that verifies them.
+/// Each defaults to the listener's file: a core or extension server's
+/// listener is already internal; the aggregator and metrics-server, whose
+/// listeners face users, set them.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct InternalTlsOptions {
+    /// PEM client certificate of the internal links (default: --tls-cert-file).
+    #[arg(
+        long,
+        env = "KUBECHAIN_INTERNAL_CERT_FILE",
+        requires = "internal_key_file"
+    )]
+    pub internal_cert_file: Option<PathBuf>,
+    /// Its private key (default: --tls-private-key-file).
+    #[arg(
+        long,
+        env = "KUBECHAIN_INTERNAL_KEY_FILE",
+        requires = "internal_cert_file"
+    )]
+    pub internal_key_file: Option<PathBuf>,
+    /// PEM internal CA: verifies etcd and the next server (default: --client-ca-file).
+    #[arg(long, env = "KUBECHAIN_INTERNAL_CA_FILE")]
+    pub internal_ca_file: Option<PathBuf>,
+}
+
+impl InternalTlsOptions {
+    /// Reads the files, each defaulting to the listener's in `listener`.
+    pub fn load(&self, listener: &TlsOptions) -> Result<TlsFiles> {
+        TlsFiles::load(
+            self.internal_cert_file
+                .as_ref()
+                .unwrap_or(&listener.tls_cert_file),
+            self.internal_key_file
+                .as_ref()
+                .unwrap_or(&listener.tls_private_key_file),
+            self.internal_ca_file
+                .as_ref()
+                .unwrap_or(&listener.client_ca_file),
+        )
+    }
 }
 
 impl TlsOptions {
@@ -318,8 +372,8 @@ struct Backend {
 }
 
 /// Connects etcd and starts the watch cache.
-async fn start_storage(etcd: &EtcdOptions) -> Result<Backend> {
-    let etcd_storage = EtcdStorage::connect(&etcd.etcd_servers).await?;
+async fn start_storage(etcd: &EtcdOptions, tls: &TlsFiles) -> Result<Backend> {
+    let etcd_storage = etcd.storage(tls).await?;
     let client = etcd_storage.client();
     let storage = etcd.encrypted(Arc::new(etcd_storage))?;
     let cacher = Cacher::start(storage.clone()).await?;
@@ -339,14 +393,6 @@ fn etcd_check(storage: Arc<dyn Storage>) -> HealthCheck {
 }
 
 impl EtcdOptions {
-    /// Connects etcd without a watch cache, for a server that only reads a
-    /// key or two (a cache follows every key in etcd): the storage, and
-    /// the `etcd` readiness check.
-    pub async fn connect(&self) -> Result<(Arc<dyn Storage>, HealthCheck)> {
-        let storage = self.encrypted(Arc::new(EtcdStorage::connect(&self.etcd_servers).await?))?;
-        Ok((storage.clone(), etcd_check(storage)))
-    }
-
     /// `storage`, encrypting what the encryption configuration names.
     fn encrypted(&self, storage: Arc<dyn Storage>) -> Result<Arc<dyn Storage>> {
         let Some(path) = &self.encryption_provider_config else {
@@ -354,6 +400,24 @@ impl EtcdOptions {
         };
         let encryption = Encryption::load(path, &self.etcd_prefix)?;
         Ok(Arc::new(EncryptedStorage::new(storage, encryption)))
+    }
+
+    /// The etcd storage at the servers' URLs: `https://` ones (or bare
+    /// `host:port`) over TLS presenting `tls`, `http://` ones (a test's bare
+    /// etcd) in the clear; a mix of both is refused.
+    async fn storage(&self, tls: &TlsFiles) -> Result<EtcdStorage> {
+        let plain = |url: &String| url.starts_with("http://");
+        let tls = if self.etcd_servers.iter().all(plain) {
+            None
+        } else if self.etcd_servers.iter().any(plain) {
+            return Err(Error::Tls(format!(
+                "--etcd-servers mixes http:// and https:// URLs: {}",
+                self.etcd_servers.join(",")
+            )));
+        } else {
+            Some(tls.etcd_client())
+        };
+        EtcdStorage::connect_tls(&self.etcd_servers, tls).await
     }
 }
 

@@ -8,6 +8,12 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::Error;
 
+/// How long a client waits for a TLS handshake. A server that accepts the
+/// connection but never answers (a paused etcd: the kernel still accepts)
+/// fails the reconnection in this time, rather than holding every request
+/// queued behind it; tonic's connect timeout covers only TCP.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A certificate, its key and the CA that verifies peers.
 #[derive(Clone, Debug)]
 pub struct TlsFiles {
@@ -83,10 +89,16 @@ impl TlsFiles {
 
     /// The tonic client configuration of a gRPC link to `server_name`.
     pub fn grpc_client(&self, server_name: &str) -> tonic::transport::ClientTlsConfig {
+        self.etcd_client().domain_name(server_name)
+    }
+
+    /// The client configuration of an etcd connection: this certificate,
+    /// and the server verified by the CA alone, as the host its URL names.
+    pub fn etcd_client(&self) -> tonic::transport::ClientTlsConfig {
         tonic::transport::ClientTlsConfig::new()
             .ca_certificate(tonic::transport::Certificate::from_pem(&self.ca))
             .identity(tonic::transport::Identity::from_pem(&self.cert, &self.key))
-            .domain_name(server_name)
+            .timeout(HANDSHAKE_TIMEOUT)
     }
 }
 

@@ -32,9 +32,12 @@ enum Command {
         /// Where to write them.
         #[arg(long, default_value = "deploy/pki")]
         dir: PathBuf,
-        /// Extra host names or IPs the servers' certificates are valid for.
+        /// Extra host names or IPs the front door's certificate is valid for.
         #[arg(long, value_delimiter = ',')]
         hosts: Vec<String>,
+        /// The etcd members, each with its own certificate for its name.
+        #[arg(long, value_delimiter = ',', default_value = "etcd")]
+        etcd_members: Vec<String>,
         /// Also write an admin kubeconfig for this server URL.
         #[arg(long)]
         kubeconfig_server: Option<String>,
@@ -67,10 +70,11 @@ fn main() -> anyhow::Result<()> {
         Command::Certs {
             dir,
             hosts,
+            etcd_members,
             kubeconfig_server,
         } => {
             let pki = pki::Pki::new(&dir);
-            pki.ensure(&hosts)?;
+            pki.ensure(&hosts, &etcd_members)?;
             if let Some(server) = kubeconfig_server {
                 pki::write_kubeconfig(&pki, &server, &dir.join("kubeconfig"))?;
             }

@@ -1,6 +1,18 @@
-//! The cluster's certificates: a CA, a certificate per server (serving and
-//! gRPC client), and the admin client certificate. Existing files are kept,
-//! so a restart reuses them.
+//! The cluster's certificates, in two trust domains that never mix:
+//!
+//! - user-facing: the cluster CA (`ca.crt`) signs the front door's serving
+//!   certificate, metrics-server's (serving, and its client certificate at
+//!   the front door: an aggregated server talks only to the front door)
+//!   and the admin's client certificate; the front-proxy CA signs only the
+//!   aggregator's proxy client certificate;
+//! - internal: the internal CA (`internal-ca.crt`) signs the gRPC links'
+//!   and etcd's certificates, and nothing a user holds: core-server and
+//!   extension-server (serving and client), the aggregator's client
+//!   certificate (`aggregator-internal`), and each etcd member's (serving,
+//!   client and peer).
+//!
+//! Each certificate names only its own server. Existing files are kept, so
+//! a restart reuses them, unless their CA or their names changed.
 
 use std::path::{Path, PathBuf};
 
@@ -9,14 +21,6 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose, SanType,
 };
-
-/// The components that get a certificate, with their certificate CN.
-pub const COMPONENTS: &[(&str, &str)] = &[
-    ("aggregator", "kubechain-aggregator"),
-    ("core-server", "kubechain-core-server"),
-    ("extension-server", "kubechain-extension-server"),
-    ("metrics-server", "kubechain-metrics-server"),
-];
 
 /// The certificate files of one identity.
 #[derive(Debug, Clone)]
@@ -27,9 +31,37 @@ pub struct CertFiles {
     pub key: PathBuf,
 }
 
+/// What a certificate may be used for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Usage {
+    /// A client certificate only.
+    Client,
+    /// A serving certificate only.
+    Server,
+    /// Both: a server that also calls other servers (or etcd peers).
+    Both,
+}
+
+/// One certificate to issue: its file name, subject and names.
+struct Leaf<'a> {
+    name: &'a str,
+    cn: &'a str,
+    orgs: &'a [&'a str],
+    usage: Usage,
+    hosts: Vec<String>,
+}
+
 /// The PKI directory.
 pub struct Pki {
     dir: PathBuf,
+}
+
+/// The names a server is reached by on this machine, after its own.
+fn local_names(own: &[&str]) -> Vec<String> {
+    own.iter()
+        .map(|n| n.to_string())
+        .chain(["localhost", "127.0.0.1", "::1"].map(String::from))
+        .collect()
 }
 
 impl Pki {
@@ -40,7 +72,7 @@ impl Pki {
         }
     }
 
-    /// The CA certificate.
+    /// The user-facing cluster CA certificate.
     pub fn ca(&self) -> PathBuf {
         self.dir.join("ca.crt")
     }
@@ -51,6 +83,16 @@ impl Pki {
         self.dir.join("encryption-config.yaml")
     }
 
+    /// The internal CA certificate (gRPC links and etcd).
+    pub fn internal_ca(&self) -> PathBuf {
+        self.dir.join("internal-ca.crt")
+    }
+
+    /// A file of the PKI directory.
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+
     /// The files of a component or user.
     pub fn files(&self, name: &str) -> CertFiles {
         CertFiles {
@@ -59,52 +101,109 @@ impl Pki {
         }
     }
 
-    /// Creates whatever is missing: the CA, a certificate per component (valid
-    /// for the component's name, `localhost`, loopback and `extra_hosts`), and
-    /// the admin certificate.
-    pub fn ensure(&self, extra_hosts: &[String]) -> Result<()> {
+    /// The TLS an etcd client of this cluster uses (etcdctl, the bench):
+    /// etcd's own certificate (it is a client one too) and the internal CA.
+    pub fn etcd_client_tls(&self) -> Result<etcd_client::TlsOptions> {
+        let files = self.files("etcd");
+        let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+        Ok(etcd_client::TlsOptions::new()
+            .ca_certificate(etcd_client::Certificate::from_pem(read(
+                &self.internal_ca(),
+            )?))
+            .identity(etcd_client::Identity::from_pem(
+                read(&files.cert)?,
+                read(&files.key)?,
+            )))
+    }
+
+    /// Creates whatever is missing: the three CAs, each server's
+    /// certificates (the front door's also valid for `front_door_hosts`),
+    /// a certificate per etcd member in `etcd_members` (the first is
+    /// `etcd`), the admin's, and the service-account key pair.
+    pub fn ensure(&self, front_door_hosts: &[String], etcd_members: &[String]) -> Result<()> {
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("creating {}", self.dir.display()))?;
-        let ca_key_path = self.dir.join("ca.key");
-        if !self.ca().exists() || !ca_key_path.exists() {
-            let key = KeyPair::generate()?;
-            let mut params = CertificateParams::new(Vec::<String>::new())?;
-            params
-                .distinguished_name
-                .push(DnType::CommonName, "kubechain-ca");
-            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-            params.key_usages = vec![
-                KeyUsagePurpose::KeyCertSign,
-                KeyUsagePurpose::CrlSign,
-                KeyUsagePurpose::DigitalSignature,
-            ];
-            params.not_after = rcgen::date_time_ymd(2036, 1, 1);
-            let cert = params.self_signed(&key)?;
-            write(&self.ca(), &cert.pem())?;
-            write_key(&ca_key_path, &key.serialize_pem())?;
+        let cluster = self.authority("ca", "kubechain-ca")?;
+        let mut aggregator = local_names(&["aggregator"]);
+        aggregator.extend(front_door_hosts.iter().cloned());
+        let user_facing = [
+            Leaf {
+                name: "aggregator",
+                cn: "kubechain-aggregator",
+                orgs: &[],
+                usage: Usage::Server,
+                hosts: aggregator,
+            },
+            // metrics-server also calls the front door with it.
+            Leaf {
+                name: "metrics-server",
+                cn: "kubechain-metrics-server",
+                orgs: &[],
+                usage: Usage::Both,
+                hosts: local_names(&["metrics-server", "metrics-server.kube-system.svc"]),
+            },
+            Leaf {
+                name: "admin",
+                cn: "kubernetes-admin",
+                orgs: &["system:masters"],
+                usage: Usage::Client,
+                hosts: Vec::new(),
+            },
+        ];
+        for leaf in &user_facing {
+            self.issue(&cluster, leaf)?;
         }
-        let ca_key = KeyPair::from_pem(&std::fs::read_to_string(&ca_key_path)?)?;
-        let issuer = Issuer::from_ca_cert_pem(&std::fs::read_to_string(self.ca())?, ca_key)?;
-        for (name, cn) in COMPONENTS {
-            let mut hosts = vec![
-                name.to_string(),
-                format!("{name}.kube-system.svc"),
-                "localhost".into(),
-                "127.0.0.1".into(),
-                "::1".into(),
-            ];
-            hosts.extend(extra_hosts.iter().cloned());
-            self.issue(&issuer, name, cn, &[], &hosts, true)?;
+
+        let internal = self.authority("internal-ca", "kubechain-internal-ca")?;
+        let mut links = vec![
+            Leaf {
+                name: "core-server",
+                cn: "kubechain-core-server",
+                orgs: &[],
+                usage: Usage::Both,
+                hosts: local_names(&["core-server"]),
+            },
+            Leaf {
+                name: "extension-server",
+                cn: "kubechain-extension-server",
+                orgs: &[],
+                usage: Usage::Both,
+                hosts: local_names(&["extension-server"]),
+            },
+            Leaf {
+                name: "aggregator-internal",
+                cn: "kubechain-aggregator",
+                orgs: &[],
+                usage: Usage::Client,
+                hosts: Vec::new(),
+            },
+        ];
+        for member in etcd_members {
+            links.push(Leaf {
+                name: member,
+                cn: member,
+                orgs: &[],
+                usage: Usage::Both,
+                hosts: local_names(&[member]),
+            });
         }
+        for leaf in &links {
+            self.issue(&internal, leaf)?;
+        }
+
+        let front_proxy = self.authority("front-proxy-ca", "kubechain-front-proxy-ca")?;
+        // kube-apiserver's front-proxy client certificate.
         self.issue(
-            &issuer,
-            "admin",
-            "kubernetes-admin",
-            &["system:masters"],
-            &[],
-            false,
+            &front_proxy,
+            &Leaf {
+                name: "front-proxy-client",
+                cn: "front-proxy-client",
+                orgs: &[],
+                usage: Usage::Client,
+                hosts: Vec::new(),
+            },
         )?;
-        self.ensure_front_proxy()?;
+
         let (sa_key, sa_pub) = (self.dir.join("sa.key"), self.dir.join("sa.pub"));
         if !sa_key.exists() || !sa_pub.exists() {
             let key = KeyPair::generate()?;
@@ -117,19 +216,14 @@ impl Pki {
         Ok(())
     }
 
-    /// The front-proxy CA and the aggregator's front-proxy client
-    /// certificate (CN `front-proxy-client`), as kube-apiserver has them.
-    fn ensure_front_proxy(&self) -> Result<()> {
-        let (ca_cert, ca_key) = (
-            self.dir.join("front-proxy-ca.crt"),
-            self.dir.join("front-proxy-ca.key"),
-        );
-        if !ca_cert.exists() || !ca_key.exists() {
+    /// The CA `<name>.crt` + `<name>.key`, made if missing.
+    fn authority(&self, name: &str, cn: &str) -> Result<Authority> {
+        let files = self.files(name);
+        let made = !files.cert.exists() || !files.key.exists();
+        if made {
             let key = KeyPair::generate()?;
             let mut params = CertificateParams::new(Vec::<String>::new())?;
-            params
-                .distinguished_name
-                .push(DnType::CommonName, "kubechain-front-proxy-ca");
+            params.distinguished_name.push(DnType::CommonName, cn);
             params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
             params.key_usages = vec![
                 KeyUsagePurpose::KeyCertSign,
@@ -137,44 +231,36 @@ impl Pki {
                 KeyUsagePurpose::DigitalSignature,
             ];
             params.not_after = rcgen::date_time_ymd(2036, 1, 1);
-            write(&ca_cert, &params.self_signed(&key)?.pem())?;
-            write_key(&ca_key, &key.serialize_pem())?;
+            write(&files.cert, &params.self_signed(&key)?.pem())?;
+            write_key(&files.key, &key.serialize_pem())?;
         }
-        let issuer = Issuer::from_ca_cert_pem(
-            &std::fs::read_to_string(&ca_cert)?,
-            KeyPair::from_pem(&std::fs::read_to_string(&ca_key)?)?,
-        )?;
-        self.issue(
-            &issuer,
-            "front-proxy-client",
-            "front-proxy-client",
-            &[],
-            &[],
-            false,
-        )
+        let pem = read(&files.cert)?;
+        let subject = parse_pem(pem.as_bytes(), |cert| cert.subject().as_raw().to_vec())
+            .with_context(|| format!("parsing {}", files.cert.display()))?;
+        let key = KeyPair::from_pem(&read(&files.key)?)?;
+        Ok(Authority {
+            issuer: Issuer::from_ca_cert_pem(&pem, key)?,
+            subject,
+            made,
+        })
     }
 
-    fn issue(
-        &self,
-        issuer: &Issuer<'_, KeyPair>,
-        name: &str,
-        cn: &str,
-        orgs: &[&str],
-        hosts: &[String],
-        server: bool,
-    ) -> Result<()> {
-        let files = self.files(name);
-        if files.cert.exists() && files.key.exists() {
+    /// Writes `leaf`'s certificate and key, unless they exist, were signed
+    /// by this CA (one just made signed nothing yet) and name
+    /// exactly `leaf`'s subject and hosts.
+    fn issue(&self, ca: &Authority, leaf: &Leaf<'_>) -> Result<()> {
+        let files = self.files(leaf.name);
+        if !ca.made && files.key.exists() && is_current(&files.cert, ca, leaf) {
             return Ok(());
         }
         let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name.push(DnType::CommonName, cn);
-        for org in orgs {
+        params.distinguished_name.push(DnType::CommonName, leaf.cn);
+        for org in leaf.orgs {
             params
                 .distinguished_name
                 .push(DnType::OrganizationName, *org);
         }
-        for host in hosts {
+        for host in &leaf.hosts {
             params.subject_alt_names.push(match host.parse() {
                 Ok(ip) => SanType::IpAddress(ip),
                 Err(_) => SanType::DnsName(host.as_str().try_into()?),
@@ -184,19 +270,96 @@ impl Pki {
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
         ];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        if server {
-            params
-                .extended_key_usages
-                .push(ExtendedKeyUsagePurpose::ServerAuth);
-        }
+        params.extended_key_usages = match leaf.usage {
+            Usage::Client => vec![ExtendedKeyUsagePurpose::ClientAuth],
+            Usage::Server => vec![ExtendedKeyUsagePurpose::ServerAuth],
+            Usage::Both => vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        };
         params.not_after = rcgen::date_time_ymd(2035, 1, 1);
         let key = KeyPair::generate()?;
-        let cert = params.signed_by(&key, issuer)?;
+        let cert = params.signed_by(&key, &ca.issuer)?;
         write(&files.cert, &cert.pem())?;
         write_key(&files.key, &key.serialize_pem())?;
         Ok(())
     }
+}
+
+/// A CA: what signs, its subject (the issuer of what it signed), and
+/// whether it was just made.
+struct Authority {
+    issuer: Issuer<'static, KeyPair>,
+    subject: Vec<u8>,
+    made: bool,
+}
+
+/// Applies `f` to the first certificate of a PEM file; `None` if there is none.
+fn parse_pem<T>(
+    pem: &[u8],
+    f: impl FnOnce(&x509_parser::certificate::X509Certificate<'_>) -> T,
+) -> Option<T> {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(pem).ok()?;
+    let cert = pem.parse_x509().ok()?;
+    Some(f(&cert))
+}
+
+/// The DNS names and IP addresses a certificate is valid for, as text.
+fn host_names(cert: &x509_parser::certificate::X509Certificate<'_>) -> Option<Vec<String>> {
+    use x509_parser::extensions::GeneralName;
+    let Some(san) = cert.subject_alternative_name().ok()? else {
+        return Some(Vec::new());
+    };
+    san.value
+        .general_names
+        .iter()
+        .map(|name| match name {
+            GeneralName::DNSName(dns) => Some(dns.to_string()),
+            GeneralName::IPAddress(ip) => match ip.len() {
+                4 => Some(std::net::IpAddr::from(<[u8; 4]>::try_from(*ip).ok()?).to_string()),
+                16 => Some(std::net::IpAddr::from(<[u8; 16]>::try_from(*ip).ok()?).to_string()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether the certificate at `path` is `leaf`'s as it would be issued
+/// now: signed by `ca`, with `leaf`'s common name and exactly its hosts.
+fn is_current(path: &Path, ca: &Authority, leaf: &Leaf<'_>) -> bool {
+    let Ok(pem) = std::fs::read(path) else {
+        return false;
+    };
+    let mut wanted: Vec<String> = leaf
+        .hosts
+        .iter()
+        .map(|h| {
+            h.parse::<std::net::IpAddr>()
+                .map_or_else(|_| h.clone(), |ip| ip.to_string())
+        })
+        .collect();
+    wanted.sort();
+    parse_pem(&pem, |cert| {
+        let cn = cert
+            .subject()
+            .iter_common_name()
+            .next()
+            .and_then(|cn| cn.as_str().ok());
+        let names = host_names(cert).map(|mut names| {
+            names.sort();
+            names
+        });
+        cert.issuer().as_raw() == ca.subject.as_slice()
+            && cn == Some(leaf.cn)
+            && names.as_ref() == Some(&wanted)
+    })
+    .unwrap_or(false)
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -288,43 +451,125 @@ current-context: kubechain
 mod tests {
     use super::*;
 
+    fn temp_dir(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("kubechain-pki-{name}-{}", std::process::id()))
+    }
+
+    /// The issuer's CN and the host names of a PEM certificate.
+    fn issuer_and_names(path: &Path) -> Result<(String, Vec<String>)> {
+        parse_pem(&std::fs::read(path)?, |cert| {
+            let issuer = cert.issuer().iter_common_name().next()?.as_str().ok()?;
+            Some((issuer.to_string(), host_names(cert)?))
+        })
+        .flatten()
+        .with_context(|| format!("parsing {}", path.display()))
+    }
+
     #[test]
-    fn pki_is_created_once_and_reused() {
-        let dir = std::env::temp_dir().join(format!("kubechain-pki-{}", std::process::id()));
+    fn pki_is_created_once_and_reused() -> Result<()> {
+        let dir = temp_dir("reuse");
         let pki = Pki::new(&dir);
-        pki.ensure(&["example.internal".into()]).unwrap();
-        let first = std::fs::read(pki.files("core-server").cert).unwrap();
-        pki.ensure(&[]).unwrap();
-        assert_eq!(std::fs::read(pki.files("core-server").cert).unwrap(), first);
-        write_kubeconfig(&pki, "https://127.0.0.1:6443", &dir.join("kubeconfig")).unwrap();
-        let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig")).unwrap();
+        let etcd = ["etcd".to_string()];
+        pki.ensure(&["example.internal".into()], &etcd)?;
+        let first = std::fs::read(pki.files("core-server").cert)?;
+        pki.ensure(&["example.internal".into()], &etcd)?;
+        assert_eq!(std::fs::read(pki.files("core-server").cert)?, first);
+        write_kubeconfig(&pki, "https://127.0.0.1:6443", &dir.join("kubeconfig"))?;
+        let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig"))?;
         assert!(kubeconfig.contains("server: https://127.0.0.1:6443"));
         use std::os::unix::fs::PermissionsExt;
-        let mode = |name: &str| {
-            std::fs::metadata(dir.join(name))
-                .unwrap()
-                .permissions()
-                .mode()
-                & 0o777
-        };
+        let mode =
+            |name: &str| std::fs::metadata(dir.join(name)).map(|m| m.permissions().mode() & 0o777);
         for secret in [
             "kubeconfig",
             "ca.key",
+            "internal-ca.key",
+            "front-proxy-ca.key",
             "sa.key",
             "admin.key",
             "core-server.key",
             "encryption-config.yaml",
+            "aggregator-internal.key",
+            "etcd.key",
         ] {
-            assert_eq!(mode(secret), 0o600, "{secret}");
+            assert_eq!(mode(secret)?, 0o600, "{secret}");
         }
         // Rewritten over a file others could read, it is still 0600.
         std::fs::set_permissions(
             dir.join("kubeconfig"),
             std::fs::Permissions::from_mode(0o644),
-        )
-        .unwrap();
-        write_kubeconfig(&pki, "https://127.0.0.1:6443", &dir.join("kubeconfig")).unwrap();
-        assert_eq!(mode("kubeconfig"), 0o600);
-        std::fs::remove_dir_all(dir).unwrap();
+        )?;
+        write_kubeconfig(&pki, "https://127.0.0.1:6443", &dir.join("kubeconfig"))?;
+        assert_eq!(mode("kubeconfig")?, 0o600);
+        std::fs::remove_dir_all(dir)?;
+        Ok(())
+    }
+
+    #[test]
+    fn the_chain_trusts_only_the_internal_ca_and_each_certificate_names_only_its_server()
+    -> Result<()> {
+        let dir = temp_dir("domains");
+        let pki = Pki::new(&dir);
+        let members = ["etcd", "etcd2"].map(String::from);
+        pki.ensure(&["kubechain.example".into()], &members)?;
+        let of = |name: &str| issuer_and_names(&pki.files(name).cert);
+        for user_facing in ["aggregator", "metrics-server", "admin"] {
+            assert_eq!(of(user_facing)?.0, "kubechain-ca", "{user_facing}");
+        }
+        for internal in [
+            "core-server",
+            "extension-server",
+            "aggregator-internal",
+            "etcd",
+            "etcd2",
+        ] {
+            assert_eq!(of(internal)?.0, "kubechain-internal-ca", "{internal}");
+        }
+        assert_eq!(of("front-proxy-client")?.0, "kubechain-front-proxy-ca");
+        let local = ["localhost", "127.0.0.1", "::1"];
+        assert_eq!(
+            of("core-server")?.1,
+            [&["core-server"][..], &local].concat()
+        );
+        assert_eq!(of("etcd2")?.1, [&["etcd2"][..], &local].concat());
+        assert_eq!(
+            of("aggregator")?.1,
+            [&["aggregator"][..], &local, &["kubechain.example"]].concat()
+        );
+        assert!(of("aggregator-internal")?.1.is_empty());
+        std::fs::remove_dir_all(dir)?;
+        Ok(())
+    }
+
+    #[test]
+    fn certificates_of_an_older_layout_are_issued_again() -> Result<()> {
+        let dir = temp_dir("upgrade");
+        let pki = Pki::new(&dir);
+        let etcd = ["etcd".to_string()];
+        pki.ensure(&[], &etcd)?;
+        // core-server's certificate as the single-CA layout had it: signed
+        // by the cluster CA, naming other servers too.
+        let mut cluster = pki.authority("ca", "kubechain-ca")?;
+        cluster.made = true;
+        let old = Leaf {
+            name: "core-server",
+            cn: "kubechain-core-server",
+            orgs: &[],
+            usage: Usage::Both,
+            hosts: local_names(&["core-server", "aggregator"]),
+        };
+        pki.issue(&cluster, &old)?;
+        let core = pki.files("core-server").cert;
+        assert_eq!(issuer_and_names(&core)?.0, "kubechain-ca");
+        pki.ensure(&[], &etcd)?;
+        let (issuer, names) = issuer_and_names(&core)?;
+        assert_eq!(issuer, "kubechain-internal-ca");
+        assert!(!names.contains(&"aggregator".to_string()), "{names:?}");
+        // New front-door names take effect too.
+        let before = std::fs::read(pki.files("aggregator").cert)?;
+        pki.ensure(&["kubechain.example".into()], &etcd)?;
+        assert_ne!(std::fs::read(pki.files("aggregator").cert)?, before);
+        std::fs::remove_dir_all(dir)?;
+        Ok(())
     }
 }

@@ -41,8 +41,10 @@ pub struct Cluster {
     pub logs: PathBuf,
     /// The admin kubeconfig of the first front door.
     pub kubeconfig: PathBuf,
-    /// etcd's client URL.
+    /// etcd's client URL (`https://`; see [`Pki::etcd_client_tls`]).
     pub etcd_url: String,
+    /// The cluster's certificates.
+    pub pki: Pki,
     /// The running processes.
     pub children: Supervisor,
 }
@@ -145,7 +147,9 @@ fn spec(name: &str, program: PathBuf, args: Vec<String>) -> ChildSpec {
     }
 }
 
-fn tls_args(pki: &Pki, component: &str) -> Vec<String> {
+/// The flags of a server's listener: its certificate, and the CA that
+/// verifies its clients (the internal one for a link of the chain).
+fn tls_args(pki: &Pki, component: &str, client_ca: &Path) -> Vec<String> {
     let files = pki.files(component);
     vec![
         "--tls-cert-file".into(),
@@ -153,8 +157,51 @@ fn tls_args(pki: &Pki, component: &str) -> Vec<String> {
         "--tls-private-key-file".into(),
         files.key.display().to_string(),
         "--client-ca-file".into(),
-        pki.ca().display().to_string(),
+        client_ca.display().to_string(),
     ]
+}
+
+/// The flags of a user-facing server's internal links (etcd, the next
+/// server): its `<component>-internal` certificate and the internal CA.
+fn internal_args(pki: &Pki, component: &str) -> Vec<String> {
+    let files = pki.files(&format!("{component}-internal"));
+    vec![
+        "--internal-cert-file".into(),
+        files.cert.display().to_string(),
+        "--internal-key-file".into(),
+        files.key.display().to_string(),
+        "--internal-ca-file".into(),
+        pki.internal_ca().display().to_string(),
+    ]
+}
+
+/// etcd's flags for TLS: clients and peers present a certificate of the
+/// internal CA, as etcd's own certificate is.
+fn etcd_tls_args(pki: &Pki) -> Vec<String> {
+    let files = pki.files("etcd");
+    let (cert, key, ca) = (
+        files.cert.display().to_string(),
+        files.key.display().to_string(),
+        pki.internal_ca().display().to_string(),
+    );
+    [
+        "--cert-file",
+        &cert,
+        "--key-file",
+        &key,
+        "--trusted-ca-file",
+        &ca,
+        "--client-cert-auth",
+        "--peer-cert-file",
+        &cert,
+        "--peer-key-file",
+        &key,
+        "--peer-trusted-ca-file",
+        &ca,
+        "--peer-client-cert-auth",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// Runs `kubechain up`.
@@ -203,7 +250,8 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs)?;
     let pki = Pki::new(&dir.join("pki"));
-    pki.ensure(&[]).context("creating certificates")?;
+    pki.ensure(&[], &["etcd".into()])
+        .context("creating certificates")?;
     let front_ports: Vec<u16> = (0..args.aggregator_replicas.max(1))
         .map(|i| args.port + i as u16)
         .collect();
@@ -215,11 +263,11 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         args.core_replicas.max(1),
         args.extension_replicas.max(1),
     )?;
-    let etcd_url = format!("http://127.0.0.1:{}", ports.etcd);
-    let peer_url = format!("http://127.0.0.1:{}", ports.etcd_peer);
+    let etcd_url = format!("https://127.0.0.1:{}", ports.etcd);
+    let peer_url = format!("https://127.0.0.1:{}", ports.etcd_peer);
 
     let mut children = Supervisor::new(&logs);
-    let etcd_args = [
+    let mut etcd_args = [
         "--name",
         "default",
         "--data-dir",
@@ -243,6 +291,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
     ]
     .map(String::from)
     .to_vec();
+    etcd_args.extend(etcd_tls_args(&pki));
     let etcd = which("etcd").context("etcd is not installed (apt-get install etcd-server)")?;
     children.spawn(spec("etcd", etcd, etcd_args))?;
     wait_until(&mut children, Duration::from_secs(30), || async {
@@ -273,7 +322,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
     for (i, port) in ports.extension.iter().enumerate() {
         let mut extension = vec!["--listen".into(), format!("127.0.0.1:{port}")];
         extension.extend(storage_flags.clone());
-        extension.extend(tls_args(&pki, "extension-server"));
+        extension.extend(tls_args(&pki, "extension-server", &pki.internal_ca()));
         children.spawn(spec(
             &replica_name("extension-server", i),
             sibling("extension-server")?,
@@ -290,10 +339,10 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         core.extend(["--advertise-port".to_string(), args.port.to_string()]);
         core.extend([
             "--service-account-signing-key-file".to_string(),
-            dir.join("pki/sa.key").display().to_string(),
+            pki.path("sa.key").display().to_string(),
         ]);
         core.extend(storage_flags.clone());
-        core.extend(tls_args(&pki, "core-server"));
+        core.extend(tls_args(&pki, "core-server", &pki.internal_ca()));
         children.spawn(spec(
             &replica_name("core-server", i),
             sibling("core-server")?,
@@ -309,20 +358,18 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         ];
         aggregator.extend([
             "--service-account-key-file".to_string(),
-            dir.join("pki/sa.pub").display().to_string(),
+            pki.path("sa.pub").display().to_string(),
         ]);
         for (flag, file) in [
             ("--proxy-client-cert-file", "front-proxy-client.crt"),
             ("--proxy-client-key-file", "front-proxy-client.key"),
             ("--requestheader-client-ca-file", "front-proxy-ca.crt"),
         ] {
-            aggregator.extend([
-                flag.to_string(),
-                dir.join("pki").join(file).display().to_string(),
-            ]);
+            aggregator.extend([flag.to_string(), pki.path(file).display().to_string()]);
         }
         aggregator.extend(storage_flags.clone());
-        aggregator.extend(tls_args(&pki, "aggregator"));
+        aggregator.extend(tls_args(&pki, "aggregator", &pki.ca()));
+        aggregator.extend(internal_args(&pki, "aggregator"));
         children.spawn(spec(
             &replica_name("aggregator", i),
             sibling("aggregator")?,
@@ -346,10 +393,10 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         "--front-door".to_string(),
         format!("https://127.0.0.1:{}", args.port),
     ]);
-    metrics.extend(tls_args(&pki, "metrics-server"));
+    metrics.extend(tls_args(&pki, "metrics-server", &pki.ca()));
     metrics.extend([
         "--requestheader-client-ca-file".to_string(),
-        dir.join("pki/front-proxy-ca.crt").display().to_string(),
+        pki.path("front-proxy-ca.crt").display().to_string(),
         // Only the aggregator's proxy certificate may name the user.
         "--requestheader-allowed-names".to_string(),
         "front-proxy-client".to_string(),
@@ -393,6 +440,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         logs,
         kubeconfig,
         etcd_url,
+        pki,
         children,
     })
 }

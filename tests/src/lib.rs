@@ -223,21 +223,33 @@ impl Cluster {
             .expect("kubectl on PATH")
     }
 
-    /// The etcd client URL of this cluster.
+    /// The etcd client URL of this cluster (TLS, client certificates required).
     pub fn etcd_endpoint(&self) -> String {
-        let ports: Value = serde_json::from_slice(
-            &std::fs::read(self.dir.join("ports.json")).expect("ports.json"),
-        )
-        .expect("ports json");
-        format!("http://127.0.0.1:{}", ports["etcd"])
+        format!("https://127.0.0.1:{}", self.ports()["etcd"])
     }
 
-    /// Runs `etcdctl` (v3 API) against this cluster's etcd.
-    pub fn etcdctl(&self, args: &[&str]) -> Run {
-        let output = Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
+    /// `etcdctl` (v3 API) for this cluster's etcd, trusting only the
+    /// internal CA, with no client certificate yet; the caller adds the rest.
+    pub fn etcdctl_anonymous(&self) -> Command {
+        let mut cmd = Command::new("etcdctl");
+        cmd.env("ETCDCTL_API", "3")
             .arg("--endpoints")
             .arg(self.etcd_endpoint())
+            .arg("--cacert")
+            .arg(self.dir.join("pki/internal-ca.crt"));
+        cmd
+    }
+
+    /// Runs `etcdctl` against this cluster's etcd with the cluster's
+    /// credentials (etcd's own certificate, of the internal CA).
+    pub fn etcdctl(&self, args: &[&str]) -> Run {
+        let pki = self.dir.join("pki");
+        let output = self
+            .etcdctl_anonymous()
+            .arg("--cert")
+            .arg(pki.join("etcd.crt"))
+            .arg("--key")
+            .arg(pki.join("etcd.key"))
             .args(args)
             .output()
             .expect("etcdctl on PATH");

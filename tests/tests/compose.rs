@@ -1,7 +1,8 @@
 //! The docker-compose deployment (issue 6): `deploy/compose-up.sh` with three
 //! core servers, kubectl through the published front door, one core
 //! container stopped and requests still served; and the three-member etcd
-//! variant (`--ha`) serving on after losing its leader. Each test uses its
+//! variant (`--ha`) serving on after losing its leader; in both, each
+//! container mounts only its own keys and no CA key. Each test uses its
 //! own compose project, port, certificates and image tag, with the debug
 //! binaries this test run was built with, and tears everything down (images
 //! included) even when it fails.
@@ -149,6 +150,75 @@ impl Project {
         keys.lines().filter(|l| !l.is_empty()).count()
     }
 
+    /// The files the project's running containers bind-mount, as (service,
+    /// host path, path in the container).
+    fn bind_mounts(&self) -> Vec<(String, PathBuf, String)> {
+        let ids = self.docker(&[
+            "ps",
+            "-q",
+            "--filter",
+            &format!("label=com.docker.compose.project={}", self.name),
+        ]);
+        let ids: Vec<&str> = ids.split_whitespace().collect();
+        assert!(!ids.is_empty(), "no containers in {}", self.name);
+        let mut inspect = vec!["inspect"];
+        inspect.extend(&ids);
+        let containers: Value =
+            serde_json::from_str(&self.docker(&inspect)).expect("docker inspect JSON");
+        let mut mounts = Vec::new();
+        for container in containers.as_array().expect("containers") {
+            let service = container["Config"]["Labels"]["com.docker.compose.service"]
+                .as_str()
+                .expect("a compose service label")
+                .to_string();
+            for mount in container["Mounts"].as_array().into_iter().flatten() {
+                if mount["Type"] == "bind" {
+                    mounts.push((
+                        service.clone(),
+                        PathBuf::from(mount["Source"].as_str().expect("a source")),
+                        mount["Destination"]
+                            .as_str()
+                            .expect("a destination")
+                            .to_string(),
+                    ));
+                }
+            }
+        }
+        mounts
+    }
+
+    /// Checks that each container holds only its own keys (`keys`: service
+    /// and the key files it mounts) and no CA key: every bind mount is one
+    /// file of the PKI directory, never the directory.
+    fn assert_only_own_keys(&self, keys: &[(&str, &[&str])]) {
+        let mounts = self.bind_mounts();
+        for (service, source, destination) in &mounts {
+            assert!(
+                source.is_file(),
+                "{service} mounts {} (not a single file) at {destination}",
+                source.display()
+            );
+            let name = source.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            assert!(
+                !name.ends_with("ca.key"),
+                "{service} mounts the CA key {name}"
+            );
+        }
+        for (service, expected) in keys {
+            let mut held: Vec<&str> = mounts
+                .iter()
+                .filter(|(s, _, _)| s == service)
+                .filter_map(|(_, source, _)| source.file_name()?.to_str())
+                .filter(|name| name.ends_with(".key"))
+                .collect();
+            held.sort_unstable();
+            held.dedup();
+            let mut expected = expected.to_vec();
+            expected.sort_unstable();
+            assert_eq!(held, expected, "the keys {service} holds");
+        }
+    }
+
     /// Creates a configmap; whether kubectl succeeded.
     fn create_configmap(&self, namespace: &str, name: &str) -> bool {
         self.kubectl(&[
@@ -224,6 +294,20 @@ fn compose_with_three_core_servers_serves_through_the_loss_of_one() {
         "{}",
         top.stdout
     );
+    project.assert_only_own_keys(&[
+        ("etcd", &["etcd.key"]),
+        (
+            "aggregator",
+            &[
+                "aggregator.key",
+                "aggregator-internal.key",
+                "front-proxy-client.key",
+            ],
+        ),
+        ("core-server", &["core-server.key", "sa.key"]),
+        ("extension-server", &["extension-server.key"]),
+        ("metrics-server", &["metrics-server.key"]),
+    ]);
     let cores = project.containers("core-server");
     assert_eq!(cores.len(), 3, "core containers: {cores:?}");
     assert!(
@@ -283,6 +367,12 @@ fn compose_with_three_etcd_members_serves_through_the_loss_of_the_leader() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let project = Project::new("ha");
     project.up(&["--ha"]);
+    // Each member holds its own key only (mounted as /pki/etcd.key).
+    project.assert_only_own_keys(&[
+        ("etcd", &["etcd.key"]),
+        ("etcd2", &["etcd2.key"]),
+        ("etcd3", &["etcd3.key"]),
+    ]);
     project.kubectl(&["create", "namespace", "ha"]).ok();
     assert!(project.create_configmap("ha", "before"));
 

@@ -28,13 +28,24 @@ pub struct EtcdStorage {
 impl EtcdStorage {
     /// Connects to etcd at the given endpoints (`http://127.0.0.1:2379`).
     pub async fn connect(endpoints: &[String]) -> Result<Self> {
-        let options = ConnectOptions::new()
+        Self::connect_tls(endpoints, None).await
+    }
+
+    /// Connects to etcd, over TLS with `tls` (`https://` endpoints).
+    pub async fn connect_tls(
+        endpoints: &[String],
+        tls: Option<etcd_client::TlsOptions>,
+    ) -> Result<Self> {
+        let mut options = ConnectOptions::new()
             .with_connect_timeout(std::time::Duration::from_secs(5))
             .with_timeout(REQUEST_TIMEOUT)
             .with_keep_alive(
                 std::time::Duration::from_secs(10),
                 std::time::Duration::from_secs(5),
             );
+        if let Some(tls) = tls {
+            options = options.with_tls(tls);
+        }
         let client = Client::connect(endpoints, Some(options))
             .await
             .map_err(unavailable)?;
@@ -51,6 +62,21 @@ impl EtcdStorage {
             .kv_client()
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
     }
+}
+
+/// Awaits one etcd call for at most [`REQUEST_TIMEOUT`]. The client's own
+/// timeout bounds a call once it is on a connection, not one queued while
+/// the connection is re-established: with TLS that waits on a handshake,
+/// which a paused etcd never answers.
+async fn within<T>(call: impl std::future::Future<Output = T>) -> Result<T> {
+    tokio::time::timeout(REQUEST_TIMEOUT, call)
+        .await
+        .map_err(|_| {
+            Error::Unavailable(format!(
+                "etcd did not answer within {}s",
+                REQUEST_TIMEOUT.as_secs()
+            ))
+        })
 }
 
 fn unavailable(err: etcd_client::Error) -> Error {
@@ -97,7 +123,9 @@ fn current_from(responses: Vec<TxnOpResponse>) -> Option<KeyValue> {
 #[async_trait::async_trait]
 impl Storage for EtcdStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        let resp = self.kv().get(key, None).await.map_err(unavailable)?;
+        let resp = within(self.kv().get(key, None))
+            .await?
+            .map_err(unavailable)?;
         Ok(resp.kvs().first().map(to_kv))
     }
 
@@ -106,10 +134,8 @@ impl Storage for EtcdStorage {
         if revision > 0 {
             options = options.with_revision(revision);
         }
-        let resp = self
-            .kv()
-            .get(start, Some(options))
-            .await
+        let resp = within(self.kv().get(start, Some(options)))
+            .await?
             .map_err(|e| map_err(e, revision))?;
         Ok(Page {
             kvs: resp.kvs().iter().map(to_kv).collect(),
@@ -123,7 +149,7 @@ impl Storage for EtcdStorage {
         let txn = etcd_client::Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, value.to_vec(), None)]);
-        let resp = self.kv().txn(txn).await.map_err(unavailable)?;
+        let resp = within(self.kv().txn(txn)).await?.map_err(unavailable)?;
         if !resp.succeeded() {
             return Err(Error::AlreadyExists(key.into()));
         }
@@ -135,7 +161,7 @@ impl Storage for EtcdStorage {
             .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
             .and_then([TxnOp::put(key, value.to_vec(), None)])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.kv().txn(txn).await.map_err(unavailable)?;
+        let resp = within(self.kv().txn(txn)).await?.map_err(unavailable)?;
         if resp.succeeded() {
             return Ok(header_revision(resp.header()));
         }
@@ -161,7 +187,7 @@ impl Storage for EtcdStorage {
                 Some(DeleteOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.kv().txn(txn).await.map_err(unavailable)?;
+        let resp = within(self.kv().txn(txn)).await?.map_err(unavailable)?;
         let revision = header_revision(resp.header());
         if !resp.succeeded() {
             return match current_from(resp.op_responses()) {
@@ -190,9 +216,8 @@ impl Storage for EtcdStorage {
             .client
             .watch_client()
             .max_decoding_message_size(MAX_MESSAGE_BYTES);
-        let stream = client
-            .watch(start, Some(options))
-            .await
+        let stream = within(client.watch(start, Some(options)))
+            .await?
             .map_err(unavailable)?;
         let events = futures::stream::unfold(Some(stream), move |state| async move {
             let mut stream = state?;
@@ -231,14 +256,12 @@ impl Storage for EtcdStorage {
 
     async fn current_revision(&self) -> Result<i64> {
         // A count-only read of one key: the cheapest linearizable read.
-        let resp = self
-            .kv()
-            .get(
-                apimachinery::keys::REVISION,
-                Some(GetOptions::new().with_count_only()),
-            )
-            .await
-            .map_err(unavailable)?;
+        let resp = within(self.kv().get(
+            apimachinery::keys::REVISION,
+            Some(GetOptions::new().with_count_only()),
+        ))
+        .await?
+        .map_err(unavailable)?;
         Ok(header_revision(resp.header()))
     }
 }

@@ -204,9 +204,14 @@ impl Api {
     }
 }
 
-/// A raw etcd KV client on its own connection, allowed large ranges.
-pub async fn etcd(endpoint: &str) -> Result<etcd_client::KvClient> {
-    let client = etcd_client::Client::connect([endpoint], None)
+/// A raw etcd KV client on its own connection (over `tls` if given),
+/// allowed large ranges.
+pub async fn etcd(
+    endpoint: &str,
+    tls: Option<etcd_client::TlsOptions>,
+) -> Result<etcd_client::KvClient> {
+    let options = tls.map(|tls| etcd_client::ConnectOptions::new().with_tls(tls));
+    let client = etcd_client::Client::connect([endpoint], options)
         .await
         .with_context(|| format!("connecting to etcd at {endpoint}"))?;
     Ok(client.kv_client().max_decoding_message_size(256 << 20))

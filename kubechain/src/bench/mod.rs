@@ -56,7 +56,8 @@ pub struct BenchArgs {
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
     /// etcd of --target (default: from `ports.json` beside the kubeconfig,
-    /// else http://127.0.0.1:2379).
+    /// else https://127.0.0.1:2379); an `https://` one is reached with the
+    /// certificates in `pki/` beside the kubeconfig.
     #[arg(long)]
     etcd_endpoint: Option<String>,
     /// The cluster's etcd key prefix.
@@ -239,7 +240,7 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         .collect::<Result<Vec<_>>>()?;
     let mut etcds = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
-        etcds.push(client::etcd(&target.etcd).await?);
+        etcds.push(client::etcd(&target.etcd, target.etcd_tls.clone()).await?);
     }
     let mut errors = Vec::new();
     // The core server's memory and the JSON stored before the run: what the

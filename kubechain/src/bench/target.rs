@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::BenchArgs;
 use super::client::Credentials;
+use crate::pki::Pki;
 use crate::up::{self, UpArgs};
 
 /// The processes whose memory the bench reports.
@@ -20,6 +21,8 @@ pub struct Target {
     pub credentials: Credentials,
     /// etcd's client URL.
     pub etcd: String,
+    /// The TLS of an `https://` etcd: the cluster's internal CA and a client certificate.
+    pub etcd_tls: Option<etcd_client::TlsOptions>,
     /// Whether the bench started the cluster (and so knows its processes).
     started: Option<Started>,
     /// For `--target`: the kubeconfig's directory, which the command lines
@@ -46,7 +49,18 @@ impl Target {
             let etcd = match &args.etcd_endpoint {
                 Some(e) => e.clone(),
                 None => etcd_from_ports_file(&kubeconfig)
-                    .unwrap_or_else(|| "http://127.0.0.1:2379".to_string()),
+                    .unwrap_or_else(|| "https://127.0.0.1:2379".to_string()),
+            };
+            let etcd_tls = if etcd.starts_with("http://") {
+                None
+            } else {
+                let pki = kubeconfig.parent().unwrap_or(Path::new(".")).join("pki");
+                Some(Pki::new(&pki).etcd_client_tls().with_context(|| {
+                    format!(
+                        "etcd at {etcd} needs the cluster's certificates in {}",
+                        pki.display()
+                    )
+                })?)
             };
             let cluster_dir = std::fs::canonicalize(&kubeconfig)
                 .ok()
@@ -54,6 +68,7 @@ impl Target {
             return Ok(Target {
                 credentials,
                 etcd,
+                etcd_tls,
                 started: None,
                 cluster_dir,
             });
@@ -76,9 +91,11 @@ impl Target {
         let cluster = up::start(&up_args).await.context("starting a cluster")?;
         let credentials = Credentials::from_kubeconfig(&cluster.kubeconfig, None)?;
         let etcd = cluster.etcd_url.clone();
+        let etcd_tls = Some(cluster.pki.etcd_client_tls()?);
         Ok(Target {
             credentials,
             etcd,
+            etcd_tls,
             started: Some(Started { cluster, temporary }),
             cluster_dir: None,
         })
@@ -147,7 +164,7 @@ fn etcd_from_ports_file(kubeconfig: &Path) -> Option<String> {
     let ports: Value =
         serde_json::from_slice(&std::fs::read(kubeconfig.parent()?.join("ports.json")).ok()?)
             .ok()?;
-    Some(format!("http://127.0.0.1:{}", ports["etcd"].as_u64()?))
+    Some(format!("https://127.0.0.1:{}", ports["etcd"].as_u64()?))
 }
 
 /// This process's children: (program name, pid).
