@@ -333,22 +333,40 @@ impl Policy {
 
     /// Whether `user` may do what `attrs` asks (kube's RBAC authorizer).
     pub fn decide(&self, user: &User<'_>, attrs: &Attributes<'_>) -> Decision {
+        match self.allowing_grant(user, attrs) {
+            Ok(grant) => Decision::Allow(format!("RBAC: allowed by {}", grant.source)),
+            Err(errors) => Decision::Deny(denial_reason(&errors)),
+        }
+    }
+
+    /// Why `user` may not do what `attrs` asks, or `None` when a rule
+    /// allows it: [`Policy::decide`] without the Allow's reason, which only
+    /// reviews show (the request path's check, made on every request).
+    pub fn denial(&self, user: &User<'_>, attrs: &Attributes<'_>) -> Option<String> {
+        self.allowing_grant(user, attrs)
+            .err()
+            .map(|errors| denial_reason(&errors))
+    }
+
+    /// The first grant whose rules allow the request, or the role
+    /// references that did not resolve on the way.
+    fn allowing_grant(
+        &self,
+        user: &User<'_>,
+        attrs: &Attributes<'_>,
+    ) -> Result<&Grant, Vec<String>> {
         let mut errors = Vec::new();
         for grant in self.grants(user, attrs.namespace) {
             match self.role_rules(&grant.source.role_ref, &grant.namespace) {
                 Ok(rules) => {
                     if rules.iter().any(|rule| rule_allows(rule, attrs)) {
-                        return Decision::Allow(format!("RBAC: allowed by {}", grant.source));
+                        return Ok(grant);
                     }
                 }
                 Err(e) => errors.push(e),
             }
         }
-        Decision::Deny(match errors.len() {
-            0 => String::new(),
-            1 => format!("RBAC: {}", errors[0]),
-            _ => format!("RBAC: [{}]", errors.join(", ")),
-        })
+        Err(errors)
     }
 
     /// Every rule `user` holds in `namespace` (cluster-wide ones included).
@@ -361,6 +379,15 @@ impl Policy {
             }
         }
         out
+    }
+}
+
+/// kube's reason for a denial: the role references that did not resolve.
+fn denial_reason(errors: &[String]) -> String {
+    match errors {
+        [] => String::new(),
+        [one] => format!("RBAC: {one}"),
+        many => format!("RBAC: [{}]", many.join(", ")),
     }
 }
 

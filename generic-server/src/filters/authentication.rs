@@ -230,17 +230,12 @@ impl Authenticator {
         };
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
         if for_the_api {
-            let known = self
-                .verified
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(token)
-                .cloned();
-            if let Some(known) = known {
+            let known = self.verified.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(known) = known.get(token) {
                 return if known.expires > now
                     && self.token_current(&known.user, known.bound.as_ref())
                 {
-                    Ok((known.user, audiences))
+                    Ok((known.user.clone(), audiences))
                 } else {
                     Err(unauthorized())
                 };

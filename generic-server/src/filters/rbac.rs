@@ -99,35 +99,41 @@ impl Rbac {
 
     /// The decision for `user` and the request `info` at `path`, with kube's reason.
     pub fn decide(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Decision {
-        if user.in_group(SUPERUSERS) {
+        if exempt(user, info, path) {
             return Decision::Allow(String::new());
         }
-        if !info.is_resource_request && always_allowed(path) {
-            return Decision::Allow(String::new());
-        }
-        let who = User {
-            name: &user.name,
-            groups: &user.groups,
-        };
-        self.policy().decide(&who, &attributes(info, path))
+        self.policy().decide(&who(user), &attributes(info, path))
     }
 
     /// Every rule `user` holds in `namespace`.
     pub fn rules_for(&self, user: &UserInfo, namespace: &str) -> Rules {
-        let who = User {
-            name: &user.name,
-            groups: &user.groups,
-        };
-        self.policy().rules_for(&who, namespace)
+        self.policy().rules_for(&who(user), namespace)
+    }
+}
+
+/// Whether the request is allowed whatever the policy says: a superuser's,
+/// or one for an always-allowed path.
+fn exempt(user: &UserInfo, info: &RequestInfo, path: &str) -> bool {
+    user.in_group(SUPERUSERS) || (!info.is_resource_request && always_allowed(path))
+}
+
+/// The user as RBAC reads it.
+fn who(user: &UserInfo) -> User<'_> {
+    User {
+        name: &user.name,
+        groups: &user.groups,
     }
 }
 
 #[async_trait::async_trait]
 impl Authorizer for Rbac {
     async fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
-        match self.decide(user, info, path) {
-            Decision::Allow(_) => Ok(()),
-            Decision::Deny(reason) => Err(forbidden(user, info, path, &reason)),
+        if exempt(user, info, path) {
+            return Ok(());
+        }
+        match self.policy().denial(&who(user), &attributes(info, path)) {
+            None => Ok(()),
+            Some(reason) => Err(forbidden(user, info, path, &reason)),
         }
     }
 }
