@@ -240,16 +240,23 @@ impl Cluster {
         cmd
     }
 
+    /// `etcdctl` for this cluster's etcd presenting the PKI's `<stem>.crt`
+    /// and `.key`; the caller adds the rest.
+    pub fn etcdctl_as(&self, stem: &str) -> Command {
+        let pki = self.dir.join("pki");
+        let mut cmd = self.etcdctl_anonymous();
+        cmd.arg("--cert")
+            .arg(pki.join(format!("{stem}.crt")))
+            .arg("--key")
+            .arg(pki.join(format!("{stem}.key")));
+        cmd
+    }
+
     /// Runs `etcdctl` against this cluster's etcd with the cluster's
     /// credentials (etcd's own certificate, of the internal CA).
     pub fn etcdctl(&self, args: &[&str]) -> Run {
-        let pki = self.dir.join("pki");
         let output = self
-            .etcdctl_anonymous()
-            .arg("--cert")
-            .arg(pki.join("etcd.crt"))
-            .arg("--key")
-            .arg(pki.join("etcd.key"))
+            .etcdctl_as("etcd")
             .args(args)
             .output()
             .expect("etcdctl on PATH");

@@ -160,13 +160,8 @@ fn etcd_requires_a_client_certificate_of_the_internal_ca() {
         String::from_utf8_lossy(&anonymous.stdout)
     );
     // A certificate of the user-facing CA: refused.
-    let pki = cluster.dir.join("pki");
     let admin = cluster
-        .etcdctl_anonymous()
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
+        .etcdctl_as("admin")
         .args(timeouts)
         .args(get)
         .output()

@@ -69,27 +69,17 @@ pub struct Authenticator {
     verified: RwLock<HashMap<String, Verified>>,
 }
 
-/// Whether `cache` (none: fail closed) holds `namespace/name` with `uid`.
+/// Whether `cache` (none: fail closed) holds `namespace/name` with `uid`;
+/// its objects are [`crate::storage::cacher::uid_ingest`]'s, their bytes the uid.
 fn exists_with_uid(cache: Option<&ResourceCache>, namespace: &str, name: &str, uid: &str) -> bool {
     let Some(cache) = cache else {
         return false;
     };
-    /// The one field read of the object (the rest is skipped unparsed).
-    #[derive(serde::Deserialize)]
-    struct Object<'a> {
-        #[serde(borrow)]
-        metadata: Uid<'a>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Uid<'a> {
-        #[serde(borrow, default)]
-        uid: &'a str,
-    }
     let key = format!("{}{namespace}/{name}", cache.prefix());
     !uid.is_empty()
-        && cache.get(&key).is_some_and(|object| {
-            serde_json::from_slice::<Object<'_>>(&object.bytes).is_ok_and(|o| o.metadata.uid == uid)
-        })
+        && cache
+            .get(&key)
+            .is_some_and(|object| object.bytes.as_ref() == uid.as_bytes())
 }
 
 /// Most verified tokens remembered; past it the memory starts afresh.

@@ -68,9 +68,9 @@ pub fn generic_ingest() -> Ingest {
     ingest_with(Arc::new(|_: &Value| Vec::new()))
 }
 
-/// Ingests only who an object is: its name, namespace and uid (served as
-/// `{"metadata":{"uid":..}}`), for a server that checks objects exist (the
-/// front door, for tokens) without holding them.
+/// Ingests only who an object is: its name, namespace, and its uid as the
+/// cached bytes (not JSON: such a cache is never served), for a server that
+/// checks objects exist (the front door, for tokens) without holding them.
 pub fn uid_ingest() -> Ingest {
     Arc::new(|key: &str, value: &[u8], revision: i64| {
         /// The fields kept (the rest is skipped unparsed).
@@ -90,7 +90,7 @@ pub fn uid_ingest() -> Ingest {
         }
         let object: Object<'_> = serde_json::from_slice(value).ok()?;
         let meta = object.metadata;
-        let bytes = serde_json::to_vec(&serde_json::json!({"metadata": {"uid": meta.uid}})).ok()?;
+        let bytes = meta.uid.as_bytes().to_vec();
         Some(CachedObject {
             key: key.into(),
             revision,
