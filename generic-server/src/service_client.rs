@@ -342,10 +342,7 @@ impl Clients {
         let mut config = match &self.identity {
             Some(identity) => {
                 let certs = crate::tls::parse_certs(&identity.cert)?;
-                let key = rustls_pemfile::private_key(&mut identity.key.as_slice())
-                    .map_err(|e| crate::Error::Tls(format!("client key: {e}")))?
-                    .ok_or_else(|| crate::Error::Tls("no client key".into()))?;
-                builder.with_client_auth_cert(certs, key)?
+                builder.with_client_auth_cert(certs, crate::tls::parse_key(&identity.key)?)?
             }
             None => builder.with_no_client_auth(),
         };

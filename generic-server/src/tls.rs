@@ -39,14 +39,13 @@ impl TlsFiles {
         })
     }
 
-    fn certs(&self) -> Result<Vec<CertificateDer<'static>>, Error> {
-        parse_certs(&self.cert)
-    }
-
-    fn private_key(&self) -> Result<PrivateKeyDer<'static>, Error> {
-        rustls_pemfile::private_key(&mut self.key.as_slice())
-            .map_err(|e| Error::Tls(format!("private key: {e}")))?
-            .ok_or_else(|| Error::Tls("no private key found".into()))
+    /// A rustls client configuration that presents this certificate and
+    /// trusts only the CA: a server's own HTTPS calls to the front door.
+    pub fn https_client(&self) -> Result<rustls::ClientConfig, Error> {
+        install_crypto_provider();
+        Ok(rustls::ClientConfig::builder()
+            .with_root_certificates(roots_of(&self.ca)?)
+            .with_client_auth_cert(parse_certs(&self.cert)?, parse_key(&self.key)?)?)
     }
 
     /// A rustls server configuration that asks for (but does not require)
@@ -75,7 +74,7 @@ impl TlsFiles {
             .map_err(|e| Error::Tls(format!("client verifier: {e}")))?;
         let mut config = rustls::ServerConfig::builder()
             .with_client_cert_verifier(verifier)
-            .with_single_cert(self.certs()?, self.private_key()?)?;
+            .with_single_cert(parse_certs(&self.cert)?, parse_key(&self.key)?)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(config)
     }
@@ -111,6 +110,13 @@ pub fn parse_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, Error> {
         return Err(Error::Tls("no certificate found".into()));
     }
     Ok(certs)
+}
+
+/// The first private key in a PEM file.
+pub fn parse_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, Error> {
+    rustls_pemfile::private_key(&mut &pem[..])
+        .map_err(|e| Error::Tls(format!("private key: {e}")))?
+        .ok_or_else(|| Error::Tls("no private key found".into()))
 }
 
 /// The trust anchors of a PEM CA bundle.

@@ -204,13 +204,18 @@ impl Authenticator {
         audiences: &[String],
     ) -> Result<(UserInfo, Vec<String>)> {
         let for_the_api = audiences.is_empty();
+        if token.is_empty() {
+            return Err(unauthorized());
+        }
+        if for_the_api {
+            if let Some(remembered) = self.remembered(token) {
+                return remembered.map(|user| (user, self.api_audiences()));
+            }
+        }
         let audiences = match audiences {
             [] => self.api_audiences(),
             some => some.to_vec(),
         };
-        if token.is_empty() {
-            return Err(unauthorized());
-        }
         if let Some(user) = self.tokens.get(token) {
             // A static token is for whatever audience asks.
             return Ok((user.clone(), audiences));
@@ -219,18 +224,6 @@ impl Authenticator {
             return Err(unauthorized());
         };
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        if for_the_api {
-            let known = self.verified.read().unwrap_or_else(|e| e.into_inner());
-            if let Some(known) = known.get(token) {
-                return if known.expires > now
-                    && self.token_current(&known.user, known.bound.as_ref())
-                {
-                    Ok((known.user.clone(), audiences))
-                } else {
-                    Err(unauthorized())
-                };
-            }
-        }
         match verifier.verify_for(token, now, &audiences) {
             Ok(verified) if self.token_current(&verified.user, verified.bound.as_ref()) => {
                 if for_the_api {
@@ -244,6 +237,24 @@ impl Authenticator {
             }
             _ => Err(unauthorized()),
         }
+    }
+
+    /// The user of a token for the API: a static one, or a service account
+    /// token whose signature was verified before; `None` when it is neither.
+    fn remembered(&self, token: &str) -> Option<Result<UserInfo>> {
+        if let Some(user) = self.tokens.get(token) {
+            return Some(Ok(user.clone()));
+        }
+        let known = self.verified.read().unwrap_or_else(|e| e.into_inner());
+        let known = known.get(token)?;
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        Some(
+            if known.expires > now && self.token_current(&known.user, known.bound.as_ref()) {
+                Ok(known.user.clone())
+            } else {
+                Err(unauthorized())
+            },
+        )
     }
 
     /// Authenticates a request given the peer's certificate chain (DER).
@@ -266,7 +277,11 @@ impl Authenticator {
             });
         }
         if let Some(token) = bearer_token(headers) {
-            return self.authenticate_token(token?, &[]).map(|(user, _)| user);
+            let token = token?;
+            return match self.remembered(token) {
+                Some(remembered) => remembered,
+                None => self.authenticate_token(token, &[]).map(|(user, _)| user),
+            };
         }
         if ANONYMOUS_PATHS
             .iter()

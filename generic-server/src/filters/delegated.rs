@@ -39,21 +39,8 @@ impl FrontDoor {
     /// A client of the front door at `base` (`https://host:6443`) that
     /// presents `tls`'s certificate and trusts `tls`'s CA.
     pub fn new(base: &str, tls: &TlsFiles) -> std::result::Result<FrontDoor, crate::Error> {
-        crate::tls::install_crypto_provider();
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in crate::tls::parse_certs(&tls.ca)? {
-            roots.add(cert)?;
-        }
-        let chain = crate::tls::parse_certs(&tls.cert)?;
-        let key = rustls_pemfile::private_key(&mut &tls.key[..])
-            .ok()
-            .flatten()
-            .ok_or_else(|| crate::Error::Tls("no private key".into()))?;
-        let config = rustls::ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_client_auth_cert(chain, key)?;
         let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(config)
+            .tls_backend_preconfigured(tls.https_client()?)
             .timeout(CALL_TIMEOUT)
             .build()
             .map_err(|e| crate::Error::Tls(format!("front door client: {e}")))?;

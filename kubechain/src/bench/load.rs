@@ -35,6 +35,13 @@ impl Throughput {
         }
     }
 
+    /// Adds a later run of the same load: its operations and its time.
+    pub fn follow(&mut self, later: Throughput) {
+        let elapsed = self.elapsed + later.elapsed;
+        self.absorb(later);
+        self.elapsed = elapsed;
+    }
+
     fn absorb(&mut self, other: Throughput) {
         self.ops += other.ops;
         self.elapsed = self.elapsed.max(other.elapsed);

@@ -400,25 +400,20 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     )
     .await;
     let get_path = format!("{list_path}/object-0");
-    let chain_gets = phase(
+    // The same GETs as a ServiceAccount bound to view, among many
+    // RoleBindings: what authorizing by RBAC costs against the admin's.
+    // The two run in alternating slices, so that a machine whose speed
+    // drifts during the run (a shared VM's does) slows both alike.
+    let readers = service_account_apis(&admin, credentials, &names.list_ns, concurrency).await?;
+    let [chain_gets, reader_gets] = alternating(
         &mut cpu,
-        "kubechain GETs",
-        seconds,
-        gets(apis.clone(), plan.phase, &get_path),
+        ["kubechain GETs", "kubechain GETs as a ServiceAccount"],
+        plan.phase,
+        |slice| gets(apis.clone(), slice, &get_path),
+        |slice| gets(readers.clone(), slice, &get_path),
     )
     .await;
     table.throughput("GET/s (one object)", &etcd_gets, &chain_gets, GET_RATIO);
-
-    // The same GETs as a ServiceAccount bound to view, among many
-    // RoleBindings: what authorizing by RBAC costs against the admin's.
-    let readers = service_account_apis(&admin, credentials, &names.list_ns, concurrency).await?;
-    let reader_gets = phase(
-        &mut cpu,
-        "kubechain GETs as a ServiceAccount",
-        seconds,
-        gets(readers, plan.phase, &get_path),
-    )
-    .await;
     table.versus(
         &format!("GET/s as a ServiceAccount ({RBAC_BINDINGS} RoleBindings)"),
         "admin",
@@ -823,6 +818,48 @@ async fn phase(
         result.failed
     );
     result
+}
+
+/// Slices [`alternating`] cuts each of its two phases into.
+const SLICES: u32 = 4;
+
+/// Runs two loads for `duration` each, in alternating slices (A B B A …),
+/// recording each under its name in `cpu`: their ratio is then measured
+/// under the same conditions, even on a machine whose speed drifts.
+async fn alternating<A, B, FA, FB>(
+    cpu: &mut CpuTable,
+    names: [&str; 2],
+    duration: Duration,
+    a: FA,
+    b: FB,
+) -> [Throughput; 2]
+where
+    FA: Fn(Duration) -> A,
+    FB: Fn(Duration) -> B,
+    A: std::future::Future<Output = Throughput>,
+    B: std::future::Future<Output = Throughput>,
+{
+    let slice = duration / SLICES;
+    eprintln!(
+        "bench: {} and {} ({:.0} s each, alternating)",
+        names[0],
+        names[1],
+        duration.as_secs_f64()
+    );
+    let mut totals = [Throughput::default(), Throughput::default()];
+    for round in 0..SLICES {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for which in order {
+            let before = cpu.snapshot();
+            let done = if which == 0 { a(slice).await } else { b(slice).await };
+            cpu.record(names[which], before);
+            totals[which].follow(done);
+        }
+    }
+    for (name, total) in names.iter().zip(&totals) {
+        eprintln!("bench:   {name}: {:.0}/s, {} failed", total.per_second(), total.failed);
+    }
+    totals
 }
 
 /// Every key and value under `prefix`, read in pages.

@@ -297,7 +297,8 @@ impl CpuTable {
         }
     }
 
-    /// Records what each process used since `before`.
+    /// Records what each process used since `before`; a phase recorded
+    /// again (run in slices) adds to its row.
     pub fn record(&mut self, phase: &str, before: CpuSnapshot) {
         let used = self
             .snapshot()
@@ -311,9 +312,18 @@ impl CpuTable {
                 (cpu, rss)
             })
             .collect();
+        let wall = before.at.elapsed();
+        if let Some(row) = self.rows.iter_mut().find(|row| row.phase == phase) {
+            row.wall += wall;
+            for ((cpu, rss), (more, now)) in row.used.iter_mut().zip(used) {
+                *cpu = cpu.zip(more).map(|(cpu, more)| cpu + more);
+                *rss = now;
+            }
+            return;
+        }
         self.rows.push(CpuRow {
             phase: phase.to_string(),
-            wall: before.at.elapsed(),
+            wall,
             used,
         });
     }
