@@ -17,6 +17,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 use generic_server::admission::Admission;
+use generic_server::admission::webhook::Webhooks;
 use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
 use generic_server::filters::rbac::Rbac;
@@ -98,8 +99,14 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let core_check = config.delegate_check().context("the core server link")?;
     let mut server = config.new("aggregator");
     server.server.add_health_check("core-server", core_check);
+    let webhooks = Webhooks::new(server.cacher.clone(), &server.etcd_root)
+        .await
+        .context("admission webhooks")?;
     server
-        .install(vec![apiservice::resource()], &Admission::default())
+        .install(
+            vec![apiservice::resource()],
+            &Admission::new(vec![Arc::new(webhooks)]),
+        )
         .await
         .context("installing APIServices")?;
 

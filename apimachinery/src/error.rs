@@ -331,6 +331,15 @@ pub enum Error {
         /// The causes in the Status details.
         causes: Vec<StatusCause>,
     },
+    /// Another error, with warnings for the client that were given on
+    /// the way to it (an admission webhook's, beside its refusal).
+    #[error("{error}")]
+    Warned {
+        /// The error.
+        error: Box<Error>,
+        /// The `Warning` headers of its response.
+        warnings: Vec<String>,
+    },
     /// A failure with a fixed reason and a free message.
     #[error("{message}")]
     Other {
@@ -443,6 +452,36 @@ impl Error {
             Error::Conflict { .. } => Reason::Conflict,
             Error::Invalid { .. } => Reason::Invalid,
             Error::WithCauses { reason, .. } | Error::Other { reason, .. } => *reason,
+            Error::Warned { error, .. } => error.reason(),
+        }
+    }
+
+    /// The error with `warnings` for its response (itself when there are none).
+    pub fn with_warnings(self, mut warnings: Vec<String>) -> Error {
+        match self {
+            _ if warnings.is_empty() => self,
+            Error::Warned {
+                error,
+                warnings: mut earlier,
+            } => {
+                earlier.append(&mut warnings);
+                Error::Warned {
+                    error,
+                    warnings: earlier,
+                }
+            }
+            error => Error::Warned {
+                error: Box::new(error),
+                warnings,
+            },
+        }
+    }
+
+    /// The warnings its response carries.
+    pub fn warnings(&self) -> &[String] {
+        match self {
+            Error::Warned { warnings, .. } => warnings,
+            _ => &[],
         }
     }
 
@@ -454,6 +493,7 @@ impl Error {
     /// The Status object a client receives.
     pub fn to_status(&self) -> Status {
         let details = match self {
+            Error::Warned { error, .. } => return error.to_status(),
             Error::NotFound { resource, name }
             | Error::AlreadyExists { resource, name }
             | Error::Conflict { resource, name, .. } => Some(StatusDetails {

@@ -16,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 use allocation::{Ranges, ServiceAllocator};
 use anyhow::Context as _;
 use clap::Parser;
+use generic_server::admission::webhook::Webhooks;
 use generic_server::admission::{Admission, NamespaceLifecycle};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::loopback::Loopback;
@@ -125,6 +126,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
         Arc::new(escalation::Escalation {
             rbac: policy.clone(),
         }),
+        Arc::new(
+            Webhooks::new(cacher.clone(), &prefix)
+                .await
+                .context("admission webhooks")?,
+        ),
     ]);
     let mut all = resources::all();
     all.extend(reviews::resources());

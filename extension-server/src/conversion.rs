@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use apimachinery::error::{Error, Result};
 use apimachinery::group_version::api_version;
-use generic_server::service_client::{self, Clients, ObjectReader, ServiceRef};
+use generic_server::service_client::{self, Clients, ObjectReader};
 use generic_server::strategy::Converter;
 use serde_json::{Value, json};
 
@@ -82,70 +82,15 @@ impl WebhookConverter {
             "kind": "ConversionReview",
             "request": {"uid": uid, "desiredAPIVersion": to, "objects": objects},
         });
-        let ca = self.config["caBundle"].as_str().unwrap_or_default();
-        let (client, url) = match (
-            self.config["url"].as_str(),
-            self.config.get("service").filter(|s| s.is_object()),
-        ) {
-            (Some(url), _) => {
-                let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
-                let host = parsed.host_str().unwrap_or_default().to_string();
-                let port = parsed.port_or_known_default().unwrap_or(443);
-                let addr = tokio::net::lookup_host((host.as_str(), port))
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .next()
-                    .ok_or("no address")?;
-                (
-                    self.clients
-                        .client_for(ca, false, &host, addr)
-                        .map_err(|e| e.to_string())?,
-                    url.to_string(),
-                )
-            }
-            (None, Some(svc)) => {
-                let service = ServiceRef {
-                    namespace: svc["namespace"].as_str().unwrap_or_default().into(),
-                    name: svc["name"].as_str().unwrap_or_default().into(),
-                    port: svc["port"].as_i64().unwrap_or(443),
-                };
-                let endpoints = service_client::resolve(self.reader.as_ref(), &service)
-                    .await
-                    .map_err(|e| e.message)?;
-                let endpoint = *endpoints.first().ok_or("no endpoints")?;
-                let path = svc["path"].as_str().unwrap_or("/");
-                let url = format!(
-                    "https://{}:{}{path}",
-                    service.server_name(),
-                    endpoint.port()
-                );
-                (
-                    self.clients
-                        .client(ca, false, &service, endpoint)
-                        .map_err(|e| e.to_string())?,
-                    url,
-                )
-            }
-            _ => return Err("no webhook client configuration".into()),
-        };
-        let resp = client
-            .post(&url)
-            .header("Content-Type", "application/json")
-            .body(review.to_string())
-            .timeout(Duration::from_secs(10))
-            .send()
-            .await
-            .map_err(|e| {
-                format!(
-                    "Post \"{url}\": {}",
-                    generic_server::service_client::describe(&e)
-                )
-            })?;
-        if !resp.status().is_success() {
-            return Err(format!("webhook answered {}", resp.status()));
-        }
-        let body: Value = serde_json::from_slice(&resp.bytes().await.map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())?;
+        let body = service_client::post_review(
+            self.reader.as_ref(),
+            &self.clients,
+            &self.config,
+            "",
+            &review,
+            Duration::from_secs(10),
+        )
+        .await?;
         let response = &body["response"];
         if response["uid"] != uid.as_str() {
             return Err(format!(

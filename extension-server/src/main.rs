@@ -15,6 +15,7 @@ use std::time::Duration;
 use actix::Actor;
 use anyhow::Context as _;
 use clap::Parser;
+use generic_server::admission::webhook::Webhooks;
 use generic_server::admission::{Admission, NamespaceLifecycle};
 use generic_server::config::{self, Config};
 use generic_server::informer;
@@ -52,7 +53,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let lifecycle = NamespaceLifecycle::new(server.cacher.clone(), &server.etcd_root)
         .await
         .context("namespace lifecycle")?;
-    let admission = Admission::new(vec![Arc::new(lifecycle)]);
+    let webhooks = Webhooks::new(server.cacher.clone(), &server.etcd_root)
+        .await
+        .context("admission webhooks")?;
+    let admission = Admission::new(vec![Arc::new(lifecycle), Arc::new(webhooks)]);
     server
         .install(vec![crd::resource()], &admission)
         .await

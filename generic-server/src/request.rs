@@ -218,6 +218,9 @@ impl ApiResponse {
             resp.headers
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
+        for warning in err.warnings() {
+            resp.warn(warning);
+        }
         resp
     }
 

@@ -515,6 +515,88 @@ pub fn describe(error: &reqwest::Error) -> String {
     error.to_string()
 }
 
+/// POSTs a review to the webhook a `clientConfig` (admissionregistration's
+/// or a CRD conversion's: `url`, or `service` with `path`, and `caBundle`)
+/// names, with `query` appended, and returns the JSON answer; the error
+/// is Go's words for what failed (`Post "https://…": …`).
+pub async fn post_review(
+    reader: &dyn ObjectReader,
+    clients: &Clients,
+    client_config: &Value,
+    query: &str,
+    review: &Value,
+    timeout: Duration,
+) -> Result<Value, String> {
+    let ca = client_config["caBundle"].as_str().unwrap_or_default();
+    let (client, url) = match (
+        client_config["url"].as_str(),
+        client_config.get("service").filter(|s| s.is_object()),
+    ) {
+        (Some(url), _) => {
+            let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+            let host = parsed.host_str().unwrap_or_default();
+            let host = host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string();
+            let port = parsed.port_or_known_default().unwrap_or(443);
+            let addr = tokio::net::lookup_host((host.as_str(), port))
+                .await
+                .map_err(|e| format!("dial tcp: lookup {host}: {e}"))?
+                .next()
+                .ok_or_else(|| format!("dial tcp: lookup {host}: no such host"))?;
+            let client = clients
+                .client_for(ca, false, &host, addr)
+                .map_err(|e| e.to_string())?;
+            (client, url.to_string())
+        }
+        (None, Some(svc)) => {
+            let service = ServiceRef {
+                namespace: svc["namespace"].as_str().unwrap_or_default().into(),
+                name: svc["name"].as_str().unwrap_or_default().into(),
+                port: svc["port"].as_i64().unwrap_or(443),
+            };
+            let endpoints = resolve(reader, &service).await.map_err(|e| e.message)?;
+            let endpoint = *endpoints.first().ok_or("no endpoints")?;
+            let path = svc["path"].as_str().unwrap_or("/");
+            let url = format!(
+                "https://{}:{}{path}",
+                service.server_name(),
+                endpoint.port()
+            );
+            let client = clients
+                .client(ca, false, &service, endpoint)
+                .map_err(|e| e.to_string())?;
+            (client, url)
+        }
+        _ => return Err("no webhook client configuration".into()),
+    };
+    let url = match (query.is_empty(), url.contains('?')) {
+        (true, _) => url,
+        (false, true) => format!("{url}&{query}"),
+        (false, false) => format!("{url}?{query}"),
+    };
+    let failed = |e: reqwest::Error| format!("Post {url:?}: {}", describe(&e));
+    let answer = client
+        .post(&url)
+        .header("Content-Type", "application/json")
+        .body(review.to_string())
+        .timeout(timeout)
+        .send()
+        .await
+        .map_err(failed)?;
+    let status = answer.status();
+    let body = answer.bytes().await.map_err(failed)?;
+    if !status.is_success() {
+        return Err(format!(
+            "the server responded with status code {}: {}",
+            status.as_u16(),
+            String::from_utf8_lossy(&body[..body.len().min(1024)])
+        ));
+    }
+    serde_json::from_slice(&body).map_err(|e| format!("cannot decode the response: {e}"))
+}
+
 /// Accepts any server certificate: only for `insecureSkipTLSVerify: true`.
 #[derive(Debug)]
 struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);

@@ -82,14 +82,23 @@ impl Store {
             &opts.user,
             opts.dry_run,
         );
-        self.admission.admit(&attrs, &mut obj).await?;
+        self.admission
+            .admit(&attrs, &mut obj)
+            .await
+            .map_err(|e| e.with_warnings(attrs.take_warnings()))?;
         let mut errs =
             validation::object_meta(&obj, self.resource.namespaced, strategy.name_rule());
         errs.extend(strategy.validate(&obj));
         if !errs.is_empty() {
-            return Err(self.invalid(&name, errs));
+            return Err(self
+                .invalid(&name, errs)
+                .with_warnings(attrs.take_warnings()));
         }
-        self.admission.validate(&attrs, Some(&obj)).await?;
+        self.admission
+            .validate(&attrs, Some(&obj))
+            .await
+            .map_err(|e| e.with_warnings(attrs.take_warnings()))?;
+        warnings.extend(attrs.take_warnings());
         warnings.extend(strategy.warnings(&obj));
         if !tracked {
             self.track(None, &mut obj, "", opts);
@@ -252,15 +261,24 @@ impl Store {
                 &opts.user,
                 opts.dry_run,
             );
-            self.admission.admit(&attrs, &mut new).await?;
+            self.admission
+                .admit(&attrs, &mut new)
+                .await
+                .map_err(|e| e.with_warnings(attrs.take_warnings()))?;
             let mut errs =
                 validation::object_meta(&new, self.resource.namespaced, strategy.name_rule());
             errs.extend(validation::object_meta_update(&new, &old));
             errs.extend(strategy.validate_update(&new, &old));
             if !errs.is_empty() {
-                return Err(self.invalid(name, errs));
+                return Err(self
+                    .invalid(name, errs)
+                    .with_warnings(attrs.take_warnings()));
             }
-            self.admission.validate(&attrs, Some(&new)).await?;
+            self.admission
+                .validate(&attrs, Some(&new))
+                .await
+                .map_err(|e| e.with_warnings(attrs.take_warnings()))?;
+            warnings.extend(attrs.take_warnings());
             warnings.extend(strategy.warnings(&new));
             self.bump_generation(&mut new, &old);
             let key = self.key(namespace, name);
@@ -487,6 +505,7 @@ impl Store {
             old,
             user,
             dry_run,
+            warnings: Default::default(),
         }
     }
 

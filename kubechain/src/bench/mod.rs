@@ -851,13 +851,21 @@ where
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for which in order {
             let before = cpu.snapshot();
-            let done = if which == 0 { a(slice).await } else { b(slice).await };
+            let done = if which == 0 {
+                a(slice).await
+            } else {
+                b(slice).await
+            };
             cpu.record(names[which], before);
             totals[which].follow(done);
         }
     }
     for (name, total) in names.iter().zip(&totals) {
-        eprintln!("bench:   {name}: {:.0}/s, {} failed", total.per_second(), total.failed);
+        eprintln!(
+            "bench:   {name}: {:.0}/s, {} failed",
+            total.per_second(),
+            total.failed
+        );
     }
     totals
 }

@@ -1,7 +1,10 @@
 //! Admission: plugins that may mutate, then validate, every write before it
-//! is stored. Plugins run in a fixed order set when the server is built.
+//! is stored. Plugins run in a fixed order set when the server is built;
+//! [`webhook::Webhooks`], kube's admission webhooks, comes last.
 
-use std::sync::Arc;
+pub mod webhook;
+
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -19,6 +22,17 @@ pub enum Operation {
     Update,
     /// A delete.
     Delete,
+}
+
+impl Operation {
+    /// kube's name of it in an AdmissionReview (`CREATE`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
 }
 
 /// What admission plugins see of a write.
@@ -39,6 +53,23 @@ pub struct Attributes<'a> {
     pub user: &'a UserInfo,
     /// Whether the write is a dry run (nothing may be persisted).
     pub dry_run: bool,
+    /// Warnings for the client, added by plugins.
+    pub warnings: Mutex<Vec<String>>,
+}
+
+impl Attributes<'_> {
+    /// Adds a warning the client will see as a `Warning` header.
+    pub fn warn(&self, warning: impl Into<String>) {
+        self.warnings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(warning.into());
+    }
+
+    /// The warnings added so far, taken out.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// One admission plugin.
