@@ -631,16 +631,23 @@ pub fn openssl_self_signed(dir: &Path, name: &str, host: &str) -> String {
 /// on `port` with the serving certificate `<dir>/<cert>.crt` and `.key`;
 /// returns once it says it is ready.
 pub fn start_aggregated_server(cluster: &Cluster, port: u16, cert: &str) -> Child {
-    let mut child = Command::new("python3")
-        .arg(workspace().join("tests/python/aggregated_server.py"))
-        .arg(port.to_string())
-        .arg(cluster.dir.join(format!("{cert}.crt")))
-        .arg(cluster.dir.join(format!("{cert}.key")))
-        .arg(cluster.dir.join("pki/front-proxy-ca.crt"))
+    spawn_ready(
+        Command::new("python3")
+            .arg(workspace().join("tests/python/aggregated_server.py"))
+            .arg(port.to_string())
+            .arg(cluster.dir.join(format!("{cert}.crt")))
+            .arg(cluster.dir.join(format!("{cert}.key")))
+            .arg(cluster.dir.join("pki/front-proxy-ca.crt")),
+    )
+}
+
+/// Spawns a test server and returns once its first line says `ready`.
+pub fn spawn_ready(command: &mut Command) -> Child {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("python3");
+        .expect("the test server starts");
     let mut line = String::new();
     if let Some(out) = child.stdout.as_mut() {
         let _ = BufReader::new(out).read_line(&mut line);

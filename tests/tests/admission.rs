@@ -6,13 +6,12 @@
 //! and reinvocation, warnings, selectors, dry run, failurePolicy against a
 //! stopped webhook, and a timeout.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use serde_json::Value;
-use tests::{As, Cluster, eventually, local_service, openssl_self_signed, workspace};
+use tests::{As, Cluster, eventually, local_service, openssl_self_signed, spawn_ready, workspace};
 
 /// A port nothing listens on (bound, then released).
 fn closed_port() -> u16 {
@@ -24,22 +23,14 @@ fn closed_port() -> u16 {
 
 /// Starts the test webhook on `port`, logging the reviews it gets to `log`.
 fn start_webhook(dir: &Path, port: u16, log: &Path) -> Child {
-    let mut child = Command::new("python3")
-        .arg(workspace().join("tests/python/admission_webhook.py"))
-        .arg(port.to_string())
-        .arg(dir.join("hook.crt"))
-        .arg(dir.join("hook.key"))
-        .arg(log)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    if let Some(out) = child.stdout.as_mut() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
-    assert_eq!(line.trim(), "ready");
-    child
+    spawn_ready(
+        Command::new("python3")
+            .arg(workspace().join("tests/python/admission_webhook.py"))
+            .arg(port.to_string())
+            .arg(dir.join("hook.crt"))
+            .arg(dir.join("hook.key"))
+            .arg(log),
+    )
 }
 
 /// The reviews the webhook logged for objects named `name`.
