@@ -214,6 +214,56 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
         reviews[0]["path"]
     );
 
+    // Server-side apply goes through the same chain, creating and updating.
+    let applied = |name: &str, value: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: hooked}}\ndata: {{k: {value}}}\n"
+        )
+    };
+    let bad_apply = cluster.kubectl_stdin(
+        &["apply", "--server-side", "-f", "-"],
+        &applied("bad-applied", "a"),
+    );
+    assert!(
+        bad_apply
+            .err()
+            .contains("admission webhook \"deny.example.com\" denied the request"),
+        "{bad_apply:?}"
+    );
+    for value in ["a", "b"] {
+        cluster
+            .kubectl_stdin(
+                &["apply", "--server-side", "-f", "-"],
+                &applied("applied", value),
+            )
+            .ok();
+    }
+    let applied = cluster
+        .kubectl(&["-n", "hooked", "get", "configmap", "applied", "-o", "json"])
+        .json();
+    assert_eq!(applied["data"]["k"], "b");
+    assert_eq!(applied["metadata"]["labels"]["mutated-by"], "webhook");
+    let operations: Vec<String> = reviews_of(&log, "applied")
+        .iter()
+        .filter(|r| {
+            r["path"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("/validate")
+        })
+        .map(|r| {
+            r["request"]["operation"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        operations,
+        ["CREATE", "UPDATE"],
+        "apply created, then updated"
+    );
+
     // The webhook sees who asked: a ServiceAccount with edit rights.
     cluster
         .kubectl(&["-n", "hooked", "create", "serviceaccount", "writer"])
