@@ -98,18 +98,26 @@ impl Admission {
         Admission { plugins }
     }
 
-    /// Runs every plugin's mutating step.
+    /// Runs every plugin's mutating step; a refusal carries the warnings
+    /// given so far.
     pub async fn admit(&self, attrs: &Attributes<'_>, obj: &mut Value) -> Result<()> {
         for plugin in &self.plugins {
-            plugin.admit(attrs, obj).await?;
+            plugin
+                .admit(attrs, obj)
+                .await
+                .map_err(|e| e.with_warnings(attrs.take_warnings()))?;
         }
         Ok(())
     }
 
-    /// Runs every plugin's validating step.
+    /// Runs every plugin's validating step; a refusal carries the
+    /// warnings given so far.
     pub async fn validate(&self, attrs: &Attributes<'_>, obj: Option<&Value>) -> Result<()> {
         for plugin in &self.plugins {
-            plugin.validate(attrs, obj).await?;
+            plugin
+                .validate(attrs, obj)
+                .await
+                .map_err(|e| e.with_warnings(attrs.take_warnings()))?;
         }
         Ok(())
     }
@@ -136,13 +144,9 @@ impl NamespaceLifecycle {
     }
 
     async fn lookup(&self, name: &str) -> Result<Option<Value>> {
-        let key = format!("{}{name}", self.namespaces.prefix());
-        if let Some(ns) = self.namespaces.get(&key) {
-            return Ok(Some(ns.value()));
-        }
-        // It may have been created a moment ago: catch up with etcd first.
-        self.cacher.wait_fresh().await?;
-        Ok(self.namespaces.get(&key).map(|ns| ns.value()))
+        Ok(namespace(&self.cacher, &self.namespaces, name)
+            .await?
+            .map(|ns| ns.value()))
     }
 }
 
@@ -183,6 +187,21 @@ impl AdmissionPlugin for NamespaceLifecycle {
             Some(_) => Ok(()),
         }
     }
+}
+
+/// The Namespace `name` from the `namespaces` cache; one created a moment
+/// ago is waited for (the cache catches up with etcd first).
+async fn namespace(
+    cacher: &Cacher,
+    namespaces: &ResourceCache,
+    name: &str,
+) -> Result<Option<Arc<crate::storage::cacher::CachedObject>>> {
+    let key = format!("{}{name}", namespaces.prefix());
+    if let Some(found) = namespaces.get(&key) {
+        return Ok(Some(found));
+    }
+    cacher.wait_fresh().await?;
+    Ok(namespaces.get(&key))
 }
 
 /// 403 Forbidden naming the object, as kube's admission errors do.

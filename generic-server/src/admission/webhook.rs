@@ -269,15 +269,7 @@ impl Webhooks {
         if attrs.namespace.is_empty() {
             return Ok(None);
         }
-        let key = format!("{}{}", self.namespaces.prefix(), attrs.namespace);
-        let found = match self.namespaces.get(&key) {
-            Some(found) => Some(found),
-            None => {
-                self.cacher.wait_fresh().await?;
-                self.namespaces.get(&key)
-            }
-        };
-        match found {
+        match super::namespace(&self.cacher, &self.namespaces, attrs.namespace).await? {
             Some(namespace) => Ok(Some(labels(&namespace.value()))),
             None => Err(Error::NotFound {
                 resource: apimachinery::group_version::GroupResource::new("", "namespaces"),

@@ -82,10 +82,7 @@ impl Store {
             &opts.user,
             opts.dry_run,
         );
-        self.admission
-            .admit(&attrs, &mut obj)
-            .await
-            .map_err(|e| e.with_warnings(attrs.take_warnings()))?;
+        self.admission.admit(&attrs, &mut obj).await?;
         let mut errs =
             validation::object_meta(&obj, self.resource.namespaced, strategy.name_rule());
         errs.extend(strategy.validate(&obj));
@@ -94,10 +91,7 @@ impl Store {
                 .invalid(&name, errs)
                 .with_warnings(attrs.take_warnings()));
         }
-        self.admission
-            .validate(&attrs, Some(&obj))
-            .await
-            .map_err(|e| e.with_warnings(attrs.take_warnings()))?;
+        self.admission.validate(&attrs, Some(&obj)).await?;
         warnings.extend(attrs.take_warnings());
         warnings.extend(strategy.warnings(&obj));
         if !tracked {
@@ -261,10 +255,7 @@ impl Store {
                 &opts.user,
                 opts.dry_run,
             );
-            self.admission
-                .admit(&attrs, &mut new)
-                .await
-                .map_err(|e| e.with_warnings(attrs.take_warnings()))?;
+            self.admission.admit(&attrs, &mut new).await?;
             let mut errs =
                 validation::object_meta(&new, self.resource.namespaced, strategy.name_rule());
             errs.extend(validation::object_meta_update(&new, &old));
@@ -274,10 +265,7 @@ impl Store {
                     .invalid(name, errs)
                     .with_warnings(attrs.take_warnings()));
             }
-            self.admission
-                .validate(&attrs, Some(&new))
-                .await
-                .map_err(|e| e.with_warnings(attrs.take_warnings()))?;
+            self.admission.validate(&attrs, Some(&new)).await?;
             warnings.extend(attrs.take_warnings());
             warnings.extend(strategy.warnings(&new));
             self.bump_generation(&mut new, &old);
