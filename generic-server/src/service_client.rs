@@ -515,6 +515,10 @@ pub fn describe(error: &reqwest::Error) -> String {
     error.to_string()
 }
 
+/// The largest answer a webhook may give: a conversion of a long list
+/// must fit, an endless answer must not exhaust the server.
+const MAX_REVIEW_ANSWER_BYTES: usize = 64 << 20;
+
 /// POSTs a review to the webhook a `clientConfig` (admissionregistration's
 /// or a CRD conversion's: `url`, or `service` with `path`, and `caBundle`)
 /// names, with `query` appended, and returns the JSON answer; the error
@@ -586,7 +590,16 @@ pub async fn post_review(
         .await
         .map_err(failed)?;
     let status = answer.status();
-    let body = answer.bytes().await.map_err(failed)?;
+    let mut answer = answer;
+    let mut body = Vec::new();
+    while let Some(chunk) = answer.chunk().await.map_err(failed)? {
+        if body.len() + chunk.len() > MAX_REVIEW_ANSWER_BYTES {
+            return Err(format!(
+                "the response from {url:?} is larger than {MAX_REVIEW_ANSWER_BYTES} bytes"
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
     if !status.is_success() {
         return Err(format!(
             "the server responded with status code {}: {}",

@@ -326,10 +326,31 @@ pub fn check(
     optional_old_self: bool,
     sizes: &dyn SizeSource,
 ) -> Checked {
+    let self_ty = Ty::from_decl(self_type);
+    let old_ty = match optional_old_self {
+        true => Ty::Optional(Box::new(self_ty.clone())),
+        false => self_ty.clone(),
+    };
+    check_roots(
+        expr,
+        source,
+        &[("self", self_ty), ("oldSelf", old_ty)],
+        sizes,
+    )
+}
+
+/// Type-checks and estimates `expr` with the root variables `roots`
+/// (name and type) in scope; a root named `authorizer` brings kube's
+/// authorizer library (`group`, `resource`, `check`, `allowed`, ...).
+pub fn check_roots(
+    expr: &IdedExpr,
+    source: &str,
+    roots: &[(&str, Ty)],
+    sizes: &dyn SizeSource,
+) -> Checked {
     let mut checker = Checker {
         source,
-        self_type,
-        optional_old_self,
+        roots,
         sizes,
         locals: Vec::new(),
         errors: Vec::new(),
@@ -374,8 +395,7 @@ enum Hint<'a> {
 
 struct Checker<'a> {
     source: &'a str,
-    self_type: &'a Arc<DeclType>,
-    optional_old_self: bool,
+    roots: &'a [(&'a str, Ty)],
     sizes: &'a dyn SizeSource,
     locals: Vec<Local>,
     errors: Vec<String>,
@@ -383,6 +403,11 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
+    /// Whether kube's authorizer library is in scope.
+    fn has_authorizer(&self) -> bool {
+        self.roots.iter().any(|(name, _)| *name == "authorizer")
+    }
+
     fn error(&mut self, hint: Hint<'_>, message: String) {
         let offset = locate(self.source, &hint);
         self.errors
@@ -574,19 +599,13 @@ impl Checker<'_> {
             return info;
         }
         let cost = Estimate::fixed(1);
+        if let Some((_, ty)) = self.roots.iter().find(|(root, _)| *root == name) {
+            self.uses_old_self |= name == "oldSelf";
+            let mut info = Info::new(ty.clone(), cost);
+            info.path = Some(vec![Seg::Var(name.into())]);
+            return info;
+        }
         match name {
-            "self" | "oldSelf" => {
-                let mut ty = Ty::from_decl(self.self_type);
-                if name == "oldSelf" {
-                    self.uses_old_self = true;
-                    if self.optional_old_self {
-                        ty = Ty::Optional(Box::new(ty));
-                    }
-                }
-                let mut info = Info::new(ty, cost);
-                info.path = Some(vec![Seg::Var(name.into())]);
-                info
-            }
             "int" | "uint" | "double" | "bool" | "string" | "bytes" | "list" | "map"
             | "null_type" | "type" => Info::new(Ty::Type, cost),
             _ => {
@@ -1247,6 +1266,14 @@ impl Checker<'_> {
             n if n.starts_with("format.") || n.starts_with("math.") => {
                 (Some(Ty::Unknown), one, None)
             }
+            "group" | "resource" | "subresource" | "namespace" | "name" | "path"
+            | "serviceAccount" | "check"
+                if self.has_authorizer() =>
+            {
+                (Some(Ty::Opaque("kubernetes.authorization")), one, None)
+            }
+            "allowed" | "errored" if self.has_authorizer() => (Some(Ty::Bool), one, None),
+            "reason" | "error" if self.has_authorizer() => (Some(Ty::String), one, None),
             _ => {
                 self.error(
                     Hint::Call(name),

@@ -31,6 +31,7 @@ static LIBRARY: LazyLock<Context<'static>> = LazyLock::new(|| {
     ctx.add_function("dyn", dyn_of);
     ctx.add_function("bool", bool_of);
     ctx.add_function("cel.bind", bind);
+    super::admission::register(&mut ctx);
     for name in TYPE_NAMES {
         ctx.add_variable_from_value(*name, type_name(name));
     }

@@ -32,6 +32,7 @@
 
 // A library until the CRD strategy wires it in.
 
+pub mod admission;
 mod check;
 mod compile;
 mod library;

@@ -223,11 +223,9 @@ impl Run {
         let Some(decl) = &v.decl else { return true };
         let self_value = to_cel(new, &v.schema);
         let old_value = old.map(|o| to_cel(o, &v.schema));
-        let sizes = DataSizes {
-            schema: &v.schema,
-            new,
-            old,
-        };
+        let mut roots = vec![("self", new, Some(&v.schema))];
+        roots.extend(old.map(|old| ("oldSelf", old, Some(&v.schema))));
+        let sizes = DataSizes { roots };
         for rule in &v.rules {
             let optional = rule.rule.optional_old_self == Some(true);
             if rule.uses_old_self && old.is_none() && !optional {
@@ -378,7 +376,7 @@ fn evaluate(
 }
 
 /// An evaluation error in cel-go's words.
-fn execution_error(error: &ExecutionError) -> String {
+pub(crate) fn execution_error(error: &ExecutionError) -> String {
     match error {
         ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
         ExecutionError::NoSuchOverload
@@ -443,19 +441,20 @@ fn ratchet_item<'a>(schema: &Schema, item: &Value, olds: &'a [Value]) -> Option<
 }
 
 /// Sizes read from the data being validated, for the pre-flight cost bound.
-struct DataSizes<'a> {
-    schema: &'a Schema,
-    new: &'a Value,
-    old: Option<&'a Value>,
+/// Sizes read off the data an expression runs on: each root variable's
+/// JSON value, typed by its schema where it has one.
+pub(crate) struct DataSizes<'a> {
+    /// The root variables: name, value, schema.
+    pub roots: Vec<(&'a str, &'a Value, Option<&'a Schema>)>,
 }
 
 impl SizeSource for DataSizes<'_> {
     fn size(&self, path: &[Seg]) -> Option<Estimate> {
-        let root = match path.first()? {
-            Seg::Var(v) if v == "oldSelf" => self.old?,
-            _ => self.new,
+        let Seg::Var(name) = path.first()? else {
+            return None;
         };
-        let mut current: Vec<(&Value, Option<&Schema>)> = vec![(root, Some(self.schema))];
+        let (_, root, schema) = self.roots.iter().find(|(root, ..)| root == name)?;
+        let mut current: Vec<(&Value, Option<&Schema>)> = vec![(*root, *schema)];
         let mut keys_at_end = false;
         for seg in path.iter().skip(1) {
             let mut next = Vec::new();

@@ -1,0 +1,514 @@
+//! CEL in admission: the expressions of ValidatingAdmissionPolicies
+//! (validations, messageExpression, variables, matchConditions,
+//! auditAnnotations) and of webhooks' matchConditions, with kube's root
+//! variables `object`, `oldObject`, `request`, `params`,
+//! `namespaceObject`, `variables` and `authorizer`.
+//!
+//! ```ignore
+//! let rule = Expression::compile("object.spec.replicas <= params.data.max")?;
+//! let mut input = Activation::new(Some(&object), None, &request, Some(&params), None, None);
+//! let mut budget = RUNTIME_COST_BUDGET;
+//! let allowed = rule.evaluate(&input, &mut budget)? == CelValue::Bool(true);
+//! ```
+//!
+//! Objects are read untyped (JSON as CEL: integers stay integers, strings
+//! stay strings, timestamps are strings), where kube types built-ins by
+//! their Go structs. As for CRD rules, the cost of an evaluation is bounded
+//! before it runs, by the static estimator fed with the sizes of the data
+//! at hand: over [`PER_CALL_LIMIT`] the expression is not run, and each
+//! bound is charged against the caller's budget.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kube_cel::cel::common::ast::IdedExpr;
+use kube_cel::cel::objects::{Key, Map, Opaque};
+use kube_cel::cel::{Context, ExecutionError, FunctionContext, Value as CelValue};
+use serde_json::Value;
+
+use super::check::{Ty, check_roots};
+use super::library::library;
+use super::validate::{DataSizes, execution_error};
+use crate::rbac::Attributes;
+
+pub use super::validate::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
+
+/// The root variables of an admission expression.
+const ROOTS: [&str; 7] = [
+    "object",
+    "oldObject",
+    "request",
+    "params",
+    "namespaceObject",
+    "variables",
+    "authorizer",
+];
+
+/// kube's error when an evaluation would cost more than one call may.
+const CALL_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
+
+/// kube's error once a policy's budget is spent.
+pub const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+/// Asks the authorizer whether a user may do something: what
+/// `authorizer.…check(verb)` calls.
+pub trait Authorize: Send + Sync {
+    /// Whether the request's user (or, with `service_account` as
+    /// `(namespace, name)`, that account) may do what `attrs` asks, with
+    /// the authorizer's reason.
+    fn decide(&self, service_account: Option<(&str, &str)>, attrs: &Attributes<'_>)
+    -> (bool, String);
+}
+
+/// A compiled admission expression.
+#[derive(Debug)]
+pub struct Expression {
+    /// The expression as written.
+    pub source: String,
+    program: IdedExpr,
+}
+
+impl Expression {
+    /// Parses and type-checks `source` against the admission variables; the
+    /// error is kube's compile error (`compilation failed: ERROR: …`).
+    pub fn compile(source: &str) -> Result<Expression, String> {
+        let program = super::compile::parse(source)
+            .map_err(|e| format!("compilation failed: {e}"))?;
+        let roots: Vec<(&str, Ty)> = ROOTS.iter().map(|name| (*name, Ty::Dyn)).collect();
+        let checked = check_roots(&program, source, &roots, &DataSizes { roots: Vec::new() });
+        if !checked.errors.is_empty() {
+            return Err(format!("compilation failed: {}", checked.errors.join("\n")));
+        }
+        Ok(Expression {
+            source: source.to_string(),
+            program,
+        })
+    }
+
+    /// Evaluates the expression, first charging its cost bound to `budget`;
+    /// the error is kube's words for what failed.
+    pub fn evaluate(&self, input: &Activation, budget: &mut i64) -> Result<CelValue, String> {
+        let roots = ROOTS.map(|name| (name, Ty::Dyn));
+        let sizes = DataSizes {
+            roots: input
+                .json
+                .iter()
+                .map(|(name, value)| (*name, value, None))
+                .collect(),
+        };
+        let cost = check_roots(&self.program, &self.source, &roots, &sizes).cost.max;
+        if cost > PER_CALL_LIMIT {
+            return Err(CALL_LIMIT_EXCEEDED.to_string());
+        }
+        if cost as i64 > *budget {
+            return Err(OUT_OF_BUDGET.to_string());
+        }
+        *budget -= cost as i64;
+        // The interpreter has a few `todo!()`s for shapes the checker does not
+        // reject; never let one reach a request.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut ctx = library().new_inner_scope();
+            for (name, value) in &input.values {
+                ctx.add_variable_from_value(*name, value.clone());
+            }
+            CelValue::resolve(&self.program, &ctx)
+        }))
+        .map_err(|_| "internal error evaluating the expression".to_string())?
+        .map_err(|e| execution_error(&e))
+    }
+
+    /// Evaluates the expression as a condition: `Ok(true)` only for `true`,
+    /// and kube's `expression '…' resulted in error: …` otherwise.
+    pub fn holds(&self, input: &Activation, budget: &mut i64) -> Result<bool, String> {
+        match self.evaluate(input, budget) {
+            Ok(CelValue::Bool(b)) => Ok(b),
+            Ok(other) => Err(format!(
+                "expression '{}' resulted in error: expected bool, got {}",
+                self.source,
+                type_name(&other)
+            )),
+            Err(why) if why == OUT_OF_BUDGET => Err(why),
+            Err(why) => Err(format!(
+                "expression '{}' resulted in error: {why}",
+                self.source
+            )),
+        }
+    }
+}
+
+/// What an admission expression reads: each root variable as CEL, and as
+/// JSON for sizing the cost bound.
+pub struct Activation {
+    values: Vec<(&'static str, CelValue)>,
+    json: Vec<(&'static str, Value)>,
+    variables: HashMap<Key, CelValue>,
+    variables_json: serde_json::Map<String, Value>,
+}
+
+impl Activation {
+    /// The variables of one request: the object (null on delete), the old
+    /// object (null on create), the AdmissionRequest, the params, the
+    /// namespace, and the authorizer for the request's user.
+    pub fn new(
+        object: Option<&Value>,
+        old_object: Option<&Value>,
+        request: &Value,
+        params: Option<&Value>,
+        namespace: Option<&Value>,
+        authorizer: Option<Arc<dyn Authorize>>,
+    ) -> Activation {
+        let mut activation = Activation {
+            values: Vec::new(),
+            json: Vec::new(),
+            variables: HashMap::new(),
+            variables_json: serde_json::Map::new(),
+        };
+        for (name, value) in [
+            ("object", object),
+            ("oldObject", old_object),
+            ("request", Some(request)),
+            ("params", params),
+            ("namespaceObject", namespace),
+        ] {
+            let value = value.cloned().unwrap_or(Value::Null);
+            activation.values.push((name, json_to_cel(&value)));
+            activation.json.push((name, value));
+        }
+        let authorizer = match authorizer {
+            Some(authz) => CelValue::Opaque(Arc::new(AuthzValue::Check(Box::new(Check {
+                authz,
+                service_account: None,
+                group: String::new(),
+                resource: String::new(),
+                subresource: String::new(),
+                namespace: String::new(),
+                name: String::new(),
+                path: None,
+            })))),
+            None => CelValue::Null,
+        };
+        activation.values.push(("authorizer", authorizer));
+        activation.publish_variables();
+        activation
+    }
+
+    /// Adds `variables.<name>`, visible to the expressions evaluated after.
+    pub fn set_variable(&mut self, name: &str, value: CelValue) {
+        self.variables_json
+            .insert(name.to_string(), cel_to_json(&value));
+        self.variables
+            .insert(Key::String(Arc::new(name.to_string())), value);
+        self.publish_variables();
+    }
+
+    fn publish_variables(&mut self) {
+        let map = CelValue::Map(Map {
+            map: Arc::new(self.variables.clone()),
+        });
+        self.values.retain(|(name, _)| *name != "variables");
+        self.values.push(("variables", map));
+        self.json.retain(|(name, _)| *name != "variables");
+        self.json
+            .push(("variables", Value::Object(self.variables_json.clone())));
+    }
+}
+
+/// JSON as CEL, untyped.
+fn json_to_cel(value: &Value) -> CelValue {
+    super::value::to_cel(value, &super::schema::Schema::default())
+}
+
+/// A CEL value as JSON, where it has a JSON form (null otherwise).
+fn cel_to_json(value: &CelValue) -> Value {
+    match value {
+        CelValue::Bool(b) => Value::Bool(*b),
+        CelValue::Int(i) => Value::from(*i),
+        CelValue::UInt(u) => Value::from(*u),
+        CelValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        CelValue::String(s) => Value::String(s.to_string()),
+        CelValue::List(items) => Value::Array(items.iter().map(cel_to_json).collect()),
+        CelValue::Map(map) => Value::Object(
+            map.map
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Key::String(s) => s.to_string(),
+                        Key::Int(i) => i.to_string(),
+                        Key::Uint(u) => u.to_string(),
+                        Key::Bool(b) => b.to_string(),
+                    };
+                    (key, cel_to_json(v))
+                })
+                .collect(),
+        ),
+        _ => Value::Null,
+    }
+}
+
+/// The name cel-go gives a value's type, for error messages.
+pub fn type_name(value: &CelValue) -> &'static str {
+    match value {
+        CelValue::Bool(_) => "bool",
+        CelValue::Int(_) => "int",
+        CelValue::UInt(_) => "uint",
+        CelValue::Float(_) => "double",
+        CelValue::String(_) => "string",
+        CelValue::Bytes(_) => "bytes",
+        CelValue::List(_) => "list",
+        CelValue::Map(_) => "map",
+        CelValue::Null => "null_type",
+        CelValue::Duration(_) => "google.protobuf.Duration",
+        CelValue::Timestamp(_) => "google.protobuf.Timestamp",
+        _ => "dyn",
+    }
+}
+
+/// A request to the authorizer under construction (`authorizer.group(…)…`).
+#[derive(Clone)]
+struct Check {
+    authz: Arc<dyn Authorize>,
+    service_account: Option<(String, String)>,
+    group: String,
+    resource: String,
+    subresource: String,
+    namespace: String,
+    name: String,
+    path: Option<String>,
+}
+
+/// The values of kube's authorizer library: a check being built, or its
+/// decision.
+#[derive(Clone)]
+enum AuthzValue {
+    Check(Box<Check>),
+    Decision { allowed: bool, reason: String },
+}
+
+impl std::fmt::Debug for AuthzValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuthzValue::Check(check) => write!(
+                f,
+                "Authorizer{{group: {:?}, resource: {:?}, path: {:?}}}",
+                check.group, check.resource, check.path
+            ),
+            AuthzValue::Decision { allowed, reason } => {
+                write!(f, "Decision{{allowed: {allowed}, reason: {reason:?}}}")
+            }
+        }
+    }
+}
+
+impl PartialEq for AuthzValue {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                AuthzValue::Decision { allowed, reason },
+                AuthzValue::Decision {
+                    allowed: a,
+                    reason: r,
+                },
+            ) => allowed == a && reason == r,
+            _ => std::ptr::eq(self, other),
+        }
+    }
+}
+
+impl Eq for AuthzValue {}
+
+impl Opaque for AuthzValue {
+    fn runtime_type_name(&self) -> &str {
+        match self {
+            AuthzValue::Check(_) => "kubernetes.authorization.Authorizer",
+            AuthzValue::Decision { .. } => "kubernetes.authorization.Decision",
+        }
+    }
+}
+
+/// Adds kube's authorizer library to the shared CEL environment.
+pub(crate) fn register(ctx: &mut Context<'static>) {
+    for name in [
+        "group",
+        "resource",
+        "subresource",
+        "namespace",
+        "name",
+        "path",
+        "serviceAccount",
+        "check",
+        "allowed",
+        "reason",
+        "errored",
+        "error",
+    ] {
+        ctx.add_function(name, authorizer_call);
+    }
+}
+
+/// One call of the authorizer library, on the value it is called on.
+fn authorizer_call(ftx: &FunctionContext) -> Result<CelValue, ExecutionError> {
+    let this = match &ftx.this {
+        Some(CelValue::Opaque(opaque)) => opaque.downcast_ref::<AuthzValue>().cloned(),
+        _ => None,
+    };
+    let Some(this) = this else {
+        return Err(ftx.error(format!("no such overload: {}", ftx.name)));
+    };
+    let mut strings = Vec::new();
+    for arg in ftx.args {
+        match CelValue::resolve(arg, ftx.ptx)? {
+            CelValue::String(s) => strings.push(s.to_string()),
+            _ => return Err(ftx.error(format!("no such overload: {}", ftx.name))),
+        }
+    }
+    let argument = |i: usize| strings.get(i).cloned().unwrap_or_default();
+    let value = match (this, ftx.name) {
+        (AuthzValue::Decision { allowed, .. }, "allowed") => return Ok(CelValue::Bool(allowed)),
+        (AuthzValue::Decision { reason, .. }, "reason") => {
+            return Ok(CelValue::String(Arc::new(reason)));
+        }
+        (AuthzValue::Decision { .. }, "errored") => return Ok(CelValue::Bool(false)),
+        (AuthzValue::Decision { .. }, "error") => return Ok(CelValue::String(Arc::default())),
+        (AuthzValue::Check(check), "check") => {
+            let verb = argument(0);
+            let service_account = check
+                .service_account
+                .as_ref()
+                .map(|(ns, name)| (ns.as_str(), name.as_str()));
+            let attrs = Attributes {
+                verb: &verb,
+                resource_request: check.path.is_none(),
+                api_group: &check.group,
+                resource: &check.resource,
+                subresource: &check.subresource,
+                name: &check.name,
+                namespace: &check.namespace,
+                path: check.path.as_deref().unwrap_or_default(),
+            };
+            let (allowed, reason) = check.authz.decide(service_account, &attrs);
+            AuthzValue::Decision { allowed, reason }
+        }
+        (AuthzValue::Check(mut check), name) => {
+            match name {
+                "group" => check.group = argument(0),
+                "resource" => check.resource = argument(0),
+                "subresource" => check.subresource = argument(0),
+                "namespace" => check.namespace = argument(0),
+                "name" => check.name = argument(0),
+                "path" => check.path = Some(argument(0)),
+                "serviceAccount" => check.service_account = Some((argument(0), argument(1))),
+                _ => return Err(ftx.error(format!("no such overload: {name}"))),
+            }
+            AuthzValue::Check(check)
+        }
+        (_, name) => return Err(ftx.error(format!("no such overload: {name}"))),
+    };
+    Ok(CelValue::Opaque(Arc::new(value)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct OnlyPods;
+    impl Authorize for OnlyPods {
+        fn decide(&self, account: Option<(&str, &str)>, attrs: &Attributes<'_>) -> (bool, String) {
+            let allowed = attrs.resource == "pods" && attrs.verb == "create" && account.is_none();
+            (allowed, format!("asked about {}", attrs.resource))
+        }
+    }
+
+    fn input(object: Value) -> Activation {
+        let request = json!({"operation": "CREATE", "userInfo": {"username": "alice"}});
+        let params = json!({"data": {"max": "3"}, "spec": {"max": 3}});
+        Activation::new(
+            Some(&object),
+            None,
+            &request,
+            Some(&params),
+            Some(&json!({"metadata": {"name": "ns", "labels": {"env": "prod"}}})),
+            Some(Arc::new(OnlyPods)),
+        )
+    }
+
+    fn holds(source: &str, input: &Activation) -> Result<bool, String> {
+        let mut budget = RUNTIME_COST_BUDGET;
+        Expression::compile(source)?.holds(input, &mut budget)
+    }
+
+    #[test]
+    fn reads_kubes_variables() {
+        let input = input(json!({"spec": {"replicas": 5}}));
+        assert_eq!(holds("object.spec.replicas > params.spec.max", &input), Ok(true));
+        assert_eq!(holds("int(params.data.max) < object.spec.replicas", &input), Ok(true));
+        assert_eq!(holds("oldObject == null", &input), Ok(true));
+        assert_eq!(holds("request.userInfo.username == 'alice'", &input), Ok(true));
+        assert_eq!(
+            holds("namespaceObject.metadata.labels.env == 'prod'", &input),
+            Ok(true)
+        );
+        assert_eq!(
+            holds("has(object.spec.template)", &input),
+            Ok(false),
+            "has() on a missing field"
+        );
+    }
+
+    #[test]
+    fn variables_are_seen_by_later_expressions() {
+        let mut input = input(json!({"spec": {"replicas": 5}}));
+        let mut budget = RUNTIME_COST_BUDGET;
+        let value = Expression::compile("object.spec.replicas * 2")
+            .and_then(|e| e.evaluate(&input, &mut budget))
+            .expect("evaluates");
+        input.set_variable("doubled", value);
+        assert_eq!(holds("variables.doubled == 10", &input), Ok(true));
+    }
+
+    #[test]
+    fn errors_in_kubes_words() {
+        let input = input(json!({"spec": {}}));
+        assert_eq!(
+            holds("object.spec.replicas > 1", &input),
+            Err("expression 'object.spec.replicas > 1' resulted in error: no such key: replicas".into())
+        );
+        let error = Expression::compile("nope.x == 1").expect_err("undeclared");
+        assert!(error.starts_with("compilation failed: ERROR: <input>:1:1: undeclared reference to 'nope'"), "{error}");
+        assert!(holds("object.spec", &input).unwrap_err().contains("expected bool"));
+    }
+
+    #[test]
+    fn the_authorizer_decides_for_the_user_or_an_account() {
+        let input = input(json!({}));
+        assert_eq!(
+            holds("authorizer.group('').resource('pods').namespace('ns').check('create').allowed()", &input),
+            Ok(true)
+        );
+        assert_eq!(
+            holds("authorizer.group('apps').resource('deployments').check('create').allowed()", &input),
+            Ok(false)
+        );
+        assert_eq!(
+            holds("authorizer.serviceAccount('ns', 'sa').group('').resource('pods').check('create').allowed()", &input),
+            Ok(false)
+        );
+        assert_eq!(
+            holds("authorizer.group('').resource('secrets').check('get').reason() == 'asked about secrets'", &input),
+            Ok(true)
+        );
+    }
+
+    #[test]
+    fn costly_expressions_are_not_run() {
+        let big: Vec<i64> = (0..2000).collect();
+        let input = input(json!({"items": big}));
+        let source = "object.items.all(a, object.items.all(b, object.items.all(c, a + b + c >= 0)))";
+        assert_eq!(
+            holds(source, &input),
+            Err(format!("expression '{source}' resulted in error: {CALL_LIMIT_EXCEEDED}"))
+        );
+        assert_eq!(holds("object.items.all(a, a >= 0)", &input), Ok(true));
+    }
+}
