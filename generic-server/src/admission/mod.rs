@@ -2,6 +2,7 @@
 //! is stored. Plugins run in a fixed order set when the server is built;
 //! [`webhook::Webhooks`], kube's admission webhooks, comes last.
 
+pub mod matching;
 pub mod webhook;
 
 use std::sync::{Arc, Mutex};

@@ -5,17 +5,18 @@
 //! AdmissionReview v1 over HTTPS. Mutating webhooks run one after another
 //! and may patch the object; validating webhooks run side by side.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::error::{Error, Reason, Result, reason_for_code};
-use apimachinery::label_selector::LabelSelector;
 use base64::Engine;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::{AdmissionPlugin, Attributes, Operation};
+use super::matching::{self, Conditions, Criteria, NamespaceLabels, UserAuthorizer};
+use super::{AdmissionPlugin, Attributes};
+use crate::filters::rbac::Rbac;
 use crate::service_client::{Clients, ObjectReader, post_review};
-use crate::storage::cacher::{Cacher, ResourceCache, generic_ingest};
+use crate::storage::cacher::{Cacher, Derived, ResourceCache, generic_ingest};
 
 /// The group of the webhook configurations.
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -23,80 +24,11 @@ const GROUP: &str = "admissionregistration.k8s.io";
 const DEFAULT_TIMEOUT: u64 = 10;
 const MAX_TIMEOUT: u64 = 30;
 
-/// The resources no webhook is called for, so that a broken webhook can
-/// always be removed (kube's `IsExemptAdmissionConfigurationResource`).
-const EXEMPT: &[&str] = &[
-    "mutatingwebhookconfigurations",
-    "validatingwebhookconfigurations",
-    "validatingadmissionpolicies",
-    "validatingadmissionpolicybindings",
-    "mutatingadmissionpolicies",
-    "mutatingadmissionpolicybindings",
-];
-
-/// One rule of a webhook: which operations on which resources it is for.
-#[derive(Debug, Default)]
-struct Rule {
-    operations: Vec<String>,
-    groups: Vec<String>,
-    versions: Vec<String>,
-    resources: Vec<String>,
-    scope: String,
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect()
-}
-
-fn any_or(list: &[String], wanted: &str) -> bool {
-    list.iter().any(|item| item == "*" || item == wanted)
-}
-
-impl Rule {
-    fn parse(rule: &Value) -> Rule {
-        Rule {
-            operations: strings(&rule["operations"]),
-            groups: strings(&rule["apiGroups"]),
-            versions: strings(&rule["apiVersions"]),
-            resources: strings(&rule["resources"]),
-            scope: rule["scope"].as_str().unwrap_or("*").to_string(),
-        }
-    }
-
-    /// Whether the rule covers the write; `exact` (matchPolicy Exact)
-    /// also requires its version, where Equivalent takes any.
-    fn matches(&self, attrs: &Attributes<'_>, exact: bool) -> bool {
-        let resource = attrs.resource;
-        let scoped = match self.scope.as_str() {
-            "Cluster" => !resource.namespaced,
-            "Namespaced" => resource.namespaced,
-            _ => true,
-        };
-        let resource_matches = self.resources.iter().any(|pattern| {
-            let (name, sub) = pattern.split_once('/').unwrap_or((pattern, ""));
-            (name == "*" || name == resource.plural) && (sub == "*" || sub == attrs.subresource)
-        });
-        scoped
-            && resource_matches
-            && any_or(&self.operations, attrs.operation.as_str())
-            && any_or(&self.groups, &resource.group)
-            && (!exact || any_or(&self.versions, &resource.version))
-    }
-}
-
 /// One webhook of a configuration, ready to match and call.
 struct Hook {
     name: String,
-    rules: Vec<Rule>,
-    exact: bool,
-    namespace_selector: std::result::Result<LabelSelector, String>,
-    object_selector: std::result::Result<LabelSelector, String>,
+    criteria: Criteria,
+    conditions: Conditions,
     fail_open: bool,
     timeout: Duration,
     dry_run_safe: bool,
@@ -106,27 +38,14 @@ struct Hook {
 
 impl Hook {
     fn parse(hook: &Value) -> Hook {
-        let selector = |field: &str| match hook.get(field) {
-            None | Some(Value::Null) => Ok(LabelSelector::everything()),
-            Some(object) => {
-                LabelSelector::from_label_selector_object(object).map_err(|e| e.to_string())
-            }
-        };
         let seconds = hook["timeoutSeconds"]
             .as_u64()
             .unwrap_or(DEFAULT_TIMEOUT)
             .clamp(1, MAX_TIMEOUT);
         Hook {
             name: hook["name"].as_str().unwrap_or_default().to_string(),
-            rules: hook["rules"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(Rule::parse)
-                .collect(),
-            exact: hook["matchPolicy"] == "Exact",
-            namespace_selector: selector("namespaceSelector"),
-            object_selector: selector("objectSelector"),
+            criteria: Criteria::parse(hook, "rules"),
+            conditions: Conditions::parse(hook),
             fail_open: hook["failurePolicy"] == "Ignore",
             timeout: Duration::from_secs(seconds),
             dry_run_safe: matches!(hook["sideEffects"].as_str(), Some("None" | "NoneOnDryRun")),
@@ -135,26 +54,6 @@ impl Hook {
         }
     }
 
-    /// Whether the object (or the object it replaces) has labels the
-    /// objectSelector accepts.
-    fn selects_object(&self, object: Option<&Value>, old: Option<&Value>) -> Result<bool> {
-        let selector = self.object_selector.as_ref().map_err(|why| {
-            Error::internal(format!("failed calling webhook {:?}: {why}", self.name))
-        })?;
-        if selector.is_empty() {
-            return Ok(true);
-        }
-        let labels = |o: Option<&Value>| {
-            o.and_then(|o| o.pointer("/metadata/labels"))
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default()
-        };
-        Ok([object, old]
-            .into_iter()
-            .flatten()
-            .any(|o| selector.matches(&labels(Some(o)))))
-    }
 }
 
 /// The webhooks of every configuration, in kube's order (configurations
@@ -167,21 +66,19 @@ struct Configured {
 
 /// kube's MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins.
 pub struct Webhooks {
-    cacher: Arc<Cacher>,
-    /// The mutating, then the validating configurations.
-    caches: [Arc<ResourceCache>; 2],
-    namespaces: Arc<ResourceCache>,
-    /// The webhooks and the caches' revisions they were compiled at.
-    current: RwLock<([i64; 2], Arc<Configured>)>,
-    compiling: Mutex<()>,
+    /// The webhooks, from the mutating then the validating configurations.
+    configured: Derived<Configured>,
+    namespaces: NamespaceLabels,
+    rbac: Rbac,
     reader: Arc<dyn ObjectReader>,
     clients: Clients,
 }
 
 impl Webhooks {
     /// Follows the webhook configurations (and namespaces, for
-    /// namespaceSelector) in `cacher`; a Service a webhook names is
-    /// resolved to its endpoints from storage.
+    /// namespaceSelector, and the RBAC policy, for matchConditions'
+    /// `authorizer`) in `cacher`; a Service a webhook names is resolved to
+    /// its endpoints from storage.
     pub async fn new(cacher: Arc<Cacher>, etcd_root: &str) -> Result<Webhooks> {
         let reader = Arc::new(crate::service_client::StorageReader::new(
             cacher.storage().clone(),
@@ -195,15 +92,10 @@ impl Webhooks {
             let prefix = apimachinery::keys::key_prefix(etcd_root, GROUP, resource);
             caches.push(cacher.register(&prefix, generic_ingest()).await?);
         }
-        let caches: [Arc<ResourceCache>; 2] = caches.try_into().unwrap_or_else(|_| unreachable!());
-        let prefix = apimachinery::keys::key_prefix(etcd_root, "", "namespaces");
-        let namespaces = cacher.register(&prefix, generic_ingest()).await?;
         Ok(Webhooks {
-            cacher,
-            caches,
-            namespaces,
-            current: RwLock::new(([-1; 2], Arc::default())),
-            compiling: Mutex::default(),
+            configured: Derived::new(caches),
+            rbac: Rbac::new(&cacher, etcd_root).await?,
+            namespaces: NamespaceLabels::new(cacher, etcd_root).await?,
             reader,
             clients: Clients::new(None),
         })
@@ -211,71 +103,28 @@ impl Webhooks {
 
     /// The webhooks as the caches hold them now.
     fn configured(&self) -> Arc<Configured> {
-        let applied = || self.caches.each_ref().map(|c| c.applied());
-        let fresh = |applied: [i64; 2]| {
-            let current = self.current.read().unwrap_or_else(|e| e.into_inner());
-            (current.0 == applied).then(|| current.1.clone())
-        };
-        if let Some(current) = fresh(applied()) {
-            return current;
-        }
-        let _one_at_a_time = self.compiling.lock().unwrap_or_else(|e| e.into_inner());
-        let revisions = applied();
-        if let Some(current) = fresh(revisions) {
-            return current;
-        }
-        let compile = |cache: &ResourceCache| -> Vec<Hook> {
-            cache
-                .snapshot(cache.prefix(), 0)
-                .objects
-                .iter()
-                .flat_map(|object| {
-                    let configuration = object.value();
-                    configuration["webhooks"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(Hook::parse)
-                        .collect::<Vec<_>>()
-                })
-                .collect()
-        };
-        let configured = Arc::new(Configured {
-            mutating: compile(&self.caches[0]),
-            validating: compile(&self.caches[1]),
-        });
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = (revisions, configured.clone());
-        configured
-    }
-
-    /// The labels of the namespace the write is in, or `None` when the
-    /// namespaceSelector does not apply (a cluster-scoped object other
-    /// than a Namespace).
-    async fn namespace_labels(
-        &self,
-        attrs: &Attributes<'_>,
-        object: Option<&Value>,
-    ) -> Result<Option<Map<String, Value>>> {
-        let labels = |o: &Value| {
-            o.pointer("/metadata/labels")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default()
-        };
-        let is_namespace = attrs.resource.group.is_empty() && attrs.resource.plural == "namespaces";
-        if is_namespace {
-            return Ok(object.or(attrs.old).map(labels));
-        }
-        if attrs.namespace.is_empty() {
-            return Ok(None);
-        }
-        match super::namespace(&self.cacher, &self.namespaces, attrs.namespace).await? {
-            Some(namespace) => Ok(Some(labels(&namespace.value()))),
-            None => Err(Error::NotFound {
-                resource: apimachinery::group_version::GroupResource::new("", "namespaces"),
-                name: attrs.namespace.into(),
-            }),
-        }
+        self.configured.get(|caches| {
+            let compile = |cache: &ResourceCache| -> Vec<Hook> {
+                cache
+                    .snapshot(cache.prefix(), 0)
+                    .objects
+                    .iter()
+                    .flat_map(|object| {
+                        let configuration = object.value();
+                        configuration["webhooks"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(Hook::parse)
+                            .collect::<Vec<_>>()
+                    })
+                    .collect()
+            };
+            Configured {
+                mutating: compile(&caches[0]),
+                validating: compile(&caches[1]),
+            }
+        })
     }
 
     /// The webhooks of `hooks` that the write must go through.
@@ -285,37 +134,37 @@ impl Webhooks {
         attrs: &Attributes<'_>,
         object: Option<&Value>,
     ) -> Result<Vec<&'h Hook>> {
-        let resource = attrs.resource;
-        if hooks.is_empty()
-            || (resource.group == GROUP && EXEMPT.contains(&resource.plural.as_str()))
-        {
+        if hooks.is_empty() || matching::exempt(attrs) {
             return Ok(Vec::new());
         }
-        let mut namespace_labels = None;
         let mut relevant = Vec::new();
+        let mut input = None;
         for hook in hooks {
-            if !hook
-                .rules
-                .iter()
-                .any(|rule| rule.matches(attrs, hook.exact))
-            {
+            if !hook.criteria.covers(attrs) {
                 continue;
             }
-            let selector = hook.namespace_selector.as_ref().map_err(|why| {
-                Error::internal(format!("failed calling webhook {:?}: {why}", hook.name))
-            })?;
-            if !selector.is_empty() {
-                if namespace_labels.is_none() {
-                    namespace_labels = Some(self.namespace_labels(attrs, object).await?);
-                }
-                if let Some(Some(labels)) = &namespace_labels
-                    && !selector.matches(labels)
-                {
-                    continue;
-                }
-            }
-            if !hook.selects_object(object, attrs.old)? {
+            let selected = hook
+                .criteria
+                .selects(attrs, object, &self.namespaces)
+                .await
+                .map_err(|why| {
+                    Error::internal(format!("failed calling webhook {:?}: {why}", hook.name))
+                })?;
+            if !selected {
                 continue;
+            }
+            if !hook.conditions.is_empty() {
+                let input = input.get_or_insert_with(|| {
+                    let request = matching::admission_request(attrs, "");
+                    let authorizer = UserAuthorizer::new(&self.rbac, attrs.user);
+                    matching::activation(attrs, object, &request, None, None, Some(authorizer))
+                });
+                match hook.conditions.hold(input) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(_) if hook.fail_open => continue,
+                    Err(why) => return Err(super::forbidden(attrs, &why)),
+                }
             }
             if attrs.dry_run && !hook.dry_run_safe {
                 return Err(Error::bad_request(format!(
@@ -378,43 +227,9 @@ impl Webhooks {
 
 /// The AdmissionReview v1 a webhook receives for the write.
 fn review(attrs: &Attributes<'_>, uid: &str, object: Option<&Value>) -> Value {
-    let resource = attrs.resource;
-    let kind = json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
-    let gvr =
-        json!({"group": resource.group, "version": resource.version, "resource": resource.plural});
-    let user = attrs.user;
-    let options = match attrs.operation {
-        Operation::Create => "CreateOptions",
-        Operation::Update => "UpdateOptions",
-        Operation::Delete => "DeleteOptions",
-    };
-    let mut request = json!({
-        "uid": uid,
-        "kind": kind,
-        "resource": gvr,
-        "requestKind": kind,
-        "requestResource": gvr,
-        "name": attrs.name,
-        "operation": attrs.operation.as_str(),
-        "userInfo": {"username": user.name, "groups": user.groups},
-        "object": object,
-        "oldObject": attrs.old,
-        "dryRun": attrs.dry_run,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": options},
-    });
-    if !attrs.namespace.is_empty() {
-        request["namespace"] = json!(attrs.namespace);
-    }
-    if !attrs.subresource.is_empty() {
-        request["subResource"] = json!(attrs.subresource);
-        request["requestSubResource"] = json!(attrs.subresource);
-    }
-    if !user.uid.is_empty() {
-        request["userInfo"]["uid"] = json!(user.uid);
-    }
-    if !user.extra.is_empty() {
-        request["userInfo"]["extra"] = json!(user.extra);
-    }
+    let mut request = matching::admission_request(attrs, uid);
+    request["object"] = json!(object);
+    request["oldObject"] = json!(attrs.old);
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
 }
 
@@ -557,61 +372,6 @@ impl Webhooks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::UserInfo;
-
-    fn attrs<'a>(
-        resource: &'a crate::resource::Resource,
-        user: &'a UserInfo,
-        operation: Operation,
-        subresource: &'a str,
-    ) -> Attributes<'a> {
-        Attributes {
-            operation,
-            resource,
-            subresource,
-            namespace: "ns",
-            name: "x",
-            old: None,
-            user,
-            dry_run: false,
-            warnings: Default::default(),
-        }
-    }
-
-    struct Plain;
-    impl crate::strategy::Strategy for Plain {}
-
-    fn configmaps() -> crate::resource::Resource {
-        crate::resource::Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain)
-    }
-
-    #[test]
-    fn rules_match_as_kube_splits_resources() {
-        let resource = configmaps();
-        let user = UserInfo::default();
-        let create = attrs(&resource, &user, Operation::Create, "");
-        let status = attrs(&resource, &user, Operation::Update, "status");
-        let rule = |value: Value| Rule::parse(&value);
-        let all = rule(
-            json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}),
-        );
-        assert!(all.matches(&create, true));
-        assert!(!all.matches(&status, true), "no subresource in the rule");
-        let subs = rule(
-            json!({"operations": ["UPDATE"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["configmaps/*"]}),
-        );
-        assert!(!subs.matches(&create, true), "CREATE is not UPDATE");
-        assert!(subs.matches(&status, true));
-        let star = rule(
-            json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v2"], "resources": ["*"], "scope": "Namespaced"}),
-        );
-        assert!(!star.matches(&create, true), "Exact needs the version");
-        assert!(star.matches(&create, false), "Equivalent takes any version");
-        let cluster = rule(
-            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"], "scope": "Cluster"}),
-        );
-        assert!(!cluster.matches(&create, true), "configmaps are namespaced");
-    }
 
     #[test]
     fn refusals_are_in_kubes_words() {
@@ -651,10 +411,7 @@ mod tests {
         assert_eq!(hook.timeout, Duration::from_secs(MAX_TIMEOUT));
         assert!(hook.dry_run_safe && !hook.fail_open);
         let labelled = json!({"metadata": {"labels": {"team": "a"}}});
-        let other = json!({"metadata": {"labels": {"team": "b"}}});
-        assert!(hook.selects_object(Some(&labelled), None).unwrap());
-        assert!(!hook.selects_object(Some(&other), None).unwrap());
-        assert!(hook.selects_object(Some(&other), Some(&labelled)).unwrap());
+        assert_eq!(hook.criteria.selects_object(Some(&labelled), None), Ok(true));
         let patch = base64::engine::general_purpose::STANDARD
             .encode(r#"[{"op": "add", "path": "/data", "value": {"k": "v"}}]"#);
         let mut object = json!({"metadata": {"name": "x"}});

@@ -2,7 +2,7 @@
 //! from the watch cache (never from etcd per request), indexed by subject and
 //! re-indexed only after one of them changes.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
 use apimachinery::error::Result;
 use apimachinery::rbac::{Decision, Policy, Rules, User};
@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use super::authorization::{Authorizer, always_allowed, attributes, forbidden};
 use crate::request::UserInfo;
 use crate::request_info::RequestInfo;
-use crate::storage::cacher::{Cacher, ResourceCache, generic_ingest};
+use crate::storage::cacher::{Cacher, Derived, ResourceCache, generic_ingest};
 
 /// The four RBAC resources, in the order [`Rbac`] keeps their caches.
 const RESOURCES: [&str; 4] = [
@@ -27,10 +27,8 @@ pub const SUPERUSERS: &str = "system:masters";
 
 /// Decides by RBAC policy, as kube-apiserver's `--authorization-mode=RBAC`.
 pub struct Rbac {
-    caches: [Arc<ResourceCache>; 4],
-    /// The policy and the caches' revisions it was built at.
-    current: RwLock<([i64; 4], Arc<Policy>)>,
-    rebuilding: Mutex<()>,
+    /// The policy, from roles, bindings, cluster roles and cluster bindings.
+    policy: Derived<Policy>,
 }
 
 impl Rbac {
@@ -43,41 +41,17 @@ impl Rbac {
                 apimachinery::keys::key_prefix(etcd_root, apimachinery::rbac::GROUP, resource);
             caches.push(cacher.register(&prefix, generic_ingest()).await?);
         }
-        let caches: [Arc<ResourceCache>; 4] = caches.try_into().unwrap_or_else(|_| unreachable!());
         Ok(Rbac {
-            caches,
-            current: RwLock::new(([-1; 4], Arc::default())),
-            rebuilding: Mutex::default(),
+            policy: Derived::new(caches),
         })
-    }
-
-    fn applied(&self) -> [i64; 4] {
-        self.caches.each_ref().map(|c| c.applied())
     }
 
     /// The policy as the caches hold it now.
     pub fn policy(&self) -> Arc<Policy> {
-        let applied = self.applied();
-        {
-            let current = self.current.read().unwrap_or_else(|e| e.into_inner());
-            if current.0 == applied {
-                return current.1.clone();
-            }
-        }
-        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(|e| e.into_inner());
-        let applied = self.applied();
-        {
-            let current = self.current.read().unwrap_or_else(|e| e.into_inner());
-            if current.0 == applied {
-                return current.1.clone();
-            }
-        }
-        let policy = Arc::new(self.build());
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = (applied, policy.clone());
-        policy
+        self.policy.get(Self::build)
     }
 
-    fn build(&self) -> Policy {
+    fn build(caches: &[Arc<ResourceCache>]) -> Policy {
         fn each<T: DeserializeOwned>(cache: &ResourceCache, mut add: impl FnMut(T)) {
             for object in cache.snapshot(cache.prefix(), 0).objects {
                 match serde_json::from_slice::<T>(&object.bytes) {
@@ -89,7 +63,9 @@ impl Rbac {
             }
         }
         let mut policy = Policy::default();
-        let [roles, bindings, cluster_roles, cluster_bindings] = &self.caches;
+        let [roles, bindings, cluster_roles, cluster_bindings] = caches else {
+            return policy;
+        };
         each::<Role>(roles, |r| policy.add_role(r));
         each::<RoleBinding>(bindings, |b| policy.add_binding(b));
         each::<ClusterRole>(cluster_roles, |r| policy.add_cluster_role(r));

@@ -687,6 +687,52 @@ pub fn history_event(cache: &ResourceCache, event: &Event) -> Option<WatchEvent>
     }
 }
 
+/// A value computed from some caches (a policy, the compiled webhooks),
+/// rebuilt only once one of them has moved on; readers never wait for a
+/// rebuild they do not need.
+pub struct Derived<T> {
+    caches: Vec<Arc<ResourceCache>>,
+    /// The value and the caches' revisions it was built at.
+    current: RwLock<(Vec<i64>, Arc<T>)>,
+    rebuilding: std::sync::Mutex<()>,
+}
+
+impl<T: Default> Derived<T> {
+    /// A value built from `caches`, not built yet.
+    pub fn new(caches: Vec<Arc<ResourceCache>>) -> Derived<T> {
+        Derived {
+            current: RwLock::new((vec![-1; caches.len()], Arc::default())),
+            caches,
+            rebuilding: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The caches the value is built from.
+    pub fn caches(&self) -> &[Arc<ResourceCache>] {
+        &self.caches
+    }
+
+    /// The value as the caches hold it now, built by `build` if they moved.
+    pub fn get(&self, build: impl FnOnce(&[Arc<ResourceCache>]) -> T) -> Arc<T> {
+        let applied = || self.caches.iter().map(|c| c.applied()).collect::<Vec<_>>();
+        let fresh = |applied: &[i64]| {
+            let current = self.current.read().unwrap_or_else(|e| e.into_inner());
+            (current.0 == applied).then(|| current.1.clone())
+        };
+        if let Some(current) = fresh(&applied()) {
+            return current;
+        }
+        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(|e| e.into_inner());
+        let revisions = applied();
+        if let Some(current) = fresh(&revisions) {
+            return current;
+        }
+        let value = Arc::new(build(&self.caches));
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = (revisions, value.clone());
+        value
+    }
+}
+
 /// Whether a key/value would ingest (used by tests).
 #[cfg(test)]
 fn json_ingest() -> Ingest {

@@ -1,0 +1,495 @@
+//! Which writes a webhook or a policy is for: kube's rules (operations,
+//! groups, versions, resources with subresources, scope, resource names),
+//! namespaceSelector and objectSelector, and matchConditions in CEL; and
+//! the AdmissionRequest both are shown.
+
+use std::sync::Arc;
+
+use apimachinery::cel::admission::{Activation, Authorize, Expression, RUNTIME_COST_BUDGET};
+use apimachinery::error::{Error, Result};
+use apimachinery::label_selector::LabelSelector;
+use serde_json::{Map, Value, json};
+
+use super::{Attributes, Operation};
+use crate::filters::rbac::{Rbac, SUPERUSERS};
+use crate::request::UserInfo;
+use crate::storage::cacher::{Cacher, ResourceCache};
+use apimachinery::rbac::{Decision, Policy, User};
+
+/// The resources no webhook or policy is called for, so that a broken one
+/// can always be removed (kube's `IsExemptAdmissionConfigurationResource`).
+const EXEMPT: &[&str] = &[
+    "mutatingwebhookconfigurations",
+    "validatingwebhookconfigurations",
+    "validatingadmissionpolicies",
+    "validatingadmissionpolicybindings",
+    "mutatingadmissionpolicies",
+    "mutatingadmissionpolicybindings",
+];
+
+/// Whether the write is to an admission configuration itself.
+pub fn exempt(attrs: &Attributes<'_>) -> bool {
+    attrs.resource.group == "admissionregistration.k8s.io"
+        && EXEMPT.contains(&attrs.resource.plural.as_str())
+}
+
+/// The strings of a JSON list (none for anything else).
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+fn any_or(list: &[String], wanted: &str) -> bool {
+    list.iter().any(|item| item == "*" || item == wanted)
+}
+
+/// One rule: which operations on which resources it is for.
+#[derive(Debug, Default)]
+pub struct Rule {
+    operations: Vec<String>,
+    groups: Vec<String>,
+    versions: Vec<String>,
+    resources: Vec<String>,
+    names: Vec<String>,
+    scope: String,
+}
+
+impl Rule {
+    /// A rule as written (`operations`, `apiGroups`, `apiVersions`,
+    /// `resources`, `resourceNames`, `scope`).
+    pub fn parse(rule: &Value) -> Rule {
+        Rule {
+            operations: strings(&rule["operations"]),
+            groups: strings(&rule["apiGroups"]),
+            versions: strings(&rule["apiVersions"]),
+            resources: strings(&rule["resources"]),
+            names: strings(&rule["resourceNames"]),
+            scope: rule["scope"].as_str().unwrap_or("*").to_string(),
+        }
+    }
+
+    /// Whether the rule covers the write; `exact` (matchPolicy Exact)
+    /// also requires its version, where Equivalent takes any.
+    pub fn matches(&self, attrs: &Attributes<'_>, exact: bool) -> bool {
+        let resource = attrs.resource;
+        let scoped = match self.scope.as_str() {
+            "Cluster" => !resource.namespaced,
+            "Namespaced" => resource.namespaced,
+            _ => true,
+        };
+        let resource_matches = self.resources.iter().any(|pattern| {
+            let (name, sub) = pattern.split_once('/').unwrap_or((pattern, ""));
+            (name == "*" || name == resource.plural) && (sub == "*" || sub == attrs.subresource)
+        });
+        scoped
+            && resource_matches
+            && any_or(&self.operations, attrs.operation.as_str())
+            && any_or(&self.groups, &resource.group)
+            && (!exact || any_or(&self.versions, &resource.version))
+            && (self.names.is_empty() || self.names.iter().any(|n| n == attrs.name))
+    }
+}
+
+/// A label selector as written; a malformed one is kept as its error.
+fn selector(value: Option<&Value>) -> std::result::Result<LabelSelector, String> {
+    match value {
+        None | Some(Value::Null) => Ok(LabelSelector::everything()),
+        Some(object) => {
+            LabelSelector::from_label_selector_object(object).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// The labels of an object.
+fn labels(object: &Value) -> Map<String, Value> {
+    object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The writes a webhook, a policy or a binding is for: rules (and
+/// excluded rules), matchPolicy, and the two selectors.
+#[derive(Debug)]
+pub struct Criteria {
+    rules: Vec<Rule>,
+    excluded: Vec<Rule>,
+    exact: bool,
+    namespace_selector: std::result::Result<LabelSelector, String>,
+    object_selector: std::result::Result<LabelSelector, String>,
+}
+
+impl Criteria {
+    /// The criteria of `spec`, whose rules are in `rules_field` (`rules`
+    /// for a webhook, `resourceRules` for a policy's matchConstraints).
+    pub fn parse(spec: &Value, rules_field: &str) -> Criteria {
+        let rules = |field: &str| spec[field].as_array().into_iter().flatten().map(Rule::parse).collect();
+        Criteria {
+            rules: rules(rules_field),
+            excluded: rules("excludeResourceRules"),
+            exact: spec["matchPolicy"] == "Exact",
+            namespace_selector: selector(spec.get("namespaceSelector")),
+            object_selector: selector(spec.get("objectSelector")),
+        }
+    }
+
+    /// Whether the rules cover the write (the cheap first test).
+    pub fn covers(&self, attrs: &Attributes<'_>) -> bool {
+        self.rules.iter().any(|rule| rule.matches(attrs, self.exact))
+            && !self.excluded.iter().any(|rule| rule.matches(attrs, self.exact))
+    }
+
+    /// Whether the selectors accept the write: the namespace's labels
+    /// (`None` when the namespaceSelector does not apply), and the object's
+    /// or the old object's labels. A malformed selector is the error.
+    pub async fn selects(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+        namespaces: &NamespaceLabels,
+    ) -> std::result::Result<bool, String> {
+        let namespace_selector = self.namespace_selector.as_ref().map_err(Clone::clone)?;
+        if !namespace_selector.is_empty()
+            && let Some(labels) = namespaces
+                .of(attrs, object)
+                .await
+                .map_err(|e| e.to_string())?
+            && !namespace_selector.matches(&labels)
+        {
+            return Ok(false);
+        }
+        self.selects_object(object, attrs.old)
+    }
+
+    /// Whether the objectSelector accepts the object or the object it
+    /// replaces.
+    pub fn selects_object(
+        &self,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> std::result::Result<bool, String> {
+        let object_selector = self.object_selector.as_ref().map_err(Clone::clone)?;
+        Ok(object_selector.is_empty()
+            || [object, old]
+                .into_iter()
+                .flatten()
+                .any(|o| object_selector.matches(&labels(o))))
+    }
+}
+
+/// The namespaces a server follows, for namespaceSelectors and
+/// `namespaceObject`.
+pub struct NamespaceLabels {
+    cacher: Arc<Cacher>,
+    namespaces: Arc<ResourceCache>,
+}
+
+impl NamespaceLabels {
+    /// Follows namespaces in `cacher`.
+    pub async fn new(cacher: Arc<Cacher>, etcd_root: &str) -> Result<NamespaceLabels> {
+        let prefix = apimachinery::keys::key_prefix(etcd_root, "", "namespaces");
+        let namespaces = cacher
+            .register(&prefix, crate::storage::cacher::generic_ingest())
+            .await?;
+        Ok(NamespaceLabels { cacher, namespaces })
+    }
+
+    /// The namespace the write is in (`None` for a cluster-scoped write).
+    pub async fn namespace(&self, attrs: &Attributes<'_>) -> Result<Option<Value>> {
+        if attrs.namespace.is_empty() || is_namespace(attrs) {
+            return Ok(None);
+        }
+        match super::namespace(&self.cacher, &self.namespaces, attrs.namespace).await? {
+            Some(namespace) => Ok(Some(namespace.value())),
+            None => Err(Error::NotFound {
+                resource: apimachinery::group_version::GroupResource::new("", "namespaces"),
+                name: attrs.namespace.into(),
+            }),
+        }
+    }
+
+    /// The labels a namespaceSelector is matched against: the
+    /// namespace's, a Namespace's own, or `None` for other cluster-scoped
+    /// writes (where the selector does not apply).
+    pub async fn of(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<Option<Map<String, Value>>> {
+        if is_namespace(attrs) {
+            return Ok(object.or(attrs.old).map(labels));
+        }
+        Ok(self.namespace(attrs).await?.as_ref().map(labels))
+    }
+}
+
+/// Whether the write is to a Namespace.
+fn is_namespace(attrs: &Attributes<'_>) -> bool {
+    attrs.resource.group.is_empty() && attrs.resource.plural == "namespaces"
+}
+
+/// CEL conditions that must all hold (matchConditions), each with its name.
+#[derive(Debug, Default)]
+pub struct Conditions(Vec<(String, std::result::Result<Expression, String>)>);
+
+impl Conditions {
+    /// The `matchConditions` of `spec`.
+    pub fn parse(spec: &Value) -> Conditions {
+        Conditions(
+            spec["matchConditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    let name = c["name"].as_str().unwrap_or_default().to_string();
+                    (name, Expression::compile(c["expression"].as_str().unwrap_or_default()))
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// kube's matcher: false as soon as one condition is false; else the
+    /// errors of those that failed, if any (their failurePolicy decides).
+    pub fn hold(&self, input: &Activation) -> std::result::Result<bool, String> {
+        let mut budget = RUNTIME_COST_BUDGET;
+        let mut errors = Vec::new();
+        for (_, condition) in &self.0 {
+            match condition
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|c| c.holds(input, &mut budget))
+            {
+                Ok(true) => {}
+                Ok(false) => return Ok(false),
+                Err(why) => errors.push(why),
+            }
+        }
+        match errors.len() {
+            0 => Ok(true),
+            1 => Err(errors.remove(0)),
+            _ => Err(format!("[{}]", errors.join(", "))),
+        }
+    }
+}
+
+/// kube's AdmissionRequest for the write (without the objects), as a
+/// webhook's review and a policy's `request` carry it.
+pub fn admission_request(attrs: &Attributes<'_>, uid: &str) -> Value {
+    let resource = attrs.resource;
+    let kind = json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
+    let gvr =
+        json!({"group": resource.group, "version": resource.version, "resource": resource.plural});
+    let user = attrs.user;
+    let options = match attrs.operation {
+        Operation::Create => "CreateOptions",
+        Operation::Update => "UpdateOptions",
+        Operation::Delete => "DeleteOptions",
+    };
+    let mut request = json!({
+        "uid": uid,
+        "kind": kind,
+        "resource": gvr,
+        "requestKind": kind,
+        "requestResource": gvr,
+        "name": attrs.name,
+        "operation": attrs.operation.as_str(),
+        "userInfo": {"username": user.name, "groups": user.groups},
+        "dryRun": attrs.dry_run,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": options},
+    });
+    if !attrs.namespace.is_empty() {
+        request["namespace"] = json!(attrs.namespace);
+    }
+    if !attrs.subresource.is_empty() {
+        request["subResource"] = json!(attrs.subresource);
+        request["requestSubResource"] = json!(attrs.subresource);
+    }
+    if !user.uid.is_empty() {
+        request["userInfo"]["uid"] = json!(user.uid);
+    }
+    if !user.extra.is_empty() {
+        request["userInfo"]["extra"] = json!(user.extra);
+    }
+    request
+}
+
+/// The CEL `authorizer` of a write: RBAC's decisions for the writing
+/// user (or for a ServiceAccount it names).
+pub struct UserAuthorizer {
+    policy: Arc<Policy>,
+    name: String,
+    groups: Vec<String>,
+}
+
+impl UserAuthorizer {
+    /// The authorizer for `user` under the policy `rbac` holds now.
+    pub fn new(rbac: &Rbac, user: &UserInfo) -> Arc<dyn Authorize> {
+        Arc::new(UserAuthorizer {
+            policy: rbac.policy(),
+            name: user.name.clone(),
+            groups: user.groups.clone(),
+        })
+    }
+}
+
+impl Authorize for UserAuthorizer {
+    fn decide(
+        &self,
+        service_account: Option<(&str, &str)>,
+        attrs: &apimachinery::rbac::Attributes<'_>,
+    ) -> (bool, String) {
+        let (name, groups) = match service_account {
+            Some((namespace, name)) => (
+                apimachinery::rbac::service_account_user(namespace, name),
+                vec![
+                    "system:serviceaccounts".to_string(),
+                    format!("system:serviceaccounts:{namespace}"),
+                    "system:authenticated".to_string(),
+                ],
+            ),
+            None => (self.name.clone(), self.groups.clone()),
+        };
+        if groups.iter().any(|g| g == SUPERUSERS) {
+            return (true, String::new());
+        }
+        match self.policy.decide(&User { name: &name, groups: &groups }, attrs) {
+            Decision::Allow(reason) => (true, reason),
+            Decision::Deny(reason) => (false, reason),
+        }
+    }
+}
+
+/// What CEL reads of a write: `object`, `oldObject`, `request`, and the
+/// authorizer for the writing user; params and namespace as given.
+pub fn activation(
+    attrs: &Attributes<'_>,
+    object: Option<&Value>,
+    request: &Value,
+    params: Option<&Value>,
+    namespace: Option<&Value>,
+    authorizer: Option<Arc<dyn Authorize>>,
+) -> Activation {
+    let object = match attrs.operation {
+        Operation::Delete => None,
+        _ => object,
+    };
+    Activation::new(object, attrs.old, request, params, namespace, authorizer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Plain;
+    impl crate::strategy::Strategy for Plain {}
+
+    fn configmaps() -> crate::resource::Resource {
+        crate::resource::Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain)
+    }
+
+    fn attrs<'a>(
+        resource: &'a crate::resource::Resource,
+        user: &'a UserInfo,
+        operation: Operation,
+        subresource: &'a str,
+    ) -> Attributes<'a> {
+        Attributes {
+            operation,
+            resource,
+            subresource,
+            namespace: "ns",
+            name: "x",
+            old: None,
+            user,
+            dry_run: false,
+            warnings: Default::default(),
+        }
+    }
+
+    #[test]
+    fn rules_match_as_kube_splits_resources() {
+        let resource = configmaps();
+        let user = UserInfo::default();
+        let create = attrs(&resource, &user, Operation::Create, "");
+        let status = attrs(&resource, &user, Operation::Update, "status");
+        let rule = |value: Value| Rule::parse(&value);
+        let all = rule(
+            json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}),
+        );
+        assert!(all.matches(&create, true));
+        assert!(!all.matches(&status, true), "no subresource in the rule");
+        let subs = rule(
+            json!({"operations": ["UPDATE"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["configmaps/*"]}),
+        );
+        assert!(!subs.matches(&create, true), "CREATE is not UPDATE");
+        assert!(subs.matches(&status, true));
+        let star = rule(
+            json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v2"], "resources": ["*"], "scope": "Namespaced"}),
+        );
+        assert!(!star.matches(&create, true), "Exact needs the version");
+        assert!(star.matches(&create, false), "Equivalent takes any version");
+        let cluster = rule(
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"], "scope": "Cluster"}),
+        );
+        assert!(!cluster.matches(&create, true), "configmaps are namespaced");
+        let named = rule(
+            json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["*"], "resources": ["configmaps"], "resourceNames": ["y"]}),
+        );
+        assert!(!named.matches(&create, true), "only the named object");
+    }
+
+    #[test]
+    fn object_selectors_see_the_old_object_too() {
+        let criteria = Criteria::parse(&json!({"objectSelector": {"matchLabels": {"team": "a"}}}), "rules");
+        let labelled = json!({"metadata": {"labels": {"team": "a"}}});
+        let other = json!({"metadata": {"labels": {"team": "b"}}});
+        assert_eq!(criteria.selects_object(Some(&labelled), None), Ok(true));
+        assert_eq!(criteria.selects_object(Some(&other), None), Ok(false));
+        assert_eq!(criteria.selects_object(Some(&other), Some(&labelled)), Ok(true));
+    }
+
+    #[test]
+    fn excluded_rules_win() {
+        let resource = configmaps();
+        let user = UserInfo::default();
+        let create = attrs(&resource, &user, Operation::Create, "");
+        let criteria = Criteria::parse(
+            &json!({
+                "resourceRules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}],
+                "excludeResourceRules": [{"operations": ["*"], "apiGroups": [""], "apiVersions": ["*"], "resources": ["configmaps"], "resourceNames": ["x"]}],
+            }),
+            "resourceRules",
+        );
+        assert!(!criteria.covers(&create));
+    }
+
+    #[test]
+    fn conditions_short_circuit_on_false_and_report_errors() {
+        let request = json!({"operation": "CREATE"});
+        let input = Activation::new(Some(&json!({"a": 1})), None, &request, None, None, None);
+        let conditions = |list: Value| Conditions::parse(&json!({"matchConditions": list}));
+        let both = conditions(json!([
+            {"name": "bad", "expression": "object.nope == 1"},
+            {"name": "no", "expression": "object.a == 2"},
+        ]));
+        assert_eq!(both.hold(&input), Ok(false), "a false condition wins over an error");
+        let error = conditions(json!([{"name": "bad", "expression": "object.nope == 1"}]));
+        assert_eq!(
+            error.hold(&input),
+            Err("expression 'object.nope == 1' resulted in error: no such key: nope".into())
+        );
+        let yes = conditions(json!([{"name": "yes", "expression": "request.operation == 'CREATE'"}]));
+        assert_eq!(yes.hold(&input), Ok(true));
+    }
+}
