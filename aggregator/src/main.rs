@@ -16,8 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use generic_server::admission::Admission;
-use generic_server::admission::webhook::Webhooks;
+use generic_server::admission::{self, Admission};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
 use generic_server::filters::rbac::Rbac;
@@ -99,13 +98,13 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let core_check = config.delegate_check().context("the core server link")?;
     let mut server = config.new("aggregator");
     server.server.add_health_check("core-server", core_check);
-    let webhooks = Webhooks::new(server.cacher.clone(), &server.etcd_root)
+    let plugins = admission::dynamic(&server.cacher, &server.etcd_root, Vec::new())
         .await
-        .context("admission webhooks")?;
+        .context("admission policies and webhooks")?;
     server
         .install(
             vec![apiservice::resource()],
-            &Admission::new(vec![Arc::new(webhooks)]),
+            &Admission::new(plugins.to_vec()),
         )
         .await
         .context("installing APIServices")?;

@@ -331,6 +331,21 @@ pub enum Error {
         /// The causes in the Status details.
         causes: Vec<StatusCause>,
     },
+    /// A write an admission plugin refused (kube's `NewForbidden`), with
+    /// the reason and causes the plugin chose.
+    #[error("{} {name:?} is forbidden: {why}", .resource)]
+    Refused {
+        /// The resource written.
+        resource: GroupResource,
+        /// The object's name.
+        name: String,
+        /// The Status reason (Forbidden unless the plugin says otherwise).
+        reason: Reason,
+        /// Why.
+        why: String,
+        /// The causes in the Status details.
+        causes: Vec<StatusCause>,
+    },
     /// Another error, with warnings for the client that were given on
     /// the way to it (an admission webhook's, beside its refusal).
     #[error("{error}")]
@@ -451,7 +466,9 @@ impl Error {
             Error::AlreadyExists { .. } => Reason::AlreadyExists,
             Error::Conflict { .. } => Reason::Conflict,
             Error::Invalid { .. } => Reason::Invalid,
-            Error::WithCauses { reason, .. } | Error::Other { reason, .. } => *reason,
+            Error::WithCauses { reason, .. }
+            | Error::Refused { reason, .. }
+            | Error::Other { reason, .. } => *reason,
             Error::Warned { error, .. } => error.reason(),
         }
     }
@@ -519,6 +536,18 @@ impl Error {
                         field: Some(c.field.clone()),
                     })
                     .collect(),
+                ..Default::default()
+            }),
+            Error::Refused {
+                resource,
+                name,
+                causes,
+                ..
+            } => Some(StatusDetails {
+                name: Some(name.clone()),
+                group: non_empty(&resource.group),
+                kind: Some(resource.resource.clone()),
+                causes: causes.clone(),
                 ..Default::default()
             }),
             Error::WithCauses { causes, .. } => Some(StatusDetails {

@@ -16,8 +16,8 @@ use std::sync::{Arc, OnceLock};
 use allocation::{Ranges, ServiceAllocator};
 use anyhow::Context as _;
 use clap::Parser;
-use generic_server::admission::webhook::Webhooks;
-use generic_server::admission::{Admission, NamespaceLifecycle};
+use generic_server::admission::policy::ParamKind;
+use generic_server::admission::{self, Admission, AdmissionPlugin, NamespaceLifecycle};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::loopback::Loopback;
 use generic_server::server::ApiServer;
@@ -119,21 +119,23 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let ranges = service_ranges(&options)?;
     let allocator = ServiceAllocator::new(cacher.storage().clone(), ranges.clone());
     let policy = Arc::new(OnceLock::new());
-    let admission = Admission::new(vec![
+    let mut all = resources::all();
+    all.extend(reviews::resources());
+    let kinds = all.iter().map(ParamKind::of).collect();
+    let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![
         Arc::new(lifecycle),
         Arc::new(allocator),
         Arc::new(resources::CsrRequester),
         Arc::new(escalation::Escalation {
             rbac: policy.clone(),
         }),
-        Arc::new(
-            Webhooks::new(cacher.clone(), &prefix)
-                .await
-                .context("admission webhooks")?,
-        ),
-    ]);
-    let mut all = resources::all();
-    all.extend(reviews::resources());
+    ];
+    plugins.extend(
+        admission::dynamic(&cacher, &prefix, kinds)
+            .await
+            .context("admission policies and webhooks")?,
+    );
+    let admission = Admission::new(plugins);
     server
         .install(all, &admission)
         .await

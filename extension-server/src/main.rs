@@ -15,8 +15,7 @@ use std::time::Duration;
 use actix::Actor;
 use anyhow::Context as _;
 use clap::Parser;
-use generic_server::admission::webhook::Webhooks;
-use generic_server::admission::{Admission, NamespaceLifecycle};
+use generic_server::admission::{self, Admission, AdmissionPlugin, NamespaceLifecycle};
 use generic_server::config::{self, Config};
 use generic_server::informer;
 use generic_server::loopback::Loopback;
@@ -53,10 +52,13 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let lifecycle = NamespaceLifecycle::new(server.cacher.clone(), &server.etcd_root)
         .await
         .context("namespace lifecycle")?;
-    let webhooks = Webhooks::new(server.cacher.clone(), &server.etcd_root)
-        .await
-        .context("admission webhooks")?;
-    let admission = Admission::new(vec![Arc::new(lifecycle), Arc::new(webhooks)]);
+    let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![Arc::new(lifecycle)];
+    plugins.extend(
+        admission::dynamic(&server.cacher, &server.etcd_root, Vec::new())
+            .await
+            .context("admission policies and webhooks")?,
+    );
+    let admission = Admission::new(plugins);
     server
         .install(vec![crd::resource()], &admission)
         .await

@@ -435,3 +435,211 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
     let _ = webhook.kill();
     let _ = webhook.wait();
 }
+
+/// A ValidatingAdmissionPolicy and its binding, as kubectl applies them.
+fn policy(name: &str, spec: &str, binding: &str) -> String {
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}}}\nspec:\n{spec}\
+         ---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {{name: {name}-binding}}\nspec:\n  policyName: {name}\n{binding}"
+    )
+}
+
+/// A Deployment of `replicas` nginx pods running `image`, with `labels`.
+fn deployment(name: &str, namespace: &str, replicas: u32, image: &str, labels: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: {namespace}, labels: {{{labels}}}}}\n\
+         spec: {{replicas: {replicas}, selector: {{matchLabels: {{app: {name}}}}},\n\
+         template: {{metadata: {{labels: {{app: {name}}}}}, spec: {{containers: [{{name: web, image: \"{image}\"}}]}}}}}}\n"
+    )
+}
+
+const REPLICAS: &str = concat!(
+    "  paramKind: {apiVersion: v1, kind: ConfigMap}\n",
+    "  matchConstraints:\n    resourceRules: [{operations: [CREATE, UPDATE], apiGroups: [apps], apiVersions: [v1], resources: [deployments]}]\n",
+    "  matchConditions:\n  - {name: not-exempt, expression: \"!has(object.metadata.labels) || !('exempt' in object.metadata.labels)\"}\n",
+    "  variables:\n  - {name: replicas, expression: object.spec.replicas}\n",
+    "  validations:\n  - expression: variables.replicas <= int(params.data.maxReplicas)\n",
+    "    messageExpression: \"'replicas ' + string(variables.replicas) + ' exceed ' + params.data.maxReplicas + ' in ' + namespaceObject.metadata.name\"\n",
+);
+
+#[test]
+fn policies_deny_warn_and_audit_with_params() {
+    let cluster = Cluster::start();
+    cluster.kubectl(&["create", "namespace", "policed"]).ok();
+    cluster.kubectl(&["label", "namespace", "policed", "env=prod"]).ok();
+    cluster.kubectl(&["create", "namespace", "free"]).ok();
+    cluster
+        .kubectl(&["create", "configmap", "replica-limit", "-n", "policed", "--from-literal=maxReplicas=3"])
+        .ok();
+    let binding = "  paramRef: {name: replica-limit, parameterNotFoundAction: Deny}\n  validationActions: [Deny]\n\
+                   \x20 matchResources: {namespaceSelector: {matchLabels: {env: prod}}}\n";
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &policy("replicas.example.com", REPLICAS, binding))
+        .ok();
+
+    // Deny, with the messageExpression's words, params, variables and namespaceObject.
+    let cause = "ValidatingAdmissionPolicy 'replicas.example.com' with binding 'replicas.example.com-binding' \
+                 denied request: replicas 5 exceed 3 in policed";
+    // kubectl apply prints a 422's causes as kube's Status carries them.
+    let wanted = format!("The deployments \"big\" is invalid: : {cause}");
+    let big = deployment("big", "policed", 5, "nginx:1.27", "");
+    // Dry runs go through the policy too, and create nothing while we wait.
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let run = cluster.kubectl_stdin(&["apply", "--dry-run=server", "-f", "-"], &big);
+            run.code != 0 && run.stderr.contains(&wanted)
+        }),
+        "the policy never refused the deployment"
+    );
+    let run = cluster.kubectl_stdin(&["apply", "-f", "-"], &big);
+    assert!(run.code != 0 && run.stderr.contains(&wanted), "{}", run.stderr);
+    let answer = cluster.curl(
+        As::Admin,
+        "POST",
+        "/apis/apps/v1/namespaces/policed/deployments",
+        &["Content-Type: application/yaml"],
+        Some(big.as_bytes()),
+    );
+    assert_eq!(answer.code, 422, "{}", answer.text);
+    assert_eq!(answer.json["reason"], "Invalid");
+    assert_eq!(
+        answer.json["message"],
+        format!("deployments.apps \"big\" is forbidden: {cause}")
+    );
+    assert_eq!(answer.json["details"]["causes"][0]["message"], cause);
+    assert_eq!(answer.json["details"]["name"], "big");
+    // Within the limit, outside the binding's namespaces, or excluded by a matchCondition.
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &deployment("small", "policed", 2, "nginx:1.27", ""))
+        .ok();
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &deployment("big", "free", 5, "nginx:1.27", ""))
+        .ok();
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &deployment("spared", "policed", 5, "nginx:1.27", "exempt: \"yes\""))
+        .ok();
+    // An update is checked too (the scale subresource is not: the rule names `deployments` only).
+    let scaled = cluster.kubectl(&["patch", "deployment/small", "-n", "policed", "-p", "{\"spec\":{\"replicas\":4}}"]);
+    assert!(scaled.stderr.contains("replicas 4 exceed 3 in policed"), "{}", scaled.stderr);
+
+    // A ServiceAccount allowed to create deployments is refused alike.
+    let token = cluster.service_account_token("deployer");
+    cluster
+        .kubectl(&["create", "role", "deployer", "-n", "policed", "--verb=create,get,patch", "--resource=deployments"])
+        .ok();
+    cluster
+        .kubectl(&["create", "rolebinding", "deployer", "-n", "policed", "--role=deployer", "--serviceaccount=default:deployer"])
+        .ok();
+    let config = cluster.token_kubeconfig("deployer", &token, "policed");
+    let refused = cluster.kubectl_with(&config, &["create", "deployment", "sa-big", "--image=nginx:1.27", "--replicas=9"]);
+    assert!(refused.stderr.contains("replicas 9 exceed 3 in policed"), "{}", refused.stderr);
+    cluster
+        .kubectl_with(&config, &["create", "deployment", "sa-small", "--image=nginx:1.27", "--replicas=1"])
+        .ok();
+
+    // Params are read live.
+    cluster
+        .kubectl(&["patch", "configmap", "replica-limit", "-n", "policed", "-p", "{\"data\":{\"maxReplicas\":\"10\"}}"])
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || {
+        cluster.kubectl_stdin(&["apply", "-f", "-"], &big).code == 0
+    }));
+    // A missing param with parameterNotFoundAction Deny refuses every write.
+    cluster.kubectl(&["delete", "configmap", "replica-limit", "-n", "policed"]).ok();
+    let missing = "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction";
+    assert!(eventually(Duration::from_secs(10), || {
+        let run = cluster.kubectl_stdin(&["apply", "-f", "-"], &deployment("other", "policed", 1, "nginx:1.27", ""));
+        run.stderr.contains(missing)
+    }));
+
+    // Warn and Audit: the write goes on, kubectl shows the warning, the log has the annotation.
+    let latest = "  matchConstraints:\n    resourceRules: [{operations: [CREATE], apiGroups: [apps], apiVersions: [v1], resources: [deployments]}]\n\
+                  \x20 validations:\n  - expression: \"!object.spec.template.spec.containers.exists(c, c.image.endsWith(':latest'))\"\n\
+                  \x20   message: images must not use the latest tag\n";
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &policy("no-latest.example.com", latest, "  validationActions: [Warn, Audit]\n"))
+        .ok();
+    let warning = "Warning: Validation failed for ValidatingAdmissionPolicy 'no-latest.example.com' with binding \
+                   'no-latest.example.com-binding': images must not use the latest tag";
+    let mut attempt = 0;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            attempt += 1;
+            let run = cluster.kubectl_stdin(
+                &["apply", "-f", "-"],
+                &deployment(&format!("latest-{attempt}"), "free", 1, "nginx:latest", ""),
+            );
+            run.code == 0 && run.stderr.contains(warning)
+        }),
+        "no warning"
+    );
+    let log = std::fs::read_to_string(cluster.dir.join("logs/core-server.log")).unwrap_or_default();
+    assert!(
+        log.lines().any(|l| l.contains("validation.policy.admission.k8s.io/validation_failure")
+            && l.contains("no-latest.example.com-binding")
+            && l.contains("\"expressionIndex\":0")),
+        "no audit annotation in core-server's log"
+    );
+
+    // The authorizer: a ConfigMap that names a Secret needs the right to read it.
+    let secrets = "  matchConstraints:\n    resourceRules: [{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps]}]\n\
+                   \x20 validations:\n  - expression: \"!has(object.data) || !('secret' in object.data) || \
+                   authorizer.group('').resource('secrets').namespace(request.namespace).name(object.data.secret).check('get').allowed()\"\n\
+                   \x20   message: you may not name a secret you cannot read\n\x20   reason: Forbidden\n";
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &policy("secret-refs.example.com", secrets, "  validationActions: [Deny]\n"))
+        .ok();
+    cluster
+        .kubectl(&["create", "role", "configmaps", "-n", "policed", "--verb=create", "--resource=configmaps"])
+        .ok();
+    cluster
+        .kubectl(&["create", "rolebinding", "configmaps", "-n", "policed", "--role=configmaps", "--serviceaccount=default:deployer"])
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || {
+        let run = cluster.kubectl_with(&config, &["create", "configmap", "names-secret", "--from-literal=secret=db"]);
+        run.code != 0
+            && run.stderr.contains("configmaps \"names-secret\" is forbidden: ValidatingAdmissionPolicy 'secret-refs.example.com' with binding 'secret-refs.example.com-binding' denied request: you may not name a secret you cannot read")
+    }));
+    cluster
+        .kubectl_with(&config, &["create", "configmap", "plain", "--from-literal=key=value"])
+        .ok();
+    cluster
+        .kubectl(&["create", "configmap", "names-secret", "-n", "policed", "--from-literal=secret=db"])
+        .ok();
+
+    // failurePolicy: an expression that fails is ignored with Ignore, refuses with Fail.
+    let broken = |failure: &str| {
+        format!(
+            "  failurePolicy: {failure}\n  matchConstraints:\n    resourceRules: [{{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [secrets]}}]\n\
+             \x20 validations:\n  - expression: object.data.missing == 'x'\n"
+        )
+    };
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &policy("broken.example.com", &broken("Ignore"), "  validationActions: [Deny]\n"))
+        .ok();
+    std::thread::sleep(Duration::from_secs(1));
+    cluster
+        .kubectl(&["create", "secret", "generic", "ignored", "-n", "free", "--from-literal=a=b"])
+        .ok();
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &policy("broken.example.com", &broken("Fail"), "  validationActions: [Deny]\n"))
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || {
+        let run = cluster.kubectl(&["create", "secret", "generic", "failed", "-n", "free", "--from-literal=a=b"]);
+        run.stderr.contains("denied request: expression 'object.data.missing == 'x'' resulted in error: no such key: missing")
+    }));
+
+    // An expression that does not compile is refused when the policy is written.
+    let bad = policy(
+        "bad.example.com",
+        "  matchConstraints:\n    resourceRules: [{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}]\n\
+         \x20 validations:\n  - expression: nothing.here == 1\n",
+        "  validationActions: [Deny]\n",
+    );
+    let refused = cluster.kubectl_stdin(&["apply", "-f", "-"], &bad);
+    assert!(
+        refused.stderr.contains("spec.validations[0].expression: Invalid value: \"nothing.here == 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'nothing'"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use kube_cel::cel::common::ast::IdedExpr;
 use kube_cel::cel::objects::{Key, Map, Opaque};
-use kube_cel::cel::{Context, ExecutionError, FunctionContext, Value as CelValue};
+use kube_cel::cel::{Context, ExecutionError, FunctionContext};
 use serde_json::Value;
 
 use super::check::{Ty, check_roots};
@@ -32,6 +32,8 @@ use super::validate::{DataSizes, execution_error};
 use crate::rbac::Attributes;
 
 pub use super::validate::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
+/// A CEL value, as expressions produce them.
+pub use kube_cel::cel::Value as CelValue;
 
 /// The root variables of an admission expression.
 const ROOTS: [&str; 7] = [
@@ -57,8 +59,11 @@ pub trait Authorize: Send + Sync {
     /// Whether the request's user (or, with `service_account` as
     /// `(namespace, name)`, that account) may do what `attrs` asks, with
     /// the authorizer's reason.
-    fn decide(&self, service_account: Option<(&str, &str)>, attrs: &Attributes<'_>)
-    -> (bool, String);
+    fn decide(
+        &self,
+        service_account: Option<(&str, &str)>,
+        attrs: &Attributes<'_>,
+    ) -> (bool, String);
 }
 
 /// A compiled admission expression.
@@ -73,10 +78,14 @@ impl Expression {
     /// Parses and type-checks `source` against the admission variables; the
     /// error is kube's compile error (`compilation failed: ERROR: …`).
     pub fn compile(source: &str) -> Result<Expression, String> {
-        let program = super::compile::parse(source)
-            .map_err(|e| format!("compilation failed: {e}"))?;
+        let program =
+            super::compile::parse(source).map_err(|e| format!("compilation failed: {e}"))?;
         let roots: Vec<(&str, Ty)> = ROOTS.iter().map(|name| (*name, Ty::Dyn)).collect();
-        let checked = check_roots(&program, source, &roots, &DataSizes { roots: Vec::new() });
+        let sizes = DataSizes {
+            roots: Vec::new(),
+            bound: None,
+        };
+        let checked = check_roots(&program, source, &roots, &sizes);
         if !checked.errors.is_empty() {
             return Err(format!("compilation failed: {}", checked.errors.join("\n")));
         }
@@ -96,8 +105,11 @@ impl Expression {
                 .iter()
                 .map(|(name, value)| (*name, value, None))
                 .collect(),
+            bound: Some(input.extent),
         };
-        let cost = check_roots(&self.program, &self.source, &roots, &sizes).cost.max;
+        let cost = check_roots(&self.program, &self.source, &roots, &sizes)
+            .cost
+            .max;
         if cost > PER_CALL_LIMIT {
             return Err(CALL_LIMIT_EXCEEDED.to_string());
         }
@@ -144,6 +156,10 @@ pub struct Activation {
     json: Vec<(&'static str, Value)>,
     variables: HashMap<Key, CelValue>,
     variables_json: serde_json::Map<String, Value>,
+    /// How much data there is: every string's length and every list's
+    /// and map's count, added up. No value built without a comprehension
+    /// can hold more; it bounds the sizes the estimator cannot see.
+    extent: u64,
 }
 
 impl Activation {
@@ -163,6 +179,7 @@ impl Activation {
             json: Vec::new(),
             variables: HashMap::new(),
             variables_json: serde_json::Map::new(),
+            extent: 0,
         };
         for (name, value) in [
             ("object", object),
@@ -172,6 +189,7 @@ impl Activation {
             ("namespaceObject", namespace),
         ] {
             let value = value.cloned().unwrap_or(Value::Null);
+            activation.extent += extent(&value);
             activation.values.push((name, json_to_cel(&value)));
             activation.json.push((name, value));
         }
@@ -195,8 +213,9 @@ impl Activation {
 
     /// Adds `variables.<name>`, visible to the expressions evaluated after.
     pub fn set_variable(&mut self, name: &str, value: CelValue) {
-        self.variables_json
-            .insert(name.to_string(), cel_to_json(&value));
+        let json = cel_to_json(&value);
+        self.extent += extent(&json);
+        self.variables_json.insert(name.to_string(), json);
         self.variables
             .insert(Key::String(Arc::new(name.to_string())), value);
         self.publish_variables();
@@ -211,6 +230,19 @@ impl Activation {
         self.json.retain(|(name, _)| *name != "variables");
         self.json
             .push(("variables", Value::Object(self.variables_json.clone())));
+    }
+}
+
+/// How much data a value holds (see [`Activation`]'s `extent`).
+fn extent(value: &Value) -> u64 {
+    match value {
+        Value::String(s) => s.len() as u64,
+        Value::Array(items) => items.len() as u64 + items.iter().map(extent).sum::<u64>(),
+        Value::Object(fields) => {
+            let inner: u64 = fields.iter().map(|(k, v)| k.len() as u64 + extent(v)).sum();
+            fields.len() as u64 + inner
+        }
+        _ => 1,
     }
 }
 
@@ -441,10 +473,19 @@ mod tests {
     #[test]
     fn reads_kubes_variables() {
         let input = input(json!({"spec": {"replicas": 5}}));
-        assert_eq!(holds("object.spec.replicas > params.spec.max", &input), Ok(true));
-        assert_eq!(holds("int(params.data.max) < object.spec.replicas", &input), Ok(true));
+        assert_eq!(
+            holds("object.spec.replicas > params.spec.max", &input),
+            Ok(true)
+        );
+        assert_eq!(
+            holds("int(params.data.max) < object.spec.replicas", &input),
+            Ok(true)
+        );
         assert_eq!(holds("oldObject == null", &input), Ok(true));
-        assert_eq!(holds("request.userInfo.username == 'alice'", &input), Ok(true));
+        assert_eq!(
+            holds("request.userInfo.username == 'alice'", &input),
+            Ok(true)
+        );
         assert_eq!(
             holds("namespaceObject.metadata.labels.env == 'prod'", &input),
             Ok(true)
@@ -472,30 +513,66 @@ mod tests {
         let input = input(json!({"spec": {}}));
         assert_eq!(
             holds("object.spec.replicas > 1", &input),
-            Err("expression 'object.spec.replicas > 1' resulted in error: no such key: replicas".into())
+            Err(
+                "expression 'object.spec.replicas > 1' resulted in error: no such key: replicas"
+                    .into()
+            )
         );
         let error = Expression::compile("nope.x == 1").expect_err("undeclared");
-        assert!(error.starts_with("compilation failed: ERROR: <input>:1:1: undeclared reference to 'nope'"), "{error}");
-        assert!(holds("object.spec", &input).unwrap_err().contains("expected bool"));
+        assert!(
+            error.starts_with(
+                "compilation failed: ERROR: <input>:1:1: undeclared reference to 'nope'"
+            ),
+            "{error}"
+        );
+        assert!(
+            holds("object.spec", &input)
+                .unwrap_err()
+                .contains("expected bool")
+        );
     }
 
     #[test]
     fn the_authorizer_decides_for_the_user_or_an_account() {
         let input = input(json!({}));
         assert_eq!(
-            holds("authorizer.group('').resource('pods').namespace('ns').check('create').allowed()", &input),
+            holds(
+                "authorizer.group('').resource('pods').namespace('ns').check('create').allowed()",
+                &input
+            ),
             Ok(true)
         );
         assert_eq!(
-            holds("authorizer.group('apps').resource('deployments').check('create').allowed()", &input),
+            holds(
+                "authorizer.group('apps').resource('deployments').check('create').allowed()",
+                &input
+            ),
             Ok(false)
         );
         assert_eq!(
-            holds("authorizer.serviceAccount('ns', 'sa').group('').resource('pods').check('create').allowed()", &input),
+            holds(
+                "authorizer.serviceAccount('ns', 'sa').group('').resource('pods').check('create').allowed()",
+                &input
+            ),
             Ok(false)
         );
         assert_eq!(
-            holds("authorizer.group('').resource('secrets').check('get').reason() == 'asked about secrets'", &input),
+            holds(
+                "authorizer.group('').resource('secrets').check('get').reason() == 'asked about secrets'",
+                &input
+            ),
+            Ok(true)
+        );
+    }
+
+    #[test]
+    fn sizes_the_checker_cannot_see_are_bounded_by_the_data() {
+        let input = input(json!({"n": 7, "name": "web"}));
+        assert_eq!(
+            holds(
+                "'n is ' + string(object.n) + object.name == 'n is 7web'",
+                &input
+            ),
             Ok(true)
         );
     }
@@ -504,10 +581,13 @@ mod tests {
     fn costly_expressions_are_not_run() {
         let big: Vec<i64> = (0..2000).collect();
         let input = input(json!({"items": big}));
-        let source = "object.items.all(a, object.items.all(b, object.items.all(c, a + b + c >= 0)))";
+        let source =
+            "object.items.all(a, object.items.all(b, object.items.all(c, a + b + c >= 0)))";
         assert_eq!(
             holds(source, &input),
-            Err(format!("expression '{source}' resulted in error: {CALL_LIMIT_EXCEEDED}"))
+            Err(format!(
+                "expression '{source}' resulted in error: {CALL_LIMIT_EXCEEDED}"
+            ))
         );
         assert_eq!(holds("object.items.all(a, a >= 0)", &input), Ok(true));
     }

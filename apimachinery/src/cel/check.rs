@@ -241,6 +241,11 @@ pub enum Seg {
 pub trait SizeSource {
     /// The size range of the values at `path`, if known.
     fn size(&self, path: &[Seg]) -> Option<Estimate>;
+
+    /// The size range of a value whose size nothing else tells.
+    fn unknown(&self) -> Estimate {
+        Estimate::UNKNOWN
+    }
 }
 
 /// Sizes bounded by the schema (`maxItems`, `maxLength`, `maxProperties`, or
@@ -430,7 +435,7 @@ impl Checker<'_> {
     }
 
     fn size_or_unknown(&self, info: &Info) -> Estimate {
-        self.size_of(info).unwrap_or(Estimate::UNKNOWN)
+        self.size_of(info).unwrap_or_else(|| self.sizes.unknown())
     }
 
     fn expr(&mut self, e: &IdedExpr) -> Info {
@@ -1020,10 +1025,10 @@ impl Checker<'_> {
         let t = target.as_ref();
         let tty = t.map(|t| &t.ty);
         let arg_tys: Vec<&Ty> = args.iter().map(|a| &a.ty).collect();
-        let target_size = t.map_or(Estimate::UNKNOWN, |t| self.size_or_unknown(t));
+        let target_size = t.map_or(self.sizes.unknown(), |t| self.size_or_unknown(t));
         let arg_size = |i: usize| {
             args.get(i)
-                .map_or(Estimate::UNKNOWN, |a| self.size_or_unknown(a))
+                .map_or(self.sizes.unknown(), |a| self.size_or_unknown(a))
         };
         let traverse_target = target_size.factor(STRING_TRAVERSAL_FACTOR);
         let one = Estimate::fixed(1);
@@ -1067,11 +1072,11 @@ impl Checker<'_> {
                 let ok = subject.is_some_and(|s| is_string(Some(&s.ty)))
                     && regex.is_some_and(|r| is_string(Some(&r.ty)));
                 let str_cost = subject
-                    .map_or(Estimate::UNKNOWN, |s| self.size_or_unknown(s))
+                    .map_or(self.sizes.unknown(), |s| self.size_or_unknown(s))
                     .add(one)
                     .factor(STRING_TRAVERSAL_FACTOR);
                 let regex_cost = regex
-                    .map_or(Estimate::UNKNOWN, |r| self.size_or_unknown(r))
+                    .map_or(self.sizes.unknown(), |r| self.size_or_unknown(r))
                     .factor(REGEX_LENGTH_FACTOR);
                 (ok.then_some(Ty::Bool), str_cost.mul(regex_cost), None)
             }

@@ -225,7 +225,7 @@ impl Run {
         let old_value = old.map(|o| to_cel(o, &v.schema));
         let mut roots = vec![("self", new, Some(&v.schema))];
         roots.extend(old.map(|old| ("oldSelf", old, Some(&v.schema))));
-        let sizes = DataSizes { roots };
+        let sizes = DataSizes { roots, bound: None };
         for rule in &v.rules {
             let optional = rule.rule.optional_old_self == Some(true);
             if rule.uses_old_self && old.is_none() && !optional {
@@ -446,9 +446,16 @@ fn ratchet_item<'a>(schema: &Schema, item: &Value, olds: &'a [Value]) -> Option<
 pub(crate) struct DataSizes<'a> {
     /// The root variables: name, value, schema.
     pub roots: Vec<(&'a str, &'a Value, Option<&'a Schema>)>,
+    /// The most any value computed from the roots can hold, where known.
+    pub bound: Option<u64>,
 }
 
 impl SizeSource for DataSizes<'_> {
+    fn unknown(&self) -> Estimate {
+        self.bound
+            .map_or(Estimate::UNKNOWN, |max| Estimate { min: 0, max })
+    }
+
     fn size(&self, path: &[Seg]) -> Option<Estimate> {
         let Seg::Var(name) = path.first()? else {
             return None;

@@ -50,8 +50,33 @@ fn not_supported_if_set(
     }
 }
 
+/// kube's compile errors for the CEL expressions in the list at `list`
+/// (field `field` of each item), reported at `path[i].field`.
+fn compile_each(obj: &Value, list: &str, field: &str, path: &str, errs: &mut Vec<FieldError>) {
+    for (i, item) in items(obj, list).iter().enumerate() {
+        let source = text(item, &format!("/{field}"));
+        if source.trim().is_empty() {
+            continue;
+        }
+        if let Err(why) = apimachinery::cel::admission::Expression::compile(source) {
+            errs.push(FieldError::invalid(
+                format!("{path}[{i}].{field}"),
+                source,
+                why,
+            ));
+        }
+    }
+}
+
 fn validate_webhook(hook: &Value, path: &str, mutating: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    compile_each(
+        hook,
+        "/matchConditions",
+        "expression",
+        &format!("{path}.matchConditions"),
+        &mut errs,
+    );
     let name = text(hook, "/name");
     if name.is_empty() {
         errs.push(FieldError::required(format!("{path}.name"), ""));
@@ -217,6 +242,21 @@ impl Strategy for ValidatingAdmissionPolicyStrategy {
                     "",
                 ));
             }
+        }
+        for (list, field) in [
+            ("validations", "expression"),
+            ("validations", "messageExpression"),
+            ("matchConditions", "expression"),
+            ("variables", "expression"),
+            ("auditAnnotations", "valueExpression"),
+        ] {
+            compile_each(
+                obj,
+                &format!("/spec/{list}"),
+                field,
+                &format!("spec.{list}"),
+                &mut errs,
+            );
         }
         if !is_set(obj, "/spec/matchConstraints") {
             errs.push(FieldError::required("spec.matchConstraints", ""));

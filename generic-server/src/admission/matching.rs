@@ -129,7 +129,14 @@ impl Criteria {
     /// The criteria of `spec`, whose rules are in `rules_field` (`rules`
     /// for a webhook, `resourceRules` for a policy's matchConstraints).
     pub fn parse(spec: &Value, rules_field: &str) -> Criteria {
-        let rules = |field: &str| spec[field].as_array().into_iter().flatten().map(Rule::parse).collect();
+        let rules = |field: &str| {
+            spec[field]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(Rule::parse)
+                .collect()
+        };
         Criteria {
             rules: rules(rules_field),
             excluded: rules("excludeResourceRules"),
@@ -141,8 +148,13 @@ impl Criteria {
 
     /// Whether the rules cover the write (the cheap first test).
     pub fn covers(&self, attrs: &Attributes<'_>) -> bool {
-        self.rules.iter().any(|rule| rule.matches(attrs, self.exact))
-            && !self.excluded.iter().any(|rule| rule.matches(attrs, self.exact))
+        self.rules
+            .iter()
+            .any(|rule| rule.matches(attrs, self.exact))
+            && !self
+                .excluded
+                .iter()
+                .any(|rule| rule.matches(attrs, self.exact))
     }
 
     /// Whether the selectors accept the write: the namespace's labels
@@ -248,7 +260,10 @@ impl Conditions {
                 .flatten()
                 .map(|c| {
                     let name = c["name"].as_str().unwrap_or_default().to_string();
-                    (name, Expression::compile(c["expression"].as_str().unwrap_or_default()))
+                    (
+                        name,
+                        Expression::compile(c["expression"].as_str().unwrap_or_default()),
+                    )
                 })
                 .collect(),
         )
@@ -363,7 +378,13 @@ impl Authorize for UserAuthorizer {
         if groups.iter().any(|g| g == SUPERUSERS) {
             return (true, String::new());
         }
-        match self.policy.decide(&User { name: &name, groups: &groups }, attrs) {
+        match self.policy.decide(
+            &User {
+                name: &name,
+                groups: &groups,
+            },
+            attrs,
+        ) {
             Decision::Allow(reason) => (true, reason),
             Decision::Deny(reason) => (false, reason),
         }
@@ -451,12 +472,18 @@ mod tests {
 
     #[test]
     fn object_selectors_see_the_old_object_too() {
-        let criteria = Criteria::parse(&json!({"objectSelector": {"matchLabels": {"team": "a"}}}), "rules");
+        let criteria = Criteria::parse(
+            &json!({"objectSelector": {"matchLabels": {"team": "a"}}}),
+            "rules",
+        );
         let labelled = json!({"metadata": {"labels": {"team": "a"}}});
         let other = json!({"metadata": {"labels": {"team": "b"}}});
         assert_eq!(criteria.selects_object(Some(&labelled), None), Ok(true));
         assert_eq!(criteria.selects_object(Some(&other), None), Ok(false));
-        assert_eq!(criteria.selects_object(Some(&other), Some(&labelled)), Ok(true));
+        assert_eq!(
+            criteria.selects_object(Some(&other), Some(&labelled)),
+            Ok(true)
+        );
     }
 
     #[test]
@@ -483,13 +510,18 @@ mod tests {
             {"name": "bad", "expression": "object.nope == 1"},
             {"name": "no", "expression": "object.a == 2"},
         ]));
-        assert_eq!(both.hold(&input), Ok(false), "a false condition wins over an error");
+        assert_eq!(
+            both.hold(&input),
+            Ok(false),
+            "a false condition wins over an error"
+        );
         let error = conditions(json!([{"name": "bad", "expression": "object.nope == 1"}]));
         assert_eq!(
             error.hold(&input),
             Err("expression 'object.nope == 1' resulted in error: no such key: nope".into())
         );
-        let yes = conditions(json!([{"name": "yes", "expression": "request.operation == 'CREATE'"}]));
+        let yes =
+            conditions(json!([{"name": "yes", "expression": "request.operation == 'CREATE'"}]));
         assert_eq!(yes.hold(&input), Ok(true));
     }
 }

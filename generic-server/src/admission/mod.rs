@@ -3,6 +3,7 @@
 //! [`webhook::Webhooks`], kube's admission webhooks, comes last.
 
 pub mod matching;
+pub mod policy;
 pub mod webhook;
 
 use std::sync::{Arc, Mutex};
@@ -54,22 +55,54 @@ pub struct Attributes<'a> {
     pub user: &'a UserInfo,
     /// Whether the write is a dry run (nothing may be persisted).
     pub dry_run: bool,
-    /// Warnings for the client, added by plugins.
-    pub warnings: Mutex<Vec<String>>,
+    /// Warnings for the client and audit annotations, added by plugins.
+    pub warnings: Mutex<Notes>,
+}
+
+/// What plugins note about a write on the way: warnings for the client,
+/// and annotations for its audit event.
+#[derive(Debug, Default)]
+pub struct Notes {
+    warnings: Vec<String>,
+    annotations: Vec<(String, String)>,
 }
 
 impl Attributes<'_> {
+    fn notes(&self) -> std::sync::MutexGuard<'_, Notes> {
+        self.warnings.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Adds a warning the client will see as a `Warning` header.
     pub fn warn(&self, warning: impl Into<String>) {
-        self.warnings
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(warning.into());
+        self.notes().warnings.push(warning.into());
     }
 
     /// The warnings added so far, taken out.
     pub fn take_warnings(&self) -> Vec<String> {
-        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut self.notes().warnings)
+    }
+
+    /// Adds an annotation to the write's audit event (kube's
+    /// `AddAnnotation`); until the audit log records them, the server's
+    /// log does.
+    pub fn annotate(&self, key: impl Into<String>, value: impl Into<String>) {
+        let (key, value) = (key.into(), value.into());
+        tracing::info!(
+            target: "audit",
+            resource = %self.resource.group_resource(),
+            namespace = self.namespace,
+            name = self.name,
+            user = %self.user.name,
+            %key,
+            %value,
+            "admission annotation"
+        );
+        self.notes().annotations.push((key, value));
+    }
+
+    /// The annotations added so far, taken out.
+    pub fn take_annotations(&self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.notes().annotations)
     }
 }
 
@@ -122,6 +155,21 @@ impl Admission {
         }
         Ok(())
     }
+}
+
+/// The plugins administrators configure through the API, in kube's
+/// order: ValidatingAdmissionPolicy, then the admission webhooks (whose
+/// mutating half runs in the mutating stage). `kinds` are the built-in
+/// kinds the server can read policy params of.
+pub async fn dynamic(
+    cacher: &Arc<Cacher>,
+    etcd_root: &str,
+    kinds: Vec<policy::ParamKind>,
+) -> Result<[Arc<dyn AdmissionPlugin>; 2]> {
+    Ok([
+        Arc::new(policy::Policies::new(cacher.clone(), etcd_root, kinds).await?),
+        Arc::new(webhook::Webhooks::new(cacher.clone(), etcd_root).await?),
+    ])
 }
 
 /// Namespaces that may never be deleted.

@@ -53,7 +53,6 @@ impl Hook {
             client_config: hook["clientConfig"].clone(),
         }
     }
-
 }
 
 /// The webhooks of every configuration, in kube's order (configurations
@@ -411,7 +410,10 @@ mod tests {
         assert_eq!(hook.timeout, Duration::from_secs(MAX_TIMEOUT));
         assert!(hook.dry_run_safe && !hook.fail_open);
         let labelled = json!({"metadata": {"labels": {"team": "a"}}});
-        assert_eq!(hook.criteria.selects_object(Some(&labelled), None), Ok(true));
+        assert_eq!(
+            hook.criteria.selects_object(Some(&labelled), None),
+            Ok(true)
+        );
         let patch = base64::engine::general_purpose::STANDARD
             .encode(r#"[{"op": "add", "path": "/data", "value": {"k": "v"}}]"#);
         let mut object = json!({"metadata": {"name": "x"}});
