@@ -60,6 +60,13 @@ const CONFIGMAPS: &str = "[{operations: [CREATE, UPDATE], apiGroups: [\"\"], api
 const WIDGETS: &str = "[{operations: [CREATE], apiGroups: [example.com], apiVersions: [\"*\"], resources: [widgets]}]";
 const APISERVICES: &str = "[{operations: [CREATE], apiGroups: [apiregistration.k8s.io], apiVersions: [v1], resources: [apiservices]}]";
 const HOOKED: &str = "  namespaceSelector: {matchLabels: {webhooks: \"on\"}}\n";
+/// matchConditions: objects labelled `skip` are not sent; one named
+/// `explode` makes a condition fail to evaluate (failurePolicy Fail).
+const CONDITIONS: &str = concat!(
+    "  matchConditions:\n",
+    "  - {name: not-skipped, expression: \"!has(object.metadata.labels) || !('skip' in object.metadata.labels)\"}\n",
+    "  - {name: explodes, expression: \"object.metadata.name != 'explode' || object.data.nope == 'x'\"}\n",
+);
 
 #[test]
 fn webhooks_deny_mutate_and_warn_for_every_server() {
@@ -93,7 +100,13 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
 
     let validating = format!(
         "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: deny}}\nwebhooks:\n{}{}{}",
-        hook("deny.example.com", "/validate", &ca, CONFIGMAPS, HOOKED),
+        hook(
+            "deny.example.com",
+            "/validate",
+            &ca,
+            CONFIGMAPS,
+            &format!("{HOOKED}{CONDITIONS}")
+        ),
         hook("deny-widgets.example.com", "/validate", &ca, WIDGETS, ""),
         hook(
             "deny-apiservices.example.com",
@@ -170,6 +183,27 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
             .iter()
             .any(|r| r["request"]["dryRun"] == true),
         "the webhook was told it is a dry run"
+    );
+    // matchConditions: a false one skips the webhook; one that fails to
+    // evaluate refuses the write, as failurePolicy Fail says.
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad-skipped, namespace: hooked, labels: {skip: \"yes\"}}\n",
+        )
+        .ok();
+    assert!(
+        !reviews_of(&log, "bad-skipped").iter().any(|r| r["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("/validate"))),
+        "the validating webhook was skipped"
+    );
+    let exploded = cluster.kubectl(&["-n", "hooked", "create", "configmap", "explode"]);
+    assert!(
+        exploded.err().contains(
+            "configmaps \"explode\" is forbidden: expression 'object.metadata.name != 'explode' || object.data.nope == 'x'' resulted in error: no such key: data"
+        ),
+        "{exploded:?}"
     );
     // Outside the selected namespace, the webhook is not called.
     cluster
@@ -466,15 +500,27 @@ const REPLICAS: &str = concat!(
 fn policies_deny_warn_and_audit_with_params() {
     let cluster = Cluster::start();
     cluster.kubectl(&["create", "namespace", "policed"]).ok();
-    cluster.kubectl(&["label", "namespace", "policed", "env=prod"]).ok();
+    cluster
+        .kubectl(&["label", "namespace", "policed", "env=prod"])
+        .ok();
     cluster.kubectl(&["create", "namespace", "free"]).ok();
     cluster
-        .kubectl(&["create", "configmap", "replica-limit", "-n", "policed", "--from-literal=maxReplicas=3"])
+        .kubectl(&[
+            "create",
+            "configmap",
+            "replica-limit",
+            "-n",
+            "policed",
+            "--from-literal=maxReplicas=3",
+        ])
         .ok();
     let binding = "  paramRef: {name: replica-limit, parameterNotFoundAction: Deny}\n  validationActions: [Deny]\n\
                    \x20 matchResources: {namespaceSelector: {matchLabels: {env: prod}}}\n";
     cluster
-        .kubectl_stdin(&["apply", "-f", "-"], &policy("replicas.example.com", REPLICAS, binding))
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &policy("replicas.example.com", REPLICAS, binding),
+        )
         .ok();
 
     // Deny, with the messageExpression's words, params, variables and namespaceObject.
@@ -492,7 +538,11 @@ fn policies_deny_warn_and_audit_with_params() {
         "the policy never refused the deployment"
     );
     let run = cluster.kubectl_stdin(&["apply", "-f", "-"], &big);
-    assert!(run.code != 0 && run.stderr.contains(&wanted), "{}", run.stderr);
+    assert!(
+        run.code != 0 && run.stderr.contains(&wanted),
+        "{}",
+        run.stderr
+    );
     let answer = cluster.curl(
         As::Admin,
         "POST",
@@ -510,45 +560,116 @@ fn policies_deny_warn_and_audit_with_params() {
     assert_eq!(answer.json["details"]["name"], "big");
     // Within the limit, outside the binding's namespaces, or excluded by a matchCondition.
     cluster
-        .kubectl_stdin(&["apply", "-f", "-"], &deployment("small", "policed", 2, "nginx:1.27", ""))
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &deployment("small", "policed", 2, "nginx:1.27", ""),
+        )
         .ok();
     cluster
-        .kubectl_stdin(&["apply", "-f", "-"], &deployment("big", "free", 5, "nginx:1.27", ""))
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &deployment("big", "free", 5, "nginx:1.27", ""),
+        )
         .ok();
     cluster
-        .kubectl_stdin(&["apply", "-f", "-"], &deployment("spared", "policed", 5, "nginx:1.27", "exempt: \"yes\""))
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &deployment("spared", "policed", 5, "nginx:1.27", "exempt: \"yes\""),
+        )
         .ok();
     // An update is checked too (the scale subresource is not: the rule names `deployments` only).
-    let scaled = cluster.kubectl(&["patch", "deployment/small", "-n", "policed", "-p", "{\"spec\":{\"replicas\":4}}"]);
-    assert!(scaled.stderr.contains("replicas 4 exceed 3 in policed"), "{}", scaled.stderr);
+    let scaled = cluster.kubectl(&[
+        "patch",
+        "deployment/small",
+        "-n",
+        "policed",
+        "-p",
+        "{\"spec\":{\"replicas\":4}}",
+    ]);
+    assert!(
+        scaled.stderr.contains("replicas 4 exceed 3 in policed"),
+        "{}",
+        scaled.stderr
+    );
 
     // A ServiceAccount allowed to create deployments is refused alike.
     let token = cluster.service_account_token("deployer");
     cluster
-        .kubectl(&["create", "role", "deployer", "-n", "policed", "--verb=create,get,patch", "--resource=deployments"])
+        .kubectl(&[
+            "create",
+            "role",
+            "deployer",
+            "-n",
+            "policed",
+            "--verb=create,get,patch",
+            "--resource=deployments",
+        ])
         .ok();
     cluster
-        .kubectl(&["create", "rolebinding", "deployer", "-n", "policed", "--role=deployer", "--serviceaccount=default:deployer"])
+        .kubectl(&[
+            "create",
+            "rolebinding",
+            "deployer",
+            "-n",
+            "policed",
+            "--role=deployer",
+            "--serviceaccount=default:deployer",
+        ])
         .ok();
     let config = cluster.token_kubeconfig("deployer", &token, "policed");
-    let refused = cluster.kubectl_with(&config, &["create", "deployment", "sa-big", "--image=nginx:1.27", "--replicas=9"]);
-    assert!(refused.stderr.contains("replicas 9 exceed 3 in policed"), "{}", refused.stderr);
+    let refused = cluster.kubectl_with(
+        &config,
+        &[
+            "create",
+            "deployment",
+            "sa-big",
+            "--image=nginx:1.27",
+            "--replicas=9",
+        ],
+    );
+    assert!(
+        refused.stderr.contains("replicas 9 exceed 3 in policed"),
+        "{}",
+        refused.stderr
+    );
     cluster
-        .kubectl_with(&config, &["create", "deployment", "sa-small", "--image=nginx:1.27", "--replicas=1"])
+        .kubectl_with(
+            &config,
+            &[
+                "create",
+                "deployment",
+                "sa-small",
+                "--image=nginx:1.27",
+                "--replicas=1",
+            ],
+        )
         .ok();
 
     // Params are read live.
     cluster
-        .kubectl(&["patch", "configmap", "replica-limit", "-n", "policed", "-p", "{\"data\":{\"maxReplicas\":\"10\"}}"])
+        .kubectl(&[
+            "patch",
+            "configmap",
+            "replica-limit",
+            "-n",
+            "policed",
+            "-p",
+            "{\"data\":{\"maxReplicas\":\"10\"}}",
+        ])
         .ok();
     assert!(eventually(Duration::from_secs(10), || {
         cluster.kubectl_stdin(&["apply", "-f", "-"], &big).code == 0
     }));
     // A missing param with parameterNotFoundAction Deny refuses every write.
-    cluster.kubectl(&["delete", "configmap", "replica-limit", "-n", "policed"]).ok();
+    cluster
+        .kubectl(&["delete", "configmap", "replica-limit", "-n", "policed"])
+        .ok();
     let missing = "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction";
     assert!(eventually(Duration::from_secs(10), || {
-        let run = cluster.kubectl_stdin(&["apply", "-f", "-"], &deployment("other", "policed", 1, "nginx:1.27", ""));
+        let run = cluster.kubectl_stdin(
+            &["apply", "-f", "-"],
+            &deployment("other", "policed", 1, "nginx:1.27", ""),
+        );
         run.stderr.contains(missing)
     }));
 
@@ -557,7 +678,14 @@ fn policies_deny_warn_and_audit_with_params() {
                   \x20 validations:\n  - expression: \"!object.spec.template.spec.containers.exists(c, c.image.endsWith(':latest'))\"\n\
                   \x20   message: images must not use the latest tag\n";
     cluster
-        .kubectl_stdin(&["apply", "-f", "-"], &policy("no-latest.example.com", latest, "  validationActions: [Warn, Audit]\n"))
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &policy(
+                "no-latest.example.com",
+                latest,
+                "  validationActions: [Warn, Audit]\n",
+            ),
+        )
         .ok();
     let warning = "Warning: Validation failed for ValidatingAdmissionPolicy 'no-latest.example.com' with binding \
                    'no-latest.example.com-binding': images must not use the latest tag";
@@ -575,9 +703,11 @@ fn policies_deny_warn_and_audit_with_params() {
     );
     let log = std::fs::read_to_string(cluster.dir.join("logs/core-server.log")).unwrap_or_default();
     assert!(
-        log.lines().any(|l| l.contains("validation.policy.admission.k8s.io/validation_failure")
-            && l.contains("no-latest.example.com-binding")
-            && l.contains("\"expressionIndex\":0")),
+        log.lines().any(
+            |l| l.contains("validation.policy.admission.k8s.io/validation_failure")
+                && l.contains("no-latest.example.com-binding")
+                && l.contains("\"expressionIndex\":0")
+        ),
         "no audit annotation in core-server's log"
     );
 
@@ -587,24 +717,65 @@ fn policies_deny_warn_and_audit_with_params() {
                    authorizer.group('').resource('secrets').namespace(request.namespace).name(object.data.secret).check('get').allowed()\"\n\
                    \x20   message: you may not name a secret you cannot read\n\x20   reason: Forbidden\n";
     cluster
-        .kubectl_stdin(&["apply", "-f", "-"], &policy("secret-refs.example.com", secrets, "  validationActions: [Deny]\n"))
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &policy(
+                "secret-refs.example.com",
+                secrets,
+                "  validationActions: [Deny]\n",
+            ),
+        )
         .ok();
     cluster
-        .kubectl(&["create", "role", "configmaps", "-n", "policed", "--verb=create", "--resource=configmaps"])
+        .kubectl(&[
+            "create",
+            "role",
+            "configmaps",
+            "-n",
+            "policed",
+            "--verb=create",
+            "--resource=configmaps",
+        ])
         .ok();
     cluster
-        .kubectl(&["create", "rolebinding", "configmaps", "-n", "policed", "--role=configmaps", "--serviceaccount=default:deployer"])
+        .kubectl(&[
+            "create",
+            "rolebinding",
+            "configmaps",
+            "-n",
+            "policed",
+            "--role=configmaps",
+            "--serviceaccount=default:deployer",
+        ])
         .ok();
     assert!(eventually(Duration::from_secs(10), || {
-        let run = cluster.kubectl_with(&config, &["create", "configmap", "names-secret", "--from-literal=secret=db"]);
+        let run = cluster.kubectl_with(
+            &config,
+            &[
+                "create",
+                "configmap",
+                "names-secret",
+                "--from-literal=secret=db",
+            ],
+        );
         run.code != 0
             && run.stderr.contains("configmaps \"names-secret\" is forbidden: ValidatingAdmissionPolicy 'secret-refs.example.com' with binding 'secret-refs.example.com-binding' denied request: you may not name a secret you cannot read")
     }));
     cluster
-        .kubectl_with(&config, &["create", "configmap", "plain", "--from-literal=key=value"])
+        .kubectl_with(
+            &config,
+            &["create", "configmap", "plain", "--from-literal=key=value"],
+        )
         .ok();
     cluster
-        .kubectl(&["create", "configmap", "names-secret", "-n", "policed", "--from-literal=secret=db"])
+        .kubectl(&[
+            "create",
+            "configmap",
+            "names-secret",
+            "-n",
+            "policed",
+            "--from-literal=secret=db",
+        ])
         .ok();
 
     // failurePolicy: an expression that fails is ignored with Ignore, refuses with Fail.
@@ -615,19 +786,92 @@ fn policies_deny_warn_and_audit_with_params() {
         )
     };
     cluster
-        .kubectl_stdin(&["apply", "-f", "-"], &policy("broken.example.com", &broken("Ignore"), "  validationActions: [Deny]\n"))
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &policy(
+                "broken.example.com",
+                &broken("Ignore"),
+                "  validationActions: [Deny]\n",
+            ),
+        )
         .ok();
     std::thread::sleep(Duration::from_secs(1));
     cluster
-        .kubectl(&["create", "secret", "generic", "ignored", "-n", "free", "--from-literal=a=b"])
+        .kubectl(&[
+            "create",
+            "secret",
+            "generic",
+            "ignored",
+            "-n",
+            "free",
+            "--from-literal=a=b",
+        ])
         .ok();
     cluster
-        .kubectl_stdin(&["apply", "-f", "-"], &policy("broken.example.com", &broken("Fail"), "  validationActions: [Deny]\n"))
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &policy(
+                "broken.example.com",
+                &broken("Fail"),
+                "  validationActions: [Deny]\n",
+            ),
+        )
         .ok();
     assert!(eventually(Duration::from_secs(10), || {
-        let run = cluster.kubectl(&["create", "secret", "generic", "failed", "-n", "free", "--from-literal=a=b"]);
+        let run = cluster.kubectl(&[
+            "create",
+            "secret",
+            "generic",
+            "failed",
+            "-n",
+            "free",
+            "--from-literal=a=b",
+        ]);
         run.stderr.contains("denied request: expression 'object.data.missing == 'x'' resulted in error: no such key: missing")
     }));
+
+    // Custom resources are admitted by extension-server's own policy plugin.
+    let gadgets = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\n\
+                   spec: {group: example.com, scope: Namespaced, names: {plural: gadgets, kind: Gadget},\n\
+                   versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}\n";
+    cluster.kubectl_stdin(&["apply", "-f", "-"], gadgets).ok();
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/gadgets.example.com",
+        ])
+        .ok();
+    let small = "  matchConstraints:\n    resourceRules: [{operations: [CREATE], apiGroups: [example.com], apiVersions: [\"*\"], resources: [gadgets]}]\n\
+                 \x20 validations:\n  - {expression: object.spec.size < 10, message: gadgets must be small, reason: Forbidden}\n";
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &policy(
+                "small-gadgets.example.com",
+                small,
+                "  validationActions: [Deny]\n",
+            ),
+        )
+        .ok();
+    let gadget = |name: &str, size: u32| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {{name: {name}, namespace: free}}\nspec: {{size: {size}}}\n"
+        )
+    };
+    assert!(eventually(Duration::from_secs(10), || {
+        let run = cluster.kubectl_stdin(
+            &["create", "--dry-run=server", "-f", "-"],
+            &gadget("huge", 20),
+        );
+        run.stderr.contains(
+            "gadgets.example.com \"huge\" is forbidden: ValidatingAdmissionPolicy 'small-gadgets.example.com' \
+             with binding 'small-gadgets.example.com-binding' denied request: gadgets must be small",
+        )
+    }));
+    cluster
+        .kubectl_stdin(&["create", "-f", "-"], &gadget("tiny", 2))
+        .ok();
 
     // An expression that does not compile is refused when the policy is written.
     let bad = policy(
