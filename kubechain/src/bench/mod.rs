@@ -2,13 +2,16 @@
 //! door, in one run, at the same concurrency and with the same bytes, printed
 //! as one table with each ratio to etcd and the targets of the performance
 //! issue (creates ≥ 0.7× etcd, GET ≥ 2×, LIST ≥ 5×, watch p99 < 100 ms with
-//! 1,000 watchers, core-server memory < 3× the JSON it caches).
+//! 1,000 watchers, core-server memory < 3× the JSON it caches), and what
+//! admission costs a create (20 webhooks and 20 policies that match
+//! nothing: ≥ 0.95× creates without them; one matching policy: its CPU).
 //!
 //! ```text
 //! kubechain bench --size small            # CI smoke: fails on errors, not on numbers
 //! kubechain bench --target https://127.0.0.1:6443 --kubeconfig .kubechain/kubeconfig
 //! ```
 
+mod admission;
 pub mod client;
 mod load;
 mod report;
@@ -380,6 +383,16 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     )
     .await;
     table.throughput("creates/s", &etcd_creates, &chain_creates, CREATE_RATIO);
+    admission::measure(
+        &admin,
+        &apis,
+        &names.create_ns,
+        plan.phase,
+        &mut cpu,
+        &mut table,
+        &mut errors,
+    )
+    .await?;
 
     // GET of one object: a linearizable point read against a GET.
     let raw_key = format!("{raw_list}object-0");

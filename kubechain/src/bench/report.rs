@@ -106,6 +106,19 @@ impl Table {
         });
     }
 
+    /// A cost per operation without and with something (`base_name`
+    /// names its absence), reported without a target.
+    pub fn cost(&mut self, metric: &str, base_name: &str, base_us: f64, other_us: f64) {
+        self.rows.push(Row {
+            metric: metric.to_string(),
+            etcd: format!("{base_name}: {base_us:.0} µs"),
+            chain: format!("{other_us:.0} µs"),
+            ratio: format!("{:+.0} µs", other_us - base_us),
+            target: "reported".to_string(),
+            result: "INFO",
+        });
+    }
+
     /// Watch delivery latency (kubechain only); the target is p99 < `p99_max`.
     pub fn watch(&mut self, result: &WatchResult, p99_max: Duration) {
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
@@ -326,6 +339,17 @@ impl CpuTable {
             wall,
             used,
         });
+    }
+
+    /// The CPU `process` used per operation in `phase`, `ops` operations.
+    pub fn cpu_per_op(&self, phase: &str, process: &str, ops: u64) -> Option<Duration> {
+        let index = self
+            .processes
+            .iter()
+            .position(|(name, _)| name == process)?;
+        let row = self.rows.iter().find(|row| row.phase == phase)?;
+        let (cpu, _) = row.used.get(index)?;
+        cpu.map(|cpu| cpu / u32::try_from(ops.max(1)).unwrap_or(u32::MAX))
     }
 
     /// The table as text.
