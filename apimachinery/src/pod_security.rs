@@ -388,11 +388,7 @@ impl Evaluator {
         for pod in pods.into_iter().take(MAX_PODS_TO_CHECK) {
             checked += 1;
             let metadata = pod.get("metadata").unwrap_or(&Value::Null);
-            let found = self.evaluate(
-                enforce,
-                metadata,
-                pod.get("spec").unwrap_or(&Value::Null),
-            );
+            let found = self.evaluate(enforce, metadata, pod.get("spec").unwrap_or(&Value::Null));
             if !found.is_empty() {
                 let name = text(metadata.get("name"));
                 let key = reasons(&found);
@@ -441,6 +437,29 @@ impl Evaluator {
     }
 }
 
+/// Whether a pod update changes anything the checks could read, as kube
+/// judges it: containers added or removed, an image changed, or an
+/// ephemeral container added or changed. Other updates are always allowed.
+pub fn significant_update(new: &Value, old: &Value) -> bool {
+    fn list<'a>(pod: &'a Value, key: &str) -> Vec<&'a Value> {
+        items(field(pod, &["spec", key])).collect()
+    }
+    let image = |c: &Value| c.get("image").cloned();
+    for key in ["containers", "initContainers"] {
+        let (now, before) = (list(new, key), list(old, key));
+        if now.len() != before.len() || now.iter().zip(&before).any(|(a, b)| image(a) != image(b)) {
+            return true;
+        }
+    }
+    let before = list(old, "ephemeralContainers");
+    list(new, "ephemeralContainers").iter().any(|c| {
+        before
+            .iter()
+            .find(|o| name(o) == name(c))
+            .is_none_or(|o| image(o) != image(c))
+    })
+}
+
 /// The uid of a pod's controller (its `controller: true` owner), if any.
 pub fn controller_uid(pod: &Value) -> Option<&str> {
     items(pod.pointer("/metadata/ownerReferences"))
@@ -453,8 +472,8 @@ pub fn controller_uid(pod: &Value) -> Option<&str> {
 /// other replicas, each in list order.
 pub fn check_order(controllers: &[Option<&str>]) -> Vec<usize> {
     let mut seen = HashSet::new();
-    let (first, rest): (Vec<usize>, Vec<usize>) = (0..controllers.len())
-        .partition(|&i| controllers[i].is_none_or(|uid| seen.insert(uid)));
+    let (first, rest): (Vec<usize>, Vec<usize>) =
+        (0..controllers.len()).partition(|&i| controllers[i].is_none_or(|uid| seen.insert(uid)));
     first.into_iter().chain(rest).collect()
 }
 
@@ -468,7 +487,12 @@ struct Check {
     run: fn(&Pod<'_>, u64) -> Option<Violation>,
 }
 
-const fn check(id: &'static str, level: Level, since: u64, run: fn(&Pod<'_>, u64) -> Option<Violation>) -> Check {
+const fn check(
+    id: &'static str,
+    level: Level,
+    since: u64,
+    run: fn(&Pod<'_>, u64) -> Option<Violation>,
+) -> Check {
     Check {
         id,
         level,
@@ -487,35 +511,80 @@ const fn replacing(base: &'static str, mut c: Check) -> Check {
 /// order of kube's messages).
 const CHECKS: &[Check] = &[
     check("appArmorProfile", Level::Baseline, 0, app_armor_profile),
-    check("capabilities_baseline", Level::Baseline, 0, capabilities_baseline),
+    check(
+        "capabilities_baseline",
+        Level::Baseline,
+        0,
+        capabilities_baseline,
+    ),
     check("hostNamespaces", Level::Baseline, 0, host_namespaces),
     check("hostPathVolumes", Level::Baseline, 0, host_path_volumes),
     check("hostPorts", Level::Baseline, 0, host_ports),
-    check("hostProbesAndHostLifecycle", Level::Baseline, 34, host_probes_and_lifecycle),
+    check(
+        "hostProbesAndHostLifecycle",
+        Level::Baseline,
+        34,
+        host_probes_and_lifecycle,
+    ),
     check("privileged", Level::Baseline, 0, privileged),
     check("procMount", Level::Baseline, 0, proc_mount_baseline),
     check("seLinuxOptions", Level::Baseline, 0, se_linux_options),
-    check("seccompProfile_baseline", Level::Baseline, 0, seccomp_profile_baseline),
+    check(
+        "seccompProfile_baseline",
+        Level::Baseline,
+        0,
+        seccomp_profile_baseline,
+    ),
     check("sysctls", Level::Baseline, 0, sysctls),
-    check("windowsHostProcess", Level::Baseline, 0, windows_host_process),
-    check("allowPrivilegeEscalation", Level::Restricted, 8, allow_privilege_escalation),
+    check(
+        "windowsHostProcess",
+        Level::Baseline,
+        0,
+        windows_host_process,
+    ),
+    check(
+        "allowPrivilegeEscalation",
+        Level::Restricted,
+        8,
+        allow_privilege_escalation,
+    ),
     replacing(
         "capabilities_baseline",
-        check("capabilities_restricted", Level::Restricted, 22, capabilities_restricted),
+        check(
+            "capabilities_restricted",
+            Level::Restricted,
+            22,
+            capabilities_restricted,
+        ),
     ),
     replacing(
         "procMount",
-        check("procMount_restricted", Level::Restricted, 35, proc_mount_restricted),
+        check(
+            "procMount_restricted",
+            Level::Restricted,
+            35,
+            proc_mount_restricted,
+        ),
     ),
     replacing(
         "hostPathVolumes",
-        check("restrictedVolumes", Level::Restricted, 0, restricted_volumes),
+        check(
+            "restrictedVolumes",
+            Level::Restricted,
+            0,
+            restricted_volumes,
+        ),
     ),
     check("runAsNonRoot", Level::Restricted, 0, run_as_non_root),
     check("runAsUser", Level::Restricted, 23, run_as_user),
     replacing(
         "seccompProfile_baseline",
-        check("seccompProfile_restricted", Level::Restricted, 19, seccomp_profile_restricted),
+        check(
+            "seccompProfile_restricted",
+            Level::Restricted,
+            19,
+            seccomp_profile_restricted,
+        ),
     ),
 ];
 
@@ -726,7 +795,10 @@ fn capabilities_baseline(pod: &Pod<'_>, _: u64) -> Option<Violation> {
     if containers.is_empty() {
         return None;
     }
-    Violation::new("non-default capabilities", capabilities_detail(&containers, added))
+    Violation::new(
+        "non-default capabilities",
+        capabilities_detail(&containers, added),
+    )
 }
 
 fn host_namespaces(pod: &Pod<'_>, _: u64) -> Option<Violation> {
@@ -820,7 +892,11 @@ fn host_probes_and_lifecycle(pod: &Pod<'_>, _: u64) -> Option<Violation> {
             "{} {} {} {}",
             containers_phrase(&names),
             plural("uses", "use", names.len()),
-            plural("probe or lifecycle host", "probe or lifecycle hosts", hosts.len()),
+            plural(
+                "probe or lifecycle host",
+                "probe or lifecycle hosts",
+                hosts.len()
+            ),
             join_quote(hosts)
         ),
     )
@@ -872,8 +948,18 @@ fn proc_mount_baseline(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
 }
 
 fn se_linux_options(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
-    let engine = if minor >= 31 { "container_engine_t" } else { "" };
-    let allowed = ["", "container_t", "container_init_t", "container_kvm_t", engine];
+    let engine = if minor >= 31 {
+        "container_engine_t"
+    } else {
+        ""
+    };
+    let allowed = [
+        "",
+        "container_t",
+        "container_init_t",
+        "container_kvm_t",
+        engine,
+    ];
     let mut types = BTreeSet::new();
     let (mut user, mut role) = (false, false);
     let mut bad = |options: Option<&Value>| {
@@ -958,9 +1044,8 @@ fn seccomp_profile_baseline(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
         return seccomp_set_badly(pod);
     }
     const POD_KEY: &str = "seccomp.security.alpha.kubernetes.io/pod";
-    let valid = |v: &str| {
-        v == "runtime/default" || v == "docker/default" || v.starts_with("localhost/")
-    };
+    let valid =
+        |v: &str| v == "runtime/default" || v == "docker/default" || v.starts_with("localhost/");
     let annotations: BTreeMap<&str, &str> = pod.annotations().collect();
     let container_keys = pod
         .containers
@@ -1029,7 +1114,11 @@ const SAFE_SYSCTLS: &[(u64, &str)] = &[
 fn sysctls(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
     let forbidden: Vec<&str> = items(pod.security(&["sysctls"]))
         .map(name)
-        .filter(|n| !SAFE_SYSCTLS.iter().any(|(since, s)| *since <= minor && s == n))
+        .filter(|n| {
+            !SAFE_SYSCTLS
+                .iter()
+                .any(|(since, s)| *since <= minor && s == n)
+        })
         .collect();
     if forbidden.is_empty() {
         return None;
@@ -1138,7 +1227,10 @@ fn restricted_volumes(pod: &Pod<'_>, _: u64) -> Option<Violation> {
     let mut volumes = Vec::new();
     let mut kinds = BTreeSet::new();
     for volume in items(pod.spec.get("volumes")) {
-        if ALLOWED_VOLUMES.iter().any(|k| field(volume, &[*k]).is_some()) {
+        if ALLOWED_VOLUMES
+            .iter()
+            .any(|k| field(volume, &[*k]).is_some())
+        {
             continue;
         }
         volumes.push(name(volume));
@@ -1159,7 +1251,11 @@ fn restricted_volumes(pod: &Pod<'_>, _: u64) -> Option<Violation> {
             plural("volume", "volumes", volumes.len()),
             join_quote(&volumes),
             plural("uses", "use", volumes.len()),
-            plural("restricted volume type", "restricted volume types", kinds.len()),
+            plural(
+                "restricted volume type",
+                "restricted volume types",
+                kinds.len()
+            ),
             join_quote(kinds)
         ),
     )
@@ -1170,9 +1266,8 @@ fn run_as_non_root(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
         return None;
     }
     let pod_setting = pod.security(&["runAsNonRoot"]);
-    let explicit = pod.containers_where(|c| {
-        security(c, &["runAsNonRoot"]) == Some(&Value::Bool(false))
-    });
+    let explicit =
+        pod.containers_where(|c| security(c, &["runAsNonRoot"]) == Some(&Value::Bool(false)));
     let who = setters(pod_setting == Some(&Value::Bool(false)), &explicit);
     if !who.is_empty() {
         return Violation::new(
@@ -1267,15 +1362,21 @@ mod tests {
     #[test]
     fn checks_are_in_kube_order() {
         for level in [Level::Baseline, Level::Restricted] {
-            let ids: Vec<&str> = CHECKS.iter().filter(|c| c.level == level).map(|c| c.id).collect();
+            let ids: Vec<&str> = CHECKS
+                .iter()
+                .filter(|c| c.level == level)
+                .map(|c| c.id)
+                .collect();
             let mut sorted = ids.clone();
             sorted.sort();
             assert_eq!(ids, sorted);
         }
         let first_restricted = CHECKS.iter().position(|c| c.level == Level::Restricted);
-        assert!(CHECKS[first_restricted.unwrap_or(0)..]
-            .iter()
-            .all(|c| c.level == Level::Restricted));
+        assert!(
+            CHECKS[first_restricted.unwrap_or(0)..]
+                .iter()
+                .all(|c| c.level == Level::Restricted)
+        );
     }
 
     #[test]
@@ -1288,7 +1389,11 @@ mod tests {
         assert_eq!(baseline(json!({"containers": [{"name": "c"}]})), "");
         let privileged = LevelVersion::PRIVILEGED;
         assert_eq!(
-            eval(privileged, json!({}), spec_with(json!({"privileged": true}))),
+            eval(
+                privileged,
+                json!({}),
+                spec_with(json!({"privileged": true}))
+            ),
             ""
         );
     }
@@ -1299,7 +1404,9 @@ mod tests {
                           "ephemeralContainers": [{"name": "e"}]});
         let found = restricted(spec);
         assert!(
-            found.starts_with(r#"allowPrivilegeEscalation != false (containers "i", "a", "e" must set"#),
+            found.starts_with(
+                r#"allowPrivilegeEscalation != false (containers "i", "a", "e" must set"#
+            ),
             "{found}"
         );
     }
@@ -1318,7 +1425,8 @@ mod tests {
         let mut spec = spec_with(json!({}));
         spec["hostNetwork"] = json!(true);
         spec["hostIPC"] = json!(true);
-        spec["volumes"] = json!([{"name": "h", "hostPath": {"path": "/"}}, {"name": "e", "emptyDir": {}}]);
+        spec["volumes"] =
+            json!([{"name": "h", "hostPath": {"path": "/"}}, {"name": "e", "emptyDir": {}}]);
         spec["containers"][0]["ports"] = json!([{"containerPort": 80, "hostPort": 8080}, {"containerPort": 9, "hostPort": 10000}]);
         assert_eq!(
             baseline(spec.clone()),
@@ -1353,7 +1461,8 @@ mod tests {
             restricted(add),
             r#"unrestricted capabilities (container "c" must set securityContext.capabilities.drop=["ALL"]; container "c" must not include "CHOWN", "NET_RAW", "SYS_ADMIN" in securityContext.capabilities.add)"#
         );
-        let bind = spec_with(json!({"capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}}));
+        let bind =
+            spec_with(json!({"capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}}));
         assert_eq!(restricted(bind), "");
         // Before v1.22 restricted checked only the baseline capabilities.
         let keep = spec_with(json!({"capabilities": {"add": ["NET_RAW"]}}));
@@ -1373,7 +1482,10 @@ mod tests {
         );
         let mut pod_level = json!({"containers": [good("a"), good("b")]});
         pod_level["securityContext"] = json!({"runAsNonRoot": true});
-        for c in ["/containers/0/securityContext", "/containers/1/securityContext"] {
+        for c in [
+            "/containers/0/securityContext",
+            "/containers/1/securityContext",
+        ] {
             if let Some(sc) = pod_level.pointer_mut(c).and_then(Value::as_object_mut) {
                 sc.remove("runAsNonRoot");
             }
@@ -1387,7 +1499,8 @@ mod tests {
 
     #[test]
     fn user_namespaces_relax_root_checks_from_v1_35() {
-        let mut spec = spec_with(json!({"runAsNonRoot": false, "runAsUser": 0, "procMount": "Unmasked"}));
+        let mut spec =
+            spec_with(json!({"runAsNonRoot": false, "runAsUser": 0, "procMount": "Unmasked"}));
         spec["hostUsers"] = json!(false);
         let evaluator = Evaluator::new(37);
         let found = |lv| describe(&evaluator.evaluate(lv, &json!({}), &spec));
@@ -1409,14 +1522,19 @@ mod tests {
         assert_eq!(restricted(spec), expected);
         let mut pod_level = json!({"containers": [{"name": "c", "securityContext": {
             "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": true}}]});
-        pod_level["securityContext"] = json!({"seccompProfile": {"type": "Localhost", "localhostProfile": "p"}});
+        pod_level["securityContext"] =
+            json!({"seccompProfile": {"type": "Localhost", "localhostProfile": "p"}});
         assert_eq!(restricted(pod_level), "");
         // Before v1.19: the annotations.
         let metadata = json!({"annotations": {
             "seccomp.security.alpha.kubernetes.io/pod": "unconfined",
             "container.seccomp.security.alpha.kubernetes.io/c": "runtime/default"}});
         assert_eq!(
-            eval(at(Level::Baseline, 18), metadata, json!({"containers": [{"name": "c"}]})),
+            eval(
+                at(Level::Baseline, 18),
+                metadata,
+                json!({"containers": [{"name": "c"}]})
+            ),
             r#"seccompProfile (forbidden annotation seccomp.security.alpha.kubernetes.io/pod="unconfined")"#
         );
     }
@@ -1425,7 +1543,10 @@ mod tests {
     fn windows_pods_skip_linux_only_checks() {
         let spec = json!({"os": {"name": "windows"}, "containers": [{"name": "c", "securityContext": {"runAsNonRoot": true}}]});
         assert_eq!(restricted(spec.clone()), "");
-        assert!(eval(at(Level::Restricted, 24), json!({}), spec).starts_with("allowPrivilegeEscalation"));
+        assert!(
+            eval(at(Level::Restricted, 24), json!({}), spec)
+                .starts_with("allowPrivilegeEscalation")
+        );
     }
 
     #[test]
@@ -1454,7 +1575,8 @@ mod tests {
     #[test]
     fn app_armor() {
         let mut spec = spec_with(json!({"appArmorProfile": {"type": "Unconfined"}}));
-        spec["securityContext"] = json!({"appArmorProfile": {"type": "Localhost", "localhostProfile": "p"}});
+        spec["securityContext"] =
+            json!({"appArmorProfile": {"type": "Localhost", "localhostProfile": "p"}});
         let metadata = json!({"annotations": {
             "container.apparmor.security.beta.kubernetes.io/c": "unconfined",
             "container.apparmor.security.beta.kubernetes.io/d": "localhost/x"}});
@@ -1463,7 +1585,9 @@ mod tests {
             r#"forbidden AppArmor profiles (container "c" and annotation must not set AppArmor profile type to "Unconfined", "container.apparmor.security.beta.kubernetes.io/c="unconfined"")"#
         );
         assert_eq!(
-            baseline(spec_with(json!({"appArmorProfile": {"type": "RuntimeDefault"}}))),
+            baseline(spec_with(
+                json!({"appArmorProfile": {"type": "RuntimeDefault"}})
+            )),
             ""
         );
     }
@@ -1494,8 +1618,13 @@ mod tests {
     fn probe_and_lifecycle_hosts_from_v1_34() {
         let mut spec = spec_with(json!({}));
         spec["containers"][0]["livenessProbe"] = json!({"httpGet": {"host": "evil", "port": 80}});
-        spec["containers"][0]["lifecycle"] = json!({"preStop": {"tcpSocket": {"host": "a", "port": 1}}});
-        assert_eq!(baseline(spec.clone()), "", "a v1.33 server does not check it");
+        spec["containers"][0]["lifecycle"] =
+            json!({"preStop": {"tcpSocket": {"host": "a", "port": 1}}});
+        assert_eq!(
+            baseline(spec.clone()),
+            "",
+            "a v1.33 server does not check it"
+        );
         assert_eq!(
             describe(&Evaluator::new(34).evaluate(BASELINE, &json!({}), &spec)),
             r#"probe or lifecycle host (container "c" uses probe or lifecycle hosts "a", "evil")"#
@@ -1509,8 +1638,19 @@ mod tests {
         assert_eq!(Version::parse("latest"), Ok(Version::Latest));
         assert_eq!(Version::parse("v1.0"), Ok(Version::Minor(0)));
         assert_eq!(Version::parse("v1.25"), Ok(Version::Minor(25)));
-        for bad in ["v1.025", "v1.", "v2.1", "1.25", "v1.2x", "v1.99999999999999999999"] {
-            assert_eq!(Version::parse(bad), Err(r#"must be "latest" or "v1.x""#), "{bad}");
+        for bad in [
+            "v1.025",
+            "v1.",
+            "v2.1",
+            "1.25",
+            "v1.2x",
+            "v1.99999999999999999999",
+        ] {
+            assert_eq!(
+                Version::parse(bad),
+                Err(r#"must be "latest" or "v1.x""#),
+                "{bad}"
+            );
         }
         assert_eq!(at(Level::Baseline, 30).to_string(), "baseline:v1.30");
         assert_eq!(RESTRICTED.to_string(), "restricted:latest");
@@ -1525,7 +1665,11 @@ mod tests {
             "pod-security.kubernetes.io/enforce-version": "v1.30"}));
         assert!(errors.is_empty());
         assert_eq!(policy.enforce, at(Level::Baseline, 30));
-        assert_eq!(policy.warn, at(Level::Baseline, 30), "warn follows a stricter enforce");
+        assert_eq!(
+            policy.warn,
+            at(Level::Baseline, 30),
+            "warn follows a stricter enforce"
+        );
         assert_eq!(policy.audit, LevelVersion::PRIVILEGED);
         let (policy, _) = Policy::from_labels(&json!({
             "pod-security.kubernetes.io/enforce": "baseline",
@@ -1559,14 +1703,24 @@ mod tests {
         let decision = evaluator.decide(&policy, &[], &json!({}), &spec, true);
         assert_eq!(decision.denial, None);
         assert_eq!(decision.warnings.len(), 1);
-        assert!(decision.warnings[0].starts_with(r#"would violate PodSecurity "restricted:latest": allowPrivilegeEscalation"#));
-        assert_eq!(decision.audit_annotations["enforce-policy"], "baseline:latest");
-        assert_eq!(decision.audit_annotations["audit-violations"], decision.warnings[0]);
+        assert!(decision.warnings[0].starts_with(
+            r#"would violate PodSecurity "restricted:latest": allowPrivilegeEscalation"#
+        ));
+        assert_eq!(
+            decision.audit_annotations["enforce-policy"],
+            "baseline:latest"
+        );
+        assert_eq!(
+            decision.audit_annotations["audit-violations"],
+            decision.warnings[0]
+        );
         let bad = spec_with(json!({"privileged": true}));
         let refused = evaluator.decide(&policy, &[], &json!({}), &bad, true);
         assert_eq!(
             refused.denial.as_deref(),
-            Some(r#"violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)"#)
+            Some(
+                r#"violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)"#
+            )
         );
         assert!(refused.warnings.is_empty(), "no warnings beside a refusal");
         let template = evaluator.decide(&policy, &[], &json!({}), &bad, false);
@@ -1582,7 +1736,12 @@ mod tests {
             json!({"metadata": {"name": name}, "spec": {"containers": [
                 {"name": "c", "securityContext": {"privileged": privileged}}]}})
         };
-        let pods = vec![pod("b", true), pod("a", true), pod("ok", false), pod("c", true)];
+        let pods = vec![
+            pod("b", true),
+            pod("a", true),
+            pod("ok", false),
+            pod("c", true),
+        ];
         let warnings = evaluator.existing_pods_warnings("ns", BASELINE, 4, pods.clone(), || true);
         assert_eq!(
             warnings,
@@ -1597,6 +1756,31 @@ mod tests {
             "new PodSecurity enforce level only checked against the first 1 of 4 existing pods"
         );
         assert_eq!(hurried[2], "b: privileged");
+    }
+
+    #[test]
+    fn only_image_and_container_changes_are_significant() {
+        let pod = |image: &str, ephemeral: Value| {
+            json!({"spec": {
+            "containers": [{"name": "c", "image": image}], "ephemeralContainers": ephemeral}})
+        };
+        let old = pod("a", json!([{"name": "e", "image": "x"}]));
+        let mut labelled = old.clone();
+        labelled["metadata"] = json!({"labels": {"l": "v"}});
+        labelled["spec"]["activeDeadlineSeconds"] = json!(5);
+        assert!(!significant_update(&labelled, &old));
+        assert!(significant_update(
+            &pod("b", json!([{"name": "e", "image": "x"}])),
+            &old
+        ));
+        assert!(significant_update(
+            &pod("a", json!([{"name": "e", "image": "x"}, {"name": "f"}])),
+            &old
+        ));
+        assert!(significant_update(
+            &json!({"spec": {"containers": []}}),
+            &old
+        ));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! that follow), served over gRPC to the aggregator. What it does not serve
 //! it hands to the extension server.
 
+mod admission;
 mod allocation;
 mod bootstrap_policy;
 mod controllers;
@@ -119,8 +120,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let ranges = service_ranges(&options)?;
     let allocator = ServiceAllocator::new(cacher.storage().clone(), ranges.clone());
     let policy = Arc::new(OnceLock::new());
+    let pod_security = admission::pod_security::PodSecurity::new(cacher.clone(), &prefix)
+        .await
+        .context("pod security admission")?;
     let admission = Admission::new(vec![
         Arc::new(lifecycle),
+        Arc::new(pod_security),
         Arc::new(allocator),
         Arc::new(resources::CsrRequester),
         Arc::new(escalation::Escalation {
