@@ -696,7 +696,24 @@ fn containers_phrase(names: &[&str]) -> String {
     )
 }
 
-/// Who set something: `pod`, containers, or both, joined by ` and `.
+/// A violation blaming `who` (joined by ` and `) for `what`, or none when
+/// nobody is to blame.
+fn blame(reason: &str, who: Vec<String>, what: impl fmt::Display) -> Option<Violation> {
+    if who.is_empty() {
+        return None;
+    }
+    Violation::new(reason, format!("{} {what}", who.join(" and ")))
+}
+
+/// `pod or container "a"`: containers that must set something the pod did not.
+fn pod_or(containers: &[&str]) -> Vec<String> {
+    setters(false, containers)
+        .into_iter()
+        .map(|c| format!("pod or {c}"))
+        .collect()
+}
+
+/// Who set something: `pod`, containers, or both.
 fn setters(pod: bool, containers: &[&str]) -> Vec<String> {
     let mut who = Vec::new();
     if pod {
@@ -731,18 +748,15 @@ fn app_armor_profile(pod: &Pod<'_>, _: u64) -> Option<Violation> {
         who.push(plural("annotation", "annotations", annotations.len()).to_string());
         values.extend(annotations);
     }
-    if who.is_empty() {
-        return None;
-    }
-    Violation::new(
+    blame(
         plural(
             "forbidden AppArmor profile",
             "forbidden AppArmor profiles",
             values.len(),
         ),
+        who,
         format!(
-            "{} must not set AppArmor profile type to {}",
-            who.join(" and "),
+            "must not set AppArmor profile type to {}",
             join_quote(&values)
         ),
     )
@@ -782,22 +796,20 @@ fn added_capabilities<'a>(pod: &Pod<'a>, allowed: &[&str]) -> (Vec<&'a str>, BTr
     (containers, added)
 }
 
-fn capabilities_detail(containers: &[&str], added: BTreeSet<&str>) -> String {
+/// What containers adding capabilities are told.
+fn must_not_add(added: BTreeSet<&str>) -> String {
     format!(
-        "{} must not include {} in securityContext.capabilities.add",
-        containers_phrase(containers),
+        "must not include {} in securityContext.capabilities.add",
         join_quote(added)
     )
 }
 
 fn capabilities_baseline(pod: &Pod<'_>, _: u64) -> Option<Violation> {
     let (containers, added) = added_capabilities(pod, DEFAULT_CAPABILITIES);
-    if containers.is_empty() {
-        return None;
-    }
-    Violation::new(
+    blame(
         "non-default capabilities",
-        capabilities_detail(&containers, added),
+        setters(false, &containers),
+        must_not_add(added),
     )
 }
 
@@ -846,14 +858,11 @@ fn host_ports(pod: &Pod<'_>, _: u64) -> Option<Violation> {
         }
         bad
     });
-    if containers.is_empty() {
-        return None;
-    }
-    Violation::new(
+    blame(
         "hostPort",
+        setters(false, &containers),
         format!(
-            "{} {} {} {}",
-            containers_phrase(&containers),
+            "{} {} {}",
             plural("uses", "use", containers.len()),
             plural("hostPort", "hostPorts", ports.len()),
             ports.into_iter().collect::<Vec<_>>().join(", ")
@@ -882,15 +891,12 @@ fn host_probes_and_lifecycle(pod: &Pod<'_>, _: u64) -> Option<Violation> {
             }
         }
     }
-    if containers.is_empty() {
-        return None;
-    }
     let names: Vec<&str> = containers.into_iter().collect();
-    Violation::new(
+    blame(
         "probe or lifecycle host",
+        setters(false, &names),
         format!(
-            "{} {} {} {}",
-            containers_phrase(&names),
+            "{} {} {}",
             plural("uses", "use", names.len()),
             plural(
                 "probe or lifecycle host",
@@ -904,15 +910,10 @@ fn host_probes_and_lifecycle(pod: &Pod<'_>, _: u64) -> Option<Violation> {
 
 fn privileged(pod: &Pod<'_>, _: u64) -> Option<Violation> {
     let containers = pod.containers_where(|c| is_true(security(c, &["privileged"])));
-    if containers.is_empty() {
-        return None;
-    }
-    Violation::new(
+    blame(
         "privileged",
-        format!(
-            "{} must not set securityContext.privileged=true",
-            containers_phrase(&containers)
-        ),
+        setters(false, &containers),
+        "must not set securityContext.privileged=true",
     )
 }
 
@@ -926,14 +927,11 @@ fn proc_mount_restricted(pod: &Pod<'_>, _: u64) -> Option<Violation> {
         }
         _ => false,
     });
-    if containers.is_empty() {
-        return None;
-    }
-    Violation::new(
+    blame(
         "procMount",
+        setters(false, &containers),
         format!(
-            "{} must not set securityContext.procMount to {}",
-            containers_phrase(&containers),
+            "must not set securityContext.procMount to {}",
             join_quote(kinds)
         ),
     )
@@ -979,10 +977,6 @@ fn se_linux_options(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
     };
     let pod_bad = bad(pod.security(&["seLinuxOptions"]));
     let containers = pod.containers_where(|c| bad(security(c, &["seLinuxOptions"])));
-    let who = setters(pod_bad, &containers);
-    if who.is_empty() {
-        return None;
-    }
     let mut what = Vec::new();
     if !types.is_empty() {
         what.push(format!(
@@ -997,11 +991,11 @@ fn se_linux_options(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
     if role {
         what.push("role may not be set".to_string());
     }
-    Violation::new(
+    blame(
         "seLinuxOptions",
+        setters(pod_bad, &containers),
         format!(
-            "{} set forbidden securityContext.seLinuxOptions: {}",
-            who.join(" and "),
+            "set forbidden securityContext.seLinuxOptions: {}",
             what.join("; ")
         ),
     )
@@ -1024,15 +1018,11 @@ fn seccomp_set_badly(pod: &Pod<'_>) -> Option<Violation> {
     };
     let pod_bad = bad(pod.security(&["seccompProfile"]));
     let containers = pod.containers_where(|c| bad(security(c, &["seccompProfile"])));
-    let who = setters(pod_bad, &containers);
-    if who.is_empty() {
-        return None;
-    }
-    Violation::new(
+    blame(
         "seccompProfile",
+        setters(pod_bad, &containers),
         format!(
-            "{} must not set securityContext.seccompProfile.type to {}",
-            who.join(" and "),
+            "must not set securityContext.seccompProfile.type to {}",
             join_quote(values)
         ),
     )
@@ -1080,15 +1070,10 @@ fn seccomp_profile_restricted(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
             return None;
         }
         let unset = pod.containers_where(|c| security(c, &["seccompProfile"]).is_none());
-        if unset.is_empty() {
-            return None;
-        }
-        Violation::new(
+        blame(
             "seccompProfile",
-            format!(
-                "pod or {} must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\"",
-                containers_phrase(&unset)
-            ),
+            pod_or(&unset),
+            r#"must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost""#,
         )
     })
 }
@@ -1129,16 +1114,10 @@ fn sysctls(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
 fn windows_host_process(pod: &Pod<'_>, _: u64) -> Option<Violation> {
     let host_process = |owner: &Value| is_true(security(owner, &["windowsOptions", "hostProcess"]));
     let containers = pod.containers_where(host_process);
-    let who = setters(host_process(pod.spec), &containers);
-    if who.is_empty() {
-        return None;
-    }
-    Violation::new(
+    blame(
         "hostProcess",
-        format!(
-            "{} must not set securityContext.windowsOptions.hostProcess=true",
-            who.join(" and ")
-        ),
+        setters(host_process(pod.spec), &containers),
+        "must not set securityContext.windowsOptions.hostProcess=true",
     )
 }
 
@@ -1149,15 +1128,10 @@ fn allow_privilege_escalation(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
     let containers = pod.containers_where(|c| {
         security(c, &["allowPrivilegeEscalation"]) != Some(&Value::Bool(false))
     });
-    if containers.is_empty() {
-        return None;
-    }
-    Violation::new(
+    blame(
         "allowPrivilegeEscalation != false",
-        format!(
-            "{} must set securityContext.allowPrivilegeEscalation=false",
-            containers_phrase(&containers)
-        ),
+        setters(false, &containers),
+        "must set securityContext.allowPrivilegeEscalation=false",
     )
 }
 
@@ -1177,7 +1151,11 @@ fn capabilities_restricted(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
         ));
     }
     if !adding.is_empty() {
-        details.push(capabilities_detail(&adding, added));
+        details.push(format!(
+            "{} {}",
+            containers_phrase(&adding),
+            must_not_add(added)
+        ));
     }
     if details.is_empty() {
         return None;
@@ -1262,36 +1240,29 @@ fn restricted_volumes(pod: &Pod<'_>, _: u64) -> Option<Violation> {
 }
 
 fn run_as_non_root(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
+    const REASON: &str = "runAsNonRoot != true";
     if pod.user_namespace(minor) {
         return None;
     }
     let pod_setting = pod.security(&["runAsNonRoot"]);
     let explicit =
         pod.containers_where(|c| security(c, &["runAsNonRoot"]) == Some(&Value::Bool(false)));
-    let who = setters(pod_setting == Some(&Value::Bool(false)), &explicit);
-    if !who.is_empty() {
-        return Violation::new(
-            "runAsNonRoot != true",
-            format!(
-                "{} must not set securityContext.runAsNonRoot=false",
-                who.join(" and ")
-            ),
-        );
-    }
-    if is_true(pod_setting) {
-        return None;
-    }
-    let implicit = pod.containers_where(|c| security(c, &["runAsNonRoot"]).is_none());
-    if implicit.is_empty() {
-        return None;
-    }
-    Violation::new(
-        "runAsNonRoot != true",
-        format!(
-            "pod or {} must set securityContext.runAsNonRoot=true",
-            containers_phrase(&implicit)
-        ),
+    blame(
+        REASON,
+        setters(pod_setting == Some(&Value::Bool(false)), &explicit),
+        "must not set securityContext.runAsNonRoot=false",
     )
+    .or_else(|| {
+        if is_true(pod_setting) {
+            return None;
+        }
+        let implicit = pod.containers_where(|c| security(c, &["runAsNonRoot"]).is_none());
+        blame(
+            REASON,
+            pod_or(&implicit),
+            "must set securityContext.runAsNonRoot=true",
+        )
+    })
 }
 
 fn run_as_user(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
@@ -1300,13 +1271,10 @@ fn run_as_user(pod: &Pod<'_>, minor: u64) -> Option<Violation> {
     }
     let root = |owner: &Value| security(owner, &["runAsUser"]).and_then(Value::as_i64) == Some(0);
     let containers = pod.containers_where(root);
-    let who = setters(root(pod.spec), &containers);
-    if who.is_empty() {
-        return None;
-    }
-    Violation::new(
+    blame(
         "runAsUser=0",
-        format!("{} must not set runAsUser=0", who.join(" and ")),
+        setters(root(pod.spec), &containers),
+        "must not set runAsUser=0",
     )
 }
 

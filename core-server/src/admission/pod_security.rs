@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apimachinery::error::{Error, Reason, Result};
+use apimachinery::error::{Error, FieldError, Reason, Result};
 use apimachinery::keys::key_prefix;
 use apimachinery::pod_security::{
     self, Decision, Evaluator, Level, LevelVersion, Policy, check_order, controller_uid,
@@ -73,10 +73,7 @@ impl PodSecurity {
 
     /// The policy of namespace `name` and its label errors; `None` when the
     /// namespace cannot be found.
-    async fn policy(
-        &self,
-        name: &str,
-    ) -> Result<Option<(Policy, Vec<apimachinery::error::FieldError>)>> {
+    async fn policy(&self, name: &str) -> Result<Option<(Policy, Vec<FieldError>)>> {
         let found = namespace(&self.cacher, &self.namespaces, name).await?;
         Ok(found.map(|ns| {
             let ns = ns.value();
@@ -104,11 +101,7 @@ impl PodSecurity {
         {
             return Ok(());
         }
-        let (metadata, spec) = meta_and_spec(pod);
-        let decision = self
-            .evaluator
-            .decide(&policy, &errors, metadata, spec, true);
-        report(attrs, decision)
+        self.judge(attrs, &policy, &errors, pod, true)
     }
 
     /// A workload's pod template: warned about and audited, never enforced.
@@ -132,11 +125,7 @@ impl PodSecurity {
         let Some(template) = workload.pointer(template).filter(|t| t.is_object()) else {
             return Ok(());
         };
-        let (metadata, spec) = meta_and_spec(template);
-        let decision = self
-            .evaluator
-            .decide(&policy, &errors, metadata, spec, false);
-        report(attrs, decision)
+        self.judge(attrs, &policy, &errors, template, false)
     }
 
     /// A namespace create or update: labels must be valid, and tightening
@@ -180,6 +169,22 @@ impl PodSecurity {
         Ok(())
     }
 
+    /// Decides about a pod (or pod template) and reports the decision.
+    fn judge(
+        &self,
+        attrs: &Attributes<'_>,
+        policy: &Policy,
+        errors: &[FieldError],
+        pod: &Value,
+        enforce: bool,
+    ) -> Result<()> {
+        let part = |key: &str| pod.get(key).unwrap_or(&Value::Null);
+        let decision =
+            self.evaluator
+                .decide(policy, errors, part("metadata"), part("spec"), enforce);
+        report(attrs, decision)
+    }
+
     /// kube's warnings about the pods of `namespace` that `enforce` would refuse.
     async fn existing_pods_warnings(&self, namespace: &str, enforce: LevelVersion) -> Vec<String> {
         let deadline = Instant::now() + NAMESPACE_CHECK_TIME;
@@ -212,12 +217,6 @@ impl PodSecurity {
                 Instant::now() < deadline
             })
     }
-}
-
-/// A pod's (or template's) metadata and spec, null when absent.
-fn meta_and_spec(pod: &Value) -> (&Value, &Value) {
-    let part = |key: &str| pod.get(key).unwrap_or(&Value::Null);
-    (part("metadata"), part("spec"))
 }
 
 /// Hands a decision to the client: its warnings, and its refusal as kube's
@@ -276,13 +275,5 @@ mod tests {
         assert_eq!(template_pointer("", "podtemplates"), Some("/template"));
         assert_eq!(template_pointer("", "configmaps"), None);
         assert_eq!(template_pointer("apps", "controllerrevisions"), None);
-    }
-
-    #[test]
-    fn missing_parts_read_as_null() {
-        let pod = serde_json::json!({"metadata": {"name": "p"}});
-        let (metadata, spec) = meta_and_spec(&pod);
-        assert_eq!(metadata["name"], "p");
-        assert!(spec.is_null());
     }
 }
