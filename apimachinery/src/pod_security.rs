@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::apply::go_quote;
 use crate::error::FieldError;
+use crate::label_selector::LabelSet;
 
 /// The prefix of PodSecurity's namespace labels and of its audit annotations.
 pub const LABEL_PREFIX: &str = "pod-security.kubernetes.io/";
@@ -150,15 +151,15 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// The policy a namespace's labels (`metadata.labels`, or null) choose,
+    /// The policy a namespace's labels choose,
     /// with kube's field errors for bad values. A policy always comes back:
     /// a bad enforce level fails closed (`restricted`), a bad audit or warn
     /// level fails open (`privileged`), a bad version reads as `latest`. A
     /// warn level left unset follows a stricter enforce level.
-    pub fn from_labels(labels: &Value) -> (Policy, Vec<FieldError>) {
+    pub fn from_labels(labels: &impl LabelSet) -> (Policy, Vec<FieldError>) {
         let label = |name: &str| {
             let key = format!("{LABEL_PREFIX}{name}");
-            let value = labels.get(&key)?.as_str().unwrap_or_default();
+            let value = labels.label(&key)?.unwrap_or_default();
             Some((key, value))
         };
         let mut policy = Policy::default();
@@ -1292,6 +1293,10 @@ mod tests {
         version: Version::Latest,
     };
 
+    fn labels(value: Value) -> serde_json::Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
     fn at(level: Level, minor: u64) -> LevelVersion {
         LevelVersion {
             level,
@@ -1626,11 +1631,11 @@ mod tests {
 
     #[test]
     fn labels_choose_the_policy() {
-        let (policy, errors) = Policy::from_labels(&Value::Null);
+        let (policy, errors) = Policy::from_labels(&serde_json::Map::new());
         assert!(errors.is_empty() && policy.fully_privileged());
-        let (policy, errors) = Policy::from_labels(&json!({
+        let (policy, errors) = Policy::from_labels(&labels(json!({
             "pod-security.kubernetes.io/enforce": "baseline",
-            "pod-security.kubernetes.io/enforce-version": "v1.30"}));
+            "pod-security.kubernetes.io/enforce-version": "v1.30"})));
         assert!(errors.is_empty());
         assert_eq!(policy.enforce, at(Level::Baseline, 30));
         assert_eq!(
@@ -1639,18 +1644,18 @@ mod tests {
             "warn follows a stricter enforce"
         );
         assert_eq!(policy.audit, LevelVersion::PRIVILEGED);
-        let (policy, _) = Policy::from_labels(&json!({
+        let (policy, _) = Policy::from_labels(&labels(json!({
             "pod-security.kubernetes.io/enforce": "baseline",
-            "pod-security.kubernetes.io/warn": "privileged"}));
+            "pod-security.kubernetes.io/warn": "privileged"})));
         assert_eq!(policy.warn, LevelVersion::PRIVILEGED);
     }
 
     #[test]
     fn bad_labels_fail_closed_for_enforce_and_open_for_the_rest() {
-        let (policy, errors) = Policy::from_labels(&json!({
+        let (policy, errors) = Policy::from_labels(&labels(json!({
             "pod-security.kubernetes.io/warn": "loud",
             "pod-security.kubernetes.io/enforce": "strict",
-            "pod-security.kubernetes.io/enforce-version": "1.2"}));
+            "pod-security.kubernetes.io/enforce-version": "1.2"})));
         assert_eq!(policy.enforce, RESTRICTED);
         assert_eq!(policy.warn, LevelVersion::PRIVILEGED);
         assert_eq!(

@@ -75,10 +75,7 @@ impl PodSecurity {
     /// namespace cannot be found.
     async fn policy(&self, name: &str) -> Result<Option<(Policy, Vec<FieldError>)>> {
         let found = namespace(&self.cacher, &self.namespaces, name).await?;
-        Ok(found.map(|ns| {
-            let ns = ns.value();
-            Policy::from_labels(ns.pointer("/metadata/labels").unwrap_or(&Value::Null))
-        }))
+        Ok(found.map(|ns| Policy::from_labels(&ns.labels)))
     }
 
     /// A pod create or update: enforced, warned about.
@@ -134,8 +131,9 @@ impl PodSecurity {
         if !attrs.subresource.is_empty() {
             return Ok(());
         }
-        let labels = |ns: &Value| {
-            Policy::from_labels(ns.pointer("/metadata/labels").unwrap_or(&Value::Null))
+        let labels = |ns: &Value| match ns.pointer("/metadata/labels").and_then(Value::as_object) {
+            Some(labels) => Policy::from_labels(labels),
+            None => Policy::from_labels(&serde_json::Map::new()),
         };
         let (new, new_errors) = labels(ns);
         let invalid = || {
