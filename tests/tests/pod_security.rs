@@ -173,6 +173,19 @@ fn baseline_tightening_and_bad_labels() {
             .err()
             .contains("is forbidden: violates PodSecurity")
     );
+    // The pod already there stays; an update that changes no image is not
+    // judged, one that changes an image is.
+    cluster
+        .kubectl(&["label", "pod", "priv", "-n", "later", "touched=yes"])
+        .ok();
+    let image = cluster.kubectl(&["set", "image", "pod/priv", "c=nginx:2", "-n", "later"]);
+    assert!(
+        image.err().contains(
+            r#"pods "priv" is forbidden: violates PodSecurity "restricted:latest": privileged (container "c" must not set securityContext.privileged=true)"#
+        ),
+        "{}",
+        image.stderr
+    );
     // Relaxing it again checks nothing.
     let relaxed = cluster.kubectl(&[
         "label",
