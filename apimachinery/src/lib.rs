@@ -4,7 +4,7 @@
 //! messages, tested without tokio, etcd or a network: Status errors, the
 //! names of API types and the etcd key layout, label and field selectors,
 //! JSON, merge and strategic-merge patches, server-side apply, JSONPath,
-//! resource quantities, object validation, Table output, OpenAPI documents, custom resource
+//! resource quantities, object validation, the Pod Security Standards, Table output, OpenAPI documents, custom resource
 //! schemas, CRD validation and CEL. Every server depends on it; the IO lives
 //! in generic-server.
 
@@ -19,6 +19,7 @@ pub mod keys;
 pub mod label_selector;
 pub mod openapi;
 pub mod patch;
+pub mod pod_security;
 pub mod quantity;
 pub mod rbac;
 pub mod schema;

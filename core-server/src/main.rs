@@ -2,6 +2,7 @@
 //! that follow), served over gRPC to the aggregator. What it does not serve
 //! it hands to the extension server.
 
+mod admission;
 mod allocation;
 mod bootstrap_policy;
 mod controllers;
@@ -17,7 +18,7 @@ use allocation::{Ranges, ServiceAllocator};
 use anyhow::Context as _;
 use clap::Parser;
 use generic_server::admission::policy::ParamKind;
-use generic_server::admission::{self, Admission, AdmissionPlugin, NamespaceLifecycle};
+use generic_server::admission::{Admission, AdmissionPlugin, NamespaceLifecycle};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::loopback::Loopback;
 use generic_server::server::ApiServer;
@@ -119,11 +120,15 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let ranges = service_ranges(&options)?;
     let allocator = ServiceAllocator::new(cacher.storage().clone(), ranges.clone());
     let policy = Arc::new(OnceLock::new());
+    let pod_security = admission::pod_security::PodSecurity::new(cacher.clone(), &prefix)
+        .await
+        .context("pod security admission")?;
     let mut all = resources::all();
     all.extend(reviews::resources());
     let kinds = all.iter().map(ParamKind::of).collect();
     let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![
         Arc::new(lifecycle),
+        Arc::new(pod_security),
         Arc::new(allocator),
         Arc::new(resources::CsrRequester),
         Arc::new(escalation::Escalation {
@@ -131,7 +136,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         }),
     ];
     plugins.extend(
-        admission::dynamic(&cacher, &prefix, kinds)
+        generic_server::admission::dynamic(&cacher, &prefix, kinds)
             .await
             .context("admission policies and webhooks")?,
     );

@@ -195,22 +195,7 @@ impl Cluster {
 
     /// Runs kubectl with a manifest on stdin (`-f -`).
     pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> Run {
-        use std::io::Write;
-        let mut child = self
-            .command("kubectl")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubectl on PATH");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("writing manifest");
-        Run::from(child.wait_with_output().expect("kubectl output"))
+        with_stdin(self.command("kubectl").args(args), input)
     }
 
     /// Starts kubectl without waiting (for `get -w`).
@@ -550,6 +535,16 @@ impl Cluster {
         )
     }
 
+    /// Runs kubectl with another kubeconfig and a manifest on stdin.
+    pub fn kubectl_stdin_with(&self, kubeconfig: &Path, args: &[&str], input: &str) -> Run {
+        with_stdin(
+            self.command("kubectl")
+                .env("KUBECONFIG", kubeconfig)
+                .args(args),
+            input,
+        )
+    }
+
     /// Runs `tests/python/<script>` with this cluster's kubeconfig (or
     /// `kubeconfig`), and checks it succeeded and printed `<done>: all checks passed`.
     pub fn python(&self, script: &str, kubeconfig: Option<&Path>, done: &str) {
@@ -669,4 +664,22 @@ pub fn local_service(namespace: &str, name: &str, port: u16) -> String {
          addressType: IPv4\nendpoints: [{{addresses: [127.0.0.1], conditions: {{ready: true}}}}]\n\
          ports: [{{name: https, port: {port}, protocol: TCP}}]\n"
     )
+}
+
+/// Runs a command with `input` on its stdin.
+fn with_stdin(command: &mut Command, input: &str) -> Run {
+    use std::io::Write;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("writing stdin");
+    Run::from(child.wait_with_output().expect("the command's output"))
 }

@@ -44,6 +44,7 @@ mod typed;
 use serde_json::Value;
 
 pub use error::{ApplyError, Conflict, Operation};
+pub(crate) use fieldpath::go_quote;
 pub use fieldpath::{PathElement, Set, path_string};
 pub use schema::Schema;
 

@@ -240,7 +240,7 @@ impl AdmissionPlugin for NamespaceLifecycle {
 
 /// The Namespace `name` from the `namespaces` cache; one created a moment
 /// ago is waited for (the cache catches up with etcd first).
-async fn namespace(
+pub async fn namespace(
     cacher: &Cacher,
     namespaces: &ResourceCache,
     name: &str,
