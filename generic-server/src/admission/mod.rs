@@ -144,7 +144,7 @@ impl NamespaceLifecycle {
     }
 
     async fn lookup(&self, name: &str) -> Result<Option<Value>> {
-        Ok(namespace(&self.cacher, &self.namespaces, name)
+        Ok(cached(&self.cacher, &self.namespaces, name)
             .await?
             .map(|ns| ns.value()))
     }
@@ -189,23 +189,25 @@ impl AdmissionPlugin for NamespaceLifecycle {
     }
 }
 
-/// The Namespace `name` from the `namespaces` cache; one created a moment
-/// ago is waited for (the cache catches up with etcd first).
-async fn namespace(
+/// The object `name` (`<namespace>/<name>` for a namespaced one) from
+/// `cache`; one written a moment ago is waited for (the cache catches up
+/// with etcd first).
+pub async fn cached(
     cacher: &Cacher,
-    namespaces: &ResourceCache,
+    cache: &ResourceCache,
     name: &str,
 ) -> Result<Option<Arc<crate::storage::cacher::CachedObject>>> {
-    let key = format!("{}{name}", namespaces.prefix());
-    if let Some(found) = namespaces.get(&key) {
+    let key = format!("{}{name}", cache.prefix());
+    if let Some(found) = cache.get(&key) {
         return Ok(Some(found));
     }
     cacher.wait_fresh().await?;
-    Ok(namespaces.get(&key))
+    Ok(cache.get(&key))
 }
 
-/// 403 Forbidden naming the object, as kube's admission errors do.
-fn forbidden(attrs: &Attributes<'_>, why: &str) -> Error {
+/// 403 Forbidden naming the object, as kube's admission errors do
+/// (`pods "x" is forbidden: <why>`).
+pub fn forbidden(attrs: &Attributes<'_>, why: &str) -> Error {
     Error::new(
         Reason::Forbidden,
         format!(

@@ -269,7 +269,7 @@ impl Webhooks {
         if attrs.namespace.is_empty() {
             return Ok(None);
         }
-        match super::namespace(&self.cacher, &self.namespaces, attrs.namespace).await? {
+        match super::cached(&self.cacher, &self.namespaces, attrs.namespace).await? {
             Some(namespace) => Ok(Some(labels(&namespace.value()))),
             None => Err(Error::NotFound {
                 resource: apimachinery::group_version::GroupResource::new("", "namespaces"),
