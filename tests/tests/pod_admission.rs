@@ -25,32 +25,60 @@ fn pod(name: &str, spec: Value) -> Value {
     pod
 }
 
-/// `kubectl create -o json` of `object` in `namespace`: from stdin as the
-/// cluster admin, or from a file with `kubeconfig`.
-fn create(cluster: &Cluster, kubeconfig: Option<&Path>, namespace: &str, object: &Value) -> Run {
-    let args = ["create", "-n", namespace, "-o", "json", "-f", "-"];
+/// Where [`create`] takes `object` from with `kubeconfig` (a file), or
+/// without (stdin), as kubectl names it in errors.
+fn source(cluster: &Cluster, kubeconfig: Option<&Path>, object: &Value) -> String {
     match kubeconfig {
-        None => cluster.kubectl_stdin(&args, &object.to_string()),
-        Some(config) => {
-            let file = cluster.dir.join(format!(
-                "{}.json",
-                object["metadata"]["name"].as_str().unwrap_or("object")
-            ));
-            std::fs::write(&file, object.to_string()).expect("writing the object");
-            let path = file.display().to_string();
-            cluster.kubectl_with(
-                config,
-                &["create", "-n", namespace, "-o", "json", "-f", &path],
-            )
+        None => "STDIN".into(),
+        Some(_) => {
+            let name = object["metadata"]["name"].as_str().unwrap_or("object");
+            cluster
+                .dir
+                .join(format!("{name}.json"))
+                .display()
+                .to_string()
         }
     }
 }
 
-/// The refusal kubectl prints for a pod created from stdin.
-fn refused(resource: &str, name: &str, why: &str) -> String {
-    format!(
-        "Error from server (Forbidden): error when creating \"STDIN\": {resource} \"{name}\" is forbidden: {why}"
-    )
+/// `kubectl create -o json` of `object` in `namespace`: from stdin as the
+/// cluster admin, or from a file with `kubeconfig`.
+fn create(cluster: &Cluster, kubeconfig: Option<&Path>, namespace: &str, object: &Value) -> Run {
+    let from = source(cluster, kubeconfig, object);
+    let args = ["create", "-n", namespace, "-o", "json", "-f"];
+    match kubeconfig {
+        None => cluster.kubectl_stdin(&[&args[..], &["-"]].concat(), &object.to_string()),
+        Some(config) => {
+            std::fs::write(&from, object.to_string()).expect("writing the object");
+            cluster.kubectl_with(config, &[&args[..], &[from.as_str()]].concat())
+        }
+    }
+}
+
+/// Creates `object` (a `resource`), as the admin or with `kubeconfig`, and
+/// checks kubectl prints kube's refusal `why`, and nothing is stored.
+fn assert_refused(
+    cluster: &Cluster,
+    kubeconfig: Option<&Path>,
+    namespace: &str,
+    resource: &str,
+    object: &Value,
+    why: &str,
+) {
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let run = create(cluster, kubeconfig, namespace, object);
+    let from = source(cluster, kubeconfig, object);
+    assert_eq!(
+        run.err().trim(),
+        format!(
+            "Error from server (Forbidden): error when creating \"{from}\": {resource} \"{name}\" is forbidden: {why}"
+        )
+    );
+    let names = cluster.kubectl(&["get", resource, "-n", namespace, "-o", "name"]);
+    assert!(
+        !names.ok().lines().any(|l| l.ends_with(&format!("/{name}"))),
+        "{name} was stored"
+    );
 }
 
 /// Checks the pod carries the token volume, mounted read-only in every
@@ -177,26 +205,21 @@ fn pods_run_as_a_service_account_with_its_token_mounted_and_default_tolerations(
     .json();
     assert_token_mounted(&opted_in);
 
+    // A pod in a namespace that does not exist is refused for that, first.
+    let nowhere = create(&cluster, None, "nowhere", &pod("lost", json!({})));
+    assert_eq!(
+        nowhere.err().trim(),
+        "Error from server (NotFound): error when creating \"STDIN\": namespaces \"nowhere\" not found"
+    );
+
     // An account that does not exist is refused, in kube's words.
-    let ghost = create(
+    assert_refused(
         &cluster,
         None,
         "apps",
+        "pods",
         &pod("haunted", json!({"serviceAccountName": "ghost"})),
-    );
-    assert_eq!(
-        ghost.err().trim(),
-        refused(
-            "pods",
-            "haunted",
-            "error looking up service account apps/ghost: serviceaccount \"ghost\" not found"
-        )
-    );
-    assert!(
-        !cluster
-            .kubectl(&["get", "pods", "-n", "apps", "-o", "name"])
-            .ok()
-            .contains("haunted")
+        "error looking up service account apps/ghost: serviceaccount \"ghost\" not found",
     );
 }
 
@@ -242,38 +265,31 @@ fn a_service_account_creating_pods_gets_the_same_admission() {
     assert_eq!(made["spec"]["priority"], 0);
 
     // It is refused a missing account and an unknown class as the admin is.
-    let ghost = create(
+    assert_refused(
         &cluster,
         Some(&kubeconfig),
         "default",
+        "pods",
         &pod("haunted", json!({"serviceAccountName": "ghost"})),
+        "error looking up service account default/ghost: serviceaccount \"ghost\" not found",
     );
-    assert!(
-        ghost.err().trim().ends_with(
-            "pods \"haunted\" is forbidden: error looking up service account default/ghost: serviceaccount \"ghost\" not found"
-        ),
-        "{ghost:?}"
-    );
-    let classless = create(
+    assert_refused(
         &cluster,
         Some(&kubeconfig),
         "default",
+        "pods",
         &pod("classless", json!({"priorityClassName": "nope"})),
-    );
-    assert!(
-        classless.err().trim().ends_with(
-            "pods \"classless\" is forbidden: no PriorityClass with name nope was found"
-        ),
-        "{classless:?}"
+        "no PriorityClass with name nope was found",
     );
     // It may not make PriorityClasses to get around that.
     let class = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "nope"}, "value": 1});
     let denied = create(&cluster, Some(&kubeconfig), "default", &class);
-    assert!(
-        denied
-            .err()
-            .contains("cannot create resource \"priorityclasses\""),
-        "{denied:?}"
+    let from = source(&cluster, Some(&kubeconfig), &class);
+    assert_eq!(
+        denied.err().trim(),
+        format!(
+            "Error from server (Forbidden): error when creating \"{from}\": priorityclasses.scheduling.k8s.io is forbidden: User \"system:serviceaccount:default:deployer\" cannot create resource \"priorityclasses\" in API group \"scheduling.k8s.io\" at the cluster scope"
+        )
     );
 }
 
@@ -334,50 +350,32 @@ fn priority_classes_and_default_storage_classes_are_applied() {
         "1000"
     );
 
-    let unknown = create(
+    assert_refused(
         &cluster,
         None,
         "default",
+        "pods",
         &pod("unknown", json!({"priorityClassName": "nope"})),
+        "no PriorityClass with name nope was found",
     );
-    assert_eq!(
-        unknown.err().trim(),
-        refused(
-            "pods",
-            "unknown",
-            "no PriorityClass with name nope was found"
-        )
-    );
-    let lying = create(
+    assert_refused(
         &cluster,
         None,
         "default",
+        "pods",
         &pod("lying", json!({"priorityClassName": "high", "priority": 5})),
+        "the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name",
     );
-    assert_eq!(
-        lying.err().trim(),
-        refused(
-            "pods",
-            "lying",
-            "the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name"
-        )
-    );
-    let policy = create(
+    assert_refused(
         &cluster,
         None,
         "default",
+        "pods",
         &pod(
             "policy",
             json!({"priorityClassName": "high", "preemptionPolicy": "PreemptLowerPriority"}),
         ),
-    );
-    assert_eq!(
-        policy.err().trim(),
-        refused(
-            "pods",
-            "policy",
-            "the string value of PreemptionPolicy (PreemptLowerPriority) must not be provided in pod spec; priority admission controller computed Never from the given PriorityClass name"
-        )
+        "the string value of PreemptionPolicy (PreemptLowerPriority) must not be provided in pod spec; priority admission controller computed Never from the given PriorityClass name",
     );
 
     // A global default applies to pods without a class; only one may exist.
@@ -407,13 +405,13 @@ fn priority_classes_and_default_storage_classes_are_applied() {
     assert_eq!(defaulted["spec"]["priority"], 7);
     let second = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "second"},
         "value": 3, "globalDefault": true});
-    assert_eq!(
-        create(&cluster, None, "default", &second).err().trim(),
-        refused(
-            "priorityclasses.scheduling.k8s.io",
-            "second",
-            "PriorityClass everyone is already marked as default. Only one default can exist"
-        )
+    assert_refused(
+        &cluster,
+        None,
+        "default",
+        "priorityclasses.scheduling.k8s.io",
+        &second,
+        "PriorityClass everyone is already marked as default. Only one default can exist",
     );
     // The default itself may be updated.
     cluster

@@ -148,11 +148,10 @@ impl NamespaceLifecycle {
             .await?
             .map(|ns| ns.value()))
     }
-}
 
-#[async_trait::async_trait]
-impl AdmissionPlugin for NamespaceLifecycle {
-    async fn validate(&self, attrs: &Attributes<'_>, _obj: Option<&Value>) -> Result<()> {
+    /// Refuses a create in a missing or terminating namespace, and the
+    /// deletion of a system namespace.
+    async fn check(&self, attrs: &Attributes<'_>) -> Result<()> {
         let is_namespace = attrs.resource.group.is_empty() && attrs.resource.plural == "namespaces";
         if is_namespace
             && attrs.operation == Operation::Delete
@@ -185,6 +184,24 @@ impl AdmissionPlugin for NamespaceLifecycle {
                 ))
             }
             Some(_) => Ok(()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl AdmissionPlugin for NamespaceLifecycle {
+    /// Refuses creates in missing or terminating namespaces first, before
+    /// any other plugin looks at the object, as kube's mutating step does.
+    async fn admit(&self, attrs: &Attributes<'_>, _obj: &mut Value) -> Result<()> {
+        self.check(attrs).await
+    }
+
+    /// Refuses deleting a system namespace (deletes have no mutating step).
+    async fn validate(&self, attrs: &Attributes<'_>, _obj: Option<&Value>) -> Result<()> {
+        if attrs.operation == Operation::Delete {
+            self.check(attrs).await
+        } else {
+            Ok(())
         }
     }
 }
