@@ -128,7 +128,23 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let kinds = all.iter().map(ParamKind::of).collect();
     let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![
         Arc::new(lifecycle),
+        Arc::new(
+            admission::service_account::ServiceAccount::new(cacher.clone(), &prefix)
+                .await
+                .context("service account admission")?,
+        ),
         Arc::new(pod_security),
+        Arc::new(
+            admission::priority::Priority::new(cacher.clone(), &prefix)
+                .await
+                .context("priority admission")?,
+        ),
+        Arc::new(admission::default_toleration_seconds::DefaultTolerationSeconds),
+        Arc::new(
+            admission::default_storage_class::DefaultStorageClass::new(cacher.clone(), &prefix)
+                .await
+                .context("default storage class admission")?,
+        ),
         Arc::new(allocator),
         Arc::new(resources::CsrRequester),
         Arc::new(escalation::Escalation {
@@ -164,11 +180,31 @@ async fn run(options: Options) -> anyhow::Result<()> {
         }
     }
     bootstrap_kubernetes_service(&server.server, &client, &ranges, &options).await?;
+    bootstrap_priority_classes(&client).await?;
     controllers::add_post_start_hooks(&mut server, client);
     server
         .run_grpc(options.listen, options.allowed_callers)
         .await
         .context("serving gRPC")
+}
+
+/// The system PriorityClasses, as kube creates them at start.
+async fn bootstrap_priority_classes(client: &Loopback) -> anyhow::Result<()> {
+    for (name, value, description) in resources::SYSTEM_PRIORITY_CLASSES {
+        let class = json!({
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "description": description,
+        });
+        match client
+            .create("/apis/scheduling.k8s.io/v1/priorityclasses", &class)
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if e.reason() == apimachinery::error::Reason::AlreadyExists => {}
+            Err(e) => return Err(e).context(format!("creating priority class {name}")),
+        }
+    }
+    Ok(())
 }
 
 /// Serves `serviceaccounts/<name>/token` when a signing key is configured.

@@ -1571,12 +1571,18 @@ fn every_kind() -> Vec<(&'static str, Value, Value)> {
                 "spec": {"containers": [{"name": "main", "image": "nginx:1.25", "ports": [{"containerPort": 80}],
                     "resources": {"limits": {"cpu": "500m"}}}]}}),
             json!({"spec": merged(&pod_spec_defaults(1), &json!({
-                "containers": [{"ports": [{"protocol": "TCP"}], "resources": {"requests": {"cpu": "500m"}}}],
+                "containers": [{"ports": [{"protocol": "TCP"}], "resources": {"requests": {"cpu": "500m"}},
+                    "volumeMounts": [{"name": ANY, "readOnly": true, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]}],
                 "enableServiceLinks": true,
-                // What kube's admission adds: the ServiceAccount, Priority and
-                // DefaultTolerationSeconds plugins.
+                // What kube's admission adds: the ServiceAccount (with its
+                // token volume), Priority and DefaultTolerationSeconds plugins.
                 "serviceAccountName": "default",
                 "serviceAccount": "default",
+                "volumes": [{"name": ANY, "projected": {"defaultMode": 420, "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+                ]}}],
                 "priority": 0,
                 "preemptionPolicy": "PreemptLowerPriority",
                 "tolerations": [

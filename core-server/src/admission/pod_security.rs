@@ -12,7 +12,7 @@ use apimachinery::keys::key_prefix;
 use apimachinery::pod_security::{
     self, Decision, Evaluator, Level, LevelVersion, Policy, check_order, controller_uid,
 };
-use generic_server::admission::{AdmissionPlugin, Attributes, Operation, namespace};
+use generic_server::admission::{AdmissionPlugin, Attributes, Operation, cached};
 use generic_server::storage::cacher::{Cacher, ResourceCache, generic_ingest};
 use serde_json::Value;
 
@@ -74,7 +74,7 @@ impl PodSecurity {
     /// The policy of namespace `name` and its label errors; `None` when the
     /// namespace cannot be found.
     async fn policy(&self, name: &str) -> Result<Option<(Policy, Vec<FieldError>)>> {
-        let found = namespace(&self.cacher, &self.namespaces, name).await?;
+        let found = cached(&self.cacher, &self.namespaces, name).await?;
         Ok(found.map(|ns| Policy::from_labels(&ns.labels)))
     }
 

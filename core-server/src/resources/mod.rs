@@ -13,7 +13,7 @@ mod endpoints;
 mod endpointslice;
 mod event;
 mod events_v1;
-mod fields;
+pub(crate) mod fields;
 mod horizontalpodautoscaler;
 mod ingress;
 mod ingressclass;
@@ -43,6 +43,7 @@ mod storageclass;
 mod workload;
 
 pub use certificatesigningrequest::CsrRequester;
+pub use priorityclass::SYSTEM_CLASSES as SYSTEM_PRIORITY_CLASSES;
 
 use apimachinery::group_version::GroupVersionKind;
 use generic_server::resource::{Resource, ScaleSelector, ScaleSpec};

@@ -1,7 +1,7 @@
-//! Pods: PodSpec defaults plus what kube's admission adds on create (service
-//! account `default`, priority, the not-ready/unreachable tolerations of
-//! DefaultTolerationSeconds), status Pending with its QoS class, updates
-//! limited to what kube allows, and the READY/STATUS/RESTARTS printer.
+//! Pods: PodSpec defaults, status Pending with its QoS class, updates
+//! limited to what kube allows, and the READY/STATUS/RESTARTS printer. The
+//! service account, priority and default tolerations come from admission
+//! (`crate::admission`), as in kube.
 
 use apimachinery::error::FieldError;
 use apimachinery::table::{self, Column};
@@ -15,58 +15,8 @@ use apimachinery::quantity;
 /// The fields a pod update may change, as kube's message lists them.
 const UPDATABLE: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
-/// How long a pod tolerates a not-ready or unreachable node (DefaultTolerationSeconds).
-const DEFAULT_TOLERATION_SECONDS: i64 = 300;
-
 /// The rules of `v1/Pod`.
 pub struct PodStrategy;
-
-/// Adds the tolerations kube's DefaultTolerationSeconds admission adds.
-fn add_default_tolerations(spec: &mut Value) {
-    for key in [
-        "node.kubernetes.io/not-ready",
-        "node.kubernetes.io/unreachable",
-    ] {
-        let tolerated = items(spec, "/tolerations").iter().any(|t| {
-            let k = text(t, "/key");
-            let effect = text(t, "/effect");
-            (k == key || k.is_empty()) && (effect == "NoExecute" || effect.is_empty())
-        });
-        if !tolerated {
-            if !spec["tolerations"].is_array() {
-                spec["tolerations"] = json!([]);
-            }
-            if let Some(list) = spec["tolerations"].as_array_mut() {
-                list.push(
-                    json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}),
-                );
-            }
-        }
-    }
-}
-
-/// What kube's ServiceAccount, Priority and DefaultTolerationSeconds admission set on a pod.
-fn admit(spec: &mut Value) {
-    default(spec, "/serviceAccountName", json!("default"));
-    default(
-        spec,
-        "/serviceAccount",
-        json!(text(spec, "/serviceAccountName")),
-    );
-    if !is_set(spec, "/priority") {
-        let priority = match text(spec, "/priorityClassName") {
-            "system-node-critical" => Some(2_000_001_000),
-            "system-cluster-critical" => Some(2_000_000_000),
-            "" => Some(0),
-            _ => None,
-        };
-        if let Some(p) = priority {
-            spec["priority"] = json!(p);
-        }
-    }
-    default(spec, "/preemptionPolicy", json!("PreemptLowerPriority"));
-    add_default_tolerations(spec);
-}
 
 /// kube's `GetPodQOS`: BestEffort, Guaranteed or Burstable from cpu and memory.
 fn qos_class(spec: &Value) -> &'static str {
@@ -343,9 +293,6 @@ impl Strategy for PodStrategy {
 
     fn prepare_for_create(&self, obj: &mut Value) {
         self.defaults(obj);
-        if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
-            admit(spec);
-        }
         let mut status = json!({"phase": "Pending", "qosClass": qos_class(&obj["spec"])});
         if !items(obj, "/spec/schedulingGates").is_empty() {
             status["conditions"] = json!([{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated", "message": "Scheduling is blocked due to non-empty scheduling gates", "lastProbeTime": null, "lastTransitionTime": generic_server::registry::now_rfc3339()}]);
@@ -354,23 +301,12 @@ impl Strategy for PodStrategy {
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        // Fields admission set on create stay unless the update names them.
-        for field in [
-            "serviceAccountName",
-            "serviceAccount",
-            "priority",
-            "preemptionPolicy",
-            "enableServiceLinks",
-        ] {
-            let pointer = format!("/spec/{field}");
-            if !is_set(new, &pointer)
-                && let Some(v) = old.pointer(&pointer)
-            {
-                fields::set(new, &pointer, v.clone());
-            }
-        }
-        if let Some(spec) = new.get_mut("spec").filter(|s| s.is_object()) {
-            add_default_tolerations(spec);
+        // A PUT without `enableServiceLinks` keeps the stored choice.
+        let pointer = "/spec/enableServiceLinks";
+        if !is_set(new, pointer)
+            && let Some(v) = old.pointer(pointer)
+        {
+            fields::set(new, pointer, v.clone());
         }
     }
 
@@ -483,21 +419,21 @@ mod tests {
     }
 
     #[test]
-    fn create_defaults_and_admission() {
+    fn create_defaults_and_status() {
         let pod = created(
             json!({"containers": [{"name": "c", "image": "nginx:1.27", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}),
         );
         let spec = &pod["spec"];
-        assert_eq!(spec["serviceAccountName"], "default");
-        assert_eq!(spec["serviceAccount"], "default");
-        assert_eq!(spec["priority"], 0);
-        assert_eq!(spec["preemptionPolicy"], "PreemptLowerPriority");
+        // The account, priority and tolerations are admission's, not the strategy's.
+        for field in [
+            "serviceAccountName",
+            "priority",
+            "preemptionPolicy",
+            "tolerations",
+        ] {
+            assert!(spec.get(field).is_none(), "{field}: {spec}");
+        }
         assert_eq!(spec["enableServiceLinks"], true);
-        assert_eq!(spec["tolerations"].as_array().map(Vec::len), Some(2));
-        assert_eq!(
-            spec["tolerations"][0]["key"],
-            "node.kubernetes.io/not-ready"
-        );
         assert_eq!(spec["containers"][0]["resources"]["requests"]["cpu"], "1");
         assert_eq!(
             pod["status"],
@@ -528,7 +464,7 @@ mod tests {
         assert!(
             errs[0].to_string().starts_with("spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`")
         );
-        // A PUT without the admission-set fields keeps them.
+        // A PUT without the defaulted fields is the same pod.
         let mut bare = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}});
         PodStrategy.prepare_for_update(&mut bare, &old);
         PodStrategy.defaults(&mut bare);

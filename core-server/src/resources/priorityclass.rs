@@ -11,10 +11,18 @@ use super::fields::{self, default, int, text};
 
 /// The highest priority a user-defined class may have.
 const HIGHEST_USER_PRIORITY: i64 = 1_000_000_000;
-/// The built-in classes kube reserves, with their values.
-const SYSTEM_CLASSES: &[(&str, i64)] = &[
-    ("system-node-critical", 2_000_001_000),
-    ("system-cluster-critical", 2_000_000_000),
+/// The built-in classes kube reserves and creates at start: name, value, description.
+pub const SYSTEM_CLASSES: &[(&str, i64, &str)] = &[
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
 ];
 
 /// The rules of `scheduling.k8s.io/v1/PriorityClass`.
@@ -29,9 +37,9 @@ impl Strategy for PriorityClassStrategy {
         let mut errs = Vec::new();
         let (name, value) = (text(obj, "/metadata/name"), int(obj, "/value").unwrap_or(0));
         if name.starts_with("system-") {
-            match SYSTEM_CLASSES.iter().find(|(n, _)| *n == name) {
-                Some((_, expected)) if *expected == value => {}
-                Some((_, expected)) => errs.push(FieldError::forbidden(
+            match SYSTEM_CLASSES.iter().find(|(n, _, _)| *n == name) {
+                Some((_, expected, _)) if *expected == value => {}
+                Some((_, expected, _)) => errs.push(FieldError::forbidden(
                     "metadata.name",
                     format!("priority class names with 'system-' prefix are reserved for system use only. error: value of {name} PriorityClass must be {expected}"),
                 )),

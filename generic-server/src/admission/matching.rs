@@ -217,7 +217,7 @@ impl NamespaceLabels {
         if attrs.namespace.is_empty() || is_namespace(attrs) {
             return Ok(None);
         }
-        match super::namespace(&self.cacher, &self.namespaces, attrs.namespace).await? {
+        match super::cached(&self.cacher, &self.namespaces, attrs.namespace).await? {
             Some(namespace) => Ok(Some(namespace.value())),
             None => Err(Error::NotFound {
                 resource: apimachinery::group_version::GroupResource::new("", "namespaces"),

@@ -193,15 +193,14 @@ impl NamespaceLifecycle {
     }
 
     async fn lookup(&self, name: &str) -> Result<Option<Value>> {
-        Ok(namespace(&self.cacher, &self.namespaces, name)
+        Ok(cached(&self.cacher, &self.namespaces, name)
             .await?
             .map(|ns| ns.value()))
     }
-}
 
-#[async_trait::async_trait]
-impl AdmissionPlugin for NamespaceLifecycle {
-    async fn validate(&self, attrs: &Attributes<'_>, _obj: Option<&Value>) -> Result<()> {
+    /// Refuses a create in a missing or terminating namespace, and the
+    /// deletion of a system namespace.
+    async fn check(&self, attrs: &Attributes<'_>) -> Result<()> {
         let is_namespace = attrs.resource.group.is_empty() && attrs.resource.plural == "namespaces";
         if is_namespace
             && attrs.operation == Operation::Delete
@@ -238,23 +237,43 @@ impl AdmissionPlugin for NamespaceLifecycle {
     }
 }
 
-/// The Namespace `name` from the `namespaces` cache; one created a moment
-/// ago is waited for (the cache catches up with etcd first).
-pub async fn namespace(
+#[async_trait::async_trait]
+impl AdmissionPlugin for NamespaceLifecycle {
+    /// Refuses creates in missing or terminating namespaces first, before
+    /// any other plugin looks at the object, as kube's mutating step does.
+    async fn admit(&self, attrs: &Attributes<'_>, _obj: &mut Value) -> Result<()> {
+        self.check(attrs).await
+    }
+
+    /// Refuses deleting a system namespace (deletes have no mutating step).
+    async fn validate(&self, attrs: &Attributes<'_>, _obj: Option<&Value>) -> Result<()> {
+        if attrs.operation == Operation::Delete {
+            self.check(attrs).await
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// The object `name` (`<namespace>/<name>` for a namespaced one) from
+/// `cache`; one written a moment ago is waited for (the cache catches up
+/// with etcd first).
+pub async fn cached(
     cacher: &Cacher,
-    namespaces: &ResourceCache,
+    cache: &ResourceCache,
     name: &str,
 ) -> Result<Option<Arc<crate::storage::cacher::CachedObject>>> {
-    let key = format!("{}{name}", namespaces.prefix());
-    if let Some(found) = namespaces.get(&key) {
+    let key = format!("{}{name}", cache.prefix());
+    if let Some(found) = cache.get(&key) {
         return Ok(Some(found));
     }
     cacher.wait_fresh().await?;
-    Ok(namespaces.get(&key))
+    Ok(cache.get(&key))
 }
 
-/// 403 Forbidden naming the object, as kube's admission errors do.
-fn forbidden(attrs: &Attributes<'_>, why: &str) -> Error {
+/// 403 Forbidden naming the object, as kube's admission errors do
+/// (`pods "x" is forbidden: <why>`).
+pub fn forbidden(attrs: &Attributes<'_>, why: &str) -> Error {
     Error::new(
         Reason::Forbidden,
         format!(

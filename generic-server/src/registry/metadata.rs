@@ -97,7 +97,7 @@ pub(super) fn without_rv(obj: &Value) -> Value {
 }
 
 /// Five random characters from kube's alphabet (no vowels, no confusables).
-pub(super) fn random_suffix() -> String {
+pub fn random_suffix() -> String {
     use rand::Rng;
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut rng = rand::rng();

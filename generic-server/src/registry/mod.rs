@@ -53,7 +53,7 @@ struct Stored {
     /// Whether it was encrypted with a key that no longer writes.
     stale: bool,
 }
-pub use metadata::{now_rfc3339, set_pointer, set_resource_version};
+pub use metadata::{now_rfc3339, random_suffix, set_pointer, set_resource_version};
 pub use options::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};
 pub use pagination::encode_continue;
 use pagination::*;
