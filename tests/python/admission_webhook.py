@@ -63,6 +63,8 @@ class Handler(BaseHTTPRequestHandler):
         name = obj.get("metadata", {}).get("name", "")
         if path == "/slow":
             time.sleep(3)
+        if path == "/validate":
+            response["auditAnnotations"] = {"looked-at": name}
         if path == "/validate" and "bad-" in name:
             response["allowed"] = False
             response["status"] = {"code": 403, "reason": "Forbidden",

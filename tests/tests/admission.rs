@@ -47,6 +47,19 @@ fn reviews_of(log: &Path, name: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Whether core-server logged the audit annotation `entry` (`key=… value=…`)
+/// for a write of the object `name`.
+fn annotated(cluster: &Cluster, name: &str, entry: &str) -> bool {
+    std::fs::read_to_string(cluster.dir.join("logs/core-server.log"))
+        .unwrap_or_default()
+        .lines()
+        .any(|line| {
+            line.contains("admission annotation")
+                && line.contains(&format!("name=\"{name}\""))
+                && line.contains(entry)
+        })
+}
+
 /// A webhook entry calling the Service `webhooks/hook` at `path`.
 fn hook(name: &str, path: &str, ca: &str, rules: &str, extra: &str) -> String {
     format!(
@@ -157,6 +170,10 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
             .err()
             .contains("Warning: the webhook looked at bad-one"),
         "{denied:?}"
+    );
+    assert!(
+        annotated(&cluster, "bad-one", "key=deny.example.com/looked-at value=bad-one"),
+        "the webhook's auditAnnotations are kept"
     );
     let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bad-curl"}}"#;
     let answer = cluster.curl(
@@ -390,14 +407,22 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
     cluster
         .kubectl_stdin(&["apply", "-f", "-"], &broken("Ignore"))
         .ok();
+    let mut probe = 0;
     assert!(
         eventually(Duration::from_secs(10), || {
+            probe += 1;
+            let name = format!("s-probe-{probe}");
             cluster
-                .kubectl(&["-n", "hooked", "create", "secret", "generic", "s-probe"])
+                .kubectl(&["-n", "hooked", "create", "secret", "generic", &name])
                 .code
                 == 0
+                && annotated(
+                    &cluster,
+                    &name,
+                    "key=failed-open.validating.webhook.admission.k8s.io/round_0_index_0 value=down.example.com",
+                )
         }),
-        "failurePolicy Ignore lets the write through"
+        "failurePolicy Ignore lets the write through, noting that it failed open"
     );
     cluster
         .kubectl_stdin(&["apply", "-f", "-"], &broken("Fail"))
@@ -701,12 +726,13 @@ fn policies_deny_warn_and_audit_with_params() {
         }),
         "no warning"
     );
-    let log = std::fs::read_to_string(cluster.dir.join("logs/core-server.log")).unwrap_or_default();
     assert!(
-        log.lines().any(
-            |l| l.contains("validation.policy.admission.k8s.io/validation_failure")
-                && l.contains("no-latest.example.com-binding")
-                && l.contains("\"expressionIndex\":0")
+        annotated(
+            &cluster,
+            &format!("latest-{attempt}"),
+            "key=validation.policy.admission.k8s.io/validation_failure value=[{\"message\":\"images must not use the latest tag\",\
+             \"policy\":\"no-latest.example.com\",\"binding\":\"no-latest.example.com-binding\",\"expressionIndex\":0,\
+             \"validationActions\":[\"Warn\",\"Audit\"]}]"
         ),
         "no audit annotation in core-server's log"
     );

@@ -27,6 +27,8 @@ const MAX_TIMEOUT: u64 = 30;
 /// One webhook of a configuration, ready to match and call.
 struct Hook {
     name: String,
+    /// The configuration the webhook belongs to.
+    configuration: String,
     criteria: Criteria,
     conditions: Conditions,
     fail_open: bool,
@@ -44,6 +46,7 @@ impl Hook {
             .clamp(1, MAX_TIMEOUT);
         Hook {
             name: hook["name"].as_str().unwrap_or_default().to_string(),
+            configuration: String::new(),
             criteria: Criteria::parse(hook, "rules"),
             conditions: Conditions::parse(hook),
             fail_open: hook["failurePolicy"] == "Ignore",
@@ -110,11 +113,17 @@ impl Webhooks {
                     .iter()
                     .flat_map(|object| {
                         let configuration = object.value();
+                        let name = configuration["metadata"]["name"]
+                            .as_str()
+                            .unwrap_or_default();
                         configuration["webhooks"]
                             .as_array()
                             .into_iter()
                             .flatten()
-                            .map(Hook::parse)
+                            .map(|hook| Hook {
+                                configuration: name.to_string(),
+                                ..Hook::parse(hook)
+                            })
                             .collect::<Vec<_>>()
                     })
                     .collect()
@@ -211,10 +220,12 @@ impl Webhooks {
     }
 
     /// Whether a failed call stops the write (failurePolicy Fail), as kube's
-    /// 500; with Ignore it is logged and the write goes on.
-    fn failed(&self, hook: &Hook, why: String) -> Result<()> {
+    /// 500; with Ignore it is logged, noted for the audit log under `key`
+    /// (kube's `failed-open.…/round_R_index_I`), and the write goes on.
+    fn failed(&self, hook: &Hook, why: String, attrs: &Attributes<'_>, key: String) -> Result<()> {
         if hook.fail_open {
             tracing::warn!(webhook = %hook.name, error = %why, "failed calling webhook, failing open");
+            attrs.annotate(key, hook.name.clone());
             return Ok(());
         }
         Err(Error::internal(format!(
@@ -254,11 +265,21 @@ fn denied(name: &str, status: &Value) -> Error {
     Error::new(reason, message)
 }
 
-/// Passes a response's warnings to the client.
-fn pass_warnings(attrs: &Attributes<'_>, response: &Value) {
+/// Passes a response's warnings to the client, and its auditAnnotations
+/// to the audit event (as `<webhook>/<key>`).
+fn pass_notes(hook: &Hook, attrs: &Attributes<'_>, response: &Value) {
     for warning in response["warnings"].as_array().into_iter().flatten() {
         if let Some(text) = warning.as_str() {
             attrs.warn(text);
+        }
+    }
+    for (key, value) in response["auditAnnotations"]
+        .as_object()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(value) = value.as_str() {
+            attrs.annotate(format!("{}/{key}", hook.name), value);
         }
     }
 }
@@ -308,11 +329,11 @@ impl AdmissionPlugin for Webhooks {
         // asking to be reinvoked is called again once if a later one did.
         let mut changed = vec![false; hooks.len()];
         for (index, hook) in hooks.iter().enumerate() {
-            changed[index] = self.mutate(hook, attrs, &uid, obj).await?;
+            changed[index] = self.mutate(hook, attrs, &uid, obj, (0, index)).await?;
         }
         for (index, hook) in hooks.iter().enumerate() {
             if hook.reinvoke && changed[index + 1..].iter().any(|c| *c) {
-                self.mutate(hook, attrs, &uid, obj).await?;
+                self.mutate(hook, attrs, &uid, obj, (1, index)).await?;
             }
         }
         Ok(())
@@ -329,11 +350,16 @@ impl AdmissionPlugin for Webhooks {
         let answers =
             futures::future::join_all(hooks.iter().map(|hook| self.call(hook, &review, &uid)))
                 .await;
-        for (hook, answer) in hooks.iter().zip(answers) {
+        for (index, (hook, answer)) in hooks.iter().zip(answers).enumerate() {
             match answer {
-                Err(why) => self.failed(hook, why)?,
+                Err(why) => {
+                    let key = format!(
+                        "failed-open.validating.webhook.admission.k8s.io/round_0_index_{index}"
+                    );
+                    self.failed(hook, why, attrs, key)?
+                }
                 Ok(response) => {
-                    pass_warnings(attrs, &response);
+                    pass_notes(hook, attrs, &response);
                     if response["allowed"] != true {
                         return Err(denied(&hook.name, &response["status"]));
                     }
@@ -345,26 +371,39 @@ impl AdmissionPlugin for Webhooks {
 }
 
 impl Webhooks {
-    /// Calls one mutating webhook and applies its patch; whether it changed
-    /// the object.
+    /// Calls one mutating webhook, the `index`-th of `round` (0, or 1 when
+    /// reinvoked), and applies its patch; whether it changed the object.
+    /// kube's `mutation.webhook…` annotation records the call.
     async fn mutate(
         &self,
         hook: &Hook,
         attrs: &Attributes<'_>,
         uid: &str,
         obj: &mut Value,
+        (round, index): (usize, usize),
     ) -> Result<bool> {
         let review = review(attrs, uid, Some(obj));
-        match self.call(hook, &review, uid).await {
-            Err(why) => self.failed(hook, why).map(|()| false),
+        let at = format!("round_{round}_index_{index}");
+        let changed = match self.call(hook, &review, uid).await {
+            Err(why) => {
+                let key = format!("failed-open.mutating.webhook.admission.k8s.io/{at}");
+                return self.failed(hook, why, attrs, key).map(|()| false);
+            }
             Ok(response) => {
-                pass_warnings(attrs, &response);
+                pass_notes(hook, attrs, &response);
                 if response["allowed"] != true {
                     return Err(denied(&hook.name, &response["status"]));
                 }
-                apply_patch(hook, &response, obj)
+                apply_patch(hook, &response, obj)?
             }
-        }
+        };
+        let record =
+            json!({"configuration": hook.configuration, "webhook": hook.name, "mutated": changed});
+        attrs.annotate(
+            format!("mutation.webhook.admission.k8s.io/{at}"),
+            record.to_string(),
+        );
+        Ok(changed)
     }
 }
 
