@@ -1,7 +1,9 @@
 //! Admission: plugins that may mutate, then validate, every write before it
 //! is stored. Plugins run in a fixed order set when the server is built;
-//! [`webhook::Webhooks`], kube's admission webhooks, comes last.
+//! [`webhook::Webhooks`], kube's admission webhooks, then
+//! [`quota::ResourceQuota`], which charges what is left, come last.
 
+pub mod quota;
 pub mod webhook;
 
 use std::sync::{Arc, Mutex};
@@ -205,7 +207,7 @@ async fn namespace(
 }
 
 /// 403 Forbidden naming the object, as kube's admission errors do.
-fn forbidden(attrs: &Attributes<'_>, why: &str) -> Error {
+pub fn forbidden(attrs: &Attributes<'_>, why: &str) -> Error {
     Error::new(
         Reason::Forbidden,
         format!(
