@@ -343,6 +343,32 @@ fn pod_constraints(required: &[&str], pod: &Value) -> Option<String> {
     Some(format!("must specify {}", parts.join("; ")))
 }
 
+/// What the objects of `group`/`plural` in a quota's namespace use of the
+/// quota's `spec.hard` (the quota controller's count): every tracked
+/// resource, zero if nothing uses it; objects outside the scopes skipped.
+pub fn total<'a>(
+    quota: &Value,
+    group: &str,
+    plural: &str,
+    objects: impl IntoIterator<Item = &'a Value>,
+) -> ResourceList {
+    let hard = resource_list(quota.pointer("/spec/hard"));
+    let names = matching(group, plural, &hard);
+    let mut sum: ResourceList = names.iter().map(|n| (n.to_string(), Quantity::default())).collect();
+    for obj in objects {
+        if !in_scope(quota, group, plural, obj) {
+            continue;
+        }
+        let used = usage(group, plural, obj);
+        for name in &names {
+            if let (Some(have), Some(more)) = (sum.get_mut(*name), used.get(*name)) {
+                *have = have.add(*more);
+            }
+        }
+    }
+    sum
+}
+
 /// A resource list as kube prints it in errors: `a=1,b=2`, in name order.
 pub fn pretty(list: &ResourceList) -> String {
     list.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
@@ -507,6 +533,18 @@ mod tests {
         let fits = pod(json!({"cpu": "500m"}), json!({"memory": "512Mi"}));
         let charges = charge(&[compute], &create("pods", &fits)).unwrap();
         assert_eq!(pretty(&charges[0].1), "limits.memory=512Mi,requests.cpu=1");
+    }
+
+    #[test]
+    fn totals_count_what_a_namespace_holds_within_scopes() {
+        let mut q = json!({"spec": {"hard": {"pods": "5", "requests.cpu": "2", "count/configmaps": "9"}}});
+        let pods = [pod(json!({"cpu": "300m"}), json!({})), pod(json!({"cpu": "1"}), json!({})),
+                    json!({"spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Failed"}})];
+        assert_eq!(pretty(&total(&q, "", "pods", &pods)), "pods=2,requests.cpu=1300m");
+        assert_eq!(pretty(&total(&q, "", "configmaps", &[json!({}), json!({})])), "count/configmaps=2");
+        assert_eq!(pretty(&total(&q, "", "secrets", &[json!({})])), "");
+        q["spec"]["scopes"] = json!(["BestEffort"]);
+        assert_eq!(pretty(&total(&q, "", "pods", &pods)), "pods=0,requests.cpu=0");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! that follow), served over gRPC to the aggregator. What it does not serve
 //! it hands to the extension server.
 
+mod admission;
 mod allocation;
 mod bootstrap_policy;
 mod controllers;
@@ -16,6 +17,7 @@ use std::sync::{Arc, OnceLock};
 use allocation::{Ranges, ServiceAllocator};
 use anyhow::Context as _;
 use clap::Parser;
+use generic_server::admission::quota::ResourceQuota;
 use generic_server::admission::webhook::Webhooks;
 use generic_server::admission::{Admission, NamespaceLifecycle};
 use generic_server::config::{self, Config, Delegate};
@@ -119,8 +121,15 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let ranges = service_ranges(&options)?;
     let allocator = ServiceAllocator::new(cacher.storage().clone(), ranges.clone());
     let policy = Arc::new(OnceLock::new());
+    let limit_ranger = admission::limit_ranger::LimitRanger::new(cacher.clone(), &prefix)
+        .await
+        .context("limit ranger")?;
+    let quota = ResourceQuota::new(cacher.clone(), &prefix)
+        .await
+        .context("resource quota")?;
     let admission = Admission::new(vec![
         Arc::new(lifecycle),
+        Arc::new(limit_ranger),
         Arc::new(allocator),
         Arc::new(resources::CsrRequester),
         Arc::new(escalation::Escalation {
@@ -131,6 +140,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
                 .await
                 .context("admission webhooks")?,
         ),
+        Arc::new(quota),
     ]);
     let mut all = resources::all();
     all.extend(reviews::resources());
