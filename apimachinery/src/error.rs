@@ -309,6 +309,16 @@ pub enum Error {
         /// Why.
         detail: String,
     },
+    /// A write of a named object refused (by admission), with kube's details.
+    #[error("{} {name:?} is forbidden: {why}", .resource)]
+    Forbidden {
+        /// The resource written.
+        resource: GroupResource,
+        /// The object's name.
+        name: String,
+        /// Why.
+        why: String,
+    },
     /// The object failed validation.
     #[error("{}{} {name:?} is invalid: {}", .kind, qualify(.group), render_causes(.causes))]
     Invalid {
@@ -450,6 +460,7 @@ impl Error {
             Error::NotFound { .. } => Reason::NotFound,
             Error::AlreadyExists { .. } => Reason::AlreadyExists,
             Error::Conflict { .. } => Reason::Conflict,
+            Error::Forbidden { .. } => Reason::Forbidden,
             Error::Invalid { .. } => Reason::Invalid,
             Error::WithCauses { reason, .. } | Error::Other { reason, .. } => *reason,
             Error::Warned { error, .. } => error.reason(),
@@ -496,6 +507,7 @@ impl Error {
             Error::Warned { error, .. } => return error.to_status(),
             Error::NotFound { resource, name }
             | Error::AlreadyExists { resource, name }
+            | Error::Forbidden { resource, name, .. }
             | Error::Conflict { resource, name, .. } => Some(StatusDetails {
                 name: Some(name.clone()),
                 group: non_empty(&resource.group),

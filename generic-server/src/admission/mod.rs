@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::request::UserInfo;
 use crate::resource::Resource;
 use crate::storage::cacher::{Cacher, ResourceCache};
-use apimachinery::error::{Error, Reason, Result};
+use apimachinery::error::{Error, Result};
 
 /// The kind of write being admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,12 +208,9 @@ async fn namespace(
 
 /// 403 Forbidden naming the object, as kube's admission errors do.
 pub fn forbidden(attrs: &Attributes<'_>, why: &str) -> Error {
-    Error::new(
-        Reason::Forbidden,
-        format!(
-            "{} {:?} is forbidden: {why}",
-            attrs.resource.group_resource(),
-            attrs.name
-        ),
-    )
+    Error::Forbidden {
+        resource: attrs.resource.group_resource(),
+        name: attrs.name.into(),
+        why: why.into(),
+    }
 }
