@@ -3,23 +3,40 @@
 //! admin and for a ServiceAccount alike), its status kept by the quota
 //! controller and freed when an object goes; dry runs charge nothing;
 //! compute quotas refusing pods over them or without the limits they
-//! count; LimitRange defaults written into pods, and its max enforced.
+//! count, and scopes; LimitRange defaults written into pods, and its min
+//! and max enforced on pods and claims.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tests::{As, Cluster, eventually};
+use tests::{As, Cluster, Run, eventually};
 
-/// Creates a namespace for one part of the test.
-fn namespace(cluster: &Cluster, name: &str) {
-    cluster.kubectl(&["create", "namespace", name]).ok();
+/// `kubectl create -f -` of an object.
+fn create(cluster: &Cluster, object: &Value) -> Run {
+    cluster.kubectl_stdin(&["create", "-f", "-"], &object.to_string())
 }
 
-/// Applies a manifest from JSON.
-fn apply(cluster: &Cluster, object: &Value) {
-    cluster
-        .kubectl_stdin(&["apply", "-f", "-"], &object.to_string())
-        .ok();
+/// What kubectl printed when it was refused.
+fn refusal(run: Run) -> String {
+    run.err().trim().to_string()
+}
+
+/// What kubectl prints when kube refuses `create -f -` of `what` (`pods
+/// "x"`) with a 403.
+fn forbidden(what: &str, why: &str) -> String {
+    format!("Error from server (Forbidden): error when creating \"STDIN\": {what} is forbidden: {why}")
+}
+
+/// A namespace for one part of the test, holding `object` (a quota or a
+/// LimitRange).
+fn namespace_with(cluster: &Cluster, ns: &str, object: Value) {
+    cluster.kubectl(&["create", "namespace", ns]).ok();
+    create(cluster, &object).ok();
+}
+
+/// A ResourceQuota manifest.
+fn resource_quota(ns: &str, name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": ns}, "spec": spec})
 }
 
 /// The quota `name` in `ns`.
@@ -29,8 +46,7 @@ fn quota(cluster: &Cluster, ns: &str, name: &str) -> Value {
         .json()
 }
 
-/// Waits until the quota controller has filled in the quota's status with
-/// `used`.
+/// Waits until the quota's `status.used` is `used`; the quota then.
 fn until_used(cluster: &Cluster, ns: &str, name: &str, used: &Value) -> Value {
     let mut last = Value::Null;
     let seen = eventually(Duration::from_secs(10), || {
@@ -59,18 +75,18 @@ fn quotas_and_limit_ranges_as_kube_enforces_them() {
 /// and for a ServiceAccount; deleting frees quota; dry runs charge nothing.
 fn object_counts(cluster: &Cluster) {
     let ns = "counted";
-    namespace(cluster, ns);
+    cluster.kubectl(&["create", "namespace", ns]).ok();
     let present = cluster
         .kubectl(&["get", "configmaps", "-n", ns, "-o", "json"])
         .json()["items"]
         .as_array()
         .map_or(0, Vec::len);
     let hard = present + 2;
-    apply(
+    create(
         cluster,
-        &json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "objects", "namespace": ns},
-            "spec": {"hard": {"configmaps": hard.to_string(), "count/secrets": "5"}}}),
-    );
+        &resource_quota(ns, "objects", json!({"hard": {"configmaps": hard.to_string(), "count/secrets": "5"}})),
+    )
+    .ok();
     let status = until_used(
         cluster,
         ns,
@@ -86,35 +102,28 @@ fn object_counts(cluster: &Cluster) {
     cluster
         .kubectl(&["create", "configmap", "dry", "-n", ns, "--dry-run=server"])
         .ok();
-    assert_eq!(
-        quota(cluster, ns, "objects")["status"]["used"]["configmaps"],
-        present.to_string()
-    );
+    let used = |cluster: &Cluster| quota(cluster, ns, "objects")["status"]["used"]["configmaps"].clone();
+    assert_eq!(used(cluster), present.to_string());
     for name in ["one", "two"] {
         cluster
             .kubectl(&["create", "configmap", name, "-n", ns])
             .ok();
     }
-    let used = quota(cluster, ns, "objects");
-    assert_eq!(used["status"]["used"]["configmaps"], hard.to_string());
+    assert_eq!(used(cluster), hard.to_string());
     let message = format!(
         "configmaps \"three\" is forbidden: exceeded quota: objects, \
          requested: configmaps=1, used: configmaps={hard}, limited: configmaps={hard}"
     );
-    let refusal = format!("error: failed to create configmap: {message}");
-    let err = cluster
-        .kubectl(&["create", "configmap", "three", "-n", ns])
-        .err()
-        .trim()
-        .to_string();
-    assert_eq!(err, refusal);
+    let refused = format!("error: failed to create configmap: {message}");
+    assert_eq!(
+        refusal(cluster.kubectl(&["create", "configmap", "three", "-n", ns])),
+        refused
+    );
     // Nor does a dry run get past it.
-    let err = cluster
-        .kubectl(&["create", "configmap", "three", "-n", ns, "--dry-run=server"])
-        .err()
-        .trim()
-        .to_string();
-    assert_eq!(err, refusal);
+    assert_eq!(
+        refusal(cluster.kubectl(&["create", "configmap", "three", "-n", ns, "--dry-run=server"])),
+        refused
+    );
 
     // A ServiceAccount allowed to write configmaps is held to the same quota.
     let token = cluster.service_account_token("writer");
@@ -132,13 +141,11 @@ fn object_counts(cluster: &Cluster) {
             == 0),
         "the role never applied"
     );
-    let err = cluster
-        .kubectl_with(&kubeconfig, &["create", "configmap", "three"])
-        .err()
-        .trim()
-        .to_string();
-    assert_eq!(err, refusal);
-    // A 403 Status, as kube answers.
+    assert_eq!(
+        refusal(cluster.kubectl_with(&kubeconfig, &["create", "configmap", "three"])),
+        refused
+    );
+    // A 403 Status with kube's details.
     let answer = cluster.curl(
         As::Token(&token),
         "POST",
@@ -165,10 +172,7 @@ fn object_counts(cluster: &Cluster) {
     cluster
         .kubectl_with(&kubeconfig, &["create", "configmap", "three"])
         .ok();
-    assert_eq!(
-        quota(cluster, ns, "objects")["status"]["used"]["configmaps"],
-        hard.to_string()
-    );
+    assert_eq!(used(cluster), hard.to_string());
     let table = cluster
         .kubectl(&["get", "resourcequota", "objects", "-n", ns])
         .ok()
@@ -179,15 +183,14 @@ fn object_counts(cluster: &Cluster) {
     );
 }
 
-/// A compute quota: pods over it are refused, and pods that leave out a
-/// limit it counts must specify it.
+/// A compute quota: pods over it are refused, and pods that leave out what
+/// it counts must specify it; a BestEffort quota covers only such pods.
 fn compute(cluster: &Cluster) {
     let ns = "compute";
-    namespace(cluster, ns);
-    apply(
+    namespace_with(
         cluster,
-        &json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "compute", "namespace": ns},
-            "spec": {"hard": {"requests.cpu": "1", "limits.memory": "1Gi", "pods": "5"}}}),
+        ns,
+        resource_quota(ns, "compute", json!({"hard": {"requests.cpu": "1", "limits.memory": "1Gi", "pods": "5"}})),
     );
     until_used(
         cluster,
@@ -195,72 +198,59 @@ fn compute(cluster: &Cluster) {
         "compute",
         &json!({"requests.cpu": "0", "limits.memory": "0", "pods": "0"}),
     );
-    let create = |pod: Value| cluster.kubectl_stdin(&["create", "-f", "-"], &pod.to_string());
-    create(pod(ns, "small", json!({"requests": {"cpu": "600m"}, "limits": {"memory": "512Mi"}}))).ok();
+    create(cluster, &pod(ns, "small", json!({"requests": {"cpu": "600m"}, "limits": {"memory": "512Mi"}}))).ok();
     until_used(
         cluster,
         ns,
         "compute",
         &json!({"requests.cpu": "600m", "limits.memory": "512Mi", "pods": "1"}),
     );
-    let err = create(pod(ns, "big", json!({"requests": {"cpu": "500m"}, "limits": {"memory": "256Mi"}})))
-        .err()
-        .trim()
-        .to_string();
+    let big = pod(ns, "big", json!({"requests": {"cpu": "500m"}, "limits": {"memory": "256Mi"}}));
     assert_eq!(
-        err,
-        "Error from server (Forbidden): error when creating \"STDIN\": pods \"big\" is forbidden: \
-         exceeded quota: compute, requested: requests.cpu=500m, used: requests.cpu=600m, limited: requests.cpu=1"
+        refusal(create(cluster, &big)),
+        forbidden(
+            "pods \"big\"",
+            "exceeded quota: compute, requested: requests.cpu=500m, used: requests.cpu=600m, limited: requests.cpu=1"
+        )
     );
-    let err = create(pod(ns, "unlimited", json!({"requests": {"cpu": "100m"}})))
-        .err()
-        .trim()
-        .to_string();
+    let unlimited = pod(ns, "unlimited", json!({"requests": {"cpu": "100m"}}));
     assert_eq!(
-        err,
-        "Error from server (Forbidden): error when creating \"STDIN\": pods \"unlimited\" is forbidden: \
-         failed quota: compute: must specify limits.memory for: c"
+        refusal(create(cluster, &unlimited)),
+        forbidden("pods \"unlimited\"", "failed quota: compute: must specify limits.memory for: c")
     );
-    let err = create(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare", "namespace": ns},
-            "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}))
-        .err()
-        .trim()
-        .to_string();
     assert_eq!(
-        err,
-        "Error from server (Forbidden): error when creating \"STDIN\": pods \"bare\" is forbidden: \
-         failed quota: compute: must specify limits.memory for: c; requests.cpu for: c"
+        refusal(create(cluster, &pod(ns, "bare", json!({})))),
+        forbidden(
+            "pods \"bare\"",
+            "failed quota: compute: must specify limits.memory for: c; requests.cpu for: c"
+        )
     );
 
-    // A BestEffort quota covers only pods without requests or limits.
     let ns = "scoped";
-    namespace(cluster, ns);
-    apply(
+    namespace_with(
         cluster,
-        &json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "besteffort", "namespace": ns},
-            "spec": {"hard": {"pods": "0"}, "scopes": ["BestEffort"]}}),
+        ns,
+        resource_quota(ns, "besteffort", json!({"hard": {"pods": "0"}, "scopes": ["BestEffort"]})),
     );
     until_used(cluster, ns, "besteffort", &json!({"pods": "0"}));
-    create(pod(ns, "guaranteed", json!({"limits": {"cpu": "100m", "memory": "64Mi"}}))).ok();
-    let err = create(pod(ns, "bare", json!({})))
-        .err()
-        .trim()
-        .to_string();
+    create(cluster, &pod(ns, "guaranteed", json!({"limits": {"cpu": "100m", "memory": "64Mi"}}))).ok();
     assert_eq!(
-        err,
-        "Error from server (Forbidden): error when creating \"STDIN\": pods \"bare\" is forbidden: \
-         exceeded quota: besteffort, requested: pods=1, used: pods=0, limited: pods=0"
+        refusal(create(cluster, &pod(ns, "bare", json!({})))),
+        forbidden(
+            "pods \"bare\"",
+            "exceeded quota: besteffort, requested: pods=1, used: pods=0, limited: pods=0"
+        )
     );
 }
 
 /// A LimitRange's defaults fill a bare pod (with kube's annotation), and
-/// its max refuses a pod over it in kube's words.
+/// its min and max refuse pods and claims in kube's words.
 fn limit_ranges(cluster: &Cluster) {
     let ns = "limited";
-    namespace(cluster, ns);
-    apply(
+    namespace_with(
         cluster,
-        &json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "limits", "namespace": ns},
+        ns,
+        json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "limits", "namespace": ns},
             "spec": {"limits": [
                 {"type": "Container", "default": {"cpu": "500m", "memory": "256Mi"},
                  "defaultRequest": {"cpu": "100m", "memory": "128Mi"}, "max": {"memory": "1Gi"}, "min": {"cpu": "50m"}},
@@ -280,29 +270,22 @@ fn limit_ranges(cluster: &Cluster) {
         stored["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
         "LimitRanger plugin set: cpu, memory request for container bare; cpu, memory limit for container bare"
     );
-    let err = cluster
-        .kubectl_stdin(
-            &["create", "-f", "-"],
-            &pod(ns, "greedy", json!({"requests": {"cpu": "10m"}, "limits": {"memory": "2Gi"}})).to_string(),
-        )
-        .err()
-        .trim()
-        .to_string();
+    let greedy = pod(ns, "greedy", json!({"requests": {"cpu": "10m"}, "limits": {"memory": "2Gi"}}));
     assert_eq!(
-        err,
-        "Error from server (Forbidden): error when creating \"STDIN\": pods \"greedy\" is forbidden: \
-         [minimum cpu usage per Container is 50m, but request is 10m, maximum memory usage per Container is 1Gi, but limit is 2Gi]"
+        refusal(create(cluster, &greedy)),
+        forbidden(
+            "pods \"greedy\"",
+            "[minimum cpu usage per Container is 50m, but request is 10m, \
+             maximum memory usage per Container is 1Gi, but limit is 2Gi]"
+        )
     );
     let claim = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "big", "namespace": ns},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}}});
-    let err = cluster
-        .kubectl_stdin(&["create", "-f", "-"], &claim.to_string())
-        .err()
-        .trim()
-        .to_string();
     assert_eq!(
-        err,
-        "Error from server (Forbidden): error when creating \"STDIN\": persistentvolumeclaims \"big\" is forbidden: \
-         maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi"
+        refusal(create(cluster, &claim)),
+        forbidden(
+            "persistentvolumeclaims \"big\"",
+            "maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi"
+        )
     );
 }
