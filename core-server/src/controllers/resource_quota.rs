@@ -190,3 +190,55 @@ async fn recount(client: &Loopback, quotas: &Store, counted: &[Arc<Store>], ns: 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use generic_server::server::ApiServer;
+    use serde_json::json;
+
+    use super::*;
+
+    #[actix::test]
+    async fn a_quota_gets_its_hard_limits_and_a_count_that_follows_deletions() {
+        let resources = crate::resources::all()
+            .into_iter()
+            .filter(|r| {
+                r.group.is_empty()
+                    && matches!(r.plural.as_str(), "resourcequotas" | "configmaps" | "pods")
+            })
+            .collect();
+        let (server, _) = ApiServer::in_memory(resources).await.expect("a server");
+        let client = Loopback::new(server.clone(), "test");
+        let quotas = server.store("", "v1", "resourcequotas").expect("quotas");
+        ResourceQuotaController::start(client.clone(), quotas, server.stores())
+            .wait()
+            .await;
+        let base = "/api/v1/namespaces/ns";
+        for name in ["a", "b"] {
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+            client.create(&format!("{base}/configmaps"), &cm).await.expect("configmap");
+        }
+        let quota = json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+            "spec": {"hard": {"configmaps": "5", "count/configmaps": "5", "requests.cpu": "1", "widgets": "1"}}});
+        client.create(&format!("{base}/resourcequotas"), &quota).await.expect("quota");
+        let status = |want: Value| {
+            let client = client.clone();
+            async move {
+                let mut last = Value::Null;
+                for _ in 0..100 {
+                    last = client.get(&format!("{base}/resourcequotas/q")).await.expect("quota");
+                    if last["status"] == want {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                panic!("status never became {want}: {last}");
+            }
+        };
+        let hard = json!({"configmaps": "5", "count/configmaps": "5", "requests.cpu": "1", "widgets": "1"});
+        // What nothing counts (`widgets`) is left out, as kube does.
+        status(json!({"hard": hard, "used": {"configmaps": "2", "count/configmaps": "2", "requests.cpu": "0"}})).await;
+        client.delete(&format!("{base}/configmaps/a")).await.expect("deleted");
+        status(json!({"hard": hard, "used": {"configmaps": "1", "count/configmaps": "1", "requests.cpu": "0"}})).await;
+    }
+}
