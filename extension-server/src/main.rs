@@ -15,6 +15,7 @@ use std::time::Duration;
 use actix::Actor;
 use anyhow::Context as _;
 use clap::Parser;
+use generic_server::admission::quota::ResourceQuota;
 use generic_server::admission::webhook::Webhooks;
 use generic_server::admission::{Admission, NamespaceLifecycle};
 use generic_server::config::{self, Config};
@@ -56,7 +57,14 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let webhooks = Webhooks::new(server.cacher.clone(), &server.etcd_root)
         .await
         .context("admission webhooks")?;
-    let admission = Admission::new(vec![Arc::new(lifecycle), Arc::new(webhooks)]);
+    let quota = ResourceQuota::new(server.cacher.clone(), &server.etcd_root)
+        .await
+        .context("resource quota")?;
+    let admission = Admission::new(vec![
+        Arc::new(lifecycle),
+        Arc::new(webhooks),
+        Arc::new(quota),
+    ]);
     server
         .install(vec![crd::resource()], &admission)
         .await

@@ -49,7 +49,7 @@ fn quota(cluster: &Cluster, ns: &str, name: &str) -> Value {
 /// Waits until the quota's `status.used` is `used`; the quota then.
 fn until_used(cluster: &Cluster, ns: &str, name: &str, used: &Value) -> Value {
     let mut last = Value::Null;
-    let seen = eventually(Duration::from_secs(10), || {
+    let seen = eventually(Duration::from_secs(20), || {
         last = quota(cluster, ns, name);
         &last["status"]["used"] == used
     });
@@ -69,6 +69,7 @@ fn quotas_and_limit_ranges_as_kube_enforces_them() {
     object_counts(&cluster);
     compute(&cluster);
     limit_ranges(&cluster);
+    custom_resources(&cluster);
 }
 
 /// A `configmaps: N` quota: the object past it is refused, for the admin
@@ -288,4 +289,40 @@ fn limit_ranges(cluster: &Cluster) {
             "maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi"
         )
     );
+}
+
+/// A quota on a custom resource's object count: charged by the extension
+/// server, counted (and freed on deletion) by the core server's controller.
+fn custom_resources(cluster: &Cluster) {
+    create(
+        cluster,
+        &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gadgets.quota.example.com"},
+            "spec": {"group": "quota.example.com", "scope": "Namespaced",
+                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}),
+    )
+    .ok();
+    cluster
+        .kubectl(&["wait", "--for=condition=Established", "crd/gadgets.quota.example.com", "--timeout=10s"])
+        .ok();
+    let ns = "custom";
+    let counted = "count/gadgets.quota.example.com";
+    namespace_with(cluster, ns, resource_quota(ns, "crs", json!({"hard": {counted: "1"}})));
+    until_used(cluster, ns, "crs", &json!({counted: "0"}));
+    let gadget = |name: &str| {
+        json!({"apiVersion": "quota.example.com/v1", "kind": "Gadget", "metadata": {"name": name, "namespace": ns}})
+    };
+    create(cluster, &gadget("g1")).ok();
+    assert_eq!(
+        refusal(create(cluster, &gadget("g2"))),
+        forbidden(
+            "gadgets.quota.example.com \"g2\"",
+            &format!("exceeded quota: crs, requested: {counted}=1, used: {counted}=1, limited: {counted}=1")
+        )
+    );
+    cluster.kubectl(&["delete", "gadget", "g1", "-n", ns]).ok();
+    until_used(cluster, ns, "crs", &json!({counted: "0"}));
+    create(cluster, &gadget("g2")).ok();
 }
