@@ -175,46 +175,79 @@ mod tests {
         (plugin, storage, cacher)
     }
 
+    struct Plain;
+    impl crate::strategy::Strategy for Plain {}
+
+    fn configmaps() -> crate::resource::Resource {
+        crate::resource::Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain)
+    }
+
+    fn attrs<'a>(resource: &'a crate::resource::Resource, user: &'a UserInfo, name: &'a str, dry_run: bool) -> Attributes<'a> {
+        Attributes {
+            operation: Operation::Create,
+            resource,
+            subresource: "",
+            namespace: "ns",
+            name,
+            old: None,
+            user,
+            dry_run,
+            warnings: Default::default(),
+        }
+    }
+
+    const KEY: &str = "/registry/resourcequotas/ns/q";
+
+    /// Stores a quota on configmaps and waits until `cacher` has it.
+    async fn quota(storage: &Arc<dyn Storage>, cacher: &Cacher, hard: &str, used: &str) {
+        let quota = json!({"metadata": {"name": "q", "namespace": "ns"},
+            "status": {"hard": {"configmaps": hard}, "used": {"configmaps": used}}});
+        storage.create(KEY, Bytes::from(quota.to_string())).await.expect("quota");
+        cacher.wait_fresh().await.expect("the cache sees the quota");
+    }
+
+    async fn used(storage: &Arc<dyn Storage>) -> Value {
+        let kv = storage.get(KEY).await.unwrap().unwrap();
+        serde_json::from_slice::<Value>(&kv.value).unwrap()["status"]["used"].clone()
+    }
+
     #[tokio::test]
     async fn charges_with_a_compare_and_swap_and_refuses_past_the_limit() {
         let (plugin, storage, cacher) = plugin().await;
-        let key = "/registry/resourcequotas/ns/q";
-        let quota = json!({"metadata": {"name": "q", "namespace": "ns"},
-            "status": {"hard": {"configmaps": "2"}, "used": {"configmaps": "1"}}});
-        storage.create(key, Bytes::from(quota.to_string())).await.expect("quota");
-        cacher.wait_fresh().await.expect("the cache sees the quota");
-        struct Plain;
-        impl crate::strategy::Strategy for Plain {}
-        let resource =
-            crate::resource::Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain);
-        let user = UserInfo::default();
-        let attrs = |dry_run| Attributes {
-            operation: Operation::Create,
-            resource: &resource,
-            subresource: "",
-            namespace: "ns",
-            name: "c",
-            old: None,
-            user: &user,
-            dry_run,
-            warnings: Default::default(),
-        };
+        quota(&storage, &cacher, "2", "1").await;
+        let (resource, user) = (configmaps(), UserInfo::default());
         let cm = json!({"metadata": {"name": "c"}});
-        plugin.validate(&attrs(true), Some(&cm)).await.expect("dry run fits");
-        plugin.validate(&attrs(false), Some(&cm)).await.expect("fits");
-        let used = |storage: Arc<dyn Storage>| async move {
-            let kv = storage.get(key).await.unwrap().unwrap();
-            serde_json::from_slice::<Value>(&kv.value).unwrap()["status"]["used"].clone()
-        };
-        assert_eq!(used(storage.clone()).await, json!({"configmaps": "2"}), "charged once, not by the dry run");
+        plugin.validate(&attrs(&resource, &user, "c", true), Some(&cm)).await.expect("dry run fits");
+        plugin.validate(&attrs(&resource, &user, "c", false), Some(&cm)).await.expect("fits");
+        assert_eq!(used(&storage).await, json!({"configmaps": "2"}), "charged once, not by the dry run");
         // Whether or not the cache has seen that charge yet (a stale read
         // loses its swap and is charged again on what etcd holds), the
         // next one counts it.
-        let err = plugin.validate(&attrs(false), Some(&cm)).await.unwrap_err();
+        let err = plugin.validate(&attrs(&resource, &user, "c", false), Some(&cm)).await.unwrap_err();
         assert_eq!(
             err.to_string(),
             "configmaps \"c\" is forbidden: exceeded quota: q, requested: configmaps=1, used: configmaps=2, limited: configmaps=2"
         );
-        assert_eq!(used(storage).await, json!({"configmaps": "2"}));
+        assert_eq!(used(&storage).await, json!({"configmaps": "2"}));
+    }
+
+    #[tokio::test]
+    async fn replicas_racing_for_the_last_unit_cannot_both_have_it() {
+        let (first, storage, cacher) = plugin().await;
+        // A second server: its own cache over the same storage.
+        let other = Cacher::start(storage.clone()).await.expect("cacher");
+        let second = ResourceQuota::new(other.clone(), "/registry").await.expect("plugin");
+        quota(&storage, &cacher, "3", "0").await;
+        other.wait_fresh().await.expect("fresh");
+        let (resource, user) = (configmaps(), UserInfo::default());
+        let cm = json!({"metadata": {"name": "c"}});
+        let tries = (0..8).map(|i| {
+            let plugin = if i % 2 == 0 { &first } else { &second };
+            let (resource, user, cm) = (&resource, &user, &cm);
+            async move { plugin.validate(&attrs(resource, user, "c", false), Some(cm)).await }
+        });
+        let results = futures::future::join_all(tries).await;
+        assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 3, "{results:?}");
+        assert_eq!(used(&storage).await, json!({"configmaps": "3"}));
     }
 }
