@@ -4,9 +4,10 @@
 //! messages, tested without tokio, etcd or a network: Status errors, the
 //! names of API types and the etcd key layout, label and field selectors,
 //! JSON, merge and strategic-merge patches, server-side apply, JSONPath,
-//! resource quantities, LimitRange and ResourceQuota rules, object validation, Table output, OpenAPI documents, custom resource
-//! schemas, CRD validation and CEL. Every server depends on it; the IO lives
-//! in generic-server.
+//! resource quantities, LimitRange and ResourceQuota rules, object
+//! validation, Table output, OpenAPI documents, custom resource schemas, CRD
+//! validation and CEL. Every server depends on it; the IO lives in
+//! generic-server.
 
 pub mod apply;
 pub mod cel;

@@ -34,7 +34,12 @@ pub fn apply_defaults(limit_range: &Value, pod: &mut Value) {
     let (mut limits, mut requests) = (Map::new(), Map::new());
     for item in items(limit_range).iter().filter(|i| kind(i) == "Container") {
         for (list, into) in [("default", &mut limits), ("defaultRequest", &mut requests)] {
-            for (k, v) in item.get(list).and_then(Value::as_object).into_iter().flatten() {
+            for (k, v) in item
+                .get(list)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
                 into.insert(k.clone(), v.clone());
             }
         }
@@ -52,7 +57,10 @@ pub fn apply_defaults(limit_range: &Value, pod: &mut Value) {
             let set_requests = fill(container, "requests", &requests);
             let set_limits = fill(container, "limits", &limits);
             if !set_requests.is_empty() {
-                notes.push(format!("{} request for {word} {name}", set_requests.join(", ")));
+                notes.push(format!(
+                    "{} request for {word} {name}",
+                    set_requests.join(", ")
+                ));
             }
             if !set_limits.is_empty() {
                 notes.push(format!("{} limit for {word} {name}", set_limits.join(", ")));
@@ -71,10 +79,8 @@ pub fn apply_defaults(limit_range: &Value, pod: &mut Value) {
     if !annotations.is_object() {
         *annotations = Value::Object(Map::new());
     }
-    annotations[ANNOTATION] = Value::String(format!(
-        "LimitRanger plugin set: {}",
-        notes.join("; ")
-    ));
+    annotations[ANNOTATION] =
+        Value::String(format!("LimitRanger plugin set: {}", notes.join("; ")));
 }
 
 /// Sets the entries of `defaults` a container's `resources.<list>` lacks;
@@ -188,41 +194,66 @@ fn check(
     match check {
         Check::Min => {
             if req.is_none() {
-                Some(format!("minimum {name} usage per {kind} is {enforced}.  No request is specified"))
+                Some(format!(
+                    "minimum {name} usage per {kind} is {enforced}.  No request is specified"
+                ))
             } else if req_v < enf_v {
-                Some(format!("minimum {name} usage per {kind} is {enforced}, but request is {}", shown(req)))
+                Some(format!(
+                    "minimum {name} usage per {kind} is {enforced}, but request is {}",
+                    shown(req)
+                ))
             } else if lim.is_some() && lim_v < enf_v {
-                Some(format!("minimum {name} usage per {kind} is {enforced}, but limit is {}", shown(lim)))
+                Some(format!(
+                    "minimum {name} usage per {kind} is {enforced}, but limit is {}",
+                    shown(lim)
+                ))
             } else {
                 None
             }
         }
         Check::Max => {
             if lim.is_none() {
-                Some(format!("maximum {name} usage per {kind} is {enforced}.  No limit is specified"))
+                Some(format!(
+                    "maximum {name} usage per {kind} is {enforced}.  No limit is specified"
+                ))
             } else if lim_v > enf_v {
-                Some(format!("maximum {name} usage per {kind} is {enforced}, but limit is {}", shown(lim)))
+                Some(format!(
+                    "maximum {name} usage per {kind} is {enforced}, but limit is {}",
+                    shown(lim)
+                ))
             } else if req.is_some() && req_v > enf_v {
-                Some(format!("maximum {name} usage per {kind} is {enforced}, but request is {}", shown(req)))
+                Some(format!(
+                    "maximum {name} usage per {kind} is {enforced}, but request is {}",
+                    shown(req)
+                ))
             } else {
                 None
             }
         }
         Check::MaxRequest => {
             if req.is_none() {
-                Some(format!("maximum {name} usage per {kind} is {enforced}.  No request is specified"))
+                Some(format!(
+                    "maximum {name} usage per {kind} is {enforced}.  No request is specified"
+                ))
             } else if req_v > enf_v {
-                Some(format!("maximum {name} usage per {kind} is {enforced}, but request is {}", shown(req)))
+                Some(format!(
+                    "maximum {name} usage per {kind} is {enforced}, but request is {}",
+                    shown(req)
+                ))
             } else {
                 None
             }
         }
         Check::Ratio => {
             if req.is_none() || req_v == 0 {
-                return Some(format!("{name} max limit to request ratio per {kind} is {enforced}, but no request is specified or request is 0"));
+                return Some(format!(
+                    "{name} max limit to request ratio per {kind} is {enforced}, but no request is specified or request is 0"
+                ));
             }
             if lim.is_none() || lim_v == 0 {
-                return Some(format!("{name} max limit to request ratio per {kind} is {enforced}, but no limit is specified or limit is 0"));
+                return Some(format!(
+                    "{name} max limit to request ratio per {kind} is {enforced}, but no limit is specified or limit is 0"
+                ));
             }
             let observed = lim_v as f64 / req_v as f64;
             let (scaled, max) = if enforced.value() <= i64::MAX as i128 / 1000 {
@@ -246,7 +277,11 @@ fn checks(
     errs: &mut Vec<String>,
 ) {
     let kind = kind(item);
-    for (list, which) in [("min", Check::Min), ("max", max_check), ("maxLimitRequestRatio", Check::Ratio)] {
+    for (list, which) in [
+        ("min", Check::Min),
+        ("max", max_check),
+        ("maxLimitRequestRatio", Check::Ratio),
+    ] {
         for (name, enforced) in resource_list(item.get(list)) {
             errs.extend(check(which, kind, &name, &enforced, requests, limits));
         }
@@ -287,10 +322,20 @@ pub fn validate_claim(limit_range: &Value, claim: &Value) -> Vec<String> {
     let requests = resource_list(claim.pointer("/spec/resources/requests"));
     let none = ResourceList::new();
     let mut errs = Vec::new();
-    for item in items(limit_range).iter().filter(|i| kind(i) == "PersistentVolumeClaim") {
+    for item in items(limit_range)
+        .iter()
+        .filter(|i| kind(i) == "PersistentVolumeClaim")
+    {
         for (list, which) in [("min", Check::Min), ("max", Check::MaxRequest)] {
             for (name, enforced) in resource_list(item.get(list)) {
-                errs.extend(check(which, "PersistentVolumeClaim", &name, &enforced, &requests, &none));
+                errs.extend(check(
+                    which,
+                    "PersistentVolumeClaim",
+                    &name,
+                    &enforced,
+                    &requests,
+                    &none,
+                ));
             }
         }
     }
@@ -317,8 +362,10 @@ mod tests {
 
     #[test]
     fn defaults_fill_what_containers_leave_unset_and_say_so() {
-        let lr = range(json!([{"type": "Container", "default": {"cpu": "500m", "memory": "256Mi"},
-                               "defaultRequest": {"cpu": "100m", "memory": "128Mi"}}]));
+        let lr = range(
+            json!([{"type": "Container", "default": {"cpu": "500m", "memory": "256Mi"},
+                               "defaultRequest": {"cpu": "100m", "memory": "128Mi"}}]),
+        );
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {
             "containers": [{"name": "c", "resources": {"limits": {"memory": "1Gi"}}}],
             "initContainers": [{"name": "i"}]}});
@@ -332,7 +379,10 @@ mod tests {
              cpu, memory request for init container i; cpu, memory limit for init container i"
         );
         let mut untouched = json!({"metadata": {}, "spec": {"containers": [{"name": "c"}]}});
-        apply_defaults(&range(json!([{"type": "Pod", "max": {"cpu": "1"}}])), &mut untouched);
+        apply_defaults(
+            &range(json!([{"type": "Pod", "max": {"cpu": "1"}}])),
+            &mut untouched,
+        );
         assert!(untouched["metadata"].get("annotations").is_none());
     }
 
@@ -346,20 +396,39 @@ mod tests {
             {"name": "a", "resources": {"requests": {"cpu": "50m", "memory": "1Gi"}, "limits": {"cpu": "200m", "memory": "2Gi"}}},
             {"name": "b", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1", "memory": "1Gi"}}},
         ]}});
-        assert_eq!(validate_pod(&lr, &pod), vec![
-            "minimum cpu usage per Container is 100m, but request is 50m".to_string(),
-            "maximum memory usage per Container is 1Gi, but limit is 2Gi".into(),
-            "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000".into(),
-            "maximum cpu usage per Pod is 1, but limit is 1200m".into(),
-        ]);
+        assert_eq!(
+            validate_pod(&lr, &pod),
+            vec![
+                "minimum cpu usage per Container is 100m, but request is 50m".to_string(),
+                "maximum memory usage per Container is 1Gi, but limit is 2Gi".into(),
+                "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000"
+                    .into(),
+                "maximum cpu usage per Pod is 1, but limit is 1200m".into(),
+            ]
+        );
         let bare = json!({"spec": {"containers": [{"name": "a"}]}});
-        assert_eq!(validate_pod(&lr, &bare)[0], "minimum cpu usage per Container is 100m.  No request is specified");
-        let claims = range(json!([{"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}, "max": {"storage": "5Gi"}}]));
+        assert_eq!(
+            validate_pod(&lr, &bare)[0],
+            "minimum cpu usage per Container is 100m.  No request is specified"
+        );
+        let claims = range(
+            json!([{"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}, "max": {"storage": "5Gi"}}]),
+        );
         let claim = |size: &str| json!({"spec": {"resources": {"requests": {"storage": size}}}});
-        assert_eq!(validate_claim(&claims, &claim("10Gi")),
-            vec!["maximum storage usage per PersistentVolumeClaim is 5Gi, but request is 10Gi".to_string()]);
-        assert_eq!(validate_claim(&claims, &claim("500Mi")),
-            vec!["minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi".to_string()]);
+        assert_eq!(
+            validate_claim(&claims, &claim("10Gi")),
+            vec![
+                "maximum storage usage per PersistentVolumeClaim is 5Gi, but request is 10Gi"
+                    .to_string()
+            ]
+        );
+        assert_eq!(
+            validate_claim(&claims, &claim("500Mi")),
+            vec![
+                "minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi"
+                    .to_string()
+            ]
+        );
         assert!(validate_claim(&claims, &claim("2Gi")).is_empty());
         assert_eq!(aggregate(&["a".into()]), "a");
         assert_eq!(aggregate(&["a".into(), "b".into()]), "[a, b]");

@@ -230,7 +230,11 @@ impl Quantity {
     pub fn add(self, other: Quantity) -> Quantity {
         Quantity {
             nanos: (self.nanos + other.nanos).clamp(-MAX_NANOS, MAX_NANOS),
-            format: if self.is_zero() { other.format } else { self.format },
+            format: if self.is_zero() {
+                other.format
+            } else {
+                self.format
+            },
         }
     }
 
@@ -385,6 +389,9 @@ mod tests {
         assert!(Quantity::parse("1x").is_none());
         let list = resource_list(Some(&serde_json::json!({"cpu": "1", "memory": "bad"})));
         assert_eq!(list.len(), 1);
-        assert_eq!(to_json(&add_lists(&list, &list)), serde_json::json!({"cpu": "2"}));
+        assert_eq!(
+            to_json(&add_lists(&list, &list)),
+            serde_json::json!({"cpu": "2"})
+        );
     }
 }

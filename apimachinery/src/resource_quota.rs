@@ -69,11 +69,15 @@ pub fn tracks(group: &str, plural: &str, name: &str) -> bool {
                 || name.starts_with("requests.hugepages-")
                 || name.strip_prefix("requests.").is_some_and(is_extended)
         }
-        "services" => matches!(name, "services" | "services.loadbalancers" | "services.nodeports"),
+        "services" => matches!(
+            name,
+            "services" | "services.loadbalancers" | "services.nodeports"
+        ),
         "persistentvolumeclaims" => {
             matches!(name, "persistentvolumeclaims" | "requests.storage")
                 || name.split_once(STORAGE_CLASS).is_some_and(|(class, what)| {
-                    !class.is_empty() && matches!(what, "requests.storage" | "persistentvolumeclaims")
+                    !class.is_empty()
+                        && matches!(what, "requests.storage" | "persistentvolumeclaims")
                 })
         }
         other => LEGACY_COUNTS.contains(&other) && name == other,
@@ -83,7 +87,9 @@ pub fn tracks(group: &str, plural: &str, name: &str) -> bool {
 /// An extended resource: a domain-qualified name outside kubernetes.io.
 fn is_extended(name: &str) -> bool {
     name.split_once('/').is_some_and(|(domain, _)| {
-        domain != "kubernetes.io" && !domain.ends_with(".kubernetes.io") && !name.starts_with("requests.")
+        domain != "kubernetes.io"
+            && !domain.ends_with(".kubernetes.io")
+            && !name.starts_with("requests.")
     })
 }
 
@@ -96,7 +102,9 @@ fn matching<'a>(group: &str, plural: &str, hard: &'a ResourceList) -> Vec<&'a st
 }
 
 fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    obj.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// Whether a pod no longer counts for compute quota (a terminal phase).
@@ -115,18 +123,29 @@ pub fn usage(group: &str, plural: &str, obj: &Value) -> ResourceList {
     match plural {
         "pods" => {
             if !finished(obj) {
-                used = add_lists(&used, &pod_compute(&pod_totals(obj, "requests"), &pod_totals(obj, "limits")));
+                used = add_lists(
+                    &used,
+                    &pod_compute(&pod_totals(obj, "requests"), &pod_totals(obj, "limits")),
+                );
             }
         }
         "services" => {
-            let ports = obj.pointer("/spec/ports").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+            let ports = obj
+                .pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice);
             let (mut balancers, mut node_ports) = (0, 0);
             match text(obj, "/spec/type") {
                 "NodePort" => node_ports = ports.len(),
                 "LoadBalancer" => {
                     balancers = 1;
-                    node_ports = if obj.pointer("/spec/allocateLoadBalancerNodePorts") == Some(&Value::Bool(false)) {
-                        ports.iter().filter(|p| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0).count()
+                    node_ports = if obj.pointer("/spec/allocateLoadBalancerNodePorts")
+                        == Some(&Value::Bool(false))
+                    {
+                        ports
+                            .iter()
+                            .filter(|p| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0)
+                            .count()
                     } else {
                         ports.len()
                     };
@@ -134,14 +153,25 @@ pub fn usage(group: &str, plural: &str, obj: &Value) -> ResourceList {
                 _ => {}
             }
             used.insert("services".into(), one);
-            used.insert("services.loadbalancers".into(), Quantity::from_units(balancers));
-            used.insert("services.nodeports".into(), Quantity::from_units(node_ports as i64));
+            used.insert(
+                "services.loadbalancers".into(),
+                Quantity::from_units(balancers),
+            );
+            used.insert(
+                "services.nodeports".into(),
+                Quantity::from_units(node_ports as i64),
+            );
         }
         "persistentvolumeclaims" => {
             used.insert(plural.into(), one);
-            let storage = obj.pointer("/spec/resources/requests/storage").and_then(Quantity::of);
+            let storage = obj
+                .pointer("/spec/resources/requests/storage")
+                .and_then(Quantity::of);
             let class = match text(obj, "/spec/storageClassName") {
-                "" => text(obj, "/metadata/annotations/volume.beta.kubernetes.io~1storage-class"),
+                "" => text(
+                    obj,
+                    "/metadata/annotations/volume.beta.kubernetes.io~1storage-class",
+                ),
                 class => class,
             };
             if !class.is_empty() {
@@ -202,7 +232,11 @@ fn scope_requirements(quota: &Value) -> Vec<ScopeRequirement> {
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-        .map(|s| ScopeRequirement { scope: s.into(), operator: "Exists".into(), values: Vec::new() })
+        .map(|s| ScopeRequirement {
+            scope: s.into(),
+            operator: "Exists".into(),
+            values: Vec::new(),
+        })
         .collect();
     for expr in quota
         .pointer("/spec/scopeSelector/matchExpressions")
@@ -235,7 +269,9 @@ fn best_effort(pod: &Value) -> bool {
             .all(|c| {
                 ["requests", "limits"].iter().all(|which| {
                     let l = resource_list(c.pointer(&format!("/resources/{which}")));
-                    ["cpu", "memory"].iter().all(|n| l.get(*n).is_none_or(Quantity::is_zero))
+                    ["cpu", "memory"]
+                        .iter()
+                        .all(|n| l.get(*n).is_none_or(Quantity::is_zero))
                 })
             })
     })
@@ -245,7 +281,9 @@ fn best_effort(pod: &Value) -> bool {
 /// `namespaceSelector` in any pod (anti-)affinity term).
 fn cross_namespace_affinity(pod: &Value) -> bool {
     let crosses = |term: &Value| {
-        term.get("namespaces").and_then(Value::as_array).is_some_and(|n| !n.is_empty())
+        term.get("namespaces")
+            .and_then(Value::as_array)
+            .is_some_and(|n| !n.is_empty())
             || term.get("namespaceSelector").is_some_and(|s| !s.is_null())
     };
     ["podAffinity", "podAntiAffinity"].iter().any(|kind| {
@@ -272,7 +310,10 @@ fn matches_scope(group: &str, plural: &str, obj: &Value, req: &ScopeRequirement)
     if !group.is_empty() || plural != "pods" {
         return false;
     }
-    let terminating = obj.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64).is_some_and(|s| s >= 0);
+    let terminating = obj
+        .pointer("/spec/activeDeadlineSeconds")
+        .and_then(Value::as_i64)
+        .is_some_and(|s| s >= 0);
     match req.scope.as_str() {
         "Terminating" => terminating,
         "NotTerminating" => !terminating,
@@ -296,7 +337,9 @@ fn matches_scope(group: &str, plural: &str, obj: &Value, req: &ScopeRequirement)
 
 /// Whether `obj` falls within a quota's scopes.
 pub fn in_scope(quota: &Value, group: &str, plural: &str, obj: &Value) -> bool {
-    scope_requirements(quota).iter().all(|r| matches_scope(group, plural, obj, r))
+    scope_requirements(quota)
+        .iter()
+        .all(|r| matches_scope(group, plural, obj, r))
 }
 
 /// A quota's `status.hard`.
@@ -318,10 +361,19 @@ pub fn covers(quota: &Value, group: &str, plural: &str, obj: &Value) -> bool {
 /// The resources of `required` (of `MUST_SPECIFY`) that a pod's containers
 /// leave unset, in kube's `must specify ...` words.
 fn pod_constraints(required: &[&str], pod: &Value) -> Option<String> {
-    let required: BTreeSet<&str> = required.iter().copied().filter(|n| MUST_SPECIFY.contains(n)).collect();
+    let required: BTreeSet<&str> = required
+        .iter()
+        .copied()
+        .filter(|n| MUST_SPECIFY.contains(n))
+        .collect();
     let mut missing: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for list in ["containers", "initContainers"] {
-        for c in pod.pointer(&format!("/spec/{list}")).and_then(Value::as_array).into_iter().flatten() {
+        for c in pod
+            .pointer(&format!("/spec/{list}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let charged = pod_compute(
                 &resource_list(c.pointer("/resources/requests")),
                 &resource_list(c.pointer("/resources/limits")),
@@ -338,7 +390,12 @@ fn pod_constraints(required: &[&str], pod: &Value) -> Option<String> {
     }
     let parts: Vec<String> = missing
         .iter()
-        .map(|(name, containers)| format!("{name} for: {}", containers.iter().copied().collect::<Vec<_>>().join(",")))
+        .map(|(name, containers)| {
+            format!(
+                "{name} for: {}",
+                containers.iter().copied().collect::<Vec<_>>().join(",")
+            )
+        })
         .collect();
     Some(format!("must specify {}", parts.join("; ")))
 }
@@ -354,7 +411,10 @@ pub fn total<'a>(
 ) -> ResourceList {
     let hard = resource_list(quota.pointer("/spec/hard"));
     let names = matching(group, plural, &hard);
-    let mut sum: ResourceList = names.iter().map(|n| (n.to_string(), Quantity::default())).collect();
+    let mut sum: ResourceList = names
+        .iter()
+        .map(|n| (n.to_string(), Quantity::default()))
+        .collect();
     for obj in objects {
         if !in_scope(quota, group, plural, obj) {
             continue;
@@ -371,7 +431,10 @@ pub fn total<'a>(
 
 /// A resource list as kube prints it in errors: `a=1,b=2`, in name order.
 pub fn pretty(list: &ResourceList) -> String {
-    list.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+    list.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// What a write asks of quotas.
@@ -399,14 +462,18 @@ pub fn charge(quotas: &[Value], req: &Request<'_>) -> Result<Vec<(usize, Resourc
         let name = text(quota, "/metadata/name");
         let hard = hard(quota);
         let restricted = matching(group, plural, &hard);
-        if group.is_empty() && plural == "pods"
+        if group.is_empty()
+            && plural == "pods"
             && let Some(why) = pod_constraints(&restricted, obj)
         {
             return Err(format!("failed quota: {name}: {why}"));
         }
         let used = used(quota);
         if restricted.iter().any(|n| !used.contains_key(*n)) {
-            return Err(format!("status unknown for quota: {name}, resources: {}", restricted.join(",")));
+            return Err(format!(
+                "status unknown for quota: {name}, resources: {}",
+                restricted.join(",")
+            ));
         }
         interesting.push(i);
     }
@@ -414,20 +481,36 @@ pub fn charge(quotas: &[Value], req: &Request<'_>) -> Result<Vec<(usize, Resourc
         return Ok(Vec::new());
     }
     let input = usage(group, plural, obj);
-    let negative: Vec<&str> = input.iter().filter(|(_, q)| q.is_negative()).map(|(k, _)| k.as_str()).collect();
+    let negative: Vec<&str> = input
+        .iter()
+        .filter(|(_, q)| q.is_negative())
+        .map(|(k, _)| k.as_str())
+        .collect();
     if !negative.is_empty() {
-        return Err(format!("quota usage is negative for resource(s): {}", negative.join(",")));
+        return Err(format!(
+            "quota usage is negative for resource(s): {}",
+            negative.join(",")
+        ));
     }
     // An update is charged what it adds (never less than nothing), to the
     // quotas that already covered the old object.
-    let old = req.old.filter(|o| !text(o, "/metadata/resourceVersion").is_empty());
+    let old = req
+        .old
+        .filter(|o| !text(o, "/metadata/resourceVersion").is_empty());
     let delta = old.map(|old| {
         let before = usage(group, plural, old);
         input
             .iter()
             .map(|(k, v)| {
                 let d = before.get(k).map_or(*v, |b| v.sub(*b));
-                (k.clone(), if d.is_negative() { Quantity::default() } else { d })
+                (
+                    k.clone(),
+                    if d.is_negative() {
+                        Quantity::default()
+                    } else {
+                        d
+                    },
+                )
             })
             .collect::<ResourceList>()
     });
@@ -451,11 +534,19 @@ pub fn charge(quotas: &[Value], req: &Request<'_>) -> Result<Vec<(usize, Resourc
         let new_used = add_lists(&used, &requested);
         let exceeded: Vec<&String> = requested
             .keys()
-            .filter(|k| new_used.get(*k).zip(hard.get(*k)).is_some_and(|(n, h)| n > h))
+            .filter(|k| {
+                new_used
+                    .get(*k)
+                    .zip(hard.get(*k))
+                    .is_some_and(|(n, h)| n > h)
+            })
             .collect();
         if !exceeded.is_empty() {
             let mask = |list: &ResourceList| -> ResourceList {
-                exceeded.iter().filter_map(|k| Some(((*k).clone(), *list.get(*k)?))).collect()
+                exceeded
+                    .iter()
+                    .filter_map(|k| Some(((*k).clone(), *list.get(*k)?)))
+                    .collect()
             };
             return Err(format!(
                 "exceeded quota: {}, requested: {}, used: {}, limited: {}",
@@ -485,51 +576,102 @@ mod tests {
     }
 
     fn create<'a>(plural: &'a str, object: &'a Value) -> Request<'a> {
-        Request { group: "", plural, object, old: None }
+        Request {
+            group: "",
+            plural,
+            object,
+            old: None,
+        }
     }
 
     #[test]
     fn usage_of_kube_evaluators() {
-        let p = pod(json!({"cpu": "250m", "memory": "64Mi"}), json!({"memory": "128Mi"}));
+        let p = pod(
+            json!({"cpu": "250m", "memory": "64Mi"}),
+            json!({"memory": "128Mi"}),
+        );
         let u = usage("", "pods", &p);
-        assert_eq!(pretty(&u), "count/pods=1,cpu=250m,limits.memory=128Mi,memory=64Mi,pods=1,requests.cpu=250m,requests.memory=64Mi");
+        assert_eq!(
+            pretty(&u),
+            "count/pods=1,cpu=250m,limits.memory=128Mi,memory=64Mi,pods=1,requests.cpu=250m,requests.memory=64Mi"
+        );
         let mut done = p.clone();
         done["status"] = json!({"phase": "Succeeded"});
         assert_eq!(pretty(&usage("", "pods", &done)), "count/pods=1");
         let svc = json!({"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 81}]}});
-        assert_eq!(pretty(&usage("", "services", &svc)), "count/services=1,services=1,services.loadbalancers=0,services.nodeports=2");
+        assert_eq!(
+            pretty(&usage("", "services", &svc)),
+            "count/services=1,services=1,services.loadbalancers=0,services.nodeports=2"
+        );
         let claim = json!({"spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "1Gi"}}}});
-        assert_eq!(pretty(&usage("", "persistentvolumeclaims", &claim)),
-            "count/persistentvolumeclaims=1,fast.storageclass.storage.k8s.io/persistentvolumeclaims=1,fast.storageclass.storage.k8s.io/requests.storage=1Gi,persistentvolumeclaims=1,requests.storage=1Gi");
-        assert_eq!(pretty(&usage("", "configmaps", &json!({}))), "configmaps=1,count/configmaps=1");
-        assert_eq!(pretty(&usage("apps", "deployments", &json!({}))), "count/deployments.apps=1");
+        assert_eq!(
+            pretty(&usage("", "persistentvolumeclaims", &claim)),
+            "count/persistentvolumeclaims=1,fast.storageclass.storage.k8s.io/persistentvolumeclaims=1,fast.storageclass.storage.k8s.io/requests.storage=1Gi,persistentvolumeclaims=1,requests.storage=1Gi"
+        );
+        assert_eq!(
+            pretty(&usage("", "configmaps", &json!({}))),
+            "configmaps=1,count/configmaps=1"
+        );
+        assert_eq!(
+            pretty(&usage("apps", "deployments", &json!({}))),
+            "count/deployments.apps=1"
+        );
         assert!(tracks("", "pods", "requests.example.com/gpu"));
         assert!(!tracks("", "pods", "requests.storage"));
-        assert!(tracks("", "persistentvolumeclaims", "gold.storageclass.storage.k8s.io/requests.storage"));
+        assert!(tracks(
+            "",
+            "persistentvolumeclaims",
+            "gold.storageclass.storage.k8s.io/requests.storage"
+        ));
     }
 
     #[test]
     fn refusals_in_kube_words() {
         let cm = json!({"metadata": {"name": "c"}});
-        let full = quota("objects", json!({"configmaps": "2"}), json!({"configmaps": "2"}));
-        assert_eq!(charge(&[full], &create("configmaps", &cm)).unwrap_err(),
-            "exceeded quota: objects, requested: configmaps=1, used: configmaps=2, limited: configmaps=2");
-        let room = quota("objects", json!({"count/configmaps": "3", "pods": "1"}), json!({"count/configmaps": "1", "pods": "0"}));
+        let full = quota(
+            "objects",
+            json!({"configmaps": "2"}),
+            json!({"configmaps": "2"}),
+        );
+        assert_eq!(
+            charge(&[full], &create("configmaps", &cm)).unwrap_err(),
+            "exceeded quota: objects, requested: configmaps=1, used: configmaps=2, limited: configmaps=2"
+        );
+        let room = quota(
+            "objects",
+            json!({"count/configmaps": "3", "pods": "1"}),
+            json!({"count/configmaps": "1", "pods": "0"}),
+        );
         let charges = charge(&[room], &create("configmaps", &cm)).unwrap();
         assert_eq!(pretty(&charges[0].1), "count/configmaps=2,pods=0");
         let unknown = quota("fresh", json!({"configmaps": "2"}), json!({}));
-        assert_eq!(charge(&[unknown], &create("configmaps", &cm)).unwrap_err(),
-            "status unknown for quota: fresh, resources: configmaps");
+        assert_eq!(
+            charge(&[unknown], &create("configmaps", &cm)).unwrap_err(),
+            "status unknown for quota: fresh, resources: configmaps"
+        );
         let no_status = json!({"metadata": {"name": "new"}, "spec": {"hard": {"configmaps": "0"}}});
-        assert!(charge(&[no_status], &create("configmaps", &cm)).unwrap().is_empty(), "not covering before its status is known");
+        assert!(
+            charge(&[no_status], &create("configmaps", &cm))
+                .unwrap()
+                .is_empty(),
+            "not covering before its status is known"
+        );
 
-        let compute = quota("compute", json!({"requests.cpu": "1", "limits.memory": "1Gi"}), json!({"requests.cpu": "500m", "limits.memory": "0"}));
+        let compute = quota(
+            "compute",
+            json!({"requests.cpu": "1", "limits.memory": "1Gi"}),
+            json!({"requests.cpu": "500m", "limits.memory": "0"}),
+        );
         let bare = pod(json!({"cpu": "100m"}), json!({}));
-        assert_eq!(charge(std::slice::from_ref(&compute), &create("pods", &bare)).unwrap_err(),
-            "failed quota: compute: must specify limits.memory for: c");
+        assert_eq!(
+            charge(std::slice::from_ref(&compute), &create("pods", &bare)).unwrap_err(),
+            "failed quota: compute: must specify limits.memory for: c"
+        );
         let big = pod(json!({"cpu": "600m"}), json!({"memory": "512Mi"}));
-        assert_eq!(charge(std::slice::from_ref(&compute), &create("pods", &big)).unwrap_err(),
-            "exceeded quota: compute, requested: requests.cpu=600m, used: requests.cpu=500m, limited: requests.cpu=1");
+        assert_eq!(
+            charge(std::slice::from_ref(&compute), &create("pods", &big)).unwrap_err(),
+            "exceeded quota: compute, requested: requests.cpu=600m, used: requests.cpu=500m, limited: requests.cpu=1"
+        );
         let fits = pod(json!({"cpu": "500m"}), json!({"memory": "512Mi"}));
         let charges = charge(&[compute], &create("pods", &fits)).unwrap();
         assert_eq!(pretty(&charges[0].1), "limits.memory=512Mi,requests.cpu=1");
@@ -537,14 +679,27 @@ mod tests {
 
     #[test]
     fn totals_count_what_a_namespace_holds_within_scopes() {
-        let mut q = json!({"spec": {"hard": {"pods": "5", "requests.cpu": "2", "count/configmaps": "9"}}});
-        let pods = [pod(json!({"cpu": "300m"}), json!({})), pod(json!({"cpu": "1"}), json!({})),
-                    json!({"spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Failed"}})];
-        assert_eq!(pretty(&total(&q, "", "pods", &pods)), "pods=2,requests.cpu=1300m");
-        assert_eq!(pretty(&total(&q, "", "configmaps", &[json!({}), json!({})])), "count/configmaps=2");
+        let mut q =
+            json!({"spec": {"hard": {"pods": "5", "requests.cpu": "2", "count/configmaps": "9"}}});
+        let pods = [
+            pod(json!({"cpu": "300m"}), json!({})),
+            pod(json!({"cpu": "1"}), json!({})),
+            json!({"spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Failed"}}),
+        ];
+        assert_eq!(
+            pretty(&total(&q, "", "pods", &pods)),
+            "pods=2,requests.cpu=1300m"
+        );
+        assert_eq!(
+            pretty(&total(&q, "", "configmaps", &[json!({}), json!({})])),
+            "count/configmaps=2"
+        );
         assert_eq!(pretty(&total(&q, "", "secrets", &[json!({})])), "");
         q["spec"]["scopes"] = json!(["BestEffort"]);
-        assert_eq!(pretty(&total(&q, "", "pods", &pods)), "pods=0,requests.cpu=0");
+        assert_eq!(
+            pretty(&total(&q, "", "pods", &pods)),
+            "pods=0,requests.cpu=0"
+        );
     }
 
     #[test]
@@ -555,23 +710,53 @@ mod tests {
         let bare = json!({"spec": {"containers": [{"name": "c"}]}});
         let guaranteed = pod(json!({"cpu": "1"}), json!({"cpu": "1"}));
         assert!(charge(std::slice::from_ref(&scoped), &create("pods", &bare)).is_err());
-        assert!(charge(std::slice::from_ref(&scoped), &create("pods", &guaranteed)).unwrap().is_empty());
+        assert!(
+            charge(std::slice::from_ref(&scoped), &create("pods", &guaranteed))
+                .unwrap()
+                .is_empty()
+        );
         let mut by_class = best.clone();
         by_class["spec"]["scopeSelector"] = json!({"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]});
         let mut high = bare.clone();
         high["spec"]["priorityClassName"] = json!("high");
         assert!(charge(std::slice::from_ref(&by_class), &create("pods", &high)).is_err());
-        assert!(charge(std::slice::from_ref(&by_class), &create("pods", &bare)).unwrap().is_empty());
-        assert!(!in_scope(&scoped, "", "configmaps", &json!({})), "only pods have scopes");
+        assert!(
+            charge(std::slice::from_ref(&by_class), &create("pods", &bare))
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            !in_scope(&scoped, "", "configmaps", &json!({})),
+            "only pods have scopes"
+        );
 
-        let storage = quota("storage", json!({"requests.storage": "5Gi"}), json!({"requests.storage": "3Gi"}));
+        let storage = quota(
+            "storage",
+            json!({"requests.storage": "5Gi"}),
+            json!({"requests.storage": "3Gi"}),
+        );
         let claim = |size: &str| json!({"metadata": {"resourceVersion": "7"}, "spec": {"resources": {"requests": {"storage": size}}}});
         let (old, grown) = (claim("3Gi"), claim("4Gi"));
-        let update = Request { group: "", plural: "persistentvolumeclaims", object: &grown, old: Some(&old) };
-        assert_eq!(pretty(&charge(std::slice::from_ref(&storage), &update).unwrap()[0].1), "requests.storage=4Gi");
+        let update = Request {
+            group: "",
+            plural: "persistentvolumeclaims",
+            object: &grown,
+            old: Some(&old),
+        };
+        assert_eq!(
+            pretty(&charge(std::slice::from_ref(&storage), &update).unwrap()[0].1),
+            "requests.storage=4Gi"
+        );
         let too_big = claim("6Gi");
-        let update = Request { group: "", plural: "persistentvolumeclaims", object: &too_big, old: Some(&old) };
-        assert_eq!(charge(&[storage], &update).unwrap_err(),
-            "exceeded quota: storage, requested: requests.storage=3Gi, used: requests.storage=3Gi, limited: requests.storage=5Gi");
+        let update = Request {
+            group: "",
+            plural: "persistentvolumeclaims",
+            object: &too_big,
+            old: Some(&old),
+        };
+        assert_eq!(
+            charge(&[storage], &update).unwrap_err(),
+            "exceeded quota: storage, requested: requests.storage=3Gi, used: requests.storage=3Gi, limited: requests.storage=5Gi"
+        );
     }
 }

@@ -24,7 +24,9 @@ fn refusal(run: Run) -> String {
 /// What kubectl prints when kube refuses `create -f -` of `what` (`pods
 /// "x"`) with a 403.
 fn forbidden(what: &str, why: &str) -> String {
-    format!("Error from server (Forbidden): error when creating \"STDIN\": {what} is forbidden: {why}")
+    format!(
+        "Error from server (Forbidden): error when creating \"STDIN\": {what} is forbidden: {why}"
+    )
 }
 
 /// A namespace for one part of the test, holding `object` (a quota or a
@@ -85,7 +87,11 @@ fn object_counts(cluster: &Cluster) {
     let hard = present + 2;
     create(
         cluster,
-        &resource_quota(ns, "objects", json!({"hard": {"configmaps": hard.to_string(), "count/secrets": "5"}})),
+        &resource_quota(
+            ns,
+            "objects",
+            json!({"hard": {"configmaps": hard.to_string(), "count/secrets": "5"}}),
+        ),
     )
     .ok();
     let status = until_used(
@@ -103,7 +109,8 @@ fn object_counts(cluster: &Cluster) {
     cluster
         .kubectl(&["create", "configmap", "dry", "-n", ns, "--dry-run=server"])
         .ok();
-    let used = |cluster: &Cluster| quota(cluster, ns, "objects")["status"]["used"]["configmaps"].clone();
+    let used =
+        |cluster: &Cluster| quota(cluster, ns, "objects")["status"]["used"]["configmaps"].clone();
     assert_eq!(used(cluster), present.to_string());
     for name in ["one", "two"] {
         cluster
@@ -129,10 +136,26 @@ fn object_counts(cluster: &Cluster) {
     // A ServiceAccount allowed to write configmaps is held to the same quota.
     let token = cluster.service_account_token("writer");
     cluster
-        .kubectl(&["create", "role", "configmaps", "--verb=create,get,list,delete", "--resource=configmaps", "-n", ns])
+        .kubectl(&[
+            "create",
+            "role",
+            "configmaps",
+            "--verb=create,get,list,delete",
+            "--resource=configmaps",
+            "-n",
+            ns,
+        ])
         .ok();
     cluster
-        .kubectl(&["create", "rolebinding", "writer", "--role=configmaps", "--serviceaccount=default:writer", "-n", ns])
+        .kubectl(&[
+            "create",
+            "rolebinding",
+            "writer",
+            "--role=configmaps",
+            "--serviceaccount=default:writer",
+            "-n",
+            ns,
+        ])
         .ok();
     let kubeconfig = cluster.token_kubeconfig("writer", &token, ns);
     assert!(
@@ -152,12 +175,19 @@ fn object_counts(cluster: &Cluster) {
         "POST",
         &format!("/api/v1/namespaces/{ns}/configmaps"),
         &["Content-Type: application/json"],
-        Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "three"}}).to_string().as_bytes()),
+        Some(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "three"}})
+                .to_string()
+                .as_bytes(),
+        ),
     );
     assert_eq!(answer.code, 403, "{}", answer.text);
     assert_eq!(answer.json["reason"], "Forbidden");
     assert_eq!(answer.json["message"], message);
-    assert_eq!(answer.json["details"], json!({"name": "three", "kind": "configmaps"}));
+    assert_eq!(
+        answer.json["details"],
+        json!({"name": "three", "kind": "configmaps"})
+    );
 
     // Deleting one frees its place (the controller recounts), for the
     // ServiceAccount's next create.
@@ -191,7 +221,11 @@ fn compute(cluster: &Cluster) {
     namespace_with(
         cluster,
         ns,
-        resource_quota(ns, "compute", json!({"hard": {"requests.cpu": "1", "limits.memory": "1Gi", "pods": "5"}})),
+        resource_quota(
+            ns,
+            "compute",
+            json!({"hard": {"requests.cpu": "1", "limits.memory": "1Gi", "pods": "5"}}),
+        ),
     );
     until_used(
         cluster,
@@ -199,14 +233,26 @@ fn compute(cluster: &Cluster) {
         "compute",
         &json!({"requests.cpu": "0", "limits.memory": "0", "pods": "0"}),
     );
-    create(cluster, &pod(ns, "small", json!({"requests": {"cpu": "600m"}, "limits": {"memory": "512Mi"}}))).ok();
+    create(
+        cluster,
+        &pod(
+            ns,
+            "small",
+            json!({"requests": {"cpu": "600m"}, "limits": {"memory": "512Mi"}}),
+        ),
+    )
+    .ok();
     until_used(
         cluster,
         ns,
         "compute",
         &json!({"requests.cpu": "600m", "limits.memory": "512Mi", "pods": "1"}),
     );
-    let big = pod(ns, "big", json!({"requests": {"cpu": "500m"}, "limits": {"memory": "256Mi"}}));
+    let big = pod(
+        ns,
+        "big",
+        json!({"requests": {"cpu": "500m"}, "limits": {"memory": "256Mi"}}),
+    );
     assert_eq!(
         refusal(create(cluster, &big)),
         forbidden(
@@ -217,7 +263,10 @@ fn compute(cluster: &Cluster) {
     let unlimited = pod(ns, "unlimited", json!({"requests": {"cpu": "100m"}}));
     assert_eq!(
         refusal(create(cluster, &unlimited)),
-        forbidden("pods \"unlimited\"", "failed quota: compute: must specify limits.memory for: c")
+        forbidden(
+            "pods \"unlimited\"",
+            "failed quota: compute: must specify limits.memory for: c"
+        )
     );
     assert_eq!(
         refusal(create(cluster, &pod(ns, "bare", json!({})))),
@@ -231,10 +280,22 @@ fn compute(cluster: &Cluster) {
     namespace_with(
         cluster,
         ns,
-        resource_quota(ns, "besteffort", json!({"hard": {"pods": "0"}, "scopes": ["BestEffort"]})),
+        resource_quota(
+            ns,
+            "besteffort",
+            json!({"hard": {"pods": "0"}, "scopes": ["BestEffort"]}),
+        ),
     );
     until_used(cluster, ns, "besteffort", &json!({"pods": "0"}));
-    create(cluster, &pod(ns, "guaranteed", json!({"limits": {"cpu": "100m", "memory": "64Mi"}}))).ok();
+    create(
+        cluster,
+        &pod(
+            ns,
+            "guaranteed",
+            json!({"limits": {"cpu": "100m", "memory": "64Mi"}}),
+        ),
+    )
+    .ok();
     assert_eq!(
         refusal(create(cluster, &pod(ns, "bare", json!({})))),
         forbidden(
@@ -271,7 +332,11 @@ fn limit_ranges(cluster: &Cluster) {
         stored["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
         "LimitRanger plugin set: cpu, memory request for container bare; cpu, memory limit for container bare"
     );
-    let greedy = pod(ns, "greedy", json!({"requests": {"cpu": "10m"}, "limits": {"memory": "2Gi"}}));
+    let greedy = pod(
+        ns,
+        "greedy",
+        json!({"requests": {"cpu": "10m"}, "limits": {"memory": "2Gi"}}),
+    );
     assert_eq!(
         refusal(create(cluster, &greedy)),
         forbidden(
@@ -305,21 +370,30 @@ fn custom_resources(cluster: &Cluster) {
     )
     .ok();
     cluster
-        .kubectl(&["wait", "--for=condition=Established", "crd/gadgets.quota.example.com", "--timeout=10s"])
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/gadgets.quota.example.com",
+            "--timeout=10s",
+        ])
         .ok();
     let ns = "custom";
     let counted = "count/gadgets.quota.example.com";
-    namespace_with(cluster, ns, resource_quota(ns, "crs", json!({"hard": {counted: "1"}})));
+    namespace_with(
+        cluster,
+        ns,
+        resource_quota(ns, "crs", json!({"hard": {counted: "1"}})),
+    );
     until_used(cluster, ns, "crs", &json!({counted: "0"}));
-    let gadget = |name: &str| {
-        json!({"apiVersion": "quota.example.com/v1", "kind": "Gadget", "metadata": {"name": name, "namespace": ns}})
-    };
+    let gadget = |name: &str| json!({"apiVersion": "quota.example.com/v1", "kind": "Gadget", "metadata": {"name": name, "namespace": ns}});
     create(cluster, &gadget("g1")).ok();
     assert_eq!(
         refusal(create(cluster, &gadget("g2"))),
         forbidden(
             "gadgets.quota.example.com \"g2\"",
-            &format!("exceeded quota: crs, requested: {counted}=1, used: {counted}=1, limited: {counted}=1")
+            &format!(
+                "exceeded quota: crs, requested: {counted}=1, used: {counted}=1, limited: {counted}=1"
+            )
         )
     );
     cluster.kubectl(&["delete", "gadget", "g1", "-n", ns]).ok();

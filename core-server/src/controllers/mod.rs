@@ -59,9 +59,15 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
         let (quota_client, stores) = (client.clone(), server.server.stores());
         let (cacher, root) = (server.cacher.clone(), server.etcd_root.clone());
         server.add_post_start_hook("start-resource-quota-controller", async move {
-            resource_quota::ResourceQuotaController::start(quota_client, quotas, stores, cacher, root)
-                .wait()
-                .await;
+            resource_quota::ResourceQuotaController::start(
+                quota_client,
+                quotas,
+                stores,
+                cacher,
+                root,
+            )
+            .wait()
+            .await;
         });
     }
     if let Some(namespaces) = server.server.store("", "v1", "namespaces") {

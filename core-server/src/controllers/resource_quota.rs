@@ -160,8 +160,11 @@ impl Actor for ResourceQuotaController {
                 let Ok(all) = quotas.list("", &ListOptions::default()).await else {
                     return;
                 };
-                let namespaces: HashSet<String> =
-                    all.items.iter().filter_map(|q| namespace_of(&q.value())).collect();
+                let namespaces: HashSet<String> = all
+                    .items
+                    .iter()
+                    .filter_map(|q| namespace_of(&q.value()))
+                    .collect();
                 for ns in namespaces {
                     me.do_send(Sync(ns));
                 }
@@ -198,12 +201,20 @@ impl Handler<Sync> for ResourceQuotaController {
 
 impl Counter {
     /// What a quota's namespace uses of its `spec.hard`.
-    async fn usage(&self, quota: &Value, ns: &str, me: &Addr<ResourceQuotaController>) -> Result<ResourceList> {
+    async fn usage(
+        &self,
+        quota: &Value,
+        ns: &str,
+        me: &Addr<ResourceQuotaController>,
+    ) -> Result<ResourceList> {
         let hard = apimachinery::quantity::resource_list(quota.pointer("/spec/hard"));
         let mut used = ResourceList::new();
         for store in self.counted.iter() {
             let (group, plural) = (&store.resource.group, &store.resource.plural);
-            if !hard.keys().any(|n| resource_quota::tracks(group, plural, n)) {
+            if !hard
+                .keys()
+                .any(|n| resource_quota::tracks(group, plural, n))
+            {
                 continue;
             }
             let objects: Vec<Value> = store
@@ -227,7 +238,12 @@ impl Counter {
     /// `count/<plural>.<group>` of a resource a delegate serves (a custom
     /// resource), from the cache the garbage collector keeps of it; its
     /// deletions are followed from then on. `None` for a resource not known.
-    fn delegated_count(&self, name: &str, ns: &str, me: &Addr<ResourceQuotaController>) -> Option<Quantity> {
+    fn delegated_count(
+        &self,
+        name: &str,
+        ns: &str,
+        me: &Addr<ResourceQuotaController>,
+    ) -> Option<Quantity> {
         let (plural, group) = name.strip_prefix("count/")?.split_once('.')?;
         let prefix = apimachinery::keys::key_prefix(&self.root, group, plural);
         let cache = self.cacher.registered(&prefix)?;
@@ -237,7 +253,12 @@ impl Counter {
             .unwrap_or_else(|e| e.into_inner())
             .insert(prefix.clone());
         if first {
-            informer::follow_cache(self.cacher.clone(), prefix.clone(), RESYNC, on_deletion(me.clone()));
+            informer::follow_cache(
+                self.cacher.clone(),
+                prefix.clone(),
+                RESYNC,
+                on_deletion(me.clone()),
+            );
         }
         let count = cache.snapshot(&format!("{prefix}{ns}/"), 0).objects.len();
         Some(Quantity::from_units(count as i64))
@@ -249,11 +270,17 @@ impl Counter {
         let mut complete = true;
         for quota in self.quotas.list(ns, &ListOptions::default()).await?.items {
             let mut quota = quota.value();
-            let name = quota["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let name = quota["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
             let path = format!("/api/v1/namespaces/{ns}/resourcequotas/{name}");
             for _ in 0..ATTEMPTS {
                 let used = self.usage(&quota, ns, me).await?;
-                let hard = quota.pointer("/spec/hard").cloned().unwrap_or_else(|| serde_json::json!({}));
+                let hard = quota
+                    .pointer("/spec/hard")
+                    .cloned()
+                    .unwrap_or_else(|| serde_json::json!({}));
                 complete &= hard
                     .as_object()
                     .into_iter()
@@ -266,7 +293,9 @@ impl Counter {
                 quota["status"] = status;
                 match self.client.update(&format!("{path}/status"), &quota).await {
                     Ok(_) => break,
-                    Err(e) if e.reason() == Reason::Conflict => quota = self.client.get(&path).await?,
+                    Err(e) if e.reason() == Reason::Conflict => {
+                        quota = self.client.get(&path).await?
+                    }
                     Err(e) if e.reason() == Reason::NotFound => break,
                     Err(e) => return Err(e),
                 }
@@ -295,23 +324,38 @@ mod tests {
         let (server, cacher) = ApiServer::in_memory(resources).await.expect("a server");
         let client = Loopback::new(server.clone(), "test");
         let quotas = server.store("", "v1", "resourcequotas").expect("quotas");
-        ResourceQuotaController::start(client.clone(), quotas, server.stores(), cacher, "/registry".into())
-            .wait()
-            .await;
+        ResourceQuotaController::start(
+            client.clone(),
+            quotas,
+            server.stores(),
+            cacher,
+            "/registry".into(),
+        )
+        .wait()
+        .await;
         let base = "/api/v1/namespaces/ns";
         for name in ["a", "b"] {
             let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
-            client.create(&format!("{base}/configmaps"), &cm).await.expect("configmap");
+            client
+                .create(&format!("{base}/configmaps"), &cm)
+                .await
+                .expect("configmap");
         }
         let quota = json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
             "spec": {"hard": {"configmaps": "5", "count/configmaps": "5", "requests.cpu": "1", "widgets": "1"}}});
-        client.create(&format!("{base}/resourcequotas"), &quota).await.expect("quota");
+        client
+            .create(&format!("{base}/resourcequotas"), &quota)
+            .await
+            .expect("quota");
         let status = |want: Value| {
             let client = client.clone();
             async move {
                 let mut last = Value::Null;
                 for _ in 0..100 {
-                    last = client.get(&format!("{base}/resourcequotas/q")).await.expect("quota");
+                    last = client
+                        .get(&format!("{base}/resourcequotas/q"))
+                        .await
+                        .expect("quota");
                     if last["status"] == want {
                         return;
                     }
@@ -323,7 +367,10 @@ mod tests {
         let hard = json!({"configmaps": "5", "count/configmaps": "5", "requests.cpu": "1", "widgets": "1"});
         // What nothing counts (`widgets`) is left out, as kube does.
         status(json!({"hard": hard, "used": {"configmaps": "2", "count/configmaps": "2", "requests.cpu": "0"}})).await;
-        client.delete(&format!("{base}/configmaps/a")).await.expect("deleted");
+        client
+            .delete(&format!("{base}/configmaps/a"))
+            .await
+            .expect("deleted");
         status(json!({"hard": hard, "used": {"configmaps": "1", "count/configmaps": "1", "requests.cpu": "0"}})).await;
     }
 }

@@ -86,7 +86,8 @@ impl ResourceQuota {
             object["status"] = Value::Object(Default::default());
         }
         object["status"]["used"] = to_json(used);
-        let bytes = Bytes::from(serde_json::to_vec(&object).map_err(|e| Error::internal(e.to_string()))?);
+        let bytes =
+            Bytes::from(serde_json::to_vec(&object).map_err(|e| Error::internal(e.to_string()))?);
         match self.storage.update(&quota.key, bytes, quota.revision).await {
             Ok(_) => Ok(true),
             Err(crate::Error::Conflict { .. }) | Err(crate::Error::NotFound(_)) => Ok(false),
@@ -100,14 +101,19 @@ impl ResourceQuota {
 /// change), any other resource's object count on create.
 fn handles(attrs: &Attributes<'_>) -> bool {
     let resource = attrs.resource;
-    let ignored = resource.plural == "events" && (resource.group.is_empty() || resource.group == "events.k8s.io");
+    let ignored = resource.plural == "events"
+        && (resource.group.is_empty() || resource.group == "events.k8s.io");
     if ignored || !attrs.subresource.is_empty() || attrs.namespace.is_empty() {
         return false;
     }
     match attrs.operation {
         Operation::Create => true,
         Operation::Update => {
-            resource.group.is_empty() && matches!(resource.plural.as_str(), "services" | "persistentvolumeclaims")
+            resource.group.is_empty()
+                && matches!(
+                    resource.plural.as_str(),
+                    "services" | "persistentvolumeclaims"
+                )
         }
         Operation::Delete => false,
     }
@@ -171,7 +177,9 @@ mod tests {
     async fn plugin() -> (ResourceQuota, Arc<dyn Storage>, Arc<Cacher>) {
         let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::default());
         let cacher = Cacher::start(storage.clone()).await.expect("cacher");
-        let plugin = ResourceQuota::new(cacher.clone(), "/registry").await.expect("plugin");
+        let plugin = ResourceQuota::new(cacher.clone(), "/registry")
+            .await
+            .expect("plugin");
         (plugin, storage, cacher)
     }
 
@@ -182,7 +190,12 @@ mod tests {
         crate::resource::Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain)
     }
 
-    fn attrs<'a>(resource: &'a crate::resource::Resource, user: &'a UserInfo, name: &'a str, dry_run: bool) -> Attributes<'a> {
+    fn attrs<'a>(
+        resource: &'a crate::resource::Resource,
+        user: &'a UserInfo,
+        name: &'a str,
+        dry_run: bool,
+    ) -> Attributes<'a> {
         Attributes {
             operation: Operation::Create,
             resource,
@@ -202,7 +215,10 @@ mod tests {
     async fn quota(storage: &Arc<dyn Storage>, cacher: &Cacher, hard: &str, used: &str) {
         let quota = json!({"metadata": {"name": "q", "namespace": "ns"},
             "status": {"hard": {"configmaps": hard}, "used": {"configmaps": used}}});
-        storage.create(KEY, Bytes::from(quota.to_string())).await.expect("quota");
+        storage
+            .create(KEY, Bytes::from(quota.to_string()))
+            .await
+            .expect("quota");
         cacher.wait_fresh().await.expect("the cache sees the quota");
     }
 
@@ -217,13 +233,26 @@ mod tests {
         quota(&storage, &cacher, "2", "1").await;
         let (resource, user) = (configmaps(), UserInfo::default());
         let cm = json!({"metadata": {"name": "c"}});
-        plugin.validate(&attrs(&resource, &user, "c", true), Some(&cm)).await.expect("dry run fits");
-        plugin.validate(&attrs(&resource, &user, "c", false), Some(&cm)).await.expect("fits");
-        assert_eq!(used(&storage).await, json!({"configmaps": "2"}), "charged once, not by the dry run");
+        plugin
+            .validate(&attrs(&resource, &user, "c", true), Some(&cm))
+            .await
+            .expect("dry run fits");
+        plugin
+            .validate(&attrs(&resource, &user, "c", false), Some(&cm))
+            .await
+            .expect("fits");
+        assert_eq!(
+            used(&storage).await,
+            json!({"configmaps": "2"}),
+            "charged once, not by the dry run"
+        );
         // Whether or not the cache has seen that charge yet (a stale read
         // loses its swap and is charged again on what etcd holds), the
         // next one counts it.
-        let err = plugin.validate(&attrs(&resource, &user, "c", false), Some(&cm)).await.unwrap_err();
+        let err = plugin
+            .validate(&attrs(&resource, &user, "c", false), Some(&cm))
+            .await
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "configmaps \"c\" is forbidden: exceeded quota: q, requested: configmaps=1, used: configmaps=2, limited: configmaps=2"
@@ -236,7 +265,9 @@ mod tests {
         let (first, storage, cacher) = plugin().await;
         // A second server: its own cache over the same storage.
         let other = Cacher::start(storage.clone()).await.expect("cacher");
-        let second = ResourceQuota::new(other.clone(), "/registry").await.expect("plugin");
+        let second = ResourceQuota::new(other.clone(), "/registry")
+            .await
+            .expect("plugin");
         quota(&storage, &cacher, "3", "0").await;
         other.wait_fresh().await.expect("fresh");
         let (resource, user) = (configmaps(), UserInfo::default());
@@ -244,10 +275,18 @@ mod tests {
         let tries = (0..8).map(|i| {
             let plugin = if i % 2 == 0 { &first } else { &second };
             let (resource, user, cm) = (&resource, &user, &cm);
-            async move { plugin.validate(&attrs(resource, user, "c", false), Some(cm)).await }
+            async move {
+                plugin
+                    .validate(&attrs(resource, user, "c", false), Some(cm))
+                    .await
+            }
         });
         let results = futures::future::join_all(tries).await;
-        assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 3, "{results:?}");
+        assert_eq!(
+            results.iter().filter(|r| r.is_ok()).count(),
+            3,
+            "{results:?}"
+        );
         assert_eq!(used(&storage).await, json!({"configmaps": "3"}));
     }
 }
