@@ -179,6 +179,45 @@ enum Check {
     Ratio,
 }
 
+/// One observed value held to a min or max: a request or a limit.
+struct Observed<'a> {
+    what: &'a str,
+    quantity: Option<&'a Quantity>,
+    value: i128,
+}
+
+/// A min (`above` false) or max violated by the first of `observed` that
+/// crosses `enforced` (the first must be present), in kube's words.
+fn bound(
+    above: bool,
+    (kind, name, enforced): (&str, &str, &Quantity),
+    enforced_value: i128,
+    observed: &[Observed<'_>],
+) -> Option<String> {
+    let word = if above { "maximum" } else { "minimum" };
+    let first = observed.first()?;
+    if first.quantity.is_none() {
+        return Some(format!(
+            "{word} {name} usage per {kind} is {enforced}.  No {} is specified",
+            first.what
+        ));
+    }
+    let crosses = |o: &&Observed<'_>| {
+        o.quantity.is_some()
+            && if above {
+                o.value > enforced_value
+            } else {
+                o.value < enforced_value
+            }
+    };
+    let found = observed.iter().find(crosses)?;
+    let shown = found.quantity.map(Quantity::to_string).unwrap_or_default();
+    Some(format!(
+        "{word} {name} usage per {kind} is {enforced}, but {} is {shown}",
+        found.what
+    ))
+}
+
 /// The violation of one check of `name` (per `kind`), if any.
 fn check(
     check: Check,
@@ -190,70 +229,30 @@ fn check(
 ) -> Option<String> {
     let (req, lim) = (requests.get(name), limits.get(name));
     let [req_v, lim_v, enf_v] = comparable([req, lim, Some(enforced)]);
-    let shown = |q: Option<&Quantity>| q.map(Quantity::to_string).unwrap_or_default();
+    let request = Observed {
+        what: "request",
+        quantity: req,
+        value: req_v,
+    };
+    let limit = Observed {
+        what: "limit",
+        quantity: lim,
+        value: lim_v,
+    };
+    let what = (kind, name, enforced);
     match check {
-        Check::Min => {
-            if req.is_none() {
-                Some(format!(
-                    "minimum {name} usage per {kind} is {enforced}.  No request is specified"
-                ))
-            } else if req_v < enf_v {
-                Some(format!(
-                    "minimum {name} usage per {kind} is {enforced}, but request is {}",
-                    shown(req)
-                ))
-            } else if lim.is_some() && lim_v < enf_v {
-                Some(format!(
-                    "minimum {name} usage per {kind} is {enforced}, but limit is {}",
-                    shown(lim)
-                ))
-            } else {
-                None
-            }
-        }
-        Check::Max => {
-            if lim.is_none() {
-                Some(format!(
-                    "maximum {name} usage per {kind} is {enforced}.  No limit is specified"
-                ))
-            } else if lim_v > enf_v {
-                Some(format!(
-                    "maximum {name} usage per {kind} is {enforced}, but limit is {}",
-                    shown(lim)
-                ))
-            } else if req.is_some() && req_v > enf_v {
-                Some(format!(
-                    "maximum {name} usage per {kind} is {enforced}, but request is {}",
-                    shown(req)
-                ))
-            } else {
-                None
-            }
-        }
-        Check::MaxRequest => {
-            if req.is_none() {
-                Some(format!(
-                    "maximum {name} usage per {kind} is {enforced}.  No request is specified"
-                ))
-            } else if req_v > enf_v {
-                Some(format!(
-                    "maximum {name} usage per {kind} is {enforced}, but request is {}",
-                    shown(req)
-                ))
-            } else {
-                None
-            }
-        }
+        Check::Min => bound(false, what, enf_v, &[request, limit]),
+        Check::Max => bound(true, what, enf_v, &[limit, request]),
+        Check::MaxRequest => bound(true, what, enf_v, &[request]),
         Check::Ratio => {
+            let ratio = format!("{name} max limit to request ratio per {kind} is {enforced}");
             if req.is_none() || req_v == 0 {
                 return Some(format!(
-                    "{name} max limit to request ratio per {kind} is {enforced}, but no request is specified or request is 0"
+                    "{ratio}, but no request is specified or request is 0"
                 ));
             }
             if lim.is_none() || lim_v == 0 {
-                return Some(format!(
-                    "{name} max limit to request ratio per {kind} is {enforced}, but no limit is specified or limit is 0"
-                ));
+                return Some(format!("{ratio}, but no limit is specified or limit is 0"));
             }
             let observed = lim_v as f64 / req_v as f64;
             let (scaled, max) = if enforced.value() <= i64::MAX as i128 / 1000 {
@@ -261,9 +260,7 @@ fn check(
             } else {
                 (observed, enforced.value() as f64)
             };
-            (scaled > max).then(|| {
-                format!("{name} max limit to request ratio per {kind} is {enforced}, but provided ratio is {observed:.6}")
-            })
+            (scaled > max).then(|| format!("{ratio}, but provided ratio is {observed:.6}"))
         }
     }
 }
