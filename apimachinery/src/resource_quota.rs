@@ -108,7 +108,7 @@ fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
 }
 
 /// Whether a pod no longer counts for compute quota (a terminal phase).
-fn finished(pod: &Value) -> bool {
+pub fn finished(pod: &Value) -> bool {
     matches!(text(pod, "/status/phase"), "Succeeded" | "Failed")
 }
 

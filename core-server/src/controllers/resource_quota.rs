@@ -54,6 +54,7 @@ pub struct ResourceQuotaController {
 #[rtype(result = "()")]
 pub struct Sync(pub String);
 
+/// An object's namespace, if it has one.
 fn namespace_of(obj: &Value) -> Option<String> {
     obj.pointer("/metadata/namespace")
         .and_then(Value::as_str)
@@ -119,23 +120,20 @@ impl ResourceQuotaController {
             let pods = store.resource.group.is_empty() && store.resource.plural == "pods";
             let deleted = on_deletion(controller.clone());
             let controller = controller.clone();
-            informer::follow(store, Duration::from_secs(3600), move |change| {
-                // A pod that has finished frees quota too.
-                let finished = pods
-                    && matches!(&change, Change::Present(pod) if matches!(
-                        pod.pointer("/status/phase").and_then(Value::as_str),
-                        Some("Succeeded" | "Failed")
-                    ));
-                match change {
-                    Change::Present(pod) if finished => {
+            // Deletions free quota, and so does a pod that has finished.
+            informer::follow(
+                store,
+                Duration::from_secs(3600),
+                move |change| match change {
+                    Change::Present(pod) if pods && resource_quota::finished(&pod) => {
                         if let Some(ns) = namespace_of(&pod) {
                             controller.do_send(Sync(ns));
                         }
                         true
                     }
                     change => deleted(change),
-                }
-            });
+                },
+            );
         }
         informer::follow(quotas, RESYNC, move |change| {
             if let Change::Present(quota) = change
