@@ -3,8 +3,9 @@
 //! admin and for a ServiceAccount alike), its status kept by the quota
 //! controller and freed when an object goes; dry runs charge nothing;
 //! compute quotas refusing pods over them or without the limits they
-//! count, and scopes; LimitRange defaults written into pods, and its min
-//! and max enforced on pods and claims.
+//! count, and scopes; node ports charged when a Service's type changes;
+//! LimitRange defaults written into pods, and its min and max enforced on
+//! pods and claims; a custom resource's object count.
 
 use std::time::Duration;
 
@@ -71,6 +72,7 @@ fn quotas_and_limit_ranges_as_kube_enforces_them() {
     object_counts(&cluster);
     compute(&cluster);
     limit_ranges(&cluster);
+    services(&cluster);
     custom_resources(&cluster);
 }
 
@@ -354,6 +356,55 @@ fn limit_ranges(cluster: &Cluster) {
             "maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi"
         )
     );
+}
+
+/// Node ports are charged when a Service's type changes (an update charged
+/// by what it adds), and refused past the quota.
+fn services(cluster: &Cluster) {
+    let ns = "served";
+    namespace_with(
+        cluster,
+        ns,
+        resource_quota(
+            ns,
+            "ports",
+            json!({"hard": {"services": "3", "services.nodeports": "1"}}),
+        ),
+    );
+    until_used(
+        cluster,
+        ns,
+        "ports",
+        &json!({"services": "0", "services.nodeports": "0"}),
+    );
+    let service = |name: &str, kind: &str| {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+            "spec": {"type": kind, "ports": [{"port": 80}]}})
+    };
+    create(cluster, &service("a", "ClusterIP")).ok();
+    cluster
+        .kubectl(&[
+            "patch",
+            "service",
+            "a",
+            "-n",
+            ns,
+            "-p",
+            r#"{"spec":{"type":"NodePort"}}"#,
+        ])
+        .ok();
+    assert_eq!(
+        quota(cluster, ns, "ports")["status"]["used"],
+        json!({"services": "1", "services.nodeports": "1"})
+    );
+    assert_eq!(
+        refusal(create(cluster, &service("b", "NodePort"))),
+        forbidden(
+            "services \"b\"",
+            "exceeded quota: ports, requested: services.nodeports=1, used: services.nodeports=1, limited: services.nodeports=1"
+        )
+    );
+    create(cluster, &service("c", "ClusterIP")).ok();
 }
 
 /// A quota on a custom resource's object count: charged by the extension
