@@ -5,7 +5,8 @@
 //! compute quotas refusing pods over them or without the limits they
 //! count, and scopes; node ports charged when a Service's type changes;
 //! LimitRange defaults written into pods, and its min and max enforced on
-//! pods and claims; a custom resource's object count.
+//! pods and claims; a custom resource's object count; and writes racing
+//! through two core-server replicas never getting past a quota.
 
 use std::time::Duration;
 
@@ -450,4 +451,59 @@ fn custom_resources(cluster: &Cluster) {
     cluster.kubectl(&["delete", "gadget", "g1", "-n", ns]).ok();
     until_used(cluster, ns, "crs", &json!({counted: "0"}));
     create(cluster, &gadget("g2")).ok();
+}
+
+/// Writes racing through two core-server replicas for a quota's last
+/// places: no more objects are stored than the quota allows, and its
+/// `status.used` counts exactly those stored.
+#[test]
+fn replicas_racing_never_exceed_a_quota() {
+    let cluster = Cluster::start_with(&["--core-replicas", "2"]);
+    let ns = "raced";
+    let hard = 4;
+    namespace_with(
+        &cluster,
+        ns,
+        resource_quota(
+            ns,
+            "objects",
+            json!({"hard": {"configmaps": hard.to_string()}}),
+        ),
+    );
+    until_used(&cluster, ns, "objects", &json!({"configmaps": "0"}));
+    let runs: Vec<Run> = std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..10)
+            .map(|i| {
+                let cluster = &cluster;
+                scope.spawn(move || {
+                    cluster.kubectl(&["create", "configmap", &format!("cm-{i}"), "-n", ns])
+                })
+            })
+            .collect();
+        writers
+            .into_iter()
+            .map(|w| w.join().expect("a writer"))
+            .collect()
+    });
+    let created = runs.iter().filter(|r| r.code == 0).count();
+    eprintln!("{created} of {} created", runs.len());
+    for run in runs.iter().filter(|r| r.code != 0) {
+        assert!(
+            run.stderr.contains("exceeded quota: objects")
+                || run.stderr.contains("Operation cannot be fulfilled"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert!((1..=hard).contains(&created), "{created} created: {runs:?}");
+    let stored = cluster
+        .kubectl(&["get", "configmaps", "-n", ns, "-o", "json"])
+        .json()["items"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(stored, created);
+    assert_eq!(
+        quota(&cluster, ns, "objects")["status"]["used"]["configmaps"],
+        created.to_string()
+    );
 }

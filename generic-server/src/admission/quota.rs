@@ -17,7 +17,7 @@ use crate::storage::Storage;
 use crate::storage::cacher::{Cacher, ResourceCache, generic_ingest};
 
 /// How many times a charge is tried against quotas that changed under it.
-const ATTEMPTS: usize = 5;
+const ATTEMPTS: usize = 10;
 
 /// Charges writes to the ResourceQuotas of their namespace.
 pub struct ResourceQuota {
