@@ -4,9 +4,10 @@
 //! messages, tested without tokio, etcd or a network: Status errors, the
 //! names of API types and the etcd key layout, label and field selectors,
 //! JSON, merge and strategic-merge patches, server-side apply, JSONPath,
-//! resource quantities, object validation, the Pod Security Standards, Table output, OpenAPI documents, custom resource
-//! schemas, CRD validation and CEL. Every server depends on it; the IO lives
-//! in generic-server.
+//! resource quantities, LimitRange and ResourceQuota rules, object
+//! validation, the Pod Security Standards, Table output, OpenAPI documents,
+//! custom resource schemas, CRD validation and CEL. Every server depends on
+//! it; the IO lives in generic-server.
 
 pub mod apply;
 pub mod cel;
@@ -17,11 +18,13 @@ pub mod group_version;
 pub mod jsonpath;
 pub mod keys;
 pub mod label_selector;
+pub mod limit_range;
 pub mod openapi;
 pub mod patch;
 pub mod pod_security;
 pub mod quantity;
 pub mod rbac;
+pub mod resource_quota;
 pub mod schema;
 pub mod table;
 pub mod validation;

@@ -18,6 +18,7 @@ use allocation::{Ranges, ServiceAllocator};
 use anyhow::Context as _;
 use clap::Parser;
 use generic_server::admission::policy::ParamKind;
+use generic_server::admission::quota::ResourceQuota;
 use generic_server::admission::{Admission, AdmissionPlugin, NamespaceLifecycle};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::loopback::Loopback;
@@ -123,11 +124,18 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let pod_security = admission::pod_security::PodSecurity::new(cacher.clone(), &prefix)
         .await
         .context("pod security admission")?;
+    let limit_ranger = admission::limit_ranger::LimitRanger::new(cacher.clone(), &prefix)
+        .await
+        .context("limit ranger")?;
+    let quota = ResourceQuota::new(cacher.clone(), &prefix)
+        .await
+        .context("resource quota")?;
     let mut all = resources::all();
     all.extend(reviews::resources());
     let kinds = all.iter().map(ParamKind::of).collect();
     let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![
         Arc::new(lifecycle),
+        Arc::new(limit_ranger),
         Arc::new(
             admission::service_account::ServiceAccount::new(cacher.clone(), &prefix)
                 .await
@@ -156,6 +164,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
             .await
             .context("admission policies and webhooks")?,
     );
+    plugins.push(Arc::new(quota));
     let admission = Admission::new(plugins);
     server
         .install(all, &admission)

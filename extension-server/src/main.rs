@@ -15,6 +15,7 @@ use std::time::Duration;
 use actix::Actor;
 use anyhow::Context as _;
 use clap::Parser;
+use generic_server::admission::quota::ResourceQuota;
 use generic_server::admission::{self, Admission, AdmissionPlugin, NamespaceLifecycle};
 use generic_server::config::{self, Config};
 use generic_server::informer;
@@ -58,6 +59,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
             .await
             .context("admission policies and webhooks")?,
     );
+    plugins.push(Arc::new(
+        ResourceQuota::new(server.cacher.clone(), &server.etcd_root)
+            .await
+            .context("resource quota")?,
+    ));
     let admission = Admission::new(plugins);
     server
         .install(vec![crd::resource()], &admission)

@@ -172,7 +172,11 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
         "{denied:?}"
     );
     assert!(
-        annotated(&cluster, "bad-one", "key=deny.example.com/looked-at value=bad-one"),
+        annotated(
+            &cluster,
+            "bad-one",
+            "key=deny.example.com/looked-at value=bad-one"
+        ),
         "the webhook's auditAnnotations are kept"
     );
     let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bad-curl"}}"#;

@@ -1570,8 +1570,13 @@ fn every_kind() -> Vec<(&'static str, Value, Value)> {
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta("pod"),
                 "spec": {"containers": [{"name": "main", "image": "nginx:1.25", "ports": [{"containerPort": 80}],
                     "resources": {"limits": {"cpu": "500m"}}}]}}),
-            json!({"spec": merged(&pod_spec_defaults(1), &json!({
-                "containers": [{"ports": [{"protocol": "TCP"}], "resources": {"requests": {"cpu": "500m"}},
+            // The LimitRange above (created first) fills in the memory it
+            // leaves out, and LimitRanger says so.
+            json!({"metadata": {"annotations": {"kubernetes.io/limit-ranger":
+                    "LimitRanger plugin set: memory request for container main; memory limit for container main"}},
+                "spec": merged(&pod_spec_defaults(1), &json!({
+                "containers": [{"ports": [{"protocol": "TCP"}],
+                    "resources": {"requests": {"cpu": "500m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
                     "volumeMounts": [{"name": ANY, "readOnly": true, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]}],
                 "enableServiceLinks": true,
                 // What kube's admission adds: the ServiceAccount (with its

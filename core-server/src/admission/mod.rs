@@ -4,6 +4,7 @@
 
 pub mod default_storage_class;
 pub mod default_toleration_seconds;
+pub mod limit_ranger;
 pub mod pod_security;
 pub mod priority;
 pub mod service_account;

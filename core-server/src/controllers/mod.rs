@@ -4,6 +4,7 @@
 
 pub mod clusterrole_aggregation;
 pub mod garbage_collector;
+pub mod resource_quota;
 pub mod serviceaccount;
 
 use std::time::Duration;
@@ -18,7 +19,8 @@ use crate::allocation::AllocationRepair;
 /// Adds the core server's controllers: kube's bootstrap RBAC policy and the
 /// ClusterRole aggregation controller, the garbage collector (over this
 /// server's objects and its delegates'), the service account controller on
-/// namespace events, and the repair of service IP and node port allocations.
+/// namespace events, the resource quota controller, and the repair of
+/// service IP and node port allocations.
 pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
     let bootstrap_client = client.clone();
     server.add_post_start_hook("rbac/bootstrap-roles", async move {
@@ -53,6 +55,21 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
         garbage_collector::follow_delegates(&collector, cacher, discovery, &root);
         informer::Synced::all(synced).await;
     });
+    if let Some(quotas) = server.server.store("", "v1", "resourcequotas") {
+        let (quota_client, stores) = (client.clone(), server.server.stores());
+        let (cacher, root) = (server.cacher.clone(), server.etcd_root.clone());
+        server.add_post_start_hook("start-resource-quota-controller", async move {
+            resource_quota::ResourceQuotaController::start(
+                quota_client,
+                quotas,
+                stores,
+                cacher,
+                root,
+            )
+            .wait()
+            .await;
+        });
+    }
     if let Some(namespaces) = server.server.store("", "v1", "namespaces") {
         server.add_post_start_hook("start-service-account-controller", async move {
             let accounts = serviceaccount::ServiceAccountController::new(client).start();

@@ -1,9 +1,11 @@
 //! Admission: plugins that may mutate, then validate, every write before it
 //! is stored. Plugins run in a fixed order set when the server is built;
-//! [`webhook::Webhooks`], kube's admission webhooks, comes last.
+//! [`webhook::Webhooks`], kube's admission webhooks, then
+//! [`quota::ResourceQuota`], which charges what is left, come last.
 
 pub mod matching;
 pub mod policy;
+pub mod quota;
 pub mod webhook;
 
 use std::sync::{Arc, Mutex};
@@ -272,14 +274,13 @@ pub async fn cached(
 }
 
 /// 403 Forbidden naming the object, as kube's admission errors do
-/// (`pods "x" is forbidden: <why>`).
+/// (`pods "x" is forbidden: <why>`, with the object in the details).
 pub fn forbidden(attrs: &Attributes<'_>, why: &str) -> Error {
-    Error::new(
-        Reason::Forbidden,
-        format!(
-            "{} {:?} is forbidden: {why}",
-            attrs.resource.group_resource(),
-            attrs.name
-        ),
-    )
+    Error::Refused {
+        resource: attrs.resource.group_resource(),
+        name: attrs.name.into(),
+        reason: Reason::Forbidden,
+        why: why.into(),
+        causes: Vec::new(),
+    }
 }
