@@ -412,12 +412,7 @@ pub fn activation(
 mod tests {
     use super::*;
 
-    struct Plain;
-    impl crate::strategy::Strategy for Plain {}
-
-    fn configmaps() -> crate::resource::Resource {
-        crate::resource::Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain)
-    }
+    use crate::admission::test_support::{attributes, configmaps};
 
     fn attrs<'a>(
         resource: &'a crate::resource::Resource,
@@ -426,15 +421,8 @@ mod tests {
         subresource: &'a str,
     ) -> Attributes<'a> {
         Attributes {
-            operation,
-            resource,
             subresource,
-            namespace: "ns",
-            name: "x",
-            old: None,
-            user,
-            dry_run: false,
-            warnings: Default::default(),
+            ..attributes(resource, user, operation, "x")
         }
     }
 

@@ -284,3 +284,52 @@ pub fn forbidden(attrs: &Attributes<'_>, why: &str) -> Error {
         causes: Vec::new(),
     }
 }
+
+/// What the plugins' unit tests share: a resource and a write to it.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::{Attributes, Operation};
+    use crate::request::UserInfo;
+    use crate::resource::Resource;
+
+    struct Plain;
+    impl crate::strategy::Strategy for Plain {}
+
+    /// A built-in resource with no rules of its own.
+    pub(crate) fn resource<K>() -> Resource
+    where
+        K: k8s_openapi::Resource
+            + schemars::JsonSchema
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + 'static,
+    {
+        Resource::builtin::<K>(Plain)
+    }
+
+    /// ConfigMaps.
+    pub(crate) fn configmaps() -> Resource {
+        resource::<k8s_openapi::api::core::v1::ConfigMap>()
+    }
+
+    /// `operation` on the object `name` of `resource` in namespace `ns`, by
+    /// `user`: no subresource, no old object, not a dry run.
+    pub(crate) fn attributes<'a>(
+        resource: &'a Resource,
+        user: &'a UserInfo,
+        operation: Operation,
+        name: &'a str,
+    ) -> Attributes<'a> {
+        Attributes {
+            operation,
+            resource,
+            subresource: "",
+            namespace: "ns",
+            name,
+            old: None,
+            user,
+            dry_run: false,
+            warnings: Default::default(),
+        }
+    }
+}

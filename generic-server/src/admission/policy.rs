@@ -105,6 +105,24 @@ fn expression(value: &Value) -> Option<std::result::Result<Expression, String>> 
         .map(Expression::compile)
 }
 
+/// A list of named expressions (variables, audit annotations): each
+/// item's `name_field` and its compiled `expression_field`.
+fn named(
+    items: &[Value],
+    name_field: &str,
+    expression_field: &str,
+) -> Vec<(String, std::result::Result<Expression, String>)> {
+    items
+        .iter()
+        .map(|item| {
+            let name = item[name_field].as_str().unwrap_or_default().to_string();
+            let compiled = expression(&item[expression_field])
+                .unwrap_or_else(|| Err(format!("{expression_field} is required")));
+            (name, compiled)
+        })
+        .collect()
+}
+
 impl Policy {
     fn parse(policy: &Value, bindings: Vec<Binding>) -> Policy {
         let spec = &policy["spec"];
@@ -121,15 +139,7 @@ impl Policy {
                 (text("apiVersion").to_string(), text("kind").to_string())
             }),
             conditions: Conditions::parse(spec),
-            variables: list("variables")
-                .iter()
-                .map(|v| {
-                    let name = v["name"].as_str().unwrap_or_default().to_string();
-                    let compiled = expression(&v["expression"])
-                        .unwrap_or_else(|| Err("expression is required".into()));
-                    (name, compiled)
-                })
-                .collect(),
+            variables: named(&list("variables"), "name", "expression"),
             validations: list("validations")
                 .iter()
                 .map(|v| Validation {
@@ -143,15 +153,7 @@ impl Policy {
                         .unwrap_or(Reason::Invalid),
                 })
                 .collect(),
-            audit_annotations: list("auditAnnotations")
-                .iter()
-                .map(|a| {
-                    let key = a["key"].as_str().unwrap_or_default().to_string();
-                    let compiled = expression(&a["valueExpression"])
-                        .unwrap_or_else(|| Err("valueExpression is required".into()));
-                    (key, compiled)
-                })
-                .collect(),
+            audit_annotations: named(&list("auditAnnotations"), "key", "valueExpression"),
             bindings,
         }
     }
@@ -651,6 +653,8 @@ impl AdmissionPlugin for Policies {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::Operation;
+    use crate::admission::test_support::{attributes, configmaps};
 
     fn policy(spec: Value) -> Policy {
         Policy::parse(
@@ -692,42 +696,18 @@ mod tests {
             "policyName": "p", "validationActions": ["Warn", "Audit"],
             "matchResources": {"namespaceSelector": {"matchLabels": {"a": "b"}}}}}));
         assert!(!binding.deny && binding.warn && binding.audit);
-        let resource =
-            crate::resource::Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain);
+        let resource = configmaps();
         let user = crate::request::UserInfo::default();
-        let attrs = Attributes {
-            operation: super::super::Operation::Create,
-            resource: &resource,
-            subresource: "",
-            namespace: "ns",
-            name: "x",
-            old: None,
-            user: &user,
-            dry_run: false,
-            warnings: Default::default(),
-        };
+        let attrs = attributes(&resource, &user, Operation::Create, "x");
         assert!(binding.criteria.as_ref().is_some_and(|c| c.covers(&attrs)));
     }
-
-    struct Plain;
-    impl crate::strategy::Strategy for Plain {}
 
     #[test]
     fn refusals_are_in_kubes_words() {
         let resource =
-            crate::resource::Resource::builtin::<k8s_openapi::api::apps::v1::Deployment>(Plain);
+            crate::admission::test_support::resource::<k8s_openapi::api::apps::v1::Deployment>();
         let user = crate::request::UserInfo::default();
-        let attrs = Attributes {
-            operation: super::super::Operation::Create,
-            resource: &resource,
-            subresource: "",
-            namespace: "ns",
-            name: "web",
-            old: None,
-            user: &user,
-            dry_run: false,
-            warnings: Default::default(),
-        };
+        let attrs = attributes(&resource, &user, Operation::Create, "web");
         let error = refusal(
             &attrs,
             Denial {

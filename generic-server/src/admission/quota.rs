@@ -183,12 +183,7 @@ mod tests {
         (plugin, storage, cacher)
     }
 
-    struct Plain;
-    impl crate::strategy::Strategy for Plain {}
-
-    fn configmaps() -> crate::resource::Resource {
-        crate::resource::Resource::builtin::<k8s_openapi::api::core::v1::ConfigMap>(Plain)
-    }
+    use crate::admission::test_support::{attributes, configmaps};
 
     fn attrs<'a>(
         resource: &'a crate::resource::Resource,
@@ -197,15 +192,8 @@ mod tests {
         dry_run: bool,
     ) -> Attributes<'a> {
         Attributes {
-            operation: Operation::Create,
-            resource,
-            subresource: "",
-            namespace: "ns",
-            name,
-            old: None,
-            user,
             dry_run,
-            warnings: Default::default(),
+            ..attributes(resource, user, Operation::Create, name)
         }
     }
 
