@@ -66,12 +66,42 @@ pub trait Authorize: Send + Sync {
     ) -> (bool, String);
 }
 
+/// Which root variables an expression, or a set of them, reads: only
+/// those are converted to CEL for an evaluation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Uses(u8);
+
+impl Uses {
+    /// Every root variable.
+    pub const ALL: Uses = Uses((1 << ROOTS.len()) - 1);
+
+    fn bit(name: &str) -> u8 {
+        ROOTS
+            .iter()
+            .position(|root| *root == name)
+            .map_or(0, |i| 1 << i)
+    }
+
+    /// Whether `name` is read.
+    pub fn has(self, name: &str) -> bool {
+        self.0 & Self::bit(name) != 0
+    }
+
+    /// What either reads.
+    pub fn with(self, other: Uses) -> Uses {
+        Uses(self.0 | other.0)
+    }
+}
+
 /// A compiled admission expression.
 #[derive(Debug)]
 pub struct Expression {
     /// The expression as written.
     pub source: String,
     program: IdedExpr,
+    uses: Uses,
+    /// Its cost bound, where it does not depend on the data.
+    static_cost: Option<u64>,
 }
 
 impl Expression {
@@ -89,27 +119,46 @@ impl Expression {
         if !checked.errors.is_empty() {
             return Err(format!("compilation failed: {}", checked.errors.join("\n")));
         }
+        let uses = checked.roots.iter().fold(Uses::default(), |uses, name| {
+            uses.with(Uses(Uses::bit(name)))
+        });
         Ok(Expression {
             source: source.to_string(),
             program,
+            uses,
+            // Without sizes the estimator takes every size as the largest
+            // possible: a bound within the limit then holds for any data.
+            static_cost: (checked.cost.max <= PER_CALL_LIMIT).then_some(checked.cost.max),
         })
+    }
+
+    /// The root variables it reads.
+    pub fn uses(&self) -> Uses {
+        self.uses
     }
 
     /// Evaluates the expression, first charging its cost bound to `budget`;
     /// the error is kube's words for what failed.
-    pub fn evaluate(&self, input: &Activation, budget: &mut i64) -> Result<CelValue, String> {
-        let roots = ROOTS.map(|name| (name, Ty::Dyn));
-        let sizes = DataSizes {
-            roots: input
-                .json
-                .iter()
-                .map(|(name, value)| (*name, value, None))
-                .collect(),
-            bound: Some(input.extent),
+    pub fn evaluate(&self, input: &Activation<'_>, budget: &mut i64) -> Result<CelValue, String> {
+        let cost = match self.static_cost {
+            Some(cost) => cost,
+            None => {
+                let roots = ROOTS.map(|name| (name, Ty::Dyn));
+                let mut data: Vec<(&str, &Value, Option<&super::schema::Schema>)> = input
+                    .json
+                    .iter()
+                    .map(|(name, value)| (*name, *value, None))
+                    .collect();
+                data.push(("variables", &input.variables_json, None));
+                let sizes = DataSizes {
+                    roots: data,
+                    bound: Some(input.extent),
+                };
+                check_roots(&self.program, &self.source, &roots, &sizes)
+                    .cost
+                    .max
+            }
         };
-        let cost = check_roots(&self.program, &self.source, &roots, &sizes)
-            .cost
-            .max;
         if cost > PER_CALL_LIMIT {
             return Err(CALL_LIMIT_EXCEEDED.to_string());
         }
@@ -132,7 +181,7 @@ impl Expression {
 
     /// Evaluates the expression as a condition: `Ok(true)` only for `true`,
     /// and kube's `expression '…' resulted in error: …` otherwise.
-    pub fn holds(&self, input: &Activation, budget: &mut i64) -> Result<bool, String> {
+    pub fn holds(&self, input: &Activation<'_>, budget: &mut i64) -> Result<bool, String> {
         match self.evaluate(input, budget) {
             Ok(CelValue::Bool(b)) => Ok(b),
             Ok(other) => Err(format!(
@@ -149,51 +198,66 @@ impl Expression {
     }
 }
 
-/// What an admission expression reads: each root variable as CEL, and as
-/// JSON for sizing the cost bound.
-pub struct Activation {
+/// The data of one request, as admission expressions see it.
+#[derive(Default)]
+pub struct Inputs<'a> {
+    /// The object written (none on delete).
+    pub object: Option<&'a Value>,
+    /// The object replaced (none on create).
+    pub old_object: Option<&'a Value>,
+    /// The AdmissionRequest.
+    pub request: Option<&'a Value>,
+    /// The params a binding names.
+    pub params: Option<&'a Value>,
+    /// The namespace written to.
+    pub namespace: Option<&'a Value>,
+    /// The authorizer for the request's user.
+    pub authorizer: Option<Arc<dyn Authorize>>,
+}
+
+/// What an admission expression reads: each root variable it uses as CEL,
+/// and as JSON for sizing the cost bound.
+pub struct Activation<'a> {
     values: Vec<(&'static str, CelValue)>,
-    json: Vec<(&'static str, Value)>,
+    json: Vec<(&'static str, &'a Value)>,
     variables: HashMap<Key, CelValue>,
-    variables_json: serde_json::Map<String, Value>,
+    variables_json: Value,
     /// How much data there is: every string's length and every list's
     /// and map's count, added up. No value built without a comprehension
     /// can hold more; it bounds the sizes the estimator cannot see.
     extent: u64,
 }
 
-impl Activation {
-    /// The variables of one request: the object (null on delete), the old
-    /// object (null on create), the AdmissionRequest, the params, the
-    /// namespace, and the authorizer for the request's user.
-    pub fn new(
-        object: Option<&Value>,
-        old_object: Option<&Value>,
-        request: &Value,
-        params: Option<&Value>,
-        namespace: Option<&Value>,
-        authorizer: Option<Arc<dyn Authorize>>,
-    ) -> Activation {
+/// What an absent root variable reads as.
+static NULL: Value = Value::Null;
+
+impl<'a> Activation<'a> {
+    /// The variables of one request, converting only the roots in `uses`.
+    pub fn new(inputs: Inputs<'a>, uses: Uses) -> Activation<'a> {
         let mut activation = Activation {
             values: Vec::new(),
             json: Vec::new(),
             variables: HashMap::new(),
-            variables_json: serde_json::Map::new(),
+            variables_json: Value::Object(serde_json::Map::new()),
             extent: 0,
         };
         for (name, value) in [
-            ("object", object),
-            ("oldObject", old_object),
-            ("request", Some(request)),
-            ("params", params),
-            ("namespaceObject", namespace),
+            ("object", inputs.object),
+            ("oldObject", inputs.old_object),
+            ("request", inputs.request),
+            ("params", inputs.params),
+            ("namespaceObject", inputs.namespace),
         ] {
-            let value = value.cloned().unwrap_or(Value::Null);
-            activation.extent += extent(&value);
-            activation.values.push((name, json_to_cel(&value)));
+            if !uses.has(name) {
+                activation.values.push((name, CelValue::Null));
+                continue;
+            }
+            let value = value.unwrap_or(&NULL);
+            activation.extent += extent(value);
+            activation.values.push((name, json_to_cel(value)));
             activation.json.push((name, value));
         }
-        let authorizer = match authorizer {
+        let authorizer = match inputs.authorizer.filter(|_| uses.has("authorizer")) {
             Some(authz) => CelValue::Opaque(Arc::new(AuthzValue::Check(Box::new(Check {
                 authz,
                 service_account: None,
@@ -215,7 +279,9 @@ impl Activation {
     pub fn set_variable(&mut self, name: &str, value: CelValue) {
         let json = cel_to_json(&value);
         self.extent += extent(&json);
-        self.variables_json.insert(name.to_string(), json);
+        if let Some(map) = self.variables_json.as_object_mut() {
+            map.insert(name.to_string(), json);
+        }
         self.variables
             .insert(Key::String(Arc::new(name.to_string())), value);
         self.publish_variables();
@@ -227,9 +293,6 @@ impl Activation {
         });
         self.values.retain(|(name, _)| *name != "variables");
         self.values.push(("variables", map));
-        self.json.retain(|(name, _)| *name != "variables");
-        self.json
-            .push(("variables", Value::Object(self.variables_json.clone())));
     }
 }
 
@@ -452,27 +515,44 @@ mod tests {
         }
     }
 
-    fn input(object: Value) -> Activation {
-        let request = json!({"operation": "CREATE", "userInfo": {"username": "alice"}});
-        let params = json!({"data": {"max": "3"}, "spec": {"max": 3}});
-        Activation::new(
-            Some(&object),
-            None,
-            &request,
-            Some(&params),
-            Some(&json!({"metadata": {"name": "ns", "labels": {"env": "prod"}}})),
-            Some(Arc::new(OnlyPods)),
-        )
+    /// The data of the tests' request.
+    struct Data {
+        object: Value,
+        request: Value,
+        params: Value,
+        namespace: Value,
     }
 
-    fn holds(source: &str, input: &Activation) -> Result<bool, String> {
+    fn data(object: Value) -> Data {
+        Data {
+            object,
+            request: json!({"operation": "CREATE", "userInfo": {"username": "alice"}}),
+            params: json!({"data": {"max": "3"}, "spec": {"max": 3}}),
+            namespace: json!({"metadata": {"name": "ns", "labels": {"env": "prod"}}}),
+        }
+    }
+
+    fn input(data: &Data) -> Activation<'_> {
+        let inputs = Inputs {
+            object: Some(&data.object),
+            old_object: None,
+            request: Some(&data.request),
+            params: Some(&data.params),
+            namespace: Some(&data.namespace),
+            authorizer: Some(Arc::new(OnlyPods)),
+        };
+        Activation::new(inputs, Uses::ALL)
+    }
+
+    fn holds(source: &str, input: &Activation<'_>) -> Result<bool, String> {
         let mut budget = RUNTIME_COST_BUDGET;
         Expression::compile(source)?.holds(input, &mut budget)
     }
 
     #[test]
     fn reads_kubes_variables() {
-        let input = input(json!({"spec": {"replicas": 5}}));
+        let data = data(json!({"spec": {"replicas": 5}}));
+        let input = input(&data);
         assert_eq!(
             holds("object.spec.replicas > params.spec.max", &input),
             Ok(true)
@@ -498,8 +578,32 @@ mod tests {
     }
 
     #[test]
+    fn only_the_roots_read_are_converted() {
+        let compiled =
+            Expression::compile("object.a == 1 && size(variables) == 0").expect("compiles");
+        assert!(compiled.uses().has("object") && compiled.uses().has("variables"));
+        assert!(!compiled.uses().has("request") && !compiled.uses().has("params"));
+        let data = data(json!({"a": 1}));
+        let inputs = Inputs {
+            object: Some(&data.object),
+            request: Some(&data.request),
+            ..Default::default()
+        };
+        let input = Activation::new(inputs, compiled.uses());
+        let mut budget = RUNTIME_COST_BUDGET;
+        assert_eq!(compiled.holds(&input, &mut budget), Ok(true));
+        let request = Expression::compile("request == null").expect("compiles");
+        assert_eq!(
+            request.holds(&input, &mut budget),
+            Ok(true),
+            "not converted"
+        );
+    }
+
+    #[test]
     fn variables_are_seen_by_later_expressions() {
-        let mut input = input(json!({"spec": {"replicas": 5}}));
+        let data = data(json!({"spec": {"replicas": 5}}));
+        let mut input = input(&data);
         let mut budget = RUNTIME_COST_BUDGET;
         let value = Expression::compile("object.spec.replicas * 2")
             .and_then(|e| e.evaluate(&input, &mut budget))
@@ -510,7 +614,8 @@ mod tests {
 
     #[test]
     fn errors_in_kubes_words() {
-        let input = input(json!({"spec": {}}));
+        let data = data(json!({"spec": {}}));
+        let input = input(&data);
         assert_eq!(
             holds("object.spec.replicas > 1", &input),
             Err(
@@ -534,7 +639,8 @@ mod tests {
 
     #[test]
     fn the_authorizer_decides_for_the_user_or_an_account() {
-        let input = input(json!({}));
+        let data = data(json!({}));
+        let input = input(&data);
         assert_eq!(
             holds(
                 "authorizer.group('').resource('pods').namespace('ns').check('create').allowed()",
@@ -567,7 +673,8 @@ mod tests {
 
     #[test]
     fn sizes_the_checker_cannot_see_are_bounded_by_the_data() {
-        let input = input(json!({"n": 7, "name": "web"}));
+        let data = data(json!({"n": 7, "name": "web"}));
+        let input = input(&data);
         assert_eq!(
             holds(
                 "'n is ' + string(object.n) + object.name == 'n is 7web'",
@@ -580,7 +687,8 @@ mod tests {
     #[test]
     fn costly_expressions_are_not_run() {
         let big: Vec<i64> = (0..2000).collect();
-        let input = input(json!({"items": big}));
+        let data = data(json!({"items": big}));
+        let input = input(&data);
         let source =
             "object.items.all(a, object.items.all(b, object.items.all(c, a + b + c >= 0)))";
         assert_eq!(

@@ -317,6 +317,8 @@ pub struct Checked {
     pub cost: Estimate,
     /// Whether the expression reads `oldSelf`.
     pub uses_old_self: bool,
+    /// The root variables the expression reads.
+    pub roots: Vec<String>,
     /// Type errors, each formatted as cel-go formats an issue.
     pub errors: Vec<String>,
 }
@@ -360,12 +362,14 @@ pub fn check_roots(
         locals: Vec::new(),
         errors: Vec::new(),
         uses_old_self: false,
+        roots_read: Vec::new(),
     };
     let info = checker.expr(expr);
     Checked {
         ty: info.ty,
         cost: info.cost,
         uses_old_self: checker.uses_old_self,
+        roots: checker.roots_read,
         errors: checker.errors,
     }
 }
@@ -405,6 +409,7 @@ struct Checker<'a> {
     locals: Vec<Local>,
     errors: Vec<String>,
     uses_old_self: bool,
+    roots_read: Vec<String>,
 }
 
 impl Checker<'_> {
@@ -606,6 +611,9 @@ impl Checker<'_> {
         let cost = Estimate::fixed(1);
         if let Some((_, ty)) = self.roots.iter().find(|(root, _)| *root == name) {
             self.uses_old_self |= name == "oldSelf";
+            if !self.roots_read.iter().any(|r| r == name) {
+                self.roots_read.push(name.to_string());
+            }
             let mut info = Info::new(ty.clone(), cost);
             info.path = Some(vec![Seg::Var(name.into())]);
             return info;

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use apimachinery::cel::admission::{Activation, Authorize, Expression, RUNTIME_COST_BUDGET};
+use apimachinery::cel::admission::{
+    Activation, Authorize, Expression, Inputs, RUNTIME_COST_BUDGET, Uses,
+};
 use apimachinery::error::{Error, Result};
 use apimachinery::label_selector::LabelSelector;
 use serde_json::{Map, Value, json};
@@ -274,9 +276,17 @@ impl Conditions {
         self.0.is_empty()
     }
 
+    /// The root variables they read.
+    pub fn uses(&self) -> Uses {
+        self.0
+            .iter()
+            .filter_map(|(_, c)| c.as_ref().ok())
+            .fold(Uses::default(), |uses, c| uses.with(c.uses()))
+    }
+
     /// kube's matcher: false as soon as one condition is false; else the
     /// errors of those that failed, if any (their failurePolicy decides).
-    pub fn hold(&self, input: &Activation) -> std::result::Result<bool, String> {
+    pub fn hold(&self, input: &Activation<'_>) -> std::result::Result<bool, String> {
         let mut budget = RUNTIME_COST_BUDGET;
         let mut errors = Vec::new();
         for (_, condition) in &self.0 {
@@ -391,21 +401,24 @@ impl Authorize for UserAuthorizer {
     }
 }
 
-/// What CEL reads of a write: `object`, `oldObject`, `request`, and the
-/// authorizer for the writing user; params and namespace as given.
-pub fn activation(
-    attrs: &Attributes<'_>,
-    object: Option<&Value>,
-    request: &Value,
-    params: Option<&Value>,
-    namespace: Option<&Value>,
-    authorizer: Option<Arc<dyn Authorize>>,
-) -> Activation {
+/// What CEL reads of a write: `object` (none on delete), `oldObject`,
+/// and the rest as given, converting only the roots in `uses`.
+pub fn activation<'a>(
+    attrs: &Attributes<'a>,
+    object: Option<&'a Value>,
+    inputs: Inputs<'a>,
+    uses: Uses,
+) -> Activation<'a> {
     let object = match attrs.operation {
         Operation::Delete => None,
         _ => object,
     };
-    Activation::new(object, attrs.old, request, params, namespace, authorizer)
+    let inputs = Inputs {
+        object,
+        old_object: attrs.old,
+        ..inputs
+    };
+    Activation::new(inputs, uses)
 }
 
 #[cfg(test)]
@@ -491,8 +504,13 @@ mod tests {
 
     #[test]
     fn conditions_short_circuit_on_false_and_report_errors() {
-        let request = json!({"operation": "CREATE"});
-        let input = Activation::new(Some(&json!({"a": 1})), None, &request, None, None, None);
+        let (request, object) = (json!({"operation": "CREATE"}), json!({"a": 1}));
+        let inputs = Inputs {
+            object: Some(&object),
+            request: Some(&request),
+            ..Default::default()
+        };
+        let input = Activation::new(inputs, Uses::ALL);
         let conditions = |list: Value| Conditions::parse(&json!({"matchConditions": list}));
         let both = conditions(json!([
             {"name": "bad", "expression": "object.nope == 1"},

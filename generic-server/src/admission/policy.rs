@@ -11,7 +11,9 @@
 
 use std::sync::Arc;
 
-use apimachinery::cel::admission::{Activation, CelValue, Expression, RUNTIME_COST_BUDGET};
+use apimachinery::cel::admission::{
+    Activation, CelValue, Expression, Inputs, RUNTIME_COST_BUDGET, Uses,
+};
 use apimachinery::error::{Error, Reason, Result, StatusCause};
 use apimachinery::label_selector::LabelSelector;
 use serde_json::{Value, json};
@@ -95,6 +97,8 @@ struct Policy {
     validations: Vec<Validation>,
     audit_annotations: Vec<(String, std::result::Result<Expression, String>)>,
     bindings: Vec<Binding>,
+    /// The root variables its expressions read.
+    uses: Uses,
 }
 
 /// Compiles an optional expression field.
@@ -155,7 +159,27 @@ impl Policy {
                 .collect(),
             audit_annotations: named(&list("auditAnnotations"), "key", "valueExpression"),
             bindings,
+            uses: Uses::default(),
         }
+        .with_uses()
+    }
+
+    /// The policy, knowing which root variables its expressions read.
+    fn with_uses(mut self) -> Policy {
+        let named = self
+            .variables
+            .iter()
+            .chain(&self.audit_annotations)
+            .map(|(_, e)| e);
+        let validations = self
+            .validations
+            .iter()
+            .flat_map(|v| std::iter::once(&v.expression).chain(v.message_expression.as_ref()));
+        self.uses = named
+            .chain(validations)
+            .filter_map(|e| e.as_ref().ok())
+            .fold(self.conditions.uses(), |uses, e| uses.with(e.uses()));
+        self
     }
 }
 
@@ -387,7 +411,7 @@ impl Policies {
     fn evaluate(
         &self,
         policy: &Policy,
-        input: &mut Activation,
+        input: &mut Activation<'_>,
         attrs: &Attributes<'_>,
     ) -> Vec<Failure> {
         let error = |message: String| Failure {
@@ -498,7 +522,7 @@ impl Policies {
 
 /// The message of a failed validation: its messageExpression's string,
 /// else its message, else `failed expression: …`.
-fn failure_message(validation: &Validation, input: &Activation, budget: &mut i64) -> String {
+fn failure_message(validation: &Validation, input: &Activation<'_>, budget: &mut i64) -> String {
     let evaluated = validation
         .message_expression
         .as_ref()
@@ -580,7 +604,7 @@ impl AdmissionPlugin for Policies {
             return Ok(());
         }
         let mut denials = Vec::new();
-        let mut context: Option<(Value, Option<Value>)> = None;
+        let (mut request, mut namespace) = (None, None);
         for policy in &compiled.policies {
             if !policy.criteria.covers(attrs) {
                 continue;
@@ -614,30 +638,29 @@ impl AdmissionPlugin for Policies {
                         continue;
                     }
                 };
-                if context.is_none() {
-                    let request =
-                        matching::admission_request(attrs, &uuid::Uuid::new_v4().to_string());
-                    let namespace = self.namespaces.namespace(attrs).await?.map(|mut ns| {
+                // What only some policies read is made once, when one does.
+                if policy.uses.has("request") && request.is_none() {
+                    let uid = uuid::Uuid::new_v4().to_string();
+                    request = Some(matching::admission_request(attrs, &uid));
+                }
+                if policy.uses.has("namespaceObject") && namespace.is_none() {
+                    let found = self.namespaces.namespace(attrs).await?.map(|mut ns| {
                         if let Some(meta) = ns["metadata"].as_object_mut() {
                             meta.remove("managedFields");
                         }
                         ns
                     });
-                    context = Some((request, namespace));
+                    namespace = Some(found);
                 }
-                let Some((request, namespace)) = &context else {
-                    continue;
-                };
                 for param in params {
-                    let authorizer = UserAuthorizer::new(&self.rbac, attrs.user);
-                    let mut input = matching::activation(
-                        attrs,
-                        obj,
-                        request,
-                        param.as_ref(),
-                        namespace.as_ref(),
-                        Some(authorizer),
-                    );
+                    let inputs = Inputs {
+                        request: request.as_ref(),
+                        params: param.as_ref(),
+                        namespace: namespace.as_ref().and_then(Option::as_ref),
+                        authorizer: Some(UserAuthorizer::new(&self.rbac, attrs.user)),
+                        ..Default::default()
+                    };
+                    let mut input = matching::activation(attrs, obj, inputs, policy.uses);
                     let failures = self.evaluate(policy, &mut input, attrs);
                     self.act(policy, binding, failures, attrs, &mut denials);
                 }
@@ -665,8 +688,12 @@ mod tests {
 
     #[test]
     fn messages_fall_back_as_kubes_do() {
-        let request = json!({});
-        let input = Activation::new(Some(&json!({"n": 7})), None, &request, None, None, None);
+        let object = json!({"n": 7});
+        let inputs = Inputs {
+            object: Some(&object),
+            ..Default::default()
+        };
+        let input = Activation::new(inputs, Uses::ALL);
         let p = policy(json!({"validations": [
             {"expression": "object.n < 5", "messageExpression": "'n is ' + string(object.n)"},
             {"expression": "object.n < 5", "message": " too many "},

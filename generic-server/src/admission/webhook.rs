@@ -17,6 +17,7 @@ use super::{AdmissionPlugin, Attributes};
 use crate::filters::rbac::Rbac;
 use crate::service_client::{Clients, ObjectReader, post_review};
 use crate::storage::cacher::{Cacher, Derived, ResourceCache, generic_ingest};
+use apimachinery::cel::admission::Inputs;
 
 /// The group of the webhook configurations.
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -146,7 +147,7 @@ impl Webhooks {
             return Ok(Vec::new());
         }
         let mut relevant = Vec::new();
-        let mut input = None;
+        let mut request = None;
         for hook in hooks {
             if !hook.criteria.covers(attrs) {
                 continue;
@@ -162,12 +163,14 @@ impl Webhooks {
                 continue;
             }
             if !hook.conditions.is_empty() {
-                let input = input.get_or_insert_with(|| {
-                    let request = matching::admission_request(attrs, "");
-                    let authorizer = UserAuthorizer::new(&self.rbac, attrs.user);
-                    matching::activation(attrs, object, &request, None, None, Some(authorizer))
-                });
-                match hook.conditions.hold(input) {
+                let request = request.get_or_insert_with(|| matching::admission_request(attrs, ""));
+                let inputs = Inputs {
+                    request: Some(request),
+                    authorizer: Some(UserAuthorizer::new(&self.rbac, attrs.user)),
+                    ..Default::default()
+                };
+                let input = matching::activation(attrs, object, inputs, hook.conditions.uses());
+                match hook.conditions.hold(&input) {
                     Ok(true) => {}
                     Ok(false) => continue,
                     Err(_) if hook.fail_open => continue,
