@@ -741,6 +741,36 @@ fn policies_deny_warn_and_audit_with_params() {
         "no audit annotation in core-server's log"
     );
 
+    // Deletes are validated too, and their warnings reach kubectl.
+    let keep = "  matchConstraints:\n    resourceRules: [{operations: [DELETE], apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps]}]\n\
+                \x20 validations:\n  - expression: \"!has(oldObject.metadata.labels) || !('keep' in oldObject.metadata.labels)\"\n\
+                \x20   message: this configmap was marked keep\n";
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &policy("keep.example.com", keep, "  validationActions: [Warn]\n"),
+        )
+        .ok();
+    let mut kept = 0;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            kept += 1;
+            let name = format!("kept-{kept}");
+            cluster
+                .kubectl(&["create", "configmap", &name, "-n", "free"])
+                .ok();
+            cluster
+                .kubectl(&["label", "configmap", &name, "-n", "free", "keep=yes"])
+                .ok();
+            let run = cluster.kubectl(&["delete", "configmap", &name, "-n", "free"]);
+            run.code == 0
+                && run.stderr.contains(
+                    "Warning: Validation failed for ValidatingAdmissionPolicy 'keep.example.com' with binding 'keep.example.com-binding': this configmap was marked keep",
+                )
+        }),
+        "no warning on delete"
+    );
+
     // The authorizer: a ConfigMap that names a Secret needs the right to read it.
     let secrets = "  matchConstraints:\n    resourceRules: [{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps]}]\n\
                    \x20 validations:\n  - expression: \"!has(object.data) || !('secret' in object.data) || \

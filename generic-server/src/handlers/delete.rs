@@ -5,7 +5,7 @@ use std::sync::Arc;
 use http::{StatusCode, header};
 use serde_json::{Value, json};
 
-use super::{check_verb, list_options, namespace, object_response, output};
+use super::{check_verb, list_options, namespace, object_response, output, with_warnings};
 use crate::codec::{self, MediaType};
 use crate::registry::{DeleteOptions, Store};
 use crate::request::{ApiRequest, ApiResponse};
@@ -19,26 +19,14 @@ pub async fn delete(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
     let deleted = store
         .delete(namespace(&store.resource, req), &req.info.name, &opts)
         .await?;
-    if !deleted.gone {
-        return Ok(object_response(
-            &store.resource,
-            StatusCode::ACCEPTED,
-            &deleted.object,
-            out,
-        ));
-    }
-    if store.resource.strategy.return_deleted_object() {
-        return Ok(object_response(
-            &store.resource,
-            StatusCode::OK,
-            &deleted.object,
-            out,
-        ));
-    }
-    Ok(ApiResponse::json(
-        StatusCode::OK,
-        &store.deleted_status(&deleted.object),
-    ))
+    let response = if !deleted.gone {
+        object_response(&store.resource, StatusCode::ACCEPTED, &deleted.object, out)
+    } else if store.resource.strategy.return_deleted_object() {
+        object_response(&store.resource, StatusCode::OK, &deleted.object, out)
+    } else {
+        ApiResponse::json(StatusCode::OK, &store.deleted_status(&deleted.object))
+    };
+    Ok(with_warnings(response, &deleted.warnings))
 }
 
 /// DELETE every object matching the selectors.

@@ -77,6 +77,8 @@ pub struct Deleted {
     pub object: Value,
     /// Whether it is gone (false: marked for deletion, waiting on finalizers).
     pub gone: bool,
+    /// Warnings for the client (from admission).
+    pub warnings: Vec<String>,
 }
 
 /// One page of a list.

@@ -372,12 +372,14 @@ impl Store {
                 opts.dry_run,
             );
             self.admission.validate(&attrs, None).await?;
+            let warnings = attrs.take_warnings();
             let mut keep =
                 self.resource.strategy.begin_delete(&mut obj)? || !finalizers(&obj).is_empty();
             if is_being_deleted(&obj) {
                 return Ok(Deleted {
                     object: obj,
                     gone: false,
+                    warnings: warnings.clone(),
                 });
             }
             // Orphan and Foreground deletion wait for the garbage collector.
@@ -406,6 +408,7 @@ impl Store {
                     return Ok(Deleted {
                         object: obj,
                         gone: false,
+                        warnings: warnings.clone(),
                     });
                 }
                 match self
@@ -418,6 +421,7 @@ impl Store {
                         return Ok(Deleted {
                             object: obj,
                             gone: false,
+                            warnings: warnings.clone(),
                         });
                     }
                     Err(crate::Error::Conflict { .. }) => continue,
@@ -428,6 +432,7 @@ impl Store {
                 return Ok(Deleted {
                     object: obj,
                     gone: true,
+                    warnings: warnings.clone(),
                 });
             }
             match self.storage.delete(&key, Some(revision)).await {
@@ -435,6 +440,7 @@ impl Store {
                     return Ok(Deleted {
                         object: obj,
                         gone: true,
+                        warnings: warnings.clone(),
                     });
                 }
                 Err(crate::Error::Conflict { .. }) => continue,
