@@ -33,6 +33,7 @@
 // A library until the CRD strategy wires it in.
 
 pub mod admission;
+pub mod type_checking;
 mod check;
 mod compile;
 mod library;
