@@ -6,6 +6,7 @@ pub mod clusterrole_aggregation;
 pub mod garbage_collector;
 pub mod resource_quota;
 pub mod serviceaccount;
+pub mod validating_admission_policy_status;
 
 use std::time::Duration;
 
@@ -19,8 +20,9 @@ use crate::allocation::AllocationRepair;
 /// Adds the core server's controllers: kube's bootstrap RBAC policy and the
 /// ClusterRole aggregation controller, the garbage collector (over this
 /// server's objects and its delegates'), the service account controller on
-/// namespace events, the resource quota controller, and the repair of
-/// service IP and node port allocations.
+/// namespace events, the resource quota controller, the repair of
+/// service IP and node port allocations, and the ValidatingAdmissionPolicy
+/// status controller.
 pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
     let bootstrap_client = client.clone();
     server.add_post_start_hook("rbac/bootstrap-roles", async move {
@@ -69,6 +71,32 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
             .wait()
             .await;
         });
+    }
+    if let Some(policies) = server.server.store(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+    ) {
+        let (status_client, stores) = (client.clone(), server.server.stores());
+        server.add_post_start_hook(
+            "start-validating-admission-policy-status-controller",
+            async move {
+                let controller =
+                    validating_admission_policy_status::PolicyStatusController::new(
+                        status_client,
+                        stores,
+                    )
+                    .start();
+                informer::follow(policies, Duration::from_secs(30), move |change| {
+                    if let Change::Present(policy) = change {
+                        controller.do_send(validating_admission_policy_status::Sync(policy));
+                    }
+                    true
+                })
+                .wait()
+                .await;
+            },
+        );
     }
     if let Some(namespaces) = server.server.store("", "v1", "namespaces") {
         server.add_post_start_hook("start-service-account-controller", async move {
