@@ -33,11 +33,11 @@
 // A library until the CRD strategy wires it in.
 
 pub mod admission;
-pub mod type_checking;
 mod check;
 mod compile;
 mod library;
 mod schema;
+pub mod type_checking;
 mod validate;
 mod value;
 

@@ -299,7 +299,10 @@ mod tests {
                 line("ReplicaSet", 12, "nope", source)
             )
         );
-        assert_eq!(warnings[1].field_ref, "spec.validations[0].messageExpression");
+        assert_eq!(
+            warnings[1].field_ref,
+            "spec.validations[0].messageExpression"
+        );
         assert_eq!(warnings.len(), 2);
     }
 
@@ -323,9 +326,7 @@ mod tests {
         let warnings = type_check(&spec, &Schemas::new());
         assert_eq!(warnings.len(), 1);
         assert!(
-            warnings[0]
-                .warning
-                .contains("undefined field 'sise'"),
+            warnings[0].warning.contains("undefined field 'sise'"),
             "{}",
             warnings[0].warning
         );

@@ -321,7 +321,9 @@ fn inline_at(schema: &Value, schemas: &Map<String, Value>, depth: usize) -> Valu
         return inlined;
     }
     let mut inlined = schema.clone();
-    for_each_subschema_mut(&mut inlined, &mut |sub| *sub = inline_at(sub, schemas, depth));
+    for_each_subschema_mut(&mut inlined, &mut |sub| {
+        *sub = inline_at(sub, schemas, depth)
+    });
     inlined
 }
 
@@ -484,17 +486,23 @@ mod tests {
         let mut refs = 0;
         collect_refs(&inlined, &mut |_| refs += 1);
         assert_eq!(refs, 0, "no reference is left");
-        let containers = &inlined["properties"]["spec"]["properties"]["template"]["properties"]
-            ["spec"]["properties"]["containers"];
+        let containers = &inlined["properties"]["spec"]["properties"]["template"]["properties"]["spec"]
+            ["properties"]["containers"];
         assert_eq!(containers["type"], "array");
         assert_eq!(containers["items"]["properties"]["image"]["type"], "string");
         let looped = json!({"a": {"properties": {"next": {"$ref": format!("{SCHEMA_PREFIX}a")}}}});
-        let deep = inline_refs(&json!({"$ref": format!("{SCHEMA_PREFIX}a")}), looped.as_object().expect("map"));
+        let deep = inline_refs(
+            &json!({"$ref": format!("{SCHEMA_PREFIX}a")}),
+            looped.as_object().expect("map"),
+        );
         let mut node = &deep;
         for _ in 0..MAX_INLINE_DEPTH - 1 {
             node = &node["properties"]["next"];
         }
-        assert_eq!(node["properties"]["next"], json!({"x-kubernetes-int-or-string": true}));
+        assert_eq!(
+            node["properties"]["next"],
+            json!({"x-kubernetes-int-or-string": true})
+        );
     }
 
     #[test]

@@ -81,12 +81,11 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
         server.add_post_start_hook(
             "start-validating-admission-policy-status-controller",
             async move {
-                let controller =
-                    validating_admission_policy_status::PolicyStatusController::new(
-                        status_client,
-                        stores,
-                    )
-                    .start();
+                let controller = validating_admission_policy_status::PolicyStatusController::new(
+                    status_client,
+                    stores,
+                )
+                .start();
                 informer::follow(policies, Duration::from_secs(30), move |change| {
                     if let Change::Present(policy) = change {
                         controller.do_send(validating_admission_policy_status::Sync(policy));

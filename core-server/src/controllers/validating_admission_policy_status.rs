@@ -97,11 +97,10 @@ async fn reconcile(
         Err(_) => Vec::new(),
     };
     let spec = policy["spec"].clone();
-    let warnings = tokio::task::spawn_blocking(move || {
-        type_check(&spec, &Kinds { builtins, crds })
-    })
-    .await
-    .unwrap_or_default();
+    let warnings =
+        tokio::task::spawn_blocking(move || type_check(&spec, &Kinds { builtins, crds }))
+            .await
+            .unwrap_or_default();
     policy["status"] = status(&policy["status"], generation, &warnings);
     client
         .update(&format!("{POLICIES}/{name}/status"), &policy)
