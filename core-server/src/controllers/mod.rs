@@ -8,12 +8,15 @@ pub mod resource_quota;
 pub mod serviceaccount;
 pub mod validating_admission_policy_status;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
 use generic_server::config::GenericServer;
 use generic_server::informer::{self, Change};
 use generic_server::loopback::Loopback;
+use generic_server::registry::Store;
+use serde_json::Value;
 
 use crate::allocation::AllocationRepair;
 
@@ -86,11 +89,8 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
                     stores,
                 )
                 .start();
-                informer::follow(policies, Duration::from_secs(30), move |change| {
-                    if let Change::Present(policy) = change {
-                        controller.do_send(validating_admission_policy_status::Sync(policy));
-                    }
-                    true
+                follow_present(policies, move |policy| {
+                    controller.do_send(validating_admission_policy_status::Sync(policy))
                 })
                 .wait()
                 .await;
@@ -100,11 +100,8 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
     if let Some(namespaces) = server.server.store("", "v1", "namespaces") {
         server.add_post_start_hook("start-service-account-controller", async move {
             let accounts = serviceaccount::ServiceAccountController::new(client).start();
-            informer::follow(namespaces, Duration::from_secs(30), move |change| {
-                if let Change::Present(ns) = change {
-                    accounts.do_send(serviceaccount::Sync(ns));
-                }
-                true
+            follow_present(namespaces, move |ns| {
+                accounts.do_send(serviceaccount::Sync(ns))
             })
             .wait()
             .await;
@@ -116,4 +113,15 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
             AllocationRepair::start(storage, services).wait().await;
         });
     }
+}
+
+/// Follows `store` (resynced every 30 s), handing `each` every object
+/// present in it.
+fn follow_present(store: Arc<Store>, each: impl Fn(Value) + Send + 'static) -> informer::Synced {
+    informer::follow(store, Duration::from_secs(30), move |change| {
+        if let Change::Present(object) = change {
+            each(object);
+        }
+        true
+    })
 }
