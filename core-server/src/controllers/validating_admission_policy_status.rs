@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use apimachinery::cel::type_checking::{ExpressionWarning, KindSchemas, type_check};
-use apimachinery::error::Reason;
+use apimachinery::error::{Error, Reason};
 use apimachinery::group_version::GroupVersionKind;
 use apimachinery::openapi::inline_refs;
 use generic_server::loopback::Loopback;
@@ -85,22 +85,24 @@ async fn reconcile(
     builtins: Arc<Vec<Arc<Store>>>,
     mut policy: Value,
     generation: i64,
-) -> apimachinery::error::Result<()> {
+) -> Result<(), Error> {
     let name = policy
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    // Without an extension server there are no custom resources to check.
+    // Without an extension server there are no custom resources to check;
+    // any other failure leaves the policy to the next resync.
     let crds = match client.get(CRDS).await {
         Ok(list) => list["items"].as_array().cloned().unwrap_or_default(),
-        Err(_) => Vec::new(),
+        Err(e) if e.reason() == Reason::NotFound => Vec::new(),
+        Err(e) => return Err(e),
     };
     let spec = policy["spec"].clone();
-    let warnings =
-        tokio::task::spawn_blocking(move || type_check(&spec, &Kinds { builtins, crds }))
-            .await
-            .unwrap_or_default();
+    let checked = tokio::task::spawn_blocking(move || type_check(&spec, &Kinds { builtins, crds }));
+    let Ok(warnings) = checked.await else {
+        return Err(Error::internal("type checking the policy failed"));
+    };
     policy["status"] = status(&policy["status"], generation, &warnings);
     client
         .update(&format!("{POLICIES}/{name}/status"), &policy)
