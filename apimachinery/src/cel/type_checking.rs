@@ -2,7 +2,8 @@
 //! `expression` and `messageExpression` is checked with `object` and
 //! `oldObject` typed by the schema of every kind the policy's
 //! `matchConstraints` name (up to [`MAX_TYPES_TO_CHECK`]), `params` by the
-//! schema of its `paramKind`; what fails becomes the policy's
+//! schema of its `paramKind`, `variables` by the types of the policy's
+//! variables; what fails becomes the policy's
 //! `status.typeChecking.expressionWarnings`.
 //!
 //! ```ignore
@@ -12,19 +13,26 @@
 //! ```
 //!
 //! Type checking never changes what a policy does: a kind without a
-//! schema is skipped. Where kube types `request`, `namespaceObject` and
-//! `variables`, they are `dyn` here (as is `params` when its kind has no
-//! schema), so a misspelling under them goes unreported.
+//! schema is skipped. Where kube types `request` and `namespaceObject`,
+//! they are `dyn` here (as is `params` when its kind has no schema), so a
+//! misspelling under them goes unreported.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::admission::ROOTS;
 use super::check::{Ty, check_roots};
-use super::schema::{Schema, decl_type};
+use super::schema::{DeclKind, DeclType, MAX_REQUEST_SIZE_BYTES, Schema, decl_type};
 use super::validate::DataSizes;
 use crate::group_version::GroupVersionKind;
+
+/// No data to size costs by: type checking does not estimate.
+const NO_SIZES: DataSizes<'static> = DataSizes {
+    roots: Vec::new(),
+    bound: None,
+};
 
 /// kube's bound on the kinds a policy is checked against.
 pub const MAX_TYPES_TO_CHECK: usize = 10;
@@ -55,16 +63,17 @@ impl ExpressionWarning {
 
 /// The type-checking warnings of a policy's `spec`, in kube's words.
 pub fn type_check(spec: &Value, schemas: &dyn KindSchemas) -> Vec<ExpressionWarning> {
-    let kinds: Vec<(GroupVersionKind, Ty)> = kinds_to_check(spec, schemas)
-        .into_iter()
-        .filter_map(|gvk| {
-            let ty = typed(schemas, &gvk)?;
-            Some((gvk, ty))
-        })
-        .collect();
     let params = param_kind(spec)
         .and_then(|gvk| typed(schemas, &gvk))
         .unwrap_or(Ty::Dyn);
+    let kinds: Vec<(GroupVersionKind, Vec<(&str, Ty)>)> = kinds_to_check(spec, schemas)
+        .into_iter()
+        .filter_map(|gvk| {
+            let object = typed(schemas, &gvk)?;
+            let variables = variables_type(spec, &object, &params);
+            Some((gvk, roots(&object, &params, &variables)))
+        })
+        .collect();
     let mut warnings = Vec::new();
     let validations = spec.get("validations").and_then(Value::as_array);
     for (i, validation) in validations.into_iter().flatten().enumerate() {
@@ -73,7 +82,7 @@ pub fn type_check(spec: &Value, schemas: &dyn KindSchemas) -> Vec<ExpressionWarn
             let Some(source) = source.filter(|s| !s.is_empty()) else {
                 continue;
             };
-            let warning = check_expression(source, &kinds, &params);
+            let warning = check_expression(source, &kinds);
             if !warning.is_empty() {
                 warnings.push(ExpressionWarning {
                     field_ref: format!("spec.validations[{i}].{field}"),
@@ -85,35 +94,101 @@ pub fn type_check(spec: &Value, schemas: &dyn KindSchemas) -> Vec<ExpressionWarn
     warnings
 }
 
-/// The CEL type of a kind's objects, if its schema is known.
+/// The CEL type of a kind's objects, if its schema is known (`dyn` for a
+/// schema without a type).
 fn typed(schemas: &dyn KindSchemas, gvk: &GroupVersionKind) -> Option<Ty> {
     let schema = Schema::parse(&schemas.schema(gvk)?);
-    decl_type(&schema, true).map(|decl| Ty::from_decl(&decl))
+    Some(decl_type(&schema, true).map_or(Ty::Dyn, |decl| Ty::from_decl(&decl)))
+}
+
+/// The roots of an expression checked against one kind: `object` and
+/// `oldObject` of that kind, `params` and `variables` as given, the rest
+/// `dyn`.
+fn roots<'a>(object: &Ty, params: &Ty, variables: &Ty) -> Vec<(&'a str, Ty)> {
+    ROOTS
+        .iter()
+        .map(|name| match *name {
+            "object" | "oldObject" => (*name, object.clone()),
+            "params" => (*name, params.clone()),
+            "variables" => (*name, variables.clone()),
+            _ => (*name, Ty::Dyn),
+        })
+        .collect()
+}
+
+/// The type of `variables` for one kind: an object with a field per
+/// variable of `spec`, of the type its expression checks to (`dyn` where
+/// it fails), each expression seeing the variables before it.
+fn variables_type(spec: &Value, object: &Ty, params: &Ty) -> Ty {
+    let mut fields: Vec<(String, Arc<DeclType>)> = Vec::new();
+    let variables = spec.get("variables").and_then(Value::as_array);
+    for variable in variables.into_iter().flatten() {
+        let name = variable
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let source = variable
+            .get("expression")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let so_far = Ty::Object(object_of(fields.clone()));
+        let ty = match super::compile::parse(source) {
+            Ok(program) => {
+                let checked =
+                    check_roots(&program, source, &roots(object, params, &so_far), &NO_SIZES);
+                match checked.errors.is_empty() {
+                    true => checked.ty,
+                    false => Ty::Dyn,
+                }
+            }
+            Err(_) => Ty::Dyn,
+        };
+        fields.retain(|(field, _)| field != name);
+        fields.push((name.to_string(), decl_of(&ty)));
+    }
+    Ty::Object(object_of(fields))
+}
+
+/// An object declaration with `fields`.
+fn object_of(fields: Vec<(String, Arc<DeclType>)>) -> Arc<DeclType> {
+    declared(DeclKind::Object(fields))
+}
+
+/// A declaration of `kind`, with the widest size bounds.
+fn declared(kind: DeclKind) -> Arc<DeclType> {
+    Arc::new(DeclType {
+        kind,
+        max_elements: MAX_REQUEST_SIZE_BYTES - 2,
+        min_size: 1,
+    })
+}
+
+/// The declaration of a checked type; what a schema cannot spell is `dyn`.
+fn decl_of(ty: &Ty) -> Arc<DeclType> {
+    match ty {
+        Ty::Object(decl) => decl.clone(),
+        Ty::Bool => declared(DeclKind::Bool),
+        Ty::Int => declared(DeclKind::Int),
+        Ty::Double => declared(DeclKind::Double),
+        Ty::String => declared(DeclKind::String),
+        Ty::Bytes => declared(DeclKind::Bytes),
+        Ty::Duration => declared(DeclKind::Duration),
+        Ty::Timestamp => declared(DeclKind::Timestamp),
+        Ty::List(item) => declared(DeclKind::List(decl_of(item))),
+        Ty::Map(_, value) => declared(DeclKind::Map(decl_of(value))),
+        _ => declared(DeclKind::Dyn),
+    }
 }
 
 /// The errors of `source` against each kind, as kube joins them:
 /// `<group>/<version>, Kind=<kind>: <errors>` and a newline per failing
 /// kind, joined by newlines; empty when every kind passes.
-fn check_expression(source: &str, kinds: &[(GroupVersionKind, Ty)], params: &Ty) -> String {
+fn check_expression(source: &str, kinds: &[(GroupVersionKind, Vec<(&str, Ty)>)]) -> String {
     let parsed = super::compile::parse(source);
-    let sizes = DataSizes {
-        roots: Vec::new(),
-        bound: None,
-    };
     let mut failures = Vec::new();
-    for (gvk, object) in kinds {
+    for (gvk, roots) in kinds {
         let errors = match &parsed {
-            Ok(program) => {
-                let roots: Vec<(&str, Ty)> = ROOTS
-                    .iter()
-                    .map(|name| match *name {
-                        "object" | "oldObject" => (*name, object.clone()),
-                        "params" => (*name, params.clone()),
-                        _ => (*name, Ty::Dyn),
-                    })
-                    .collect();
-                check_roots(program, source, &roots, &sizes).errors
-            }
+            Ok(program) => check_roots(program, source, roots, &NO_SIZES).errors,
             Err(e) => vec![e.to_string()],
         };
         if !errors.is_empty() {
@@ -316,6 +391,35 @@ mod tests {
             policy(&["gadgets"], &["apps"], "object.spec.replicass > 1"),
         ] {
             assert_eq!(type_check(&spec, &schemas), vec![], "{spec}");
+        }
+    }
+
+    #[test]
+    fn variables_are_typed_by_their_expressions() {
+        let schemas = Schemas::new();
+        let mut spec = policy(&["deployments"], &["apps"], "variables.nope");
+        spec["variables"] = json!([
+            {"name": "replicas", "expression": "object.spec.replicas"},
+            {"name": "spec", "expression": "object.spec"},
+            {"name": "many", "expression": "variables.replicas > 3"},
+        ]);
+        let warnings = type_check(&spec, &schemas);
+        assert!(
+            warnings[0].warning.contains("undefined field 'nope'"),
+            "{warnings:?}"
+        );
+        spec["validations"][0]["expression"] = json!("variables.spec.replicass > 1");
+        let warnings = type_check(&spec, &schemas);
+        assert!(
+            warnings[0].warning.contains("undefined field 'replicass'"),
+            "{warnings:?}"
+        );
+        for fine in [
+            "variables.many || variables.replicas < variables.spec.replicas",
+            "variables.spec.template.spec.containers.all(c, c.name != '')",
+        ] {
+            spec["validations"][0]["expression"] = json!(fine);
+            assert_eq!(type_check(&spec, &schemas), vec![], "{fine}");
         }
     }
 
