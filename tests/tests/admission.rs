@@ -1015,6 +1015,16 @@ fn policies_are_type_checked_against_the_kinds_they_match() {
         "sise",
     );
     clean("right");
+    // Params typed as ConfigMaps, variables by their expressions.
+    let binding =
+        "  paramRef: {name: limits, parameterNotFoundAction: Deny}\n  validationActions: [Deny]\n";
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &policy("replicas.example.com", REPLICAS, binding),
+        )
+        .ok();
+    clean("replicas.example.com");
     // Wildcard groups are not checked.
     clean("anything");
 
