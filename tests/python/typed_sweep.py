@@ -12,6 +12,7 @@ import re
 import sys
 
 from kubernetes import client, config
+from kubernetes.client.rest import ApiException
 
 
 def api_class(api_version):
@@ -55,8 +56,18 @@ def main():
             current = call("read", *where)
             typed("read", current)
             step = "replace"
-            current.metadata.labels["replaced"] = "yes"
-            typed("replace", call("replace", *where, current))
+            for attempt in range(5):
+                current.metadata.labels["replaced"] = "yes"
+                try:
+                    typed("replace", call("replace", *where, current))
+                    break
+                except ApiException as e:
+                    # A controller may write the object between the read and
+                    # the replace (the ValidatingAdmissionPolicy status
+                    # controller does, right after a create): read it again.
+                    if e.status != 409 or attempt == 4:
+                        raise
+                    current = call("read", *where)
             for patch_type, patch in [
                 ("application/json-patch+json", [{"op": "add", "path": "/metadata/labels/json", "value": "yes"}]),
                 ("application/merge-patch+json", {"metadata": {"labels": {"merge": "yes"}}}),

@@ -947,3 +947,131 @@ fn policies_deny_warn_and_audit_with_params() {
         refused.stderr
     );
 }
+
+/// A ValidatingAdmissionPolicy (no binding) checking `resources` of
+/// `group`/v1 with one validation.
+fn checked_policy(name: &str, group: &str, resources: &str, expression: &str) -> String {
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}}}\nspec:\n\
+         \x20 matchConstraints:\n    resourceRules: [{{operations: [CREATE], apiGroups: [\"{group}\"], apiVersions: [v1], resources: [{resources}]}}]\n\
+         \x20 validations:\n  - {{expression: \"{expression}\"}}\n"
+    )
+}
+
+#[test]
+fn policies_are_type_checked_against_the_kinds_they_match() {
+    let cluster = Cluster::start();
+    let sprockets = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: sprockets.example.com}\n\
+                     spec: {group: example.com, scope: Namespaced, names: {plural: sprockets, kind: Sprocket},\n\
+                     versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}}}]}\n";
+    cluster.kubectl_stdin(&["apply", "-f", "-"], sprockets).ok();
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/sprockets.example.com",
+        ])
+        .ok();
+    for (name, group, resources, expression) in [
+        (
+            "misspelt",
+            "apps",
+            "deployments",
+            "object.spec.replicass > 1",
+        ),
+        (
+            "right",
+            "apps",
+            "deployments, deployments/scale",
+            "object.spec.replicas > 1",
+        ),
+        (
+            "sprockets",
+            "example.com",
+            "sprockets",
+            "object.spec.sise < 10",
+        ),
+        ("anything", "*", "deployments", "object.spec.replicass > 1"),
+    ] {
+        cluster
+            .kubectl_stdin(
+                &["apply", "-f", "-"],
+                &checked_policy(name, group, resources, expression),
+            )
+            .ok();
+    }
+    let status = |name: &str| {
+        let policy = cluster
+            .kubectl(&["get", "validatingadmissionpolicy", name, "-o", "json"])
+            .json();
+        let checked = policy["status"]["observedGeneration"] == policy["metadata"]["generation"];
+        checked.then(|| policy["status"].clone())
+    };
+    let warned = |name: &str, kind: &str, source: &str, column: usize, field: &str| {
+        let warning = format!(
+            "{kind}: ERROR: <input>:1:{column}: undefined field '{field}'\n | {source}\n | {}^\n",
+            ".".repeat(column - 1)
+        );
+        let wanted =
+            serde_json::json!([{"fieldRef": "spec.validations[0].expression", "warning": warning}]);
+        let mut seen = Value::Null;
+        let found = eventually(Duration::from_secs(20), || {
+            seen = status(name).unwrap_or_default();
+            seen["typeChecking"]["expressionWarnings"] == wanted
+        });
+        assert!(found, "{name}: {seen}");
+    };
+    let clean = |name: &str| {
+        let mut seen = Value::Null;
+        let found = eventually(Duration::from_secs(20), || {
+            seen = status(name).unwrap_or_default();
+            seen["typeChecking"].is_object()
+                && seen["typeChecking"].get("expressionWarnings").is_none()
+        });
+        assert!(found, "{name}: {seen}");
+    };
+    warned(
+        "misspelt",
+        "apps/v1, Kind=Deployment",
+        "object.spec.replicass > 1",
+        12,
+        "replicass",
+    );
+    warned(
+        "sprockets",
+        "example.com/v1, Kind=Sprocket",
+        "object.spec.sise < 10",
+        12,
+        "sise",
+    );
+    clean("right");
+    // Params typed as ConfigMaps, variables by their expressions.
+    let binding =
+        "  paramRef: {name: limits, parameterNotFoundAction: Deny}\n  validationActions: [Deny]\n";
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &policy("replicas.example.com", REPLICAS, binding),
+        )
+        .ok();
+    clean("replicas.example.com");
+    // Wildcard groups are not checked.
+    clean("anything");
+
+    // Fixed, the policy's next generation is checked again.
+    cluster
+        .kubectl(&[
+            "patch",
+            "validatingadmissionpolicy",
+            "misspelt",
+            "--type=json",
+            "-p",
+            r#"[{"op": "replace", "path": "/spec/validations/0/expression", "value": "object.spec.replicas > 1"}]"#,
+        ])
+        .ok();
+    clean("misspelt");
+    assert_eq!(
+        status("misspelt").unwrap_or_default()["observedGeneration"],
+        2
+    );
+}

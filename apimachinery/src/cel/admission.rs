@@ -36,7 +36,7 @@ pub use super::validate::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
 pub use kube_cel::cel::Value as CelValue;
 
 /// The root variables of an admission expression.
-const ROOTS: [&str; 7] = [
+pub(crate) const ROOTS: [&str; 7] = [
     "object",
     "oldObject",
     "request",

@@ -37,6 +37,7 @@ mod check;
 mod compile;
 mod library;
 mod schema;
+pub mod type_checking;
 mod validate;
 mod value;
 

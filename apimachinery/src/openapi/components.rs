@@ -287,6 +287,46 @@ fn wrap_refs(schema: &mut Value) {
     }
 }
 
+/// How many `$ref`s deep [`inline_refs`] follows; past it (a recursive type)
+/// a reference becomes a schema for any value.
+const MAX_INLINE_DEPTH: usize = 16;
+
+/// `schema` with every `#/components/schemas/…` reference (and single-ref
+/// `allOf` wrapper) replaced by the schema it names from `schemas`, the
+/// wrapper's own keys kept beside the target's: the self-contained
+/// structural schema CEL type checking reads. An unknown name inlines as an
+/// empty schema; past [`MAX_INLINE_DEPTH`] references, as
+/// `x-kubernetes-int-or-string` (any value, CEL's `dyn`).
+pub fn inline_refs(schema: &Value, schemas: &Map<String, Value>) -> Value {
+    inline_at(schema, schemas, 0)
+}
+
+/// [`inline_refs`] at `depth` references below the root.
+fn inline_at(schema: &Value, schemas: &Map<String, Value>, depth: usize) -> Value {
+    if let Some(reference) = reference_of(schema) {
+        if depth >= MAX_INLINE_DEPTH {
+            return json!({"x-kubernetes-int-or-string": true});
+        }
+        let target = reference
+            .strip_prefix(SCHEMA_PREFIX)
+            .and_then(|name| schemas.get(name));
+        let mut inlined = target.map_or_else(|| json!({}), |t| inline_at(t, schemas, depth + 1));
+        if let (Some(into), Some(own)) = (inlined.as_object_mut(), schema.as_object()) {
+            for (key, value) in own {
+                if key != "$ref" && key != "allOf" {
+                    into.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        return inlined;
+    }
+    let mut inlined = schema.clone();
+    for_each_subschema_mut(&mut inlined, &mut |sub| {
+        *sub = inline_at(sub, schemas, depth)
+    });
+    inlined
+}
+
 /// Calls `f` on each direct subschema (properties, additionalProperties, items, allOf/anyOf/oneOf, not).
 pub(crate) fn for_each_subschema_mut(schema: &mut Value, f: &mut dyn FnMut(&mut Value)) {
     let Some(object) = schema.as_object_mut() else {
@@ -436,6 +476,33 @@ mod tests {
             .get("io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference")
             .expect("OwnerReference");
         assert_eq!(owner["x-kubernetes-map-type"], "atomic");
+    }
+
+    #[test]
+    fn inline_refs_makes_a_self_contained_schema() {
+        let (components, name) = components_with::<Deployment>();
+        let root = json!({"$ref": format!("{SCHEMA_PREFIX}{name}")});
+        let inlined = inline_refs(&root, components.schemas());
+        let mut refs = 0;
+        collect_refs(&inlined, &mut |_| refs += 1);
+        assert_eq!(refs, 0, "no reference is left");
+        let containers = &inlined["properties"]["spec"]["properties"]["template"]["properties"]["spec"]
+            ["properties"]["containers"];
+        assert_eq!(containers["type"], "array");
+        assert_eq!(containers["items"]["properties"]["image"]["type"], "string");
+        let looped = json!({"a": {"properties": {"next": {"$ref": format!("{SCHEMA_PREFIX}a")}}}});
+        let deep = inline_refs(
+            &json!({"$ref": format!("{SCHEMA_PREFIX}a")}),
+            looped.as_object().expect("map"),
+        );
+        let mut node = &deep;
+        for _ in 0..MAX_INLINE_DEPTH - 1 {
+            node = &node["properties"]["next"];
+        }
+        assert_eq!(
+            node["properties"]["next"],
+            json!({"x-kubernetes-int-or-string": true})
+        );
     }
 
     #[test]

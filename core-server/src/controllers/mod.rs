@@ -6,21 +6,26 @@ pub mod clusterrole_aggregation;
 pub mod garbage_collector;
 pub mod resource_quota;
 pub mod serviceaccount;
+pub mod validating_admission_policy_status;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
 use generic_server::config::GenericServer;
 use generic_server::informer::{self, Change};
 use generic_server::loopback::Loopback;
+use generic_server::registry::Store;
+use serde_json::Value;
 
 use crate::allocation::AllocationRepair;
 
 /// Adds the core server's controllers: kube's bootstrap RBAC policy and the
 /// ClusterRole aggregation controller, the garbage collector (over this
 /// server's objects and its delegates'), the service account controller on
-/// namespace events, the resource quota controller, and the repair of
-/// service IP and node port allocations.
+/// namespace events, the resource quota controller, the repair of
+/// service IP and node port allocations, and the ValidatingAdmissionPolicy
+/// status controller.
 pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
     let bootstrap_client = client.clone();
     server.add_post_start_hook("rbac/bootstrap-roles", async move {
@@ -70,14 +75,33 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
             .await;
         });
     }
+    if let Some(policies) = server.server.store(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+    ) {
+        let (status_client, stores) = (client.clone(), server.server.stores());
+        server.add_post_start_hook(
+            "start-validating-admission-policy-status-controller",
+            async move {
+                let controller = validating_admission_policy_status::PolicyStatusController::new(
+                    status_client,
+                    stores,
+                )
+                .start();
+                follow_present(policies, move |policy| {
+                    controller.do_send(validating_admission_policy_status::Sync(policy))
+                })
+                .wait()
+                .await;
+            },
+        );
+    }
     if let Some(namespaces) = server.server.store("", "v1", "namespaces") {
         server.add_post_start_hook("start-service-account-controller", async move {
             let accounts = serviceaccount::ServiceAccountController::new(client).start();
-            informer::follow(namespaces, Duration::from_secs(30), move |change| {
-                if let Change::Present(ns) = change {
-                    accounts.do_send(serviceaccount::Sync(ns));
-                }
-                true
+            follow_present(namespaces, move |ns| {
+                accounts.do_send(serviceaccount::Sync(ns))
             })
             .wait()
             .await;
@@ -89,4 +113,15 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
             AllocationRepair::start(storage, services).wait().await;
         });
     }
+}
+
+/// Follows `store` (resynced every 30 s), handing `each` every object
+/// present in it.
+fn follow_present(store: Arc<Store>, each: impl Fn(Value) + Send + 'static) -> informer::Synced {
+    informer::follow(store, Duration::from_secs(30), move |change| {
+        if let Change::Present(object) = change {
+            each(object);
+        }
+        true
+    })
 }

@@ -164,6 +164,11 @@ impl Store {
         })
     }
 
+    /// The kind's OpenAPI schema, as served (a reference into the components).
+    pub fn schema(&self) -> Option<&PatchSchema> {
+        self.patch_schema.as_ref()
+    }
+
     /// List options in the stored resource's terms (its field labels).
     fn storage_options<'a>(&self, opts: &'a ListOptions) -> std::borrow::Cow<'a, ListOptions> {
         let (Some(label), Some(_)) = (self.field_label, &opts.fields) else {
