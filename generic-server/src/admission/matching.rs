@@ -166,7 +166,7 @@ impl Criteria {
         &self,
         attrs: &Attributes<'_>,
         object: Option<&Value>,
-        namespaces: &NamespaceLabels,
+        namespaces: &Namespaces,
     ) -> std::result::Result<bool, String> {
         let namespace_selector = self.namespace_selector.as_ref().map_err(Clone::clone)?;
         if !namespace_selector.is_empty()
@@ -197,21 +197,28 @@ impl Criteria {
     }
 }
 
-/// The namespaces a server follows, for namespaceSelectors and
-/// `namespaceObject`.
-pub struct NamespaceLabels {
+/// The namespaces a server follows, from its watch cache: for
+/// NamespaceLifecycle, namespaceSelectors and `namespaceObject`.
+pub struct Namespaces {
     cacher: Arc<Cacher>,
     namespaces: Arc<ResourceCache>,
 }
 
-impl NamespaceLabels {
+impl Namespaces {
     /// Follows namespaces in `cacher`.
-    pub async fn new(cacher: Arc<Cacher>, etcd_root: &str) -> Result<NamespaceLabels> {
+    pub async fn new(cacher: Arc<Cacher>, etcd_root: &str) -> Result<Namespaces> {
         let prefix = apimachinery::keys::key_prefix(etcd_root, "", "namespaces");
         let namespaces = cacher
             .register(&prefix, crate::storage::cacher::generic_ingest())
             .await?;
-        Ok(NamespaceLabels { cacher, namespaces })
+        Ok(Namespaces { cacher, namespaces })
+    }
+
+    /// The Namespace `name`; one created a moment ago is waited for.
+    pub async fn get(&self, name: &str) -> Result<Option<Value>> {
+        Ok(super::cached(&self.cacher, &self.namespaces, name)
+            .await?
+            .map(|ns| ns.value()))
     }
 
     /// The namespace the write is in (`None` for a cluster-scoped write).
@@ -219,8 +226,8 @@ impl NamespaceLabels {
         if attrs.namespace.is_empty() || is_namespace(attrs) {
             return Ok(None);
         }
-        match super::cached(&self.cacher, &self.namespaces, attrs.namespace).await? {
-            Some(namespace) => Ok(Some(namespace.value())),
+        match self.get(attrs.namespace).await? {
+            Some(namespace) => Ok(Some(namespace)),
             None => Err(Error::NotFound {
                 resource: apimachinery::group_version::GroupResource::new("", "namespaces"),
                 name: attrs.namespace.into(),

@@ -180,24 +180,15 @@ const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 /// kube's NamespaceLifecycle: no objects in missing or terminating
 /// namespaces, and the system namespaces cannot be deleted.
 pub struct NamespaceLifecycle {
-    cacher: Arc<Cacher>,
-    namespaces: Arc<ResourceCache>,
+    namespaces: matching::Namespaces,
 }
 
 impl NamespaceLifecycle {
     /// Watches namespaces through the server's cache.
     pub async fn new(cacher: Arc<Cacher>, etcd_prefix: &str) -> Result<Self> {
-        let prefix = apimachinery::keys::key_prefix(etcd_prefix, "", "namespaces");
-        let namespaces = cacher
-            .register(&prefix, crate::storage::cacher::generic_ingest())
-            .await?;
-        Ok(NamespaceLifecycle { cacher, namespaces })
-    }
-
-    async fn lookup(&self, name: &str) -> Result<Option<Value>> {
-        Ok(cached(&self.cacher, &self.namespaces, name)
-            .await?
-            .map(|ns| ns.value()))
+        Ok(NamespaceLifecycle {
+            namespaces: matching::Namespaces::new(cacher, etcd_prefix).await?,
+        })
     }
 
     /// Refuses a create in a missing or terminating namespace, and the
@@ -216,7 +207,7 @@ impl NamespaceLifecycle {
         {
             return Ok(());
         }
-        match self.lookup(attrs.namespace).await? {
+        match self.namespaces.get(attrs.namespace).await? {
             None => Err(Error::NotFound {
                 resource: apimachinery::group_version::GroupResource::new("", "namespaces"),
                 name: attrs.namespace.into(),

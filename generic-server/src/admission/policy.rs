@@ -18,7 +18,7 @@ use apimachinery::error::{Error, Reason, Result, StatusCause};
 use apimachinery::label_selector::LabelSelector;
 use serde_json::{Value, json};
 
-use super::matching::{self, Conditions, Criteria, NamespaceLabels, UserAuthorizer};
+use super::matching::{self, Conditions, Criteria, Namespaces, UserAuthorizer};
 use super::{AdmissionPlugin, Attributes};
 use crate::filters::rbac::Rbac;
 use crate::resource::Resource;
@@ -241,7 +241,7 @@ struct Denial {
 pub struct Policies {
     /// The policies, then their bindings.
     compiled: Derived<Compiled>,
-    namespaces: NamespaceLabels,
+    namespaces: Namespaces,
     rbac: Rbac,
     cacher: Arc<Cacher>,
     etcd_root: String,
@@ -274,7 +274,7 @@ impl Policies {
         Ok(Policies {
             compiled: Derived::new(caches),
             rbac: Rbac::new(&cacher, etcd_root).await?,
-            namespaces: NamespaceLabels::new(cacher.clone(), etcd_root).await?,
+            namespaces: Namespaces::new(cacher.clone(), etcd_root).await?,
             crds: cacher.register(&crds, generic_ingest()).await?,
             cacher,
             etcd_root: etcd_root.to_string(),

@@ -12,7 +12,7 @@ use apimachinery::error::{Error, Reason, Result, reason_for_code};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::matching::{self, Conditions, Criteria, NamespaceLabels, UserAuthorizer};
+use super::matching::{self, Conditions, Criteria, Namespaces, UserAuthorizer};
 use super::{AdmissionPlugin, Attributes};
 use crate::filters::rbac::Rbac;
 use crate::service_client::{Clients, ObjectReader, post_review};
@@ -71,7 +71,7 @@ struct Configured {
 pub struct Webhooks {
     /// The webhooks, from the mutating then the validating configurations.
     configured: Derived<Configured>,
-    namespaces: NamespaceLabels,
+    namespaces: Namespaces,
     rbac: Rbac,
     reader: Arc<dyn ObjectReader>,
     clients: Clients,
@@ -98,7 +98,7 @@ impl Webhooks {
         Ok(Webhooks {
             configured: Derived::new(caches),
             rbac: Rbac::new(&cacher, etcd_root).await?,
-            namespaces: NamespaceLabels::new(cacher, etcd_root).await?,
+            namespaces: Namespaces::new(cacher, etcd_root).await?,
             reader,
             clients: Clients::new(None),
         })
