@@ -32,12 +32,13 @@ impl LimitRanger {
         Ok(LimitRanger { cacher, ranges })
     }
 
-    /// The namespace's LimitRanges; when the cache has none, it first
-    /// catches up with etcd (one created a moment ago counts).
-    async fn ranges(&self, namespace: &str) -> Result<Vec<Value>> {
+    /// The namespace's LimitRanges; when the cache has none and
+    /// `catch_up`, it first catches up with etcd (one created a moment ago
+    /// counts).
+    async fn ranges(&self, namespace: &str, catch_up: bool) -> Result<Vec<Value>> {
         let prefix = format!("{}{namespace}/", self.ranges.prefix());
         let mut found = self.ranges.snapshot(&prefix, 0).objects;
-        if found.is_empty() {
+        if found.is_empty() && catch_up {
             self.cacher.wait_fresh().await?;
             found = self.ranges.snapshot(&prefix, 0).objects;
         }
@@ -70,7 +71,7 @@ impl AdmissionPlugin for LimitRanger {
         if target(attrs) != Some(Target::Pod) {
             return Ok(());
         }
-        for range in self.ranges(attrs.namespace).await? {
+        for range in self.ranges(attrs.namespace, true).await? {
             limit_range::apply_defaults(&range, obj);
         }
         Ok(())
@@ -80,7 +81,9 @@ impl AdmissionPlugin for LimitRanger {
         let (Some(target), Some(obj)) = (target(attrs), obj) else {
             return Ok(());
         };
-        for range in self.ranges(attrs.namespace).await? {
+        // A pod's mutating step has caught the cache up already.
+        let catch_up = target == Target::Claim;
+        for range in self.ranges(attrs.namespace, catch_up).await? {
             let errs = match target {
                 Target::Pod => limit_range::validate_pod(&range, obj),
                 Target::Claim => limit_range::validate_claim(&range, obj),

@@ -657,7 +657,10 @@ impl AdmissionPlugin for Policies {
                         request: request.as_ref(),
                         params: param.as_ref(),
                         namespace: namespace.as_ref().and_then(Option::as_ref),
-                        authorizer: Some(UserAuthorizer::new(&self.rbac, attrs.user)),
+                        authorizer: policy
+                            .uses
+                            .has("authorizer")
+                            .then(|| UserAuthorizer::new(&self.rbac, attrs.user)),
                         ..Default::default()
                     };
                     let mut input = matching::activation(attrs, obj, inputs, policy.uses);

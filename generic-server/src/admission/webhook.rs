@@ -164,12 +164,15 @@ impl Webhooks {
             }
             if !hook.conditions.is_empty() {
                 let request = request.get_or_insert_with(|| matching::admission_request(attrs, ""));
+                let uses = hook.conditions.uses();
                 let inputs = Inputs {
                     request: Some(request),
-                    authorizer: Some(UserAuthorizer::new(&self.rbac, attrs.user)),
+                    authorizer: uses
+                        .has("authorizer")
+                        .then(|| UserAuthorizer::new(&self.rbac, attrs.user)),
                     ..Default::default()
                 };
-                let input = matching::activation(attrs, object, inputs, hook.conditions.uses());
+                let input = matching::activation(attrs, object, inputs, uses);
                 match hook.conditions.hold(&input) {
                     Ok(true) => {}
                     Ok(false) => continue,
