@@ -17,6 +17,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 use generic_server::admission::{self, Admission};
+use generic_server::audit::{AuditOptions, Auditor};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
 use generic_server::filters::rbac::Rbac;
@@ -81,6 +82,8 @@ struct Options {
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
     #[command(flatten)]
+    audit: AuditOptions,
+    #[command(flatten)]
     config: Config,
 }
 
@@ -89,6 +92,8 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
+    // A policy that does not parse stops the server before anything starts.
+    let auditor = Auditor::from_options(&options.audit).context("audit")?;
     let core = Delegate {
         component: "core-server",
         endpoints: &options.core_endpoint,
@@ -174,7 +179,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         .await
         .context("following the RBAC policy")?;
     tokio::spawn(server.start_post_start_hooks());
-    let door = Arc::new(Pipeline::new(authenticator, Box::new(rbac), handler));
+    let door = Arc::new(Pipeline::new(authenticator, Box::new(rbac), handler).with_audit(auditor));
     tracing::info!(listen = %options.listen, "aggregator serving");
     pipeline::serve_https(
         options.listen,

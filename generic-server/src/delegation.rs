@@ -174,7 +174,9 @@ impl DelegationService {
     }
 }
 
-fn frames(resp: ApiResponse) -> FrameStream {
+/// The response as frames: the head (with the audit annotations added while
+/// serving it), then the body's chunks.
+fn frames(resp: ApiResponse, annotations: Vec<(String, String)>) -> FrameStream {
     let headers = resp
         .headers
         .iter()
@@ -191,6 +193,10 @@ fn frames(resp: ApiResponse) -> FrameStream {
             status: u32::from(resp.status.as_u16()),
             headers,
             streaming,
+            audit_annotations: annotations
+                .into_iter()
+                .map(|(name, value)| pb::Header { name, value })
+                .collect(),
         })),
     };
     let chunk = |b: Bytes| {
@@ -238,8 +244,10 @@ impl Delegation for DelegationService {
     ) -> Result<tonic::Response<FrameStream>, tonic::Status> {
         self.check_caller(&request)?;
         let req = from_pb(request.into_inner())?;
-        let resp = crate::request::recover(self.handler.as_ref(), req).await;
-        Ok(tonic::Response::new(frames(resp)))
+        tracing::debug!(audit_id = %req.audit_id, verb = %req.info.verb, path = %req.path, user = %req.user.name, "delegated request");
+        let (resp, annotations) =
+            crate::audit::collect(crate::request::recover(self.handler.as_ref(), req)).await;
+        Ok(tonic::Response::new(frames(resp, annotations)))
     }
 
     async fn watch_discovery(
@@ -547,6 +555,12 @@ impl GrpcDelegate {
         let watch = req.info.as_ref().is_some_and(|i| i.verb == "watch");
         let resume = watch.then(|| req.clone());
         let (head, frames) = self.open(replica, req).await?;
+        // What the servers behind added to the request's audit event.
+        crate::audit::add_annotations(
+            head.audit_annotations
+                .into_iter()
+                .map(|h| (h.name, h.value)),
+        );
         let status = StatusCode::from_u16(head.status as u16).unwrap_or(StatusCode::BAD_GATEWAY);
         let mut resp = ApiResponse::bytes(status, "", Bytes::new());
         resp.headers.clear();

@@ -343,6 +343,16 @@ pub const PANIC_MESSAGE: &str =
 /// stream), logged with its audit id; the process and every other request
 /// carry on.
 pub async fn recover(handler: &dyn Handler, req: ApiRequest) -> ApiResponse {
+    recover_with(handler, req, |_| {}).await
+}
+
+/// [`recover`], telling `on_panic` why the handler panicked (the audit
+/// log's Panic stage).
+pub async fn recover_with(
+    handler: &dyn Handler,
+    req: ApiRequest,
+    on_panic: impl FnOnce(String) + Send + 'static,
+) -> ApiResponse {
     use futures::{FutureExt as _, StreamExt as _};
     use std::panic::AssertUnwindSafe;
     let (audit_id, method, path) = (req.audit_id.clone(), req.method.clone(), req.path.clone());
@@ -353,6 +363,7 @@ pub async fn recover(handler: &dyn Handler, req: ApiRequest) -> ApiResponse {
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
         tracing::error!(%audit_id, %method, %path, panic = %why, "apiserver panic'd");
+        on_panic(why);
     };
     let mut resp = match AssertUnwindSafe(handler.handle(req)).catch_unwind().await {
         Ok(resp) => resp,
