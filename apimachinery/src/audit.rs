@@ -698,6 +698,32 @@ rules:
     }
 
     #[test]
+    fn the_example_policy_parses() {
+        let policy = Policy::parse(include_str!("../../deploy/audit-policy.yaml")).unwrap();
+        let groups = Vec::new();
+        let alice = User {
+            name: "alice",
+            groups: &groups,
+        };
+        assert_eq!(
+            policy.evaluate(Some(&alice), &path("get", "/readyz")).level,
+            Level::None
+        );
+        assert_eq!(
+            policy
+                .evaluate(Some(&alice), &attrs("create", "configmaps", ""))
+                .level,
+            Level::Request
+        );
+        assert_eq!(
+            policy
+                .evaluate(Some(&alice), &attrs("get", "secrets", ""))
+                .level,
+            Level::Metadata
+        );
+    }
+
+    #[test]
     fn json_policies_parse_and_bad_ones_are_refused() {
         let json = r#"{"apiVersion":"audit.k8s.io/v1","kind":"Policy","rules":[{"level":"RequestResponse"}]}"#;
         let policy = Policy::parse(json).unwrap();

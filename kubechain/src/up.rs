@@ -31,6 +31,54 @@ pub struct UpArgs {
     /// How many aggregators to run.
     #[arg(long, default_value_t = 1)]
     pub aggregator_replicas: usize,
+    /// An audit.k8s.io/v1 Policy for the aggregators (kube-apiserver's flag).
+    #[arg(long)]
+    pub audit_policy_file: Option<PathBuf>,
+    /// Where the aggregators write audit events as JSON lines (`-`: their
+    /// standard output, which is their log); a second aggregator writes
+    /// `<name>-2.<ext>`, and so on.
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
+}
+
+/// The aggregator flags of the audit options, for replica `index`.
+fn audit_args(args: &UpArgs, index: usize) -> Result<Vec<String>> {
+    let mut flags = Vec::new();
+    if let Some(policy) = &args.audit_policy_file {
+        let policy = std::fs::canonicalize(policy)
+            .with_context(|| format!("the audit policy {}", policy.display()))?;
+        // Refused here, rather than by aggregators failing to start.
+        let text = std::fs::read_to_string(&policy)
+            .with_context(|| format!("reading {}", policy.display()))?;
+        apimachinery::audit::Policy::parse(&text)
+            .with_context(|| format!("loading {}", policy.display()))?;
+        flags.extend([
+            "--audit-policy-file".to_string(),
+            policy.display().to_string(),
+        ]);
+    }
+    if let Some(path) = &args.audit_log_path {
+        let path = if path.as_os_str() == "-" {
+            path.clone()
+        } else {
+            let absolute = std::path::absolute(path)?;
+            if index == 0 {
+                absolute
+            } else {
+                let stem = absolute
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let ext = absolute
+                    .extension()
+                    .map(|e| format!(".{}", e.to_string_lossy()))
+                    .unwrap_or_default();
+                absolute.with_file_name(format!("{stem}-{}{ext}", index + 1))
+            }
+        };
+        flags.extend(["--audit-log-path".to_string(), path.display().to_string()]);
+    }
+    Ok(flags)
 }
 
 /// A cluster started by [`start`]: its processes and where to reach it.
@@ -244,6 +292,8 @@ pub async fn up(args: UpArgs) -> Result<()> {
 /// front door is ready; writes the kubeconfigs. The caller supervises and
 /// stops the returned children.
 pub async fn start(args: &UpArgs) -> Result<Cluster> {
+    // A bad audit policy stops `up` before anything starts.
+    audit_args(args, 0)?;
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     let dir = std::fs::canonicalize(&args.data_dir)?;
@@ -370,6 +420,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         aggregator.extend(storage_flags.clone());
         aggregator.extend(tls_args(&pki, "aggregator", &pki.ca()));
         aggregator.extend(internal_args(&pki, "aggregator"));
+        aggregator.extend(audit_args(args, i)?);
         children.spawn(spec(
             &replica_name("aggregator", i),
             sibling("aggregator")?,

@@ -87,6 +87,8 @@ impl Target {
             core_replicas: 1,
             extension_replicas: 1,
             aggregator_replicas: 1,
+            audit_policy_file: None,
+            audit_log_path: None,
         };
         let cluster = up::start(&up_args).await.context("starting a cluster")?;
         let credentials = Credentials::from_kubeconfig(&cluster.kubeconfig, None)?;
