@@ -25,6 +25,7 @@ use futures::StreamExt;
 use http::{HeaderMap, HeaderValue, Method, header};
 use serde_json::Value;
 
+use crate::codec;
 use crate::request::{ApiResponse, Body, UserInfo};
 use crate::request_info::RequestInfo;
 
@@ -325,8 +326,8 @@ impl Record {
     }
 
     /// The request's body: a create's object names the object, and at
-    /// Request level and above the body is recorded (JSON or YAML; a
-    /// protobuf body is not).
+    /// Request level and above the body is recorded (JSON, YAML or
+    /// protobuf, as JSON; a patch as the patch).
     pub fn request_body(&mut self, body: &Bytes, headers: &HeaderMap) {
         if body.is_empty() {
             return;
@@ -343,12 +344,15 @@ impl Record {
         }
         let content_type = headers
             .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default();
-        if content_type.contains("protobuf") {
-            return;
-        }
-        if !wants_object {
+            .and_then(|v| v.to_str().ok());
+        let media = match codec::MediaType::from_content_type(content_type) {
+            Ok(media) => media,
+            // Patches: apply's is YAML, the others JSON.
+            Err(_) if content_type.is_some_and(|t| t.contains("yaml")) => codec::MediaType::Yaml,
+            Err(_) => codec::MediaType::Json,
+        };
+        if !wants_object && media == codec::MediaType::Json {
+            // Only the names: read without building the object.
             #[derive(serde::Deserialize)]
             struct Names {
                 #[serde(default)]
@@ -366,20 +370,16 @@ impl Record {
             }
             return;
         }
-        let parsed = serde_json::from_slice::<Value>(body).ok().or_else(|| {
-            content_type
-                .contains("yaml")
-                .then(|| std::str::from_utf8(body).ok())
-                .flatten()
-                .and_then(|text| serde_yaml_ng::from_str::<Value>(text).ok())
-        });
-        if let Some(object) = parsed {
-            if names_object {
-                let meta = &object["metadata"];
-                let name = meta["name"].as_str().unwrap_or_default().to_string();
-                let namespace = meta["namespace"].as_str().unwrap_or_default().to_string();
-                self.name_object(&name, &namespace);
-            }
+        let Ok(object) = codec::decode_body(media, body) else {
+            return;
+        };
+        if names_object {
+            let meta = &object["metadata"];
+            let name = meta["name"].as_str().unwrap_or_default().to_string();
+            let namespace = meta["namespace"].as_str().unwrap_or_default().to_string();
+            self.name_object(&name, &namespace);
+        }
+        if wants_object {
             self.event.request_object = Some(apimachinery::audit::recorded_object(
                 object,
                 self.config.omit_managed_fields,

@@ -178,32 +178,34 @@ async fn post(target: &Target, body: &Value) -> Result<(), String> {
         .trim_end_matches(']')
         .to_string();
     let port = target.url.port_or_known_default().unwrap_or(443);
-    let addr = tokio::net::lookup_host((host.as_str(), port))
+    let addresses: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
         .await
         .map_err(|e| format!("dial tcp: lookup {host}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("dial tcp: lookup {host}: no such host"))?;
-    let client = target
-        .clients
-        .client_for(&target.ca_bundle, target.insecure, &host, addr)
-        .map_err(|e| e.to_string())?;
-    let mut request = client
-        .post(target.url.clone())
-        .timeout(Duration::from_secs(30))
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(serde_json::to_vec(body).map_err(|e| e.to_string())?);
-    if let Some(token) = &target.token {
-        request = request.bearer_auth(token);
+        .collect();
+    let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
+    let mut last = format!("dial tcp: lookup {host}: no such host");
+    // Each address in turn (`localhost` may name ::1 and 127.0.0.1) until one connects.
+    for addr in addresses {
+        let client = target
+            .clients
+            .client_for(&target.ca_bundle, target.insecure, &host, addr)
+            .map_err(|e| e.to_string())?;
+        let mut request = client
+            .post(target.url.clone())
+            .timeout(Duration::from_secs(30))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(bytes.clone());
+        if let Some(token) = &target.token {
+            request = request.bearer_auth(token);
+        }
+        match request.send().await {
+            Ok(resp) if resp.status().is_success() => return Ok(()),
+            Ok(resp) => return Err(format!("the webhook answered {}", resp.status())),
+            Err(e) if e.is_connect() => last = crate::service_client::describe(&e),
+            Err(e) => return Err(crate::service_client::describe(&e)),
+        }
     }
-    let resp = request
-        .send()
-        .await
-        .map_err(|e| crate::service_client::describe(&e))?;
-    if resp.status().is_success() {
-        Ok(())
-    } else {
-        Err(format!("the webhook answered {}", resp.status()))
-    }
+    Err(last)
 }
 
 #[cfg(test)]
