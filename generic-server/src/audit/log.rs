@@ -238,7 +238,7 @@ impl RotatingFile {
                 found.push((entry.path(), at));
             }
         }
-        found.sort_by(|a, b| b.1.cmp(&a.1));
+        found.sort_by_key(|b| std::cmp::Reverse(b.1));
         Ok(found)
     }
 
