@@ -477,6 +477,56 @@ fn the_audit_log_records_what_the_policy_asks_for() {
         answer.stderr
     );
 
+    // Pod Security's annotations, from core-server: the enforced policy and,
+    // for the `audit` label, what the pod would violate.
+    cluster
+        .kubectl(&[
+            "label",
+            "namespace",
+            NS,
+            "pod-security.kubernetes.io/enforce=baseline",
+            "pod-security.kubernetes.io/audit=restricted",
+        ])
+        .ok();
+    cluster
+        .kubectl(&["-n", NS, "run", "plain", "--image=nginx"])
+        .ok();
+    let pod = find(&log, "the pod's create", |e| {
+        is(e, "ResponseComplete", "create", "pods", "plain")
+    });
+    assert_eq!(
+        pod["annotations"]["pod-security.kubernetes.io/enforce-policy"], "baseline:latest",
+        "{pod}"
+    );
+    let violations = pod["annotations"]["pod-security.kubernetes.io/audit-violations"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        violations.starts_with("would violate PodSecurity \"restricted:latest\""),
+        "{pod}"
+    );
+    let refused = cluster.kubectl_stdin(
+        &["create", "-f", "-"],
+        &format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: privileged, namespace: {NS}}}\nspec: {{containers: [{{name: c, image: nginx, securityContext: {{privileged: true}}}}]}}\n"),
+    );
+    assert!(
+        refused.err().contains("violates PodSecurity"),
+        "{}",
+        refused.stderr
+    );
+    let denied = find(&log, "the refused pod", |e| {
+        is(e, "ResponseComplete", "create", "pods", "privileged")
+    });
+    assert_eq!(denied["responseStatus"]["code"], 403);
+    assert_eq!(
+        denied["annotations"]["pod-security.kubernetes.io/enforce-policy"],
+        "baseline:latest"
+    );
+    assert_eq!(
+        denied["annotations"]["authorization.k8s.io/decision"], "allow",
+        "RBAC allowed it; admission refused it"
+    );
+
     // Audit-Id: the response header is the event's auditID, and a client's own id is kept.
     let id = audit_id_header(
         &cluster,

@@ -86,10 +86,10 @@ impl Attributes<'_> {
 
     /// Adds an annotation to the write's audit event (kube's
     /// `AddAnnotation`): it travels with the response to the front door,
-    /// whose audit log records it.
+    /// whose audit log records it; the server's log names it too.
     pub fn annotate(&self, key: impl Into<String>, value: impl Into<String>) {
         let (key, value) = (key.into(), value.into());
-        tracing::debug!(
+        tracing::info!(
             target: "audit",
             resource = %self.resource.group_resource(),
             namespace = self.namespace,
