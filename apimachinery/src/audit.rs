@@ -479,14 +479,21 @@ impl Event {
     }
 }
 
-/// A batch of events as the webhook backend sends it.
-pub fn event_list(events: &[impl Serialize]) -> Value {
-    serde_json::json!({
-        "kind": "EventList",
-        "apiVersion": API_VERSION,
-        "metadata": {},
-        "items": events,
-    })
+/// A batch of events, each already JSON, as the webhook backend sends it: an EventList.
+pub fn event_list(events: &[impl AsRef<[u8]>]) -> Vec<u8> {
+    const HEAD: &[u8] =
+        br#"{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":["#;
+    let size = events.iter().map(|e| e.as_ref().len() + 1).sum::<usize>();
+    let mut list = Vec::with_capacity(HEAD.len() + size + 2);
+    list.extend_from_slice(HEAD);
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 {
+            list.push(b',');
+        }
+        list.extend_from_slice(event.as_ref());
+    }
+    list.extend_from_slice(b"]}");
+    list
 }
 
 /// `object` as an audit event records it: without `metadata.managedFields` when asked.
@@ -811,6 +818,18 @@ rules:
             serde_json::to_value(&event).unwrap()["responseStatus"],
             serde_json::json!({"metadata": {}, "code": 200})
         );
+    }
+
+    #[test]
+    fn event_lists_join_events() {
+        let one = serde_json::to_vec(&Event::new(Level::Metadata, "a".into(), "t")).unwrap();
+        let two = serde_json::to_vec(&Event::new(Level::Request, "b".into(), "t")).unwrap();
+        let list: Value = serde_json::from_slice(&event_list(&[one, two])).unwrap();
+        assert_eq!(list["kind"], "EventList");
+        assert_eq!(list["apiVersion"], "audit.k8s.io/v1");
+        assert_eq!(list["items"][1]["auditID"], "b");
+        let empty: Value = serde_json::from_slice(&event_list(&[] as &[Vec<u8>])).unwrap();
+        assert_eq!(empty["items"], serde_json::json!([]));
     }
 
     #[test]

@@ -244,9 +244,14 @@ impl Delegation for DelegationService {
     ) -> Result<tonic::Response<FrameStream>, tonic::Status> {
         self.check_caller(&request)?;
         let req = from_pb(request.into_inner())?;
-        tracing::debug!(audit_id = %req.audit_id, verb = %req.info.verb, path = %req.path, user = %req.user.name, "delegated request");
-        let (resp, annotations) =
-            crate::audit::collect(crate::request::recover(self.handler.as_ref(), req)).await;
+        // What this server logs while serving it names the front door's audit id.
+        let span = tracing::info_span!("request", audit_id = %req.audit_id);
+        tracing::debug!(parent: &span, verb = %req.info.verb, path = %req.path, user = %req.user.name, "delegated request");
+        let (resp, annotations) = tracing::Instrument::instrument(
+            crate::audit::collect(crate::request::recover(self.handler.as_ref(), req)),
+            span,
+        )
+        .await;
         Ok(tonic::Response::new(frames(resp, annotations)))
     }
 

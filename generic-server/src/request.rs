@@ -286,8 +286,7 @@ impl ApiRequest {
     /// Whether the request streams for as long as the client wants: a
     /// watch, logs, exec, attach, port-forward or proxy.
     pub fn is_long_running(&self) -> bool {
-        self.info.verb == "watch"
-            || LONG_RUNNING_SUBRESOURCES.contains(&self.info.subresource.as_str())
+        long_running(&self.info)
     }
 
     /// How long the request may take: `None` for a long-running one, else
@@ -300,6 +299,12 @@ impl ApiRequest {
         let asked = self.param("timeout").and_then(|t| go_duration(&t));
         Some(asked.map_or(REQUEST_TIMEOUT, |t| t.min(REQUEST_TIMEOUT)))
     }
+}
+
+/// Whether a request with these attributes streams for as long as the
+/// client wants: a watch, logs, exec, attach, port-forward or proxy.
+pub fn long_running(info: &RequestInfo) -> bool {
+    info.verb == "watch" || LONG_RUNNING_SUBRESOURCES.contains(&info.subresource.as_str())
 }
 
 /// Parses a Go duration (`32s`, `1m30s`, `500ms`, `1.5h`); `None` if it is not one or is not positive.

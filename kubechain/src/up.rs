@@ -547,3 +547,48 @@ fn which(program: &str) -> Option<PathBuf> {
         .map(|d| Path::new(d).join(program))
         .find(|p| p.is_file())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(policy: Option<PathBuf>, log: Option<&str>) -> UpArgs {
+        UpArgs {
+            data_dir: PathBuf::from("/tmp/x"),
+            port: 6443,
+            core_replicas: 1,
+            extension_replicas: 1,
+            aggregator_replicas: 2,
+            audit_policy_file: policy,
+            audit_log_path: log.map(PathBuf::from),
+        }
+    }
+
+    #[test]
+    fn each_aggregator_gets_the_policy_and_a_log_of_its_own() {
+        let dir = std::env::temp_dir().join(format!("up-audit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let policy = dir.join("policy.yaml");
+        std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\n").unwrap();
+        let first = audit_args(&args(Some(policy.clone()), Some("/var/log/audit.log")), 0).unwrap();
+        assert_eq!(first[0], "--audit-policy-file");
+        assert_eq!(first[2..], ["--audit-log-path", "/var/log/audit.log"]);
+        let second = audit_args(&args(None, Some("/var/log/audit.log")), 1).unwrap();
+        assert_eq!(second, ["--audit-log-path", "/var/log/audit-2.log"]);
+        assert_eq!(
+            audit_args(&args(None, Some("-")), 1).unwrap(),
+            ["--audit-log-path", "-"]
+        );
+        assert!(audit_args(&args(None, None), 0).unwrap().is_empty());
+        std::fs::write(&policy, "kind: Policy\n").unwrap();
+        let err = format!(
+            "{:#}",
+            audit_args(&args(Some(policy), None), 0).unwrap_err()
+        );
+        assert!(
+            err.contains("policy.yaml") && err.contains("group version"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

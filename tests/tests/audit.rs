@@ -469,6 +469,17 @@ fn the_audit_log_records_what_the_policy_asks_for() {
         flagged["responseStatus"]["code"], 201,
         "Audit does not refuse"
     );
+    // core-server's log names the request by the front door's audit id.
+    let core_log =
+        std::fs::read_to_string(cluster.dir.join("logs/core-server.log")).unwrap_or_default();
+    let flagged_id = flagged["auditID"].as_str().unwrap();
+    assert!(
+        core_log
+            .lines()
+            .any(|l| l.contains(&format!("audit_id={flagged_id}"))
+                && l.contains("validation_failure")),
+        "core-server's log does not name {flagged_id}"
+    );
     // Annotations are for the log, never for the client.
     let answer = cluster.kubectl(&["-n", NS, "create", "configmap", "flagged-x", "-v=8"]);
     assert!(

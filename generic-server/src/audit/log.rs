@@ -9,10 +9,10 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
 use std::time::{Duration, SystemTime};
 
-use apimachinery::audit::Event;
+use bytes::Bytes;
 
 use super::Backend;
 
@@ -50,7 +50,7 @@ impl Rotation {
 
 /// The JSON-lines backend.
 pub struct LogBackend {
-    queue: SyncSender<Arc<Event>>,
+    queue: SyncSender<Bytes>,
     dropped: Arc<AtomicU64>,
 }
 
@@ -84,7 +84,7 @@ impl LogBackend {
 }
 
 impl Backend for LogBackend {
-    fn process(&self, event: Arc<Event>) {
+    fn process(&self, event: Bytes) {
         if let Err(TrySendError::Full(_)) = self.queue.try_send(event) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -109,41 +109,68 @@ impl LineSink for std::io::Stdout {
     }
 }
 
-/// The writer thread: one line per event, flushed whenever the queue is empty.
-fn write_events(
-    events: Receiver<Arc<Event>>,
-    mut sink: Box<dyn LineSink>,
-    dropped: Arc<AtomicU64>,
-) {
-    let mut failing = false;
+/// How long the writer lets events gather while they keep coming: under
+/// load it takes them in batches, one write each, and requests never wake it.
+const GATHER: Duration = Duration::from_millis(20);
+
+/// The writer thread: woken by the first event after a quiet spell, then
+/// taking what gathered every [`GATHER`] until a spell brings nothing.
+fn write_events(events: Receiver<Bytes>, sink: Box<dyn LineSink>, dropped: Arc<AtomicU64>) {
+    let mut writer = Writer {
+        sink,
+        line: Vec::with_capacity(4096),
+        failing: false,
+    };
     while let Ok(first) = events.recv() {
-        let mut next = Some(first);
-        while let Some(event) = next {
-            let written = serde_json::to_vec(&*event)
-                .map_err(std::io::Error::other)
-                .and_then(|mut line| {
-                    line.push(b'\n');
-                    sink.write_line(&line)
-                });
-            match written {
-                Ok(()) => failing = false,
-                Err(e) if !failing => {
-                    failing = true;
-                    tracing::error!(error = %e, "Error in audit plugin 'log': writing the audit log");
-                }
-                Err(_) => {}
+        writer.write(&first);
+        loop {
+            while let Ok(event) = events.try_recv() {
+                writer.write(&event);
             }
-            next = events.try_recv().ok();
+            writer.flush();
+            let lost = dropped.swap(0, Ordering::Relaxed);
+            if lost > 0 {
+                tracing::warn!(
+                    dropped = lost,
+                    "Error in audit plugin 'log' affecting {lost} audit events: audit buffer queue blocked"
+                );
+            }
+            std::thread::sleep(GATHER);
+            match events.try_recv() {
+                Ok(event) => writer.write(&event),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => return,
+            }
         }
-        if let Err(e) = sink.flush_lines() {
+    }
+}
+
+/// Serializes events into lines for a sink, reporting the first failure of a run.
+struct Writer {
+    sink: Box<dyn LineSink>,
+    line: Vec<u8>,
+    failing: bool,
+}
+
+impl Writer {
+    fn write(&mut self, event: &[u8]) {
+        self.line.clear();
+        self.line.extend_from_slice(event);
+        self.line.push(b'\n');
+        let written = self.sink.write_line(&self.line);
+        match written {
+            Ok(()) => self.failing = false,
+            Err(e) if !self.failing => {
+                self.failing = true;
+                tracing::error!(error = %e, "Error in audit plugin 'log': writing the audit log");
+            }
+            Err(_) => {}
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Err(e) = self.sink.flush_lines() {
             tracing::error!(error = %e, "Error in audit plugin 'log': flushing the audit log");
-        }
-        let lost = dropped.swap(0, Ordering::Relaxed);
-        if lost > 0 {
-            tracing::warn!(
-                dropped = lost,
-                "Error in audit plugin 'log' affecting {lost} audit events: audit buffer queue blocked"
-            );
         }
     }
 }
@@ -433,11 +460,14 @@ mod tests {
     fn a_slow_disk_never_blocks_requests_and_drops_are_counted() {
         let written = Arc::new(std::sync::Mutex::new(Vec::new()));
         let backend = LogBackend::with_sink(Box::new(Slow(written.clone())), 4).unwrap();
-        let event = Arc::new(Event::new(
-            apimachinery::audit::Level::Metadata,
-            "id".into(),
-            "t",
-        ));
+        let event = Bytes::from(
+            serde_json::to_vec(&apimachinery::audit::Event::new(
+                apimachinery::audit::Level::Metadata,
+                "id".into(),
+                "t",
+            ))
+            .unwrap(),
+        );
         let started = std::time::Instant::now();
         for _ in 0..100 {
             backend.process(event.clone());

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use apimachinery::audit::Event;
+use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -39,7 +39,7 @@ struct Target {
 
 /// The webhook backend.
 pub struct WebhookBackend {
-    queue: mpsc::Sender<Arc<Event>>,
+    queue: mpsc::Sender<Bytes>,
     dropped: Arc<AtomicU64>,
 }
 
@@ -55,7 +55,7 @@ impl WebhookBackend {
 }
 
 impl Backend for WebhookBackend {
-    fn process(&self, event: Arc<Event>) {
+    fn process(&self, event: Bytes) {
         if let Err(mpsc::error::TrySendError::Full(_)) = self.queue.try_send(event) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -128,7 +128,7 @@ fn read_kubeconfig(path: &Path) -> crate::Result<Target> {
 /// The sender: batches of up to `max_size` events, each sent once full or
 /// `max_wait` after its first event.
 async fn send_batches(
-    mut events: mpsc::Receiver<Arc<Event>>,
+    mut events: mpsc::Receiver<Bytes>,
     target: Target,
     batching: Batching,
     dropped: Arc<AtomicU64>,
@@ -142,8 +142,7 @@ async fn send_batches(
                 Ok(None) | Err(_) => break,
             }
         }
-        let events: Vec<&Event> = batch.iter().map(|e| &**e).collect();
-        let body = apimachinery::audit::event_list(&events);
+        let body = apimachinery::audit::event_list(&batch);
         let mut sent = post(&target, &body).await;
         if let Err(why) = &sent {
             tracing::debug!(%why, "audit webhook failed; retrying once");
@@ -169,7 +168,7 @@ async fn send_batches(
 }
 
 /// POSTs one EventList.
-async fn post(target: &Target, body: &Value) -> Result<(), String> {
+async fn post(target: &Target, body: &[u8]) -> Result<(), String> {
     let host = target
         .url
         .host_str()
@@ -182,7 +181,6 @@ async fn post(target: &Target, body: &Value) -> Result<(), String> {
         .await
         .map_err(|e| format!("dial tcp: lookup {host}: {e}"))?
         .collect();
-    let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
     let mut last = format!("dial tcp: lookup {host}: no such host");
     // Each address in turn (`localhost` may name ::1 and 127.0.0.1) until one connects.
     for addr in addresses {
@@ -194,7 +192,7 @@ async fn post(target: &Target, body: &Value) -> Result<(), String> {
             .post(target.url.clone())
             .timeout(Duration::from_secs(30))
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(bytes.clone());
+            .body(body.to_vec());
         if let Some(token) = &target.token {
             request = request.bearer_auth(token);
         }
