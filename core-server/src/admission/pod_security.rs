@@ -217,11 +217,18 @@ impl PodSecurity {
     }
 }
 
-/// Hands a decision to the client: its warnings, and its refusal as kube's
-/// 403. Its audit annotations wait for the audit log to record them.
+/// Hands a decision on: its warnings to the client, its annotations
+/// (`pod-security.kubernetes.io/enforce-policy`, …) to the audit event, and
+/// its refusal as kube's 403.
 fn report(attrs: &Attributes<'_>, decision: Decision) -> Result<()> {
     for warning in decision.warnings {
         attrs.warn(warning);
+    }
+    for (key, value) in decision.audit_annotations {
+        attrs.annotate(
+            format!("{}{key}", apimachinery::pod_security::LABEL_PREFIX),
+            value,
+        );
     }
     match decision.denial {
         None => Ok(()),
