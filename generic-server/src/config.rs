@@ -40,6 +40,10 @@ pub struct Config {
     /// The certificate, key and CA of its links to etcd and the next server.
     #[command(flatten)]
     pub internal: InternalTlsOptions,
+    /// Where to serve this process's `/metrics` over plain HTTP (servers
+    /// behind the front door have no HTTPS listener to serve them on).
+    #[arg(long, env = "KUBECHAIN_METRICS_ADDRESS")]
+    pub metrics_address: Option<SocketAddr>,
 }
 
 /// The next server in the chain: its component name (as it registers in
@@ -83,6 +87,9 @@ impl Config {
     pub async fn complete(&self, delegate: Option<Delegate<'_>>) -> Result<CompletedConfig> {
         let tls = self.tls.load()?;
         let internal = self.internal_tls()?;
+        if let Some(addr) = self.metrics_address {
+            crate::metrics::serve(addr)?;
+        }
         let backend = start_storage(&self.etcd, &internal).await?;
         let discovery = Arc::new(Discovery::default());
         let mut checks = vec![("etcd".to_string(), backend.etcd_check)];
@@ -373,6 +380,7 @@ struct Backend {
 
 /// Connects etcd and starts the watch cache.
 async fn start_storage(etcd: &EtcdOptions, tls: &TlsFiles) -> Result<Backend> {
+    crate::metrics::global().set_etcd_root(&etcd.etcd_prefix);
     let etcd_storage = etcd.storage(tls).await?;
     let client = etcd_storage.client();
     let storage = etcd.encrypted(Arc::new(etcd_storage))?;

@@ -238,7 +238,9 @@ impl Delegation for DelegationService {
     ) -> Result<tonic::Response<FrameStream>, tonic::Status> {
         self.check_caller(&request)?;
         let req = from_pb(request.into_inner())?;
+        let counted = crate::metrics::global().start_behind(&req);
         let resp = crate::request::recover(self.handler.as_ref(), req).await;
+        counted.done(resp.status.as_u16());
         Ok(tonic::Response::new(frames(resp)))
     }
 
@@ -745,6 +747,14 @@ impl Handler for Direct {
 impl GrpcDelegate {
     /// Sends a request to a replica, trying the next one while it never got there.
     async fn direct(&self, req: ApiRequest) -> ApiResponse {
+        let started = std::time::Instant::now();
+        let resp = self.send_to_any(req).await;
+        crate::metrics::global().hop("delegation", started);
+        resp
+    }
+
+    /// Sends a request to the first replica that takes it.
+    async fn send_to_any(&self, req: ApiRequest) -> ApiResponse {
         let request = to_pb(req);
         let mut tried = Vec::new();
         let mut last_error = crate::Error::Delegate("no replica".into());

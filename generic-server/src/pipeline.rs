@@ -32,7 +32,7 @@ pub struct Pipeline {
     authenticator: Box<dyn Authenticate>,
     authorizer: Box<dyn Authorizer>,
     handler: Arc<dyn Handler>,
-    metrics: Metrics,
+    metrics: &'static Metrics,
     long_running: Arc<LongRunning>,
 }
 
@@ -47,7 +47,7 @@ impl Pipeline {
             authenticator: Box::new(authenticator),
             authorizer,
             handler,
-            metrics: Metrics::default(),
+            metrics: crate::metrics::global(),
             long_running: Arc::default(),
         }
     }

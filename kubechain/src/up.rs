@@ -57,6 +57,10 @@ struct Ports {
     metrics: u16,
     core: Vec<u16>,
     extension: Vec<u16>,
+    /// Each core-server replica's plain-HTTP `/metrics`.
+    core_metrics: Vec<u16>,
+    /// Each extension-server replica's plain-HTTP `/metrics`.
+    extension_metrics: Vec<u16>,
 }
 
 fn free_port() -> Result<u16> {
@@ -96,12 +100,20 @@ impl Ports {
         let extension = (0..extensions)
             .map(|i| pick(&format!("extension-{i}")))
             .collect::<Result<Vec<_>>>()?;
+        let core_metrics = (0..cores)
+            .map(|i| pick(&format!("core-metrics-{i}")))
+            .collect::<Result<Vec<_>>>()?;
+        let extension_metrics = (0..extensions)
+            .map(|i| pick(&format!("extension-metrics-{i}")))
+            .collect::<Result<Vec<_>>>()?;
         let ports = Ports {
             etcd,
             etcd_peer,
             metrics,
             core,
             extension,
+            core_metrics,
+            extension_metrics,
         };
         let mut text =
             json!({"etcd": ports.etcd, "etcd_peer": ports.etcd_peer, "metrics": ports.metrics});
@@ -110,6 +122,12 @@ impl Ports {
         }
         for (i, p) in ports.extension.iter().enumerate() {
             text[format!("extension-{i}")] = json!(p);
+        }
+        for (i, p) in ports.core_metrics.iter().enumerate() {
+            text[format!("core-metrics-{i}")] = json!(p);
+        }
+        for (i, p) in ports.extension_metrics.iter().enumerate() {
+            text[format!("extension-metrics-{i}")] = json!(p);
         }
         std::fs::write(path, text.to_string())?;
         Ok(ports)
@@ -320,7 +338,12 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
             .join(",")
     };
     for (i, port) in ports.extension.iter().enumerate() {
-        let mut extension = vec!["--listen".into(), format!("127.0.0.1:{port}")];
+        let mut extension = vec![
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--metrics-address".into(),
+            format!("127.0.0.1:{}", ports.extension_metrics[i]),
+        ];
         extension.extend(storage_flags.clone());
         extension.extend(tls_args(&pki, "extension-server", &pki.internal_ca()));
         children.spawn(spec(
@@ -335,6 +358,8 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
             format!("127.0.0.1:{port}"),
             "--extension-endpoint".into(),
             urls(&ports.extension),
+            "--metrics-address".into(),
+            format!("127.0.0.1:{}", ports.core_metrics[i]),
         ];
         core.extend(["--advertise-port".to_string(), args.port.to_string()]);
         core.extend([
