@@ -567,7 +567,10 @@ mod tests {
         let caches = Caches::default();
         let _ = caches.root.set("/registry".into());
         assert_eq!(caches.label("/registry/configmaps/"), "configmaps");
-        assert_eq!(caches.label("/registry/apps/deployments/"), "deployments.apps");
+        assert_eq!(
+            caches.label("/registry/apps/deployments/"),
+            "deployments.apps"
+        );
         let cache = |prefix: &str| {
             let label = caches.label(prefix);
             caches
@@ -583,8 +586,14 @@ mod tests {
             caches.resource_of("/registry/apps/deployments/ns/web"),
             "deployments.apps"
         );
-        assert_eq!(caches.resource_of("/registry/apps/replicasets/ns/web"), "other");
-        assert_eq!(caches.resource_of("/kubechain/endpoints/core-server/1"), "other");
+        assert_eq!(
+            caches.resource_of("/registry/apps/replicasets/ns/web"),
+            "other"
+        );
+        assert_eq!(
+            caches.resource_of("/kubechain/endpoints/core-server/1"),
+            "other"
+        );
     }
 
     #[test]

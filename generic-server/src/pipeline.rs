@@ -118,7 +118,19 @@ impl Pipeline {
                 self.metrics.render(),
             )
         } else {
-            request::recover(self.handler.as_ref(), req).await
+            match req.timeout() {
+                Err(e) => e.into(),
+                Ok(None) => request::recover(self.handler.as_ref(), req).await,
+                // A request past its deadline is dropped, which cancels it
+                // at every hop behind, and answered with kube's 504.
+                Ok(Some(limit)) => {
+                    let served = request::recover(self.handler.as_ref(), req);
+                    match tokio::time::timeout(limit, served).await {
+                        Ok(resp) => resp,
+                        Err(_) => request::timed_out().into(),
+                    }
+                }
+            }
         };
         counted.done(resp.status.as_u16());
         match (slot, resp.body) {

@@ -458,13 +458,20 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
     );
 
     let slow = format!(
-        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: slow}}\nwebhooks:\n{}",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: slow}}\nwebhooks:\n{}{}",
         hook(
             "slow.example.com",
             "/slow",
             &ca,
             "[{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [serviceaccounts]}]",
             &format!("{HOOKED}  timeoutSeconds: 1\n"),
+        ),
+        hook(
+            "patient.example.com",
+            "/slow",
+            &ca,
+            "[{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [podtemplates]}]",
+            &format!("{HOOKED}  timeoutSeconds: 10\n"),
         )
     );
     cluster.kubectl_stdin(&["apply", "-f", "-"], &slow).ok();
@@ -478,6 +485,41 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
                 && timed_out.stderr.contains("?timeout=1s\": context deadline exceeded")
         }),
         "a webhook slower than its timeout fails the write"
+    );
+    // The request's own deadline (`?timeout=`, 60 s by default): kube's 504
+    // when it passes first, kube's 400 when it is not a duration.
+    let template = |name: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"PodTemplate","metadata":{{"name":"{name}"}},"template":{{"spec":{{"containers":[{{"name":"c","image":"x"}}]}}}}}}"#
+        )
+    };
+    let post = |query: &str, name: &str| {
+        cluster.curl(
+            As::Admin,
+            "POST",
+            &format!("/api/v1/namespaces/hooked/podtemplates{query}"),
+            &["Content-Type: application/json"],
+            Some(template(name).as_bytes()),
+        )
+    };
+    let late = post("?timeout=1s", "late");
+    assert_eq!(late.code, 504, "{}", late.text);
+    assert_eq!(late.json["reason"], "Timeout");
+    assert_eq!(
+        late.json["message"],
+        "Timeout: request did not complete within requested timeout - context deadline exceeded"
+    );
+    let bad = post("?timeout=soon", "soon");
+    assert_eq!(bad.code, 400, "{}", bad.text);
+    assert_eq!(
+        bad.json["message"],
+        "invalid timeout specified in the request URL - time: invalid duration \"soon\""
+    );
+    let in_time = post("", "in-time");
+    assert_eq!(
+        in_time.code, 201,
+        "within the default 60 s: {}",
+        in_time.text
     );
 
     // Removing the configurations (never themselves sent to webhooks)
