@@ -35,18 +35,14 @@ fn hex_id(text: &str, len: usize) -> bool {
         && text.bytes().any(|b| b != b'0')
 }
 
-/// A random id of `bytes` bytes, in hex.
-fn random_id(bytes: usize) -> String {
-    use rand::Rng;
-    let mut rng = rand::rng();
-    loop {
-        let id: String = (0..bytes)
-            .map(|_| format!("{:02x}", rng.random::<u8>()))
-            .collect();
-        if hex_id(&id, bytes * 2) {
-            return id;
-        }
-    }
+/// A random trace id: 16 bytes in hex, not all zero.
+fn random_trace_id() -> String {
+    format!("{:032x}", rand::random::<u128>().max(1))
+}
+
+/// A random span id: 8 bytes in hex, not all zero.
+fn random_span_id() -> String {
+    format!("{:016x}", rand::random::<u64>().max(1))
 }
 
 impl TraceContext {
@@ -81,8 +77,8 @@ impl TraceContext {
     /// A new trace, not sampled.
     pub fn start() -> TraceContext {
         TraceContext {
-            trace_id: random_id(16),
-            span_id: random_id(8),
+            trace_id: random_trace_id(),
+            span_id: random_span_id(),
             parent_id: None,
             sampled: false,
         }
@@ -92,7 +88,7 @@ impl TraceContext {
     pub fn child(&self) -> TraceContext {
         TraceContext {
             trace_id: self.trace_id.clone(),
-            span_id: random_id(8),
+            span_id: random_span_id(),
             parent_id: Some(self.span_id.clone()),
             sampled: self.sampled,
         }
