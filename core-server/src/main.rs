@@ -116,7 +116,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         endpoints: &options.extension_endpoint,
         server_name: &options.extension_server_name,
     };
-    let root_ca_bundle = root_ca_bundle(&options)?;
+    let root_ca_bundle = root_ca_bundle(options.root_ca_file.as_deref())?;
     let config = options.config.complete(Some(extension)).await?;
     let mut server = config.new("core-server");
     let (cacher, prefix) = (server.cacher.clone(), server.etcd_root.clone());
@@ -206,8 +206,8 @@ async fn run(options: Options) -> anyhow::Result<()> {
 /// The CA bundle of `--root-ca-file`, as written: certificates only (kube
 /// refuses a file without one; a private key is refused too, as the bundle
 /// is published to every namespace).
-fn root_ca_bundle(options: &Options) -> anyhow::Result<Option<String>> {
-    let Some(path) = &options.root_ca_file else {
+fn root_ca_bundle(path: Option<&std::path::Path>) -> anyhow::Result<Option<String>> {
+    let Some(path) = path else {
         tracing::info!("no --root-ca-file: the root CA certificate publisher does not run");
         return Ok(None);
     };
@@ -346,4 +346,33 @@ async fn bootstrap_kubernetes_service(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
+
+    /// What `--root-ca-file` holding `pem` gives.
+    fn bundle_of(pem: &str) -> anyhow::Result<Option<String>> {
+        let dir = std::env::temp_dir().join(format!("root-ca-{}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("ca.crt");
+        std::fs::write(&path, pem)?;
+        let bundle = root_ca_bundle(Some(&path));
+        std::fs::remove_dir_all(&dir)?;
+        bundle
+    }
+
+    #[test]
+    fn the_root_ca_file_holds_certificates_and_no_key() {
+        assert_eq!(root_ca_bundle(None).expect("no flag"), None);
+        let two = format!("{CERT}{CERT}");
+        assert_eq!(bundle_of(&two).expect("a bundle"), Some(two));
+        assert!(bundle_of("").is_err(), "no certificate");
+        assert!(bundle_of(&format!("{CERT}{KEY}")).is_err(), "a key");
+        assert!(root_ca_bundle(Some(std::path::Path::new("/nonexistent/ca.crt"))).is_err());
+    }
 }

@@ -24,11 +24,11 @@ use crate::allocation::AllocationRepair;
 
 /// Adds the core server's controllers: kube's bootstrap RBAC policy and the
 /// ClusterRole aggregation controller, the garbage collector (over this
-/// server's objects and its delegates'), the service account controller on
-/// namespace events, the root CA publisher (given the CA bundle it
-/// publishes), the resource quota controller, the repair of service IP and
-/// node port allocations, and the ValidatingAdmissionPolicy status
-/// controller.
+/// server's objects and its delegates'), the service account controller and
+/// the root CA publisher (given the CA bundle it publishes), each keeping
+/// one object in every namespace, the resource quota controller, the repair
+/// of service IP and node port allocations, and the
+/// ValidatingAdmissionPolicy status controller.
 pub fn add_post_start_hooks(
     server: &mut GenericServer,
     client: Loopback,
