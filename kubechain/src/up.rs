@@ -370,6 +370,11 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         core.extend([
             "--service-account-signing-key-file".to_string(),
             pki.path("sa.key").display().to_string(),
+            // What pods verify the front door with: the user-facing CA
+            // (kubeconfig's certificate-authority-data), published in
+            // every namespace's kube-root-ca.crt.
+            "--root-ca-file".to_string(),
+            pki.ca().display().to_string(),
         ]);
         core.extend(storage_flags.clone());
         core.extend(tls_args(&pki, "core-server", &pki.internal_ca()));
