@@ -236,7 +236,12 @@ fn response(resp: reqwest::Response) -> ApiResponse {
 impl Handler for Aggregator {
     async fn handle(&self, req: ApiRequest) -> ApiResponse {
         match self.route(&req.path) {
-            Some(route) => self.proxy(route, req).await,
+            Some(route) => {
+                let started = std::time::Instant::now();
+                let resp = self.proxy(route, req).await;
+                generic_server::metrics::global().hop("proxy", started);
+                resp
+            }
             None => self.chain.handle(req).await,
         }
     }

@@ -25,6 +25,7 @@ use crate::filters::request_path;
 use crate::metrics::Metrics;
 use crate::request::{self, ApiRequest, ApiResponse, Body, Handler, UserInfo};
 use crate::request_info::RequestInfo;
+use crate::trace::{self, TraceContext};
 
 /// The peer's certificate chain (DER), captured when the connection opens.
 #[derive(Clone)]
@@ -35,9 +36,11 @@ pub struct Pipeline {
     authenticator: Box<dyn Authenticate>,
     authorizer: Box<dyn Authorizer>,
     handler: Arc<dyn Handler>,
-    metrics: Metrics,
+    metrics: &'static Metrics,
     long_running: Arc<LongRunning>,
     audit: Option<Arc<Auditor>>,
+    /// What its trace spans are called.
+    name: &'static str,
 }
 
 impl Pipeline {
@@ -51,9 +54,10 @@ impl Pipeline {
             authenticator: Box::new(authenticator),
             authorizer,
             handler,
-            metrics: Metrics::default(),
+            metrics: crate::metrics::global(),
             long_running: Arc::default(),
             audit: None,
+            name: "front-door",
         }
     }
 
@@ -61,6 +65,12 @@ impl Pipeline {
     pub fn with_audit(mut self, auditor: Option<Arc<Auditor>>) -> Self {
         self.audit = auditor;
         self
+    }
+
+    /// Names the server's trace spans (an aggregated server's, say);
+    /// `front-door` otherwise.
+    pub fn named(self, name: &'static str) -> Self {
+        Pipeline { name, ..self }
     }
 
     /// Runs the pipeline for one request: the path is checked and the
@@ -233,6 +243,9 @@ impl Pipeline {
         }
         tracing::trace!(audit_id = %req.audit_id, verb = %req.info.verb, path = %req.path, user = %req.user.name, "request");
         let counted = self.metrics.start(&req);
+        let (started, trace) = (std::time::Instant::now(), TraceContext::of(&req.headers));
+        trace.propagate(&mut req.headers);
+        let audit_id = req.audit_id.clone();
         let resp = if req.path == "/metrics" && req.method == Method::GET {
             ApiResponse::bytes(
                 http::StatusCode::OK,
@@ -240,19 +253,37 @@ impl Pipeline {
                 self.metrics.render(),
             )
         } else {
-            match record.as_mut() {
-                Some(record) => {
-                    let panicked = record.panic_slot();
-                    let serving = request::recover_with(self.handler.as_ref(), req, move |why| {
-                        *panicked.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+            match req.timeout() {
+                Err(e) => e.into(),
+                Ok(limit) => {
+                    // A panic is reported to the audit record, and the
+                    // annotations added behind are collected for it.
+                    let panicked = record.as_ref().map(Record::panic_slot);
+                    let served = request::recover_with(self.handler.as_ref(), req, move |why| {
+                        if let Some(slot) = panicked {
+                            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                        }
                     });
-                    let (resp, annotations) = audit::collect(serving).await;
-                    record.annotate(annotations);
-                    resp
+                    let served = trace::scope(trace.clone(), audit::collect(served));
+                    let outcome = match limit {
+                        None => Some(served.await),
+                        // A request past its deadline is dropped, which cancels it
+                        // at every hop behind, and answered with kube's 504.
+                        Some(limit) => tokio::time::timeout(limit, served).await.ok(),
+                    };
+                    match outcome {
+                        Some((resp, annotations)) => {
+                            if let Some(record) = record.as_mut() {
+                                record.annotate(annotations);
+                            }
+                            resp
+                        }
+                        None => request::timed_out().into(),
+                    }
                 }
-                None => request::recover(self.handler.as_ref(), req).await,
             }
         };
+        trace.log(self.name, started, resp.status.as_u16(), &audit_id);
         counted.done(resp.status.as_u16());
         match (slot, resp.body) {
             // The slot is held for as long as the stream is.

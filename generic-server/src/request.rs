@@ -293,12 +293,37 @@ impl ApiRequest {
     /// its `timeout` parameter (a Go duration, as kubectl's
     /// `--request-timeout` sends it) within [`REQUEST_TIMEOUT`].
     pub fn deadline(&self) -> Option<std::time::Duration> {
-        if self.is_long_running() {
-            return None;
-        }
-        let asked = self.param("timeout").and_then(|t| go_duration(&t));
-        Some(asked.map_or(REQUEST_TIMEOUT, |t| t.min(REQUEST_TIMEOUT)))
+        self.timeout().ok().flatten()
     }
+
+    /// [`ApiRequest::deadline`], refusing a `timeout` that is not a Go
+    /// duration as kube does (400); zero or less means the default.
+    pub fn timeout(&self) -> Result<Option<std::time::Duration>, apimachinery::Error> {
+        if self.is_long_running() {
+            return Ok(None);
+        }
+        let Some(text) = self.param("timeout") else {
+            return Ok(Some(REQUEST_TIMEOUT));
+        };
+        if let Some(asked) = go_duration(&text) {
+            return Ok(Some(asked.min(REQUEST_TIMEOUT)));
+        }
+        let unsigned = text.strip_prefix(['-', '+']).unwrap_or(&text);
+        if unsigned == "0" || go_seconds(unsigned).is_some() {
+            return Ok(Some(REQUEST_TIMEOUT));
+        }
+        Err(apimachinery::Error::bad_request(format!(
+            "invalid timeout specified in the request URL - time: invalid duration {text:?}"
+        )))
+    }
+}
+
+/// kube's 504 for a request that outlived its deadline.
+pub fn timed_out() -> apimachinery::Error {
+    apimachinery::Error::new(
+        apimachinery::error::Reason::Timeout,
+        "Timeout: request did not complete within requested timeout - context deadline exceeded",
+    )
 }
 
 /// Whether a request with these attributes streams for as long as the
@@ -309,6 +334,12 @@ pub fn long_running(info: &RequestInfo) -> bool {
 
 /// Parses a Go duration (`32s`, `1m30s`, `500ms`, `1.5h`); `None` if it is not one or is not positive.
 pub fn go_duration(text: &str) -> Option<std::time::Duration> {
+    let total = go_seconds(text)?;
+    (total > 0.0).then(|| std::time::Duration::from_secs_f64(total.min(1e9)))
+}
+
+/// The seconds of an unsigned Go duration, zero included.
+fn go_seconds(text: &str) -> Option<f64> {
     let mut rest = text;
     let mut total = 0f64;
     if rest.is_empty() {
@@ -335,7 +366,7 @@ pub fn go_duration(text: &str) -> Option<std::time::Duration> {
         rest = &rest[unit_end..];
         total += number * seconds;
     }
-    (total > 0.0 && total.is_finite()).then(|| std::time::Duration::from_secs_f64(total.min(1e9)))
+    total.is_finite().then_some(total)
 }
 
 /// kube-apiserver's words for a request that made it panic.
@@ -480,6 +511,16 @@ mod tests {
         assert_eq!(req.deadline(), Some(Duration::from_secs(3)));
         req.query = "timeout=3h".into();
         assert_eq!(req.deadline(), Some(REQUEST_TIMEOUT));
+        for default in ["0", "0s", "-1s", "-2h"] {
+            req.query = format!("timeout={default}");
+            assert_eq!(req.timeout().ok(), Some(Some(REQUEST_TIMEOUT)), "{default}");
+        }
+        req.query = "timeout=soon".into();
+        let refused = req.timeout().expect_err("not a duration");
+        assert_eq!(
+            refused.to_status().message,
+            "invalid timeout specified in the request URL - time: invalid duration \"soon\""
+        );
         req.info.verb = "watch".into();
         assert_eq!(req.deadline(), None);
     }

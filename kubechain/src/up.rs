@@ -31,6 +31,9 @@ pub struct UpArgs {
     /// How many aggregators to run.
     #[arg(long, default_value_t = 1)]
     pub aggregator_replicas: usize,
+    /// The servers' log format: `text`, or `json` (one object per line).
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
     /// An audit.k8s.io/v1 Policy for the aggregators (kube-apiserver's flag).
     #[arg(long)]
     pub audit_policy_file: Option<PathBuf>,
@@ -105,6 +108,10 @@ struct Ports {
     metrics: u16,
     core: Vec<u16>,
     extension: Vec<u16>,
+    /// Each core-server replica's plain-HTTP `/metrics`.
+    core_metrics: Vec<u16>,
+    /// Each extension-server replica's plain-HTTP `/metrics`.
+    extension_metrics: Vec<u16>,
 }
 
 fn free_port() -> Result<u16> {
@@ -144,12 +151,20 @@ impl Ports {
         let extension = (0..extensions)
             .map(|i| pick(&format!("extension-{i}")))
             .collect::<Result<Vec<_>>>()?;
+        let core_metrics = (0..cores)
+            .map(|i| pick(&format!("core-metrics-{i}")))
+            .collect::<Result<Vec<_>>>()?;
+        let extension_metrics = (0..extensions)
+            .map(|i| pick(&format!("extension-metrics-{i}")))
+            .collect::<Result<Vec<_>>>()?;
         let ports = Ports {
             etcd,
             etcd_peer,
             metrics,
             core,
             extension,
+            core_metrics,
+            extension_metrics,
         };
         let mut text =
             json!({"etcd": ports.etcd, "etcd_peer": ports.etcd_peer, "metrics": ports.metrics});
@@ -158,6 +173,12 @@ impl Ports {
         }
         for (i, p) in ports.extension.iter().enumerate() {
             text[format!("extension-{i}")] = json!(p);
+        }
+        for (i, p) in ports.core_metrics.iter().enumerate() {
+            text[format!("core-metrics-{i}")] = json!(p);
+        }
+        for (i, p) in ports.extension_metrics.iter().enumerate() {
+            text[format!("extension-metrics-{i}")] = json!(p);
         }
         std::fs::write(path, text.to_string())?;
         Ok(ports)
@@ -353,6 +374,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
     .context("waiting for etcd")?;
 
     let etcd_flag = vec!["--etcd-servers".to_string(), etcd_url.clone()];
+    let logging = vec!["--log-format".to_string(), args.log_format.clone()];
     // Every server that reads objects from etcd decrypts with the same keys.
     let storage_flags = [
         etcd_flag.clone(),
@@ -370,9 +392,15 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
             .join(",")
     };
     for (i, port) in ports.extension.iter().enumerate() {
-        let mut extension = vec!["--listen".into(), format!("127.0.0.1:{port}")];
+        let mut extension = vec![
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--metrics-address".into(),
+            format!("127.0.0.1:{}", ports.extension_metrics[i]),
+        ];
         extension.extend(storage_flags.clone());
         extension.extend(tls_args(&pki, "extension-server", &pki.internal_ca()));
+        extension.extend(logging.clone());
         children.spawn(spec(
             &replica_name("extension-server", i),
             sibling("extension-server")?,
@@ -385,14 +413,22 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
             format!("127.0.0.1:{port}"),
             "--extension-endpoint".into(),
             urls(&ports.extension),
+            "--metrics-address".into(),
+            format!("127.0.0.1:{}", ports.core_metrics[i]),
         ];
         core.extend(["--advertise-port".to_string(), args.port.to_string()]);
         core.extend([
             "--service-account-signing-key-file".to_string(),
             pki.path("sa.key").display().to_string(),
+            // What pods verify the front door with: the user-facing CA
+            // (kubeconfig's certificate-authority-data), published in
+            // every namespace's kube-root-ca.crt.
+            "--root-ca-file".to_string(),
+            pki.ca().display().to_string(),
         ]);
         core.extend(storage_flags.clone());
         core.extend(tls_args(&pki, "core-server", &pki.internal_ca()));
+        core.extend(logging.clone());
         children.spawn(spec(
             &replica_name("core-server", i),
             sibling("core-server")?,
@@ -420,6 +456,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         aggregator.extend(storage_flags.clone());
         aggregator.extend(tls_args(&pki, "aggregator", &pki.ca()));
         aggregator.extend(internal_args(&pki, "aggregator"));
+        aggregator.extend(logging.clone());
         aggregator.extend(audit_args(args, i)?);
         children.spawn(spec(
             &replica_name("aggregator", i),
@@ -452,6 +489,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         "--requestheader-allowed-names".to_string(),
         "front-proxy-client".to_string(),
     ]);
+    metrics.extend(logging);
     children.spawn(spec("metrics-server", sibling("metrics-server")?, metrics))?;
 
     let ca = std::fs::read(pki.ca())?;
@@ -559,6 +597,7 @@ mod tests {
             core_replicas: 1,
             extension_replicas: 1,
             aggregator_replicas: 2,
+            log_format: "text".into(),
             audit_policy_file: policy,
             audit_log_path: log.map(PathBuf::from),
         }

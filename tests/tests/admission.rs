@@ -260,6 +260,13 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
     assert_eq!(request["kind"]["kind"], "ConfigMap");
     assert_eq!(request["resource"]["resource"], "configmaps");
     assert_eq!(request["userInfo"]["username"], "kubernetes-admin");
+    // The webhook is the next hop of the request's trace.
+    let traceparent = reviews[0]["traceparent"].as_str().unwrap_or_default();
+    assert!(
+        traceparent.len() == 55 && traceparent.starts_with("00-"),
+        "no traceparent: {:?}",
+        reviews[0]["traceparent"]
+    );
     assert!(
         reviews[0]["path"]
             .as_str()
@@ -458,13 +465,20 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
     );
 
     let slow = format!(
-        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: slow}}\nwebhooks:\n{}",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: slow}}\nwebhooks:\n{}{}",
         hook(
             "slow.example.com",
             "/slow",
             &ca,
             "[{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [serviceaccounts]}]",
             &format!("{HOOKED}  timeoutSeconds: 1\n"),
+        ),
+        hook(
+            "patient.example.com",
+            "/slow",
+            &ca,
+            "[{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [podtemplates]}]",
+            &format!("{HOOKED}  timeoutSeconds: 10\n"),
         )
     );
     cluster.kubectl_stdin(&["apply", "-f", "-"], &slow).ok();
@@ -478,6 +492,41 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
                 && timed_out.stderr.contains("?timeout=1s\": context deadline exceeded")
         }),
         "a webhook slower than its timeout fails the write"
+    );
+    // The request's own deadline (`?timeout=`, 60 s by default): kube's 504
+    // when it passes first, kube's 400 when it is not a duration.
+    let template = |name: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"PodTemplate","metadata":{{"name":"{name}"}},"template":{{"spec":{{"containers":[{{"name":"c","image":"x"}}]}}}}}}"#
+        )
+    };
+    let post = |query: &str, name: &str| {
+        cluster.curl(
+            As::Admin,
+            "POST",
+            &format!("/api/v1/namespaces/hooked/podtemplates{query}"),
+            &["Content-Type: application/json"],
+            Some(template(name).as_bytes()),
+        )
+    };
+    let late = post("?timeout=1s", "late");
+    assert_eq!(late.code, 504, "{}", late.text);
+    assert_eq!(late.json["reason"], "Timeout");
+    assert_eq!(
+        late.json["message"],
+        "Timeout: request did not complete within requested timeout - context deadline exceeded"
+    );
+    let bad = post("?timeout=soon", "soon");
+    assert_eq!(bad.code, 400, "{}", bad.text);
+    assert_eq!(
+        bad.json["message"],
+        "invalid timeout specified in the request URL - time: invalid duration \"soon\""
+    );
+    let in_time = post("", "in-time");
+    assert_eq!(
+        in_time.code, 201,
+        "within the default 60 s: {}",
+        in_time.text
     );
 
     // Removing the configurations (never themselves sent to webhooks)
@@ -1074,4 +1123,134 @@ fn policies_are_type_checked_against_the_kinds_they_match() {
         status("misspelt").unwrap_or_default()["observedGeneration"],
         2
     );
+}
+
+/// A custom resource served as v1 (stored) and v2: rules naming only v2.
+const GADGETS: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\n\
+    spec: {group: example.com, scope: Namespaced, names: {plural: gadgets, kind: Gadget},\n\
+    versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}},\n\
+    {name: v2, served: true, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}\n";
+const GADGETS_V2: &str =
+    "[{operations: [CREATE], apiGroups: [example.com], apiVersions: [v2], resources: [gadgets]}]";
+
+/// A Gadget named `name`, written in `version`.
+fn gadget(name: &str, version: &str) -> String {
+    format!(
+        "apiVersion: example.com/{version}\nkind: Gadget\nmetadata: {{name: {name}, namespace: default}}\n"
+    )
+}
+
+#[test]
+fn equivalent_rules_see_other_versions_converted() {
+    let cluster = Cluster::start();
+    let dir = &cluster.dir;
+    let ca = openssl_self_signed(dir, "hook", "hook.webhooks.svc");
+    let port = closed_port();
+    let log = dir.join("webhook-reviews.jsonl");
+    let mut webhook = start_webhook(dir, port, &log);
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &local_service("webhooks", "hook", port),
+        )
+        .ok();
+    cluster.kubectl_stdin(&["apply", "-f", "-"], GADGETS).ok();
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/gadgets.example.com",
+        ])
+        .ok();
+    let mutating = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {{name: versions}}\nwebhooks:\n{}{}",
+        hook(
+            "equivalent.example.com",
+            "/mutate",
+            &ca,
+            GADGETS_V2,
+            "  matchPolicy: Equivalent\n"
+        ),
+        hook(
+            "exact.example.com",
+            "/label",
+            &ca,
+            GADGETS_V2,
+            "  matchPolicy: Exact\n"
+        ),
+    );
+    // The policy's matchPolicy defaults to Equivalent, as kube's does.
+    let spec = format!(
+        "  matchConstraints:\n    resourceRules: {GADGETS_V2}\n  validations:\n\
+         \x20 - expression: \"!object.metadata.name.startsWith('bad-')\"\n\
+         \x20   messageExpression: \"'seen as ' + object.apiVersion + ', kind ' + request.kind.version + ', asked in ' + request.requestKind.version\"\n"
+    );
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &format!(
+                "{mutating}\n---\n{}",
+                policy(
+                    "versions.example.com",
+                    &spec,
+                    "  validationActions: [Deny]\n"
+                )
+            ),
+        )
+        .ok();
+
+    // Written in v1: the Equivalent webhook and policy see it as v2, the
+    // Exact webhook does not see it at all.
+    let wanted = "seen as example.com/v2, kind v2, asked in v1";
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let run = cluster.kubectl_stdin(&["create", "-f", "-"], &gadget("bad-probe", "v1"));
+            run.code != 0 && run.stderr.contains(wanted)
+        }),
+        "the policy never saw a v1 gadget as v2"
+    );
+    cluster
+        .kubectl_stdin(&["create", "-f", "-"], &gadget("one", "v1"))
+        .ok();
+    let reviews = reviews_of(&log, "one");
+    assert_eq!(reviews.len(), 1, "only the Equivalent webhook: {reviews:?}");
+    let request = &reviews[0]["request"];
+    assert_eq!(request["kind"]["version"], "v2", "{request}");
+    assert_eq!(request["resource"]["version"], "v2");
+    assert_eq!(request["requestKind"]["version"], "v1");
+    assert_eq!(request["requestResource"]["version"], "v1");
+    assert_eq!(request["object"]["apiVersion"], "example.com/v2");
+    // Its patch, made to the v2 object, is stored through v1.
+    let stored = cluster
+        .kubectl(&["get", "gadgets.v1.example.com", "one", "-o", "json"])
+        .json();
+    assert_eq!(stored["apiVersion"], "example.com/v1");
+    assert_eq!(stored["metadata"]["labels"]["mutated-by"], "webhook");
+    assert!(
+        stored["metadata"]["labels"].get("second").is_none(),
+        "{stored}"
+    );
+
+    // Written in v2: both webhooks, each seeing v2 as asked.
+    cluster
+        .kubectl_stdin(&["create", "-f", "-"], &gadget("two", "v2"))
+        .ok();
+    let reviews = reviews_of(&log, "two");
+    assert_eq!(reviews.len(), 2, "{reviews:?}");
+    assert!(
+        reviews
+            .iter()
+            .all(|r| r["request"]["requestKind"]["version"] == "v2")
+    );
+    let stored = cluster
+        .kubectl(&["get", "gadgets.v2.example.com", "two", "-o", "json"])
+        .json();
+    assert_eq!(stored["metadata"]["labels"]["second"], "yes");
+    let bad = cluster.kubectl_stdin(&["create", "-f", "-"], &gadget("bad-two", "v2"));
+    assert!(
+        bad.err()
+            .contains("seen as example.com/v2, kind v2, asked in v2"),
+        "{bad:?}"
+    );
+    webhook.kill().ok();
 }

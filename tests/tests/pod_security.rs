@@ -77,6 +77,15 @@ fn enforce_refuses_warn_warns_and_workloads_only_warn() {
     cluster
         .kubectl(&["get", "pod", "priv", "-n", "strict"])
         .err();
+    // The decision is annotated for the audit event, as kube's plugin does.
+    let log = std::fs::read_to_string(cluster.dir.join("logs/core-server.log")).unwrap_or_default();
+    assert!(
+        log.lines().any(|line| line.contains("admission annotation")
+            && line.contains("name=\"priv\"")
+            && line
+                .contains("key=pod-security.kubernetes.io/enforce-policy value=restricted:latest")),
+        "no enforce-policy annotation for priv"
+    );
     let admitted = apply(&cluster, &restricted_pod("strict", "fine"));
     admitted.ok();
     assert!(!admitted.stderr.contains("Warning:"), "{}", admitted.stderr);

@@ -217,9 +217,9 @@ impl PodSecurity {
     }
 }
 
-/// Hands a decision to the client (its warnings, and its refusal as kube's
-/// 403) and to the audit log (`pod-security.kubernetes.io/enforce-policy`,
-/// `…/audit-violations`).
+/// Hands a decision on: its warnings to the client, its annotations
+/// (`pod-security.kubernetes.io/enforce-policy`, …) to the audit event, and
+/// its refusal as kube's 403.
 fn report(attrs: &Attributes<'_>, decision: Decision) -> Result<()> {
     for warning in decision.warnings {
         attrs.warn(warning);

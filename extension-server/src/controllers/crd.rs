@@ -11,6 +11,7 @@ use apimachinery::error::Reason;
 use apimachinery::group_version::GroupVersionKind;
 use apimachinery::openapi::{self, Components, ResourceSpec, SubresourceSpec};
 use generic_server::admission::Admission;
+use generic_server::admission::Equivalents;
 use generic_server::informer::Change;
 use generic_server::loopback::Loopback;
 use generic_server::registry::{DeleteOptions, ListOptions, PatchSchema, Store};
@@ -331,6 +332,11 @@ async fn build_stores(ctx: &Context, crd: &Value) -> apimachinery::Result<Vec<Ar
         .unwrap_or_default()
         .to_string();
     let storage = crd::storage_version(crd).unwrap_or_default().to_string();
+    let served_versions: Vec<String> = crd::versions(crd)
+        .iter()
+        .filter(|v| v["served"] == true)
+        .filter_map(|v| v["name"].as_str().map(str::to_string))
+        .collect();
     let mut stores = Vec::new();
     for version in crd::versions(crd).iter().filter(|v| v["served"] == true) {
         let resource = custom_resource::resource(crd, version);
@@ -369,7 +375,19 @@ async fn build_stores(ctx: &Context, crd: &Value) -> apimachinery::Result<Vec<Ar
             Some(schema),
         )
         .await?;
-        stores.push(Arc::new(store.with_converter(converter)));
+        let equivalents = Equivalents {
+            versions: served_versions
+                .iter()
+                .filter(|v| **v != served.version)
+                .cloned()
+                .collect(),
+            converter: converter.clone(),
+        };
+        stores.push(Arc::new(
+            store
+                .with_converter(converter)
+                .with_equivalents(equivalents),
+        ));
     }
     Ok(stores)
 }

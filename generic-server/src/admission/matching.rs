@@ -75,9 +75,8 @@ impl Rule {
         }
     }
 
-    /// Whether the rule covers the write; `exact` (matchPolicy Exact)
-    /// also requires its version, where Equivalent takes any.
-    pub fn matches(&self, attrs: &Attributes<'_>, exact: bool) -> bool {
+    /// Whether the rule covers the write, were it made in `version`.
+    pub fn matches(&self, attrs: &Attributes<'_>, version: &str) -> bool {
         let resource = attrs.resource;
         let scoped = match self.scope.as_str() {
             "Cluster" => !resource.namespaced,
@@ -92,8 +91,80 @@ impl Rule {
             && resource_matches
             && any_or(&self.operations, attrs.operation.as_str())
             && any_or(&self.groups, &resource.group)
-            && (!exact || any_or(&self.versions, &resource.version))
+            && any_or(&self.versions, version)
             && (self.names.is_empty() || self.names.iter().any(|n| n == attrs.name))
+    }
+}
+
+/// The version in which a webhook or policy sees a write its rules match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Matched {
+    /// The version the request was made in.
+    AsRequested,
+    /// Another served version of the resource (matchPolicy Equivalent).
+    Equivalent(String),
+}
+
+impl Matched {
+    /// The version named, if not the request's.
+    pub fn version(&self) -> Option<&str> {
+        match self {
+            Matched::AsRequested => None,
+            Matched::Equivalent(version) => Some(version),
+        }
+    }
+}
+
+/// A write's objects as a webhook or policy sees them: in the version its
+/// rules matched, converted when that is not the request's.
+pub struct Versioned<'a> {
+    /// The version, when not the request's.
+    pub version: Option<&'a str>,
+    /// The object written (none on delete).
+    pub object: Option<std::borrow::Cow<'a, Value>>,
+    /// The stored object, on update and delete.
+    pub old: Option<std::borrow::Cow<'a, Value>>,
+}
+
+impl<'a> Versioned<'a> {
+    /// The write's objects in the `matched` version.
+    pub async fn of(
+        attrs: &Attributes<'a>,
+        object: Option<&'a Value>,
+        matched: &'a Matched,
+    ) -> Result<Versioned<'a>> {
+        use std::borrow::Cow;
+        let (Some(version), Some(equivalents)) = (matched.version(), attrs.equivalents) else {
+            return Ok(Versioned {
+                version: None,
+                object: object.map(Cow::Borrowed),
+                old: attrs.old.map(Cow::Borrowed),
+            });
+        };
+        let convert = |object: Option<&'a Value>| async move {
+            match object {
+                None => Ok(None),
+                Some(object) => equivalents
+                    .convert(attrs.resource, object, version)
+                    .await
+                    .map(|o| Some(Cow::Owned(o))),
+            }
+        };
+        Ok(Versioned {
+            version: Some(version),
+            object: convert(object).await?,
+            old: convert(attrs.old).await?,
+        })
+    }
+
+    /// The object written, if any.
+    pub fn object(&self) -> Option<&Value> {
+        self.object.as_deref()
+    }
+
+    /// The stored object, if any.
+    pub fn old(&self) -> Option<&Value> {
+        self.old.as_deref()
     }
 }
 
@@ -148,15 +219,34 @@ impl Criteria {
         }
     }
 
-    /// Whether the rules cover the write (the cheap first test).
+    /// Whether the rules cover the write (the cheap first test), and in
+    /// which version: the request's when a rule names it, else (with
+    /// matchPolicy Equivalent) the first other served version one names.
+    pub fn matched(&self, attrs: &Attributes<'_>) -> Option<Matched> {
+        let in_version = |version: &str| {
+            self.rules.iter().any(|rule| rule.matches(attrs, version))
+                && !self
+                    .excluded
+                    .iter()
+                    .any(|rule| rule.matches(attrs, version))
+        };
+        if in_version(&attrs.resource.version) {
+            return Some(Matched::AsRequested);
+        }
+        if self.exact {
+            return None;
+        }
+        attrs
+            .equivalents
+            .into_iter()
+            .flat_map(|e| &e.versions)
+            .find(|version| in_version(version))
+            .map(|version| Matched::Equivalent(version.clone()))
+    }
+
+    /// Whether the rules cover the write in any version.
     pub fn covers(&self, attrs: &Attributes<'_>) -> bool {
-        self.rules
-            .iter()
-            .any(|rule| rule.matches(attrs, self.exact))
-            && !self
-                .excluded
-                .iter()
-                .any(|rule| rule.matches(attrs, self.exact))
+        self.matched(attrs).is_some()
     }
 
     /// Whether the selectors accept the write: the namespace's labels
@@ -317,11 +407,15 @@ impl Conditions {
 
 /// kube's AdmissionRequest for the write (without the objects), as a
 /// webhook's review and a policy's `request` carry it.
-pub fn admission_request(attrs: &Attributes<'_>, uid: &str) -> Value {
+/// `version` is the one the rules matched, when not the request's
+/// (`requestKind` and `requestResource` keep the request's).
+pub fn admission_request(attrs: &Attributes<'_>, uid: &str, version: Option<&str>) -> Value {
     let resource = attrs.resource;
-    let kind = json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
-    let gvr =
-        json!({"group": resource.group, "version": resource.version, "resource": resource.plural});
+    let gvk =
+        |version: &str| json!({"group": resource.group, "version": version, "kind": resource.kind});
+    let gvr = |version: &str| json!({"group": resource.group, "version": version, "resource": resource.plural});
+    let requested = &resource.version;
+    let seen = version.unwrap_or(requested);
     let user = attrs.user;
     let options = match attrs.operation {
         Operation::Create => "CreateOptions",
@@ -330,10 +424,10 @@ pub fn admission_request(attrs: &Attributes<'_>, uid: &str) -> Value {
     };
     let mut request = json!({
         "uid": uid,
-        "kind": kind,
-        "resource": gvr,
-        "requestKind": kind,
-        "requestResource": gvr,
+        "kind": gvk(seen),
+        "resource": gvr(seen),
+        "requestKind": gvk(requested),
+        "requestResource": gvr(requested),
         "name": attrs.name,
         "operation": attrs.operation.as_str(),
         "userInfo": {"username": user.name, "groups": user.groups},
@@ -409,20 +503,21 @@ impl Authorize for UserAuthorizer {
 }
 
 /// What CEL reads of a write: `object` (none on delete), `oldObject`,
-/// and the rest as given, converting only the roots in `uses`.
+/// in the version matched, and the rest as given, converting only the
+/// roots in `uses`.
 pub fn activation<'a>(
-    attrs: &Attributes<'a>,
-    object: Option<&'a Value>,
+    attrs: &Attributes<'_>,
+    versioned: &'a Versioned<'_>,
     inputs: Inputs<'a>,
     uses: Uses,
 ) -> Activation<'a> {
     let object = match attrs.operation {
         Operation::Delete => None,
-        _ => object,
+        _ => versioned.object(),
     };
     let inputs = Inputs {
         object,
-        old_object: attrs.old,
+        old_object: versioned.old(),
         ..inputs
     };
     Activation::new(inputs, uses)
@@ -456,26 +551,98 @@ mod tests {
         let all = rule(
             json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}),
         );
-        assert!(all.matches(&create, true));
-        assert!(!all.matches(&status, true), "no subresource in the rule");
+        assert!(all.matches(&create, "v1"));
+        assert!(!all.matches(&status, "v1"), "no subresource in the rule");
         let subs = rule(
             json!({"operations": ["UPDATE"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["configmaps/*"]}),
         );
-        assert!(!subs.matches(&create, true), "CREATE is not UPDATE");
-        assert!(subs.matches(&status, true));
+        assert!(!subs.matches(&create, "v1"), "CREATE is not UPDATE");
+        assert!(subs.matches(&status, "v1"));
         let star = rule(
             json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v2"], "resources": ["*"], "scope": "Namespaced"}),
         );
-        assert!(!star.matches(&create, true), "Exact needs the version");
-        assert!(star.matches(&create, false), "Equivalent takes any version");
+        assert!(!star.matches(&create, "v1"), "the rule names v2");
+        assert!(star.matches(&create, "v2"), "as if made in v2");
         let cluster = rule(
             json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"], "scope": "Cluster"}),
         );
-        assert!(!cluster.matches(&create, true), "configmaps are namespaced");
+        assert!(!cluster.matches(&create, "v1"), "configmaps are namespaced");
         let named = rule(
             json!({"operations": ["*"], "apiGroups": [""], "apiVersions": ["*"], "resources": ["configmaps"], "resourceNames": ["y"]}),
         );
-        assert!(!named.matches(&create, true), "only the named object");
+        assert!(!named.matches(&create, "v1"), "only the named object");
+    }
+
+    /// Converts by rewriting apiVersion, as CRDs' strategy None does.
+    struct Renaming;
+
+    #[async_trait::async_trait]
+    impl crate::strategy::Converter for Renaming {
+        fn storage_version(&self) -> String {
+            "v1".into()
+        }
+        async fn convert(&self, mut objects: Vec<Value>, to: &str) -> Result<Vec<Value>> {
+            for object in &mut objects {
+                object["apiVersion"] = json!(to);
+            }
+            Ok(objects)
+        }
+    }
+
+    #[tokio::test]
+    async fn equivalent_rules_see_the_write_in_their_version() {
+        let resource = configmaps();
+        let user = UserInfo::default();
+        let equivalents = crate::admission::Equivalents {
+            versions: vec!["v2".into(), "v3".into()],
+            converter: Arc::new(Renaming),
+        };
+        let old = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        let create = Attributes {
+            equivalents: Some(&equivalents),
+            old: Some(&old),
+            ..attrs(&resource, &user, Operation::Update, "")
+        };
+        let criteria = |policy: &str, versions: Value| {
+            Criteria::parse(
+                &json!({"matchPolicy": policy, "rules": [{"operations": ["*"], "apiGroups": [""],
+                    "apiVersions": versions, "resources": ["configmaps"]}]}),
+                "rules",
+            )
+        };
+        let equivalent = criteria("Equivalent", json!(["v3", "v2"]));
+        let matched = equivalent.matched(&create);
+        assert_eq!(
+            matched,
+            Some(Matched::Equivalent("v2".into())),
+            "first served version named"
+        );
+        assert_eq!(criteria("Exact", json!(["v2"])).matched(&create), None);
+        assert_eq!(
+            criteria("Equivalent", json!(["v1", "v2"])).matched(&create),
+            Some(Matched::AsRequested),
+            "the request's own version first"
+        );
+        assert_eq!(
+            criteria("Equivalent", json!(["v9"])).matched(&create),
+            None,
+            "not served"
+        );
+
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        let Some(matched) = matched else {
+            unreachable!()
+        };
+        let seen = Versioned::of(&create, Some(&object), &matched)
+            .await
+            .expect("converted");
+        assert_eq!(seen.object().map(|o| &o["apiVersion"]), Some(&json!("v2")));
+        assert_eq!(seen.old().map(|o| &o["apiVersion"]), Some(&json!("v2")));
+        let request = admission_request(&create, "u", seen.version);
+        assert_eq!(request["kind"]["version"], "v2");
+        assert_eq!(request["resource"]["version"], "v2");
+        assert_eq!(request["requestKind"]["version"], "v1");
+        assert_eq!(request["requestResource"]["version"], "v1");
     }
 
     #[test]

@@ -57,8 +57,40 @@ pub struct Attributes<'a> {
     pub user: &'a UserInfo,
     /// Whether the write is a dry run (nothing may be persisted).
     pub dry_run: bool,
+    /// The resource's other served versions, for rules with matchPolicy
+    /// Equivalent (custom resources served in several versions).
+    pub equivalents: Option<&'a Equivalents>,
     /// Warnings for the client and audit annotations, added by plugins.
     pub warnings: Mutex<Notes>,
+}
+
+/// The other versions a resource is served in, and the converter between
+/// them: a rule naming one of them matches the write under matchPolicy
+/// Equivalent, and its webhook or policy sees the object in that version.
+#[derive(Clone)]
+pub struct Equivalents {
+    /// The other served versions, in the order they are tried.
+    pub versions: Vec<String>,
+    /// Converts objects between the versions.
+    pub converter: Arc<dyn crate::strategy::Converter>,
+}
+
+impl Equivalents {
+    /// `object` (of `resource`'s group) converted to `version`.
+    pub async fn convert(
+        &self,
+        resource: &Resource,
+        object: &Value,
+        version: &str,
+    ) -> Result<Value> {
+        let api_version = apimachinery::group_version::api_version(&resource.group, version);
+        self.converter
+            .convert(vec![object.clone()], &api_version)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::internal("conversion returned no object"))
+    }
 }
 
 /// What plugins note about a write on the way: warnings for the client,
@@ -321,6 +353,7 @@ pub(crate) mod test_support {
             old: None,
             user,
             dry_run: false,
+            equivalents: None,
             warnings: Default::default(),
         }
     }

@@ -18,7 +18,7 @@ use apimachinery::error::{Error, Reason, Result, StatusCause};
 use apimachinery::label_selector::LabelSelector;
 use serde_json::{Value, json};
 
-use super::matching::{self, Conditions, Criteria, Namespaces, UserAuthorizer};
+use super::matching::{self, Conditions, Criteria, Namespaces, UserAuthorizer, Versioned};
 use super::{AdmissionPlugin, Attributes};
 use crate::filters::rbac::Rbac;
 use crate::resource::Resource;
@@ -606,9 +606,9 @@ impl AdmissionPlugin for Policies {
         let mut denials = Vec::new();
         let (mut request, mut namespace) = (None, None);
         for policy in &compiled.policies {
-            if !policy.criteria.covers(attrs) {
+            let Some(matched) = policy.criteria.matched(attrs) else {
                 continue;
-            }
+            };
             match policy.criteria.selects(attrs, obj, &self.namespaces).await {
                 Ok(true) => {}
                 Ok(false) => continue,
@@ -617,6 +617,15 @@ impl AdmissionPlugin for Policies {
                     continue;
                 }
             }
+            // A policy matched in another served version sees the write in it.
+            let versioned = Versioned::of(attrs, obj, &matched).await?;
+            let converted_request = match versioned.version {
+                Some(version) if policy.uses.has("request") => {
+                    let uid = uuid::Uuid::new_v4().to_string();
+                    Some(matching::admission_request(attrs, &uid, Some(version)))
+                }
+                _ => None,
+            };
             for binding in &policy.bindings {
                 if let Some(criteria) = &binding.criteria {
                     if !criteria.covers(attrs) {
@@ -639,9 +648,9 @@ impl AdmissionPlugin for Policies {
                     }
                 };
                 // What only some policies read is made once, when one does.
+                let uid = || uuid::Uuid::new_v4().to_string();
                 if policy.uses.has("request") && request.is_none() {
-                    let uid = uuid::Uuid::new_v4().to_string();
-                    request = Some(matching::admission_request(attrs, &uid));
+                    request = Some(matching::admission_request(attrs, &uid(), None));
                 }
                 if policy.uses.has("namespaceObject") && namespace.is_none() {
                     let found = self.namespaces.namespace(attrs).await?.map(|mut ns| {
@@ -654,7 +663,7 @@ impl AdmissionPlugin for Policies {
                 }
                 for param in params {
                     let inputs = Inputs {
-                        request: request.as_ref(),
+                        request: converted_request.as_ref().or(request.as_ref()),
                         params: param.as_ref(),
                         namespace: namespace.as_ref().and_then(Option::as_ref),
                         authorizer: policy
@@ -663,7 +672,7 @@ impl AdmissionPlugin for Policies {
                             .then(|| UserAuthorizer::new(&self.rbac, attrs.user)),
                         ..Default::default()
                     };
-                    let mut input = matching::activation(attrs, obj, inputs, policy.uses);
+                    let mut input = matching::activation(attrs, &versioned, inputs, policy.uses);
                     let failures = self.evaluate(policy, &mut input, attrs);
                     self.act(policy, binding, failures, attrs, &mut denials);
                 }

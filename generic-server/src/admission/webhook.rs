@@ -12,7 +12,7 @@ use apimachinery::error::{Error, Reason, Result, reason_for_code};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::matching::{self, Conditions, Criteria, Namespaces, UserAuthorizer};
+use super::matching::{self, Conditions, Criteria, Matched, Namespaces, UserAuthorizer, Versioned};
 use super::{AdmissionPlugin, Attributes};
 use crate::filters::rbac::Rbac;
 use crate::service_client::{Clients, ObjectReader, post_review};
@@ -142,16 +142,15 @@ impl Webhooks {
         hooks: &'h [Hook],
         attrs: &Attributes<'_>,
         object: Option<&Value>,
-    ) -> Result<Vec<&'h Hook>> {
+    ) -> Result<Vec<(&'h Hook, Matched)>> {
         if hooks.is_empty() || matching::exempt(attrs) {
             return Ok(Vec::new());
         }
         let mut relevant = Vec::new();
-        let mut request = None;
         for hook in hooks {
-            if !hook.criteria.covers(attrs) {
+            let Some(matched) = hook.criteria.matched(attrs) else {
                 continue;
-            }
+            };
             let selected = hook
                 .criteria
                 .selects(attrs, object, &self.namespaces)
@@ -163,16 +162,17 @@ impl Webhooks {
                 continue;
             }
             if !hook.conditions.is_empty() {
-                let request = request.get_or_insert_with(|| matching::admission_request(attrs, ""));
+                let versioned = Versioned::of(attrs, object, &matched).await?;
+                let request = matching::admission_request(attrs, "", versioned.version);
                 let uses = hook.conditions.uses();
                 let inputs = Inputs {
-                    request: Some(request),
+                    request: Some(&request),
                     authorizer: uses
                         .has("authorizer")
                         .then(|| UserAuthorizer::new(&self.rbac, attrs.user)),
                     ..Default::default()
                 };
-                let input = matching::activation(attrs, object, inputs, uses);
+                let input = matching::activation(attrs, &versioned, inputs, uses);
                 match hook.conditions.hold(&input) {
                     Ok(true) => {}
                     Ok(false) => continue,
@@ -186,7 +186,7 @@ impl Webhooks {
                     hook.name
                 )));
             }
-            relevant.push(hook);
+            relevant.push((hook, matched));
         }
         Ok(relevant)
     }
@@ -241,11 +241,12 @@ impl Webhooks {
     }
 }
 
-/// The AdmissionReview v1 a webhook receives for the write.
-fn review(attrs: &Attributes<'_>, uid: &str, object: Option<&Value>) -> Value {
-    let mut request = matching::admission_request(attrs, uid);
-    request["object"] = json!(object);
-    request["oldObject"] = json!(attrs.old);
+/// The AdmissionReview v1 a webhook receives for the write, in the
+/// version its rules matched.
+fn review(attrs: &Attributes<'_>, uid: &str, versioned: &Versioned<'_>) -> Value {
+    let mut request = matching::admission_request(attrs, uid, versioned.version);
+    request["object"] = json!(versioned.object());
+    request["oldObject"] = json!(versioned.old());
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
 }
 
@@ -338,7 +339,7 @@ impl AdmissionPlugin for Webhooks {
             changed[index] = self.mutate(hook, attrs, &uid, obj, (0, index)).await?;
         }
         for (index, hook) in hooks.iter().enumerate() {
-            if hook.reinvoke && changed[index + 1..].iter().any(|c| *c) {
+            if hook.0.reinvoke && changed[index + 1..].iter().any(|c| *c) {
                 self.mutate(hook, attrs, &uid, obj, (1, index)).await?;
             }
         }
@@ -352,11 +353,24 @@ impl AdmissionPlugin for Webhooks {
             return Ok(());
         }
         let uid = uuid::Uuid::new_v4().to_string();
-        let review = review(attrs, &uid, obj);
-        let answers =
-            futures::future::join_all(hooks.iter().map(|hook| self.call(hook, &review, &uid)))
-                .await;
-        for (index, (hook, answer)) in hooks.iter().zip(answers).enumerate() {
+        // One review per version the webhooks' rules matched in.
+        let mut reviews: Vec<(&Matched, Value)> = Vec::new();
+        for (_, matched) in &hooks {
+            if !reviews.iter().any(|(m, _)| *m == matched) {
+                let versioned = Versioned::of(attrs, obj, matched).await?;
+                reviews.push((matched, review(attrs, &uid, &versioned)));
+            }
+        }
+        let answers = futures::future::join_all(hooks.iter().map(|(hook, matched)| {
+            let review = reviews
+                .iter()
+                .find(|(m, _)| *m == matched)
+                .map(|(_, review)| review)
+                .unwrap_or(&Value::Null);
+            self.call(hook, review, &uid)
+        }))
+        .await;
+        for (index, ((hook, _), answer)) in hooks.iter().zip(answers).enumerate() {
             match answer {
                 Err(why) => {
                     let key = format!(
@@ -380,15 +394,22 @@ impl Webhooks {
     /// Calls one mutating webhook, the `index`-th of `round` (0, or 1 when
     /// reinvoked), and applies its patch; whether it changed the object.
     /// kube's `mutation.webhook…` annotation records the call.
+    /// A webhook matched in another version sees the object converted to
+    /// it, and its patch is converted back.
     async fn mutate(
         &self,
-        hook: &Hook,
+        (hook, matched): &(&Hook, Matched),
         attrs: &Attributes<'_>,
         uid: &str,
         obj: &mut Value,
         (round, index): (usize, usize),
     ) -> Result<bool> {
-        let review = review(attrs, uid, Some(obj));
+        let versioned = Versioned::of(attrs, Some(obj), matched).await?;
+        let review = review(attrs, uid, &versioned);
+        let mut seen = match matched.version() {
+            Some(_) => versioned.object.map(std::borrow::Cow::into_owned),
+            None => None,
+        };
         let at = format!("round_{round}_index_{index}");
         let changed = match self.call(hook, &review, uid).await {
             Err(why) => {
@@ -400,7 +421,17 @@ impl Webhooks {
                 if response["allowed"] != true {
                     return Err(denied(&hook.name, &response["status"]));
                 }
-                apply_patch(hook, &response, obj)?
+                match (matched.version(), attrs.equivalents, seen.as_mut()) {
+                    (Some(_), Some(equivalents), Some(seen)) => {
+                        let changed = apply_patch(hook, &response, seen)?;
+                        if changed {
+                            let version = &attrs.resource.version;
+                            *obj = equivalents.convert(attrs.resource, seen, version).await?;
+                        }
+                        changed
+                    }
+                    _ => apply_patch(hook, &response, obj)?,
+                }
             }
         };
         let record =

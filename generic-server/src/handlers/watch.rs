@@ -22,7 +22,16 @@ pub async fn watch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> 
     let opts = list_options(req)?;
     let items = store.watch(namespace(&store.resource, req), opts).await?;
     let resource = store.resource.clone();
-    let stream = items.map(move |item| encode(&resource, out, item)).boxed();
+    let sent =
+        crate::metrics::global().watch_events(&resource.group, &resource.version, &resource.plural);
+    let stream = items
+        .map(move |item| {
+            if matches!(item, WatchItem::Event(..)) {
+                sent.inc();
+            }
+            encode(&resource, out, item)
+        })
+        .boxed();
     let content_type = match out {
         Output::Json => crate::codec::JSON,
         Output::Table(_) => "application/json;as=Table;v=v1;g=meta.k8s.io",

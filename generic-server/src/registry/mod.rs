@@ -113,6 +113,9 @@ pub struct Store {
     admission: Admission,
     patch_schema: Option<PatchSchema>,
     converter: Option<Arc<dyn Converter>>,
+    /// The resource's other served versions, for admission's matchPolicy
+    /// Equivalent.
+    equivalents: Option<crate::admission::Equivalents>,
     /// Field selector labels in the stored resource's terms, when this
     /// store is a view of another resource's storage.
     field_label: Option<fn(&str) -> String>,
@@ -153,6 +156,7 @@ impl Store {
             admission,
             patch_schema,
             converter: None,
+            equivalents: None,
             field_label: None,
         };
         Ok(match shared {
@@ -190,6 +194,13 @@ impl Store {
         if converter.storage_version() != self.resource.api_version() {
             self.converter = Some(converter);
         }
+        self
+    }
+
+    /// Names the resource's other served versions, which admission rules
+    /// with matchPolicy Equivalent may name instead of this one.
+    pub fn with_equivalents(mut self, equivalents: crate::admission::Equivalents) -> Self {
+        self.equivalents = Some(equivalents).filter(|e| !e.versions.is_empty());
         self
     }
 

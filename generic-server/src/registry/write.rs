@@ -499,6 +499,7 @@ impl Store {
             old,
             user,
             dry_run,
+            equivalents: self.equivalents.as_ref(),
             warnings: Default::default(),
         }
     }

@@ -486,6 +486,7 @@ impl Cacher {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .insert(prefix.to_string(), cache.clone());
+        crate::metrics::global().track(&cache);
         Ok(cache)
     }
 

@@ -64,6 +64,19 @@ impl EtcdStorage {
     }
 }
 
+/// [`within`], recording the call's latency as `operation` on `key`
+/// (`etcd_request_duration_seconds`).
+async fn timed<T>(
+    operation: &'static str,
+    key: &str,
+    call: impl std::future::Future<Output = T>,
+) -> Result<T> {
+    let started = std::time::Instant::now();
+    let result = within(call).await;
+    crate::metrics::global().etcd(operation, key, started);
+    result
+}
+
 /// Awaits one etcd call for at most [`REQUEST_TIMEOUT`]. The client's own
 /// timeout bounds a call once it is on a connection, not one queued while
 /// the connection is re-established: with TLS that waits on a handshake,
@@ -123,7 +136,7 @@ fn current_from(responses: Vec<TxnOpResponse>) -> Option<KeyValue> {
 #[async_trait::async_trait]
 impl Storage for EtcdStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        let resp = within(self.kv().get(key, None))
+        let resp = timed("get", key, self.kv().get(key, None))
             .await?
             .map_err(unavailable)?;
         Ok(resp.kvs().first().map(to_kv))
@@ -134,7 +147,7 @@ impl Storage for EtcdStorage {
         if revision > 0 {
             options = options.with_revision(revision);
         }
-        let resp = within(self.kv().get(start, Some(options)))
+        let resp = timed("list", start, self.kv().get(start, Some(options)))
             .await?
             .map_err(|e| map_err(e, revision))?;
         Ok(Page {
@@ -149,7 +162,9 @@ impl Storage for EtcdStorage {
         let txn = etcd_client::Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, value.to_vec(), None)]);
-        let resp = within(self.kv().txn(txn)).await?.map_err(unavailable)?;
+        let resp = timed("create", key, self.kv().txn(txn))
+            .await?
+            .map_err(unavailable)?;
         if !resp.succeeded() {
             return Err(Error::AlreadyExists(key.into()));
         }
@@ -161,7 +176,9 @@ impl Storage for EtcdStorage {
             .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
             .and_then([TxnOp::put(key, value.to_vec(), None)])
             .or_else([TxnOp::get(key, None)]);
-        let resp = within(self.kv().txn(txn)).await?.map_err(unavailable)?;
+        let resp = timed("update", key, self.kv().txn(txn))
+            .await?
+            .map_err(unavailable)?;
         if resp.succeeded() {
             return Ok(header_revision(resp.header()));
         }
@@ -187,7 +204,9 @@ impl Storage for EtcdStorage {
                 Some(DeleteOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(key, None)]);
-        let resp = within(self.kv().txn(txn)).await?.map_err(unavailable)?;
+        let resp = timed("delete", key, self.kv().txn(txn))
+            .await?
+            .map_err(unavailable)?;
         let revision = header_revision(resp.header());
         if !resp.succeeded() {
             return match current_from(resp.op_responses()) {
@@ -256,10 +275,14 @@ impl Storage for EtcdStorage {
 
     async fn current_revision(&self) -> Result<i64> {
         // A count-only read of one key: the cheapest linearizable read.
-        let resp = within(self.kv().get(
+        let resp = timed(
+            "revision",
             apimachinery::keys::REVISION,
-            Some(GetOptions::new().with_count_only()),
-        ))
+            self.kv().get(
+                apimachinery::keys::REVISION,
+                Some(GetOptions::new().with_count_only()),
+            ),
+        )
         .await?
         .map_err(unavailable)?;
         Ok(header_revision(resp.header()))

@@ -87,6 +87,7 @@ impl Target {
             core_replicas: 1,
             extension_replicas: 1,
             aggregator_replicas: 1,
+            log_format: "text".into(),
             audit_policy_file: None,
             audit_log_path: None,
         };
