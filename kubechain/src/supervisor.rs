@@ -59,6 +59,14 @@ impl Supervisor {
             .with_context(|| format!("starting {} ({})", spec.name, spec.program.display()))
     }
 
+    /// How the child `name` was started, if it was.
+    pub fn spec(&self, name: &str) -> Option<ChildSpec> {
+        self.children
+            .iter()
+            .find(|r| r.spec.name == name)
+            .map(|r| r.spec.clone())
+    }
+
     /// Starts a child.
     pub fn spawn(&mut self, spec: ChildSpec) -> Result<()> {
         let child = self.start(&spec)?;

@@ -558,7 +558,7 @@ where
 }
 
 /// Whether the front door answers `GET /readyz` with 200 over verified TLS.
-async fn readyz(port: u16, ca_pem: &[u8]) -> Result<bool> {
+pub async fn readyz(port: u16, ca_pem: &[u8]) -> Result<bool> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut &ca_pem[..]) {

@@ -39,6 +39,11 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
         "memory extension-server",
         "memory etcd",
         "JSON of cached objects",
+        "creates/s, 20 webhooks and 20 policies matching nothing",
+        "core-server CPU per create, one matching policy",
+        "creates/s, audit at Metadata level",
+        "front door CPU per create, audit at Metadata",
+        "memory aggregator-audited",
     ];
     for row in rows {
         assert!(

@@ -83,6 +83,15 @@ impl Credentials {
         self.api_with_headers(reqwest::header::HeaderMap::new())
     }
 
+    /// The same credentials for another front door of the cluster.
+    pub fn at(&self, server: &str) -> Credentials {
+        Credentials {
+            server: server.to_string(),
+            tls: self.tls.clone(),
+            ca: self.ca.clone(),
+        }
+    }
+
     /// A client sending `headers` with every request.
     pub fn api_with_headers(&self, headers: reqwest::header::HeaderMap) -> Result<Api> {
         let http = reqwest::Client::builder()

@@ -12,6 +12,7 @@
 //! ```
 
 mod admission;
+mod audit;
 pub mod client;
 mod load;
 mod report;
@@ -243,6 +244,16 @@ fn configmap(name: &str) -> Bytes {
 async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec<String>> {
     let names = Names::new();
     let concurrency = args.concurrency.max(1);
+    // A second front door that audits, for the audit rows (a cluster the
+    // bench started only).
+    let audited = match target.start_audited_front_door().await? {
+        Some(url) => Some(
+            (0..concurrency)
+                .map(|_| target.credentials.at(&url).api())
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        None => None,
+    };
     let credentials = &target.credentials;
     let admin = credentials.api()?;
     let http_version = admin.http_version().await?;
@@ -413,6 +424,18 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         &mut errors,
     )
     .await?;
+    if let Some(audited) = &audited {
+        audit::measure(
+            &apis,
+            audited,
+            &names.create_ns,
+            plan.phase,
+            &mut cpu,
+            &mut table,
+            &mut errors,
+        )
+        .await;
+    }
 
     // GET of one object: a linearizable point read against a GET.
     let raw_key = format!("{raw_list}object-0");

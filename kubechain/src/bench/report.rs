@@ -358,18 +358,18 @@ impl CpuTable {
             "CPU seconds used per phase ({cores} cores: at most {cores} s per second of wall time), \
              and resident MiB at its end\n"
         );
-        let mut header = format!("{:<26}{:>6}", "phase", "wall");
+        let mut header = format!("{:<32}{:>6}", "phase", "wall");
         for (name, _) in &self.processes {
-            let _ = write!(header, "{:>18}", name);
+            let _ = write!(header, " {:>18}", name);
         }
         out.push_str(&header);
         out.push('\n');
         for row in &self.rows {
-            let mut line = format!("{:<26}{:>6.1}", row.phase, row.wall.as_secs_f64());
+            let mut line = format!("{:<32}{:>6.1}", row.phase, row.wall.as_secs_f64());
             for (cpu, rss) in &row.used {
                 let cpu = cpu.map_or("-".to_string(), |c| format!("{:.1}", c.as_secs_f64()));
                 let rss = rss.map_or("-".to_string(), |r| format!("{:.1}", r as f64 / MIB));
-                let _ = write!(line, "{:>18}", format!("{cpu} / {rss}"));
+                let _ = write!(line, " {:>18}", format!("{cpu} / {rss}"));
             }
             out.push_str(&line);
             out.push('\n');

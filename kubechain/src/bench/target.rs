@@ -14,6 +14,12 @@ use crate::up::{self, UpArgs};
 
 /// The processes whose memory the bench reports.
 pub const SERVERS: &[&str] = &["aggregator", "core-server", "extension-server", "etcd"];
+/// The bench's second front door, which audits every request (a link to
+/// the aggregator's binary under this name, so its CPU is told apart).
+pub const AUDITED: &str = "aggregator-audited";
+/// The audit policy of [`AUDITED`]: every request at Metadata level.
+const METADATA_POLICY: &str =
+    "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n";
 
 /// The cluster under test.
 pub struct Target {
@@ -122,10 +128,61 @@ impl Target {
         self.started.as_ref().map(|s| s.cluster.logs.as_path())
     }
 
+    /// Starts a second front door on a cluster the bench started, beside
+    /// the first and like it but auditing every request at Metadata level
+    /// to a file; its URL (`None` for `--target`).
+    pub async fn start_audited_front_door(&mut self) -> Result<Option<String>> {
+        let Some(started) = self.started.as_mut() else {
+            return Ok(None);
+        };
+        let cluster = &mut started.cluster;
+        let mut spec = cluster
+            .children
+            .spec("aggregator")
+            .context("the aggregator's command line")?;
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        if let Some(at) = spec.args.iter().position(|a| a == "--listen") {
+            spec.args[at + 1] = format!("127.0.0.1:{port}");
+        }
+        let policy = cluster.dir.join("bench-audit-policy.yaml");
+        std::fs::write(&policy, METADATA_POLICY)?;
+        let log = cluster.logs.join("bench-audit.log");
+        spec.args.extend([
+            "--audit-policy-file".to_string(),
+            policy.display().to_string(),
+            "--audit-log-path".to_string(),
+            log.display().to_string(),
+        ]);
+        let link = cluster.dir.join(AUDITED);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&spec.program, &link)?;
+        spec.program = link;
+        spec.name = AUDITED.to_string();
+        cluster.children.spawn(spec)?;
+        let ca = std::fs::read(cluster.pki.ca())?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !up::readyz(port, &ca).await.unwrap_or(false) {
+            if let Some((name, status)) = cluster.children.exited() {
+                anyhow::bail!(
+                    "{name} exited ({status}); its log is in {}",
+                    cluster.logs.display()
+                );
+            }
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!("the audited front door was not ready within 30 s");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        Ok(Some(format!("https://127.0.0.1:{port}")))
+    }
+
     /// The process of each server, by name; `Err` says why it is unknown.
+    /// The audited front door is among them once it runs.
     pub fn pids(&self) -> Vec<(&'static str, Result<u32, String>)> {
-        SERVERS
-            .iter()
+        let audited =
+            self.started.is_some() && own_children().iter().any(|(name, _)| name == AUDITED);
+        let names = SERVERS.iter().chain(audited.then_some(&AUDITED));
+        names
             .map(|name| {
                 let pid = match &self.started {
                     Some(_) => own_children()

@@ -1,0 +1,86 @@
+//! What the audit log costs a create: the same creates through the
+//! cluster's front door and through a second one that audits every request
+//! at Metadata level to a file, in alternating slices, so that both share
+//! the machine's drift.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+
+use super::client::Api;
+use super::load::{Throughput, closed_loop};
+use super::report::{CpuTable, Table};
+use super::target::AUDITED;
+use super::{alternating, configmap};
+
+/// The least creates through the auditing front door may keep (≥ 0.90×).
+const AUDIT_RATIO: f64 = 0.90;
+
+/// Measures creates into `namespace` through `plain` and through `audited`
+/// clients, adding the rows to `table` and the failures to `errors`.
+pub async fn measure(
+    plain: &[Api],
+    audited: &[Api],
+    namespace: &str,
+    phase: Duration,
+    cpu: &mut CpuTable,
+    table: &mut Table,
+    errors: &mut Vec<String>,
+) {
+    let names = Arc::new(AtomicU64::new(0));
+    let creates = |apis: &[Api], slice: Duration| {
+        let path = format!("/api/v1/namespaces/{namespace}/configmaps");
+        let names = names.clone();
+        closed_loop(apis.to_vec(), slice, move |api: Api, _| {
+            let path = path.clone();
+            let name = format!("audited-{}", names.fetch_add(1, Ordering::Relaxed));
+            async move {
+                api.call(
+                    Method::POST,
+                    &path,
+                    Some(configmap(&name)),
+                    StatusCode::CREATED,
+                )
+                .await
+                .map(drop)
+            }
+        })
+    };
+    let (without, with) = ("creates, no audit", "creates, audit at Metadata");
+    let [base, audit] = alternating(
+        cpu,
+        [without, with],
+        phase,
+        |slice| creates(plain, slice),
+        |slice| creates(audited, slice),
+    )
+    .await;
+    table.versus(
+        "creates/s, audit at Metadata level",
+        "no audit",
+        &base,
+        &audit,
+        AUDIT_RATIO,
+    );
+    let per_create = |phase: &str, process: &str, done: &Throughput| {
+        cpu.cpu_per_op(phase, process, done.ops)
+            .map_or(0.0, |d| d.as_secs_f64() * 1e6)
+    };
+    table.cost(
+        "front door CPU per create, audit at Metadata",
+        "no audit",
+        per_create(without, "aggregator", &base),
+        per_create(with, AUDITED, &audit),
+    );
+    for (what, done) in [(without, &base), (with, &audit)] {
+        if done.failed > 0 {
+            errors.push(format!(
+                "{what}: {} failed; first: {}",
+                done.failed,
+                done.errors.join(" | ")
+            ));
+        }
+    }
+}
