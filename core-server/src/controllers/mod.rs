@@ -3,6 +3,7 @@
 //! once its informers have synced.
 
 pub mod clusterrole_aggregation;
+pub mod flowcontrol_bootstrap;
 pub mod garbage_collector;
 pub mod resource_quota;
 pub mod serviceaccount;
@@ -24,8 +25,8 @@ use crate::allocation::AllocationRepair;
 /// ClusterRole aggregation controller, the garbage collector (over this
 /// server's objects and its delegates'), the service account controller on
 /// namespace events, the resource quota controller, the repair of
-/// service IP and node port allocations, and the ValidatingAdmissionPolicy
-/// status controller.
+/// service IP and node port allocations, the ValidatingAdmissionPolicy
+/// status controller, and API Priority and Fairness's bootstrap configuration.
 pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
     let bootstrap_client = client.clone();
     server.add_post_start_hook("rbac/bootstrap-roles", async move {
@@ -96,6 +97,31 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
                 .await;
             },
         );
+    }
+    if let (Some(schemas), Some(levels)) = (
+        server
+            .server
+            .store(apimachinery::flowcontrol::GROUP, "v1", "flowschemas"),
+        server.server.store(
+            apimachinery::flowcontrol::GROUP,
+            "v1",
+            "prioritylevelconfigurations",
+        ),
+    ) {
+        let producer_client = client.clone();
+        server.add_post_start_hook("priority-and-fairness-config-producer", async move {
+            let producer =
+                flowcontrol_bootstrap::ConfigurationController::new(producer_client).start();
+            let synced = [schemas, levels].map(|store| {
+                let producer = producer.clone();
+                informer::follow(store, Duration::from_secs(30), move |_| {
+                    producer.do_send(flowcontrol_bootstrap::Sync);
+                    true
+                })
+            });
+            informer::Synced::all(synced.into_iter().collect()).await;
+            producer.do_send(flowcontrol_bootstrap::Sync);
+        });
     }
     if let Some(namespaces) = server.server.store("", "v1", "namespaces") {
         server.add_post_start_hook("start-service-account-controller", async move {
