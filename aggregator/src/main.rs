@@ -1,5 +1,5 @@
 //! aggregator: the front door. It terminates TLS, authenticates and
-//! authorizes every request, serves APIServices, proxies the groups of
+//! authorizes every request (under API Priority and Fairness), serves APIServices, proxies the groups of
 //! aggregated servers to them, answers discovery from its own cache, and
 //! delegates the rest down the chain over gRPC.
 
@@ -19,6 +19,7 @@ use clap::Parser;
 use generic_server::admission::{self, Admission};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
+use generic_server::filters::flowcontrol::{DebugHandler, PriorityAndFairness};
 use generic_server::filters::rbac::Rbac;
 use generic_server::loopback::Loopback;
 use generic_server::pipeline::{self, Pipeline};
@@ -77,6 +78,18 @@ struct Options {
         default_value = "front-proxy-client"
     )]
     requestheader_allowed_names: Vec<String>,
+    /// kube's limit on read-only requests in flight; with
+    /// `--max-mutating-requests-inflight`, the seats priority and fairness
+    /// shares among its levels.
+    #[arg(long, env = "KUBECHAIN_MAX_REQUESTS_INFLIGHT", default_value_t = 400)]
+    max_requests_inflight: u32,
+    /// kube's limit on mutating requests in flight (see `--max-requests-inflight`).
+    #[arg(
+        long,
+        env = "KUBECHAIN_MAX_MUTATING_REQUESTS_INFLIGHT",
+        default_value_t = 200
+    )]
+    max_mutating_requests_inflight: u32,
     /// HTTP worker threads.
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
@@ -173,8 +186,19 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let rbac = Rbac::new(&server.cacher, &server.etcd_root)
         .await
         .context("following the RBAC policy")?;
+    let flow_control = PriorityAndFairness::new(
+        &server.cacher,
+        &server.etcd_root,
+        Some(server.etcd.clone()),
+        options.max_requests_inflight + options.max_mutating_requests_inflight,
+    )
+    .await
+    .context("following the flow control configuration")?;
     tokio::spawn(server.start_post_start_hooks());
-    let door = Arc::new(Pipeline::new(authenticator, Box::new(rbac), handler));
+    let handler = Arc::new(DebugHandler::new(flow_control.clone(), handler));
+    let door = Arc::new(
+        Pipeline::new(authenticator, Box::new(rbac), handler).with_flow_control(flow_control),
+    );
     tracing::info!(listen = %options.listen, "aggregator serving");
     pipeline::serve_https(
         options.listen,

@@ -1,7 +1,7 @@
 //! The HTTPS request pipeline (actix-web on rustls) of every server that
 //! serves HTTP: the aggregator's front door and aggregated servers such as
 //! metrics-server. The path's check, authentication, impersonation, request
-//! info, authorization, the body (read only for an authorized caller), then the
+//! info, priority and fairness (at the front door), authorization, the body (read only for an authorized caller), then the
 //! handler under panic recovery (or, for `/metrics`, the pipeline's own
 //! metrics). The order is written once, here.
 
@@ -18,6 +18,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use crate::codec;
 use crate::filters::authentication::{Authenticate, strip_identity_headers};
 use crate::filters::authorization::Authorizer;
+use crate::filters::flowcontrol::{self, PriorityAndFairness};
 use crate::filters::impersonation;
 use crate::filters::request_path;
 use crate::metrics::Metrics;
@@ -34,6 +35,7 @@ pub struct Pipeline {
     handler: Arc<dyn Handler>,
     metrics: &'static Metrics,
     long_running: Arc<LongRunning>,
+    flow_control: Option<Arc<PriorityAndFairness>>,
 }
 
 impl Pipeline {
@@ -49,7 +51,14 @@ impl Pipeline {
             handler,
             metrics: crate::metrics::global(),
             long_running: Arc::default(),
+            flow_control: None,
         }
+    }
+
+    /// The same, with API Priority and Fairness before authorization.
+    pub fn with_flow_control(mut self, filter: Arc<PriorityAndFairness>) -> Self {
+        self.flow_control = Some(filter);
+        self
     }
 
     /// Runs the pipeline for one request: the path is checked and the
@@ -86,20 +95,24 @@ impl Pipeline {
         };
         strip_identity_headers(&mut headers);
         let mut req = ApiRequest::new(method, &path, query, headers, Bytes::new(), user);
+        let flow = match flowcontrol::admit(self.flow_control.as_deref(), &req).await {
+            Ok(admitted) => admitted,
+            Err(rejected) => return rejected,
+        };
         if let Err(e) = self
             .authorizer
             .authorize(&req.user, &req.info, &req.path)
             .await
         {
             tracing::debug!(user = %req.user.name, path = %req.path, "forbidden");
-            return e.into();
+            return flow.respond(e.into());
         }
         let slot = if req.is_long_running() && !req.user.in_group(EXEMPT_GROUP) {
             match self.long_running.acquire(&req.user.name) {
                 Some(slot) => Some(slot),
                 None => {
                     tracing::info!(user = %req.user.name, "too many long-running requests");
-                    return apimachinery::Error::too_many_requests().into();
+                    return flow.respond(apimachinery::Error::too_many_requests().into());
                 }
             }
         } else {
@@ -107,7 +120,7 @@ impl Pipeline {
         };
         req.body = match body.await {
             Ok(body) => body,
-            Err(e) => return e.into(),
+            Err(e) => return flow.respond(e.into()),
         };
         tracing::trace!(audit_id = %req.audit_id, verb = %req.info.verb, path = %req.path, user = %req.user.name, "request");
         let counted = self.metrics.start(&req);
@@ -133,6 +146,7 @@ impl Pipeline {
             }
         };
         counted.done(resp.status.as_u16());
+        let resp = flow.respond(resp);
         match (slot, resp.body) {
             // The slot is held for as long as the stream is.
             (Some(slot), Body::Stream(stream)) => ApiResponse {
