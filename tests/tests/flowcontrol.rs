@@ -161,7 +161,12 @@ fn priority_and_fairness() {
         cluster.kubectl(&["get", "flowschemas"]).stdout
     );
     let schemas = cluster.kubectl(&["get", "flowschemas"]).ok().to_string();
-    let header: Vec<&str> = schemas.lines().next().unwrap().split_whitespace().collect();
+    let header: Vec<&str> = schemas
+        .lines()
+        .next()
+        .expect("a header")
+        .split_whitespace()
+        .collect();
     assert_eq!(
         header,
         [
@@ -196,7 +201,12 @@ fn priority_and_fairness() {
         .kubectl(&["get", "prioritylevelconfigurations"])
         .ok()
         .to_string();
-    let header: Vec<&str> = levels.lines().next().unwrap().split_whitespace().collect();
+    let header: Vec<&str> = levels
+        .lines()
+        .next()
+        .expect("a header")
+        .split_whitespace()
+        .collect();
     assert_eq!(
         header,
         [
@@ -223,7 +233,7 @@ fn priority_and_fairness() {
     let bad = TINY
         .split("---")
         .next()
-        .unwrap()
+        .expect("the level")
         .replace("handSize: 1", "handSize: 2");
     let refused = cluster.kubectl_stdin(&["apply", "-f", "-"], &bad);
     assert!(

@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use apimachinery::flowcontrol::{Dealer, nominal_limits};
-//! let dealer = Dealer::new(128, 6).unwrap();
+//! let dealer = Dealer::new(128, 6).expect("6 of 128 fits");
 //! let mut hand = Vec::new();
 //! dealer.deal(0xfeed_beef, |card| hand.push(card));
 //! assert_eq!(hand.len(), 6);
@@ -89,7 +89,7 @@ fn matches_subject(subject: &Subject, digest: &Digest<'_>) -> bool {
         "Group" => subject
             .group
             .as_ref()
-            .is_some_and(|g| g.name == ALL || digest.groups.iter().any(|group| *group == g.name)),
+            .is_some_and(|g| g.name == ALL || digest.groups.contains(&g.name)),
         "ServiceAccount" => subject.service_account.as_ref().is_some_and(|sa| {
             let Some(rest) = digest.user.strip_prefix(SERVICE_ACCOUNT_PREFIX) else {
                 return false;

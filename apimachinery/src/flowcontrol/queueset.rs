@@ -393,7 +393,7 @@ impl<T> QueueSet<T> {
         let (index, at) = self
             .queues
             .get(place.queue)
-            .and_then(|q| position(q))
+            .and_then(position)
             .map(|p| (place.queue, p))
             .or_else(|| {
                 self.queues
@@ -464,10 +464,10 @@ mod tests {
         assert!(set.start_now(1, 7, t0).is_none());
         let (place, started) = set.enqueue(1, 7, "c", t0).expect("queued");
         assert!(started.is_empty());
-        assert_eq!(
-            set.enqueue(1, 7, "d", t0).unwrap_err(),
-            RejectReason::QueueFull
-        );
+        assert!(matches!(
+            set.enqueue(1, 7, "d", t0),
+            Err(RejectReason::QueueFull)
+        ));
         assert_eq!(
             (set.waiting(), set.executing(), set.seats_in_use()),
             (1, 2, 2)
@@ -478,7 +478,7 @@ mod tests {
         assert_eq!(started[0].0, "c");
         assert!(set.remove(place, RejectReason::TimeOut).is_none());
         let _ = set.finish(b, t0 + Duration::from_millis(6));
-        let _ = set.finish(started.into_iter().next().unwrap().1, t0);
+        let _ = set.finish(started.into_iter().next().expect("started").1, t0);
         assert_eq!(
             (set.waiting(), set.executing(), set.seats_in_use()),
             (0, 0, 0)
@@ -502,10 +502,10 @@ mod tests {
         });
         let wide = set.start_now(10, 0, t0).expect("alone, it runs");
         assert!(set.start_now(1, 0, t0).is_none());
-        assert_eq!(
-            set.enqueue(1, 0, (), t0).unwrap_err(),
-            RejectReason::ConcurrencyLimit
-        );
+        assert!(matches!(
+            set.enqueue(1, 0, (), t0),
+            Err(RejectReason::ConcurrencyLimit)
+        ));
         let _ = set.finish(wide, t0);
         assert!(set.start_now(3, 0, t0).is_some());
     }

@@ -870,15 +870,15 @@ mod tests {
 
     async fn put(storage: &MemoryStorage, key: &str, value: serde_json::Value) {
         storage
-            .create(key, serde_json::to_vec(&value).unwrap().into())
+            .create(key, serde_json::to_vec(&value).expect("json").into())
             .await
-            .unwrap();
+            .expect("stored");
     }
 
     #[tokio::test]
     async fn classifies_queues_rejects_and_names_the_schema() {
         let storage = Arc::new(MemoryStorage::default());
-        let cacher = Cacher::start(storage.clone()).await.unwrap();
+        let cacher = Cacher::start(storage.clone()).await.expect("a cache");
         let root = "/registry/flowcontrol.apiserver.k8s.io";
         put(&storage, &format!("{root}/prioritylevelconfigurations/tiny"), json!({
             "metadata": {"name": "tiny", "uid": "pl-uid"},
@@ -892,11 +892,11 @@ mod tests {
                 "rules": [{"subjects": [{"kind": "User", "user": {"name": "bot"}}],
                            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"]}]}]}
         })).await;
-        cacher.wait_fresh().await.unwrap();
+        cacher.wait_fresh().await.expect("fresh");
         // 5 + 1 shares of 12 seats: the tiny level gets 2.
         let apf = PriorityAndFairness::new(&cacher, "/registry", None, 12)
             .await
-            .unwrap();
+            .expect("the filter");
         assert!(apf.nominal_limits().contains(&("tiny".to_string(), 2)));
         let path = "/api/v1/namespaces/ns/configmaps";
         let bot = request("bot", &["system:authenticated"], path);
@@ -918,7 +918,7 @@ mod tests {
                 .levels
                 .iter()
                 .find(|l| l.state.name == "tiny")
-                .unwrap();
+                .expect("tiny");
             level.state.lock().waiting()
         };
         while tiny(&apf) == 0 {
@@ -930,14 +930,14 @@ mod tests {
         assert_eq!(refused.headers[FLOW_SCHEMA_UID], "fs-uid");
         // An admin is exempt meanwhile; someone else goes to catch-all.
         let admin = request("admin", &["system:masters", "system:authenticated"], path);
-        assert!(apf.admit(&admin).await.unwrap().held.is_none());
+        assert!(apf.admit(&admin).await.expect("exempt").held.is_none());
         let other = apf
             .admit(&request("alice", &["system:authenticated"], path))
             .await
             .expect("catch-all has room");
         assert!(other.held.is_some());
         drop((second, third));
-        assert!(waiting.await.unwrap(), "the queued request ran");
+        assert!(waiting.await.expect("the waiter"), "the queued request ran");
         let dump = apf.dump_priority_levels();
         assert!(
             dump.starts_with("PriorityLevelName, ActiveQueues, IsIdle,"),
