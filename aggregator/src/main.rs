@@ -78,6 +78,15 @@ struct Options {
         default_value = "front-proxy-client"
     )]
     requestheader_allowed_names: Vec<String>,
+    /// Whether API Priority and Fairness classifies and limits requests
+    /// (kube's flag; `false` leaves every request unlimited).
+    #[arg(
+        long,
+        env = "KUBECHAIN_ENABLE_PRIORITY_AND_FAIRNESS",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    enable_priority_and_fairness: bool,
     /// kube's limit on read-only requests in flight; with
     /// `--max-mutating-requests-inflight`, the seats priority and fairness
     /// shares among its levels.
@@ -195,10 +204,13 @@ async fn run(options: Options) -> anyhow::Result<()> {
     .await
     .context("following the flow control configuration")?;
     tokio::spawn(server.start_post_start_hooks());
-    let handler = Arc::new(DebugHandler::new(flow_control.clone(), handler));
-    let door = Arc::new(
-        Pipeline::new(authenticator, Box::new(rbac), handler).with_flow_control(flow_control),
-    );
+    let door = if options.enable_priority_and_fairness {
+        let handler = Arc::new(DebugHandler::new(flow_control.clone(), handler));
+        Pipeline::new(authenticator, Box::new(rbac), handler).with_flow_control(flow_control)
+    } else {
+        Pipeline::new(authenticator, Box::new(rbac), handler)
+    };
+    let door = Arc::new(door);
     tracing::info!(listen = %options.listen, "aggregator serving");
     pipeline::serve_https(
         options.listen,

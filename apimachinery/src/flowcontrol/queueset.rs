@@ -144,6 +144,10 @@ pub struct QueueSet<T> {
     seats_in_use: u32,
     executing: u32,
     waiting: u32,
+    /// Seats the waiting requests ask for.
+    waiting_seats: u64,
+    /// Queues with requests waiting or executing.
+    active: u32,
     /// The virtual time, in seat-seconds each active queue was due.
     virtual_time: f64,
     synced: Option<Instant>,
@@ -161,6 +165,8 @@ impl<T> QueueSet<T> {
             seats_in_use: 0,
             executing: 0,
             waiting: 0,
+            waiting_seats: 0,
+            active: 0,
             virtual_time: 0.0,
             synced: None,
             next_id: 0,
@@ -200,6 +206,7 @@ impl<T> QueueSet<T> {
         };
         if keep >= self.queues.len() {
             self.queues.resize_with(keep, Queue::new);
+            self.recount();
             return;
         }
         // Executing requests of removed queues finish against the totals;
@@ -213,6 +220,12 @@ impl<T> QueueSet<T> {
                 }
             }
         }
+        self.recount();
+    }
+
+    /// Counts the active queues again (after a configuration change).
+    fn recount(&mut self) {
+        self.active = self.queues.iter().filter(|q| q.active()).count() as u32;
     }
 
     /// Whether `seats` more fit: within the limit, or nothing executes (a
@@ -228,20 +241,12 @@ impl<T> QueueSet<T> {
             .synced
             .map_or(0.0, |s| now.saturating_duration_since(s).as_secs_f64());
         self.synced = Some(now);
-        if elapsed == 0.0 {
+        if elapsed == 0.0 || self.active == 0 {
             return;
         }
-        let (mut active, mut asked) = (0u32, 0u64);
-        for queue in &self.queues {
-            if queue.active() {
-                active += 1;
-                asked += u64::from(queue.waiting_seats + queue.seats_in_use);
-            }
-        }
-        if active > 0 {
-            let busy = asked.min(u64::from(self.config.concurrency_limit.max(1))) as f64;
-            self.virtual_time += elapsed * busy / f64::from(active);
-        }
+        let asked = self.waiting_seats + u64::from(self.seats_in_use);
+        let busy = asked.min(u64::from(self.config.concurrency_limit.max(1))) as f64;
+        self.virtual_time += elapsed * busy / f64::from(self.active);
     }
 
     /// The queue of the flow `hash`'s hand with the fewest seats waiting and executing.
@@ -275,6 +280,7 @@ impl<T> QueueSet<T> {
             let queue = &mut self.queues[index];
             if !queue.active() {
                 queue.next_dispatch = self.virtual_time;
+                self.active += 1;
             }
             queue.next_dispatch += f64::from(seats) * ESTIMATED_SERVICE_SECONDS;
             Some(index)
@@ -321,12 +327,14 @@ impl<T> QueueSet<T> {
         }
         if !queue.active() {
             queue.next_dispatch = self.virtual_time;
+            self.active += 1;
         }
         let id = self.next_id;
         self.next_id += 1;
         queue.waiting_seats += seats;
         queue.waiting.push_back(Waiting { id, seats, token });
         self.waiting += 1;
+        self.waiting_seats += u64::from(seats);
         Ok((Place { queue: index, id }, self.dispatch(now)))
     }
 
@@ -363,6 +371,7 @@ impl<T> QueueSet<T> {
             queue.waiting_seats -= waiting.seats;
             queue.next_dispatch += f64::from(seats) * ESTIMATED_SERVICE_SECONDS;
             self.waiting -= 1;
+            self.waiting_seats -= u64::from(waiting.seats);
             let ticket = self.executes(Some(index), seats, now);
             started.push((waiting.token, ticket));
         }
@@ -377,10 +386,14 @@ impl<T> QueueSet<T> {
         self.executing = self.executing.saturating_sub(1);
         self.seats_in_use = self.seats_in_use.saturating_sub(ticket.seats);
         if let Some(queue) = ticket.queue.and_then(|i| self.queues.get_mut(i)) {
+            let was = queue.active();
             queue.executing = queue.executing.saturating_sub(1);
             queue.seats_in_use = queue.seats_in_use.saturating_sub(ticket.seats);
             let took = now.saturating_duration_since(ticket.started).as_secs_f64();
             queue.next_dispatch -= f64::from(ticket.seats) * (ESTIMATED_SERVICE_SECONDS - took);
+            if was && !queue.active() {
+                self.active -= 1;
+            }
         }
         self.dispatch(now)
     }
@@ -404,6 +417,10 @@ impl<T> QueueSet<T> {
         let queue = &mut self.queues[index];
         let waiting = queue.waiting.remove(at)?;
         queue.waiting_seats -= waiting.seats;
+        if !queue.active() {
+            self.active -= 1;
+        }
+        self.waiting_seats -= u64::from(waiting.seats);
         self.waiting -= 1;
         match reason {
             RejectReason::Cancelled => self.stats.cancelled += 1,
@@ -426,6 +443,11 @@ impl<T> QueueSet<T> {
     /// Seats taken.
     pub fn seats_in_use(&self) -> u32 {
         self.seats_in_use
+    }
+
+    /// Queues holding waiting or executing requests (kept as they change).
+    pub fn active(&self) -> u32 {
+        self.active
     }
 
     /// Queues holding waiting requests.
@@ -477,6 +499,7 @@ mod tests {
         assert_eq!(started.len(), 1);
         assert_eq!(started[0].0, "c");
         assert!(set.remove(place, RejectReason::TimeOut).is_none());
+        assert_eq!(set.active(), 1);
         let _ = set.finish(b, t0 + Duration::from_millis(6));
         let _ = set.finish(started.into_iter().next().expect("started").1, t0);
         assert_eq!(
@@ -518,6 +541,7 @@ mod tests {
         let (place, _) = set.enqueue(1, 2, 'x', t0).expect("queued");
         assert_eq!(set.remove(place, RejectReason::TimeOut), Some('x'));
         assert_eq!(set.waiting(), 0);
+        assert_eq!(set.active(), 1, "only the running request's queue");
         assert_eq!(set.stats().timed_out, 1);
     }
 
