@@ -107,6 +107,31 @@ fn get(cluster: &Cluster, who: As<'_>, path: &str) -> Response {
     }
 }
 
+/// How many LISTs each of the 64 flooding threads sends, one after the other.
+const ROUNDS: usize = 3;
+
+/// `count` GETs of `path` one after the other with `token`, each timed by
+/// curl; every one must succeed. Returns the p50 and p99 in milliseconds.
+fn timed(cluster: &Cluster, token: &str, path: &str, count: usize) -> (f64, f64) {
+    let mut times: Vec<f64> = (0..count)
+        .map(|_| {
+            let output = cluster
+                .curl_command(As::Token(token))
+                .args(["-o", "/dev/null", "-w", "%{http_code} %{time_total}"])
+                .arg(format!("https://localhost:{}{path}", cluster.port))
+                .output()
+                .expect("curl on PATH");
+            let out = String::from_utf8_lossy(&output.stdout).into_owned();
+            let (code, seconds) = out.split_once(' ').unwrap_or(("", ""));
+            assert_eq!(code, "200", "{out}");
+            seconds.trim().parse::<f64>().expect("a time") * 1000.0
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
+    (at(0.5), at(0.99))
+}
+
 /// A ServiceAccount in [`NS`] bound to `view` there, and its token.
 fn viewer(cluster: &Cluster, name: &str) -> String {
     cluster
@@ -274,12 +299,23 @@ fn priority_and_fairness() {
         "the flooder's requests are not classified as flooders"
     );
     thread::sleep(Duration::from_secs(1));
+    // The bystander's GETs of one object, timed without the flood (reported, not asserted).
+    let one = format!("{path}/cm-7");
+    let quiet = timed(&cluster, &bystander, &one, 30);
 
-    // 64 LISTs at once from the flooder; the admin and the bystander at the same time.
-    let (flood, others) = thread::scope(|scope| {
+    // 64 LISTs at once from the flooder, three times each; the admin and
+    // the bystander at the same time.
+    let (flood, others, busy) = thread::scope(|scope| {
         let flood: Vec<_> = (0..64)
-            .map(|_| scope.spawn(|| get(&cluster, As::Token(&flooder), &path)))
+            .map(|_| {
+                scope.spawn(|| {
+                    (0..ROUNDS)
+                        .map(|_| get(&cluster, As::Token(&flooder), &path))
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
+        let busy = scope.spawn(|| timed(&cluster, &bystander, &one, 30));
         let others: Vec<_> = (0..8)
             .map(|i| {
                 let who = if i % 2 == 0 {
@@ -295,20 +331,28 @@ fn priority_and_fairness() {
         (
             flood
                 .into_iter()
-                .map(|h| h.join().expect("a flood thread"))
+                .flat_map(|h| h.join().expect("a flood thread"))
                 .collect::<Vec<_>>(),
             others
                 .into_iter()
                 .flat_map(|h| h.join().expect("a thread"))
                 .collect::<Vec<_>>(),
+            busy.join().expect("the timed thread"),
         )
     });
+    eprintln!(
+        "the bystander's GETs (curl's time_total, 30 each): p50 {:.1} ms, p99 {:.1} ms without the flood; p50 {:.1} ms, p99 {:.1} ms during it",
+        quiet.0, quiet.1, busy.0, busy.1
+    );
     let rejected: Vec<&Response> = flood.iter().filter(|r| r.code == 429).collect();
     let served = flood.iter().filter(|r| r.code == 200).count();
-    eprintln!("flood of 64: {served} served, {} rejected", rejected.len());
+    eprintln!(
+        "flood of 64 × {ROUNDS}: {served} served, {} rejected",
+        rejected.len()
+    );
     assert!(!rejected.is_empty(), "no 429 in the flood");
     assert!(served > 0, "none of the flood was served");
-    assert_eq!(rejected.len() + served, 64, "{flood:?}");
+    assert_eq!(rejected.len() + served, 64 * ROUNDS, "{flood:?}");
     for r in &rejected {
         assert_eq!(r.headers.get("retry-after").map(String::as_str), Some("1"));
         let status: serde_json::Value = serde_json::from_str(&r.body).expect("a Status");
