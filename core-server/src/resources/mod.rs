@@ -639,6 +639,24 @@ mod tests {
             &[],
             &[],
         ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "flowschemas",
+            "FlowSchema",
+            false,
+            &[],
+            &[],
+            &["status"],
+        ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "prioritylevelconfigurations",
+            "PriorityLevelConfiguration",
+            false,
+            &[],
+            &[],
+            &["status"],
+        ),
     ];
 
     #[test]
