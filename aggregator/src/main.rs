@@ -203,6 +203,14 @@ async fn run(options: Options) -> anyhow::Result<()> {
     )
     .await
     .context("following the flow control configuration")?;
+    // kube's hook of the same name: ready once the configuration in etcd is in effect.
+    let (consumer, cacher) = (flow_control.clone(), server.cacher.clone());
+    server.add_post_start_hook("priority-and-fairness-config-consumer", async move {
+        if let Err(e) = cacher.wait_fresh().await {
+            tracing::warn!(error = %e, "reading the flow control configuration");
+        }
+        tracing::info!(levels = ?consumer.nominal_limits(), "priority and fairness: nominal seats");
+    });
     tokio::spawn(server.start_post_start_hooks());
     let door = if options.enable_priority_and_fairness {
         let handler = Arc::new(DebugHandler::new(flow_control.clone(), handler));

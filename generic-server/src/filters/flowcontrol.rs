@@ -956,6 +956,68 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn waiters_time_out_at_a_quarter_of_their_timeout_and_leave_when_cancelled() {
+        let storage = Arc::new(MemoryStorage::default());
+        let cacher = Cacher::start(storage.clone()).await.expect("a cache");
+        let root = "/registry/flowcontrol.apiserver.k8s.io";
+        put(&storage, &format!("{root}/prioritylevelconfigurations/one"), json!({
+            "metadata": {"name": "one", "uid": "pl-uid"},
+            "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1,
+                "limitResponse": {"type": "Queue", "queuing": {"queues": 2, "handSize": 1, "queueLengthLimit": 5}}}}
+        })).await;
+        put(&storage, &format!("{root}/flowschemas/bots"), json!({
+            "metadata": {"name": "bots", "uid": "fs-uid"},
+            "spec": {"priorityLevelConfiguration": {"name": "one"}, "matchingPrecedence": 100,
+                "rules": [{"subjects": [{"kind": "User", "user": {"name": "bot"}}],
+                           "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"]}]}]}
+        })).await;
+        cacher.wait_fresh().await.expect("fresh");
+        // 1 share of 6: one seat.
+        let apf = PriorityAndFairness::new(&cacher, "/registry", None, 6)
+            .await
+            .expect("the filter");
+        let path = "/api/v1/namespaces/ns/configmaps";
+        let bot = request("bot", &[], path);
+        let _running = apf.admit(&bot).await.expect("the seat");
+        let level = || {
+            let config = apf.configuration();
+            let level = config
+                .levels
+                .iter()
+                .find(|l| l.state.name == "one")
+                .expect("one");
+            let set = level.state.lock();
+            (set.waiting(), set.stats())
+        };
+        // `?timeout=1s` waits at most 250 ms.
+        let mut hasty = bot.clone();
+        hasty.query = "timeout=1s".into();
+        let started = Instant::now();
+        let refused = apf.admit(&hasty).await.err().expect("timed out");
+        assert_eq!(refused.status, http::StatusCode::TOO_MANY_REQUESTS);
+        assert!(started.elapsed() >= Duration::from_millis(250));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(level().1.timed_out, 1);
+        // A client that goes away leaves the queue.
+        let gone = {
+            let (apf, bot) = (apf.clone(), bot.clone());
+            tokio::spawn(async move { apf.admit(&bot).await.is_ok() })
+        };
+        while level().0 == 0 {
+            tokio::task::yield_now().await;
+        }
+        gone.abort();
+        let _ = gone.await;
+        let (waiting, stats) = level();
+        assert_eq!((waiting, stats.cancelled), (0, 1));
+        let rendered = crate::metrics::global().render();
+        assert!(
+            rendered.contains("apiserver_flowcontrol_rejected_requests_total{flow_schema=\"bots\",priority_level=\"one\",reason=\"time-out\"} 1"),
+            "{rendered}"
+        );
+    }
+
     /// What admission costs per request with kube's bootstrap objects: an
     /// admin's (exempt) and a ServiceAccount's (workload-low, uncongested).
     /// Run with `cargo test --release -p generic-server --lib admission_cost -- --ignored --nocapture`.
