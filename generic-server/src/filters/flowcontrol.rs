@@ -392,6 +392,13 @@ impl PriorityAndFairness {
                 nominal,
             });
         }
+        // Levels deleted since are forgotten once idle.
+        states.retain(|name, state| {
+            configured.iter().any(|l| l.state.name == *name) || {
+                let set = state.lock();
+                set.waiting() > 0 || set.executing() > 0
+            }
+        });
         drop(states);
         let precedence = |s: &FlowSchema| {
             s.spec
