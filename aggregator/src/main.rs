@@ -107,7 +107,8 @@ struct Options {
 }
 
 fn main() -> anyhow::Result<()> {
-    config::run(run(Options::parse()))
+    let options = Options::parse();
+    config::run(options.config.logging, run(options))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {

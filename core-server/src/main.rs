@@ -89,6 +89,11 @@ struct Options {
         value_parser = max_token_expiration
     )]
     service_account_max_token_expiration: std::time::Duration,
+    /// The cluster's CA bundle (PEM certificates) that the root CA
+    /// publisher puts into every namespace's `kube-root-ca.crt` ConfigMap
+    /// (kube-controller-manager's flag); without it, none is published.
+    #[arg(long, env = "KUBECHAIN_ROOT_CA_FILE")]
+    root_ca_file: Option<std::path::PathBuf>,
     /// Certificate CNs allowed to call this server.
     #[arg(
         long,
@@ -102,7 +107,8 @@ struct Options {
 }
 
 fn main() -> anyhow::Result<()> {
-    config::run(run(Options::parse()))
+    let options = Options::parse();
+    config::run(options.config.logging, run(options))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
@@ -111,6 +117,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         endpoints: &options.extension_endpoint,
         server_name: &options.extension_server_name,
     };
+    let root_ca_bundle = root_ca_bundle(options.root_ca_file.as_deref())?;
     let config = options.config.complete(Some(extension)).await?;
     let mut server = config.new("core-server");
     let (cacher, prefix) = (server.cacher.clone(), server.etcd_root.clone());
@@ -190,11 +197,31 @@ async fn run(options: Options) -> anyhow::Result<()> {
     }
     bootstrap_kubernetes_service(&server.server, &client, &ranges, &options).await?;
     bootstrap_priority_classes(&client).await?;
-    controllers::add_post_start_hooks(&mut server, client);
+    controllers::add_post_start_hooks(&mut server, client, root_ca_bundle);
     server
         .run_grpc(options.listen, options.allowed_callers)
         .await
         .context("serving gRPC")
+}
+
+/// The CA bundle of `--root-ca-file`, as written: certificates only (kube
+/// refuses a file without one; a private key is refused too, as the bundle
+/// is published to every namespace).
+fn root_ca_bundle(path: Option<&std::path::Path>) -> anyhow::Result<Option<String>> {
+    let Some(path) = path else {
+        tracing::info!("no --root-ca-file: the root CA certificate publisher does not run");
+        return Ok(None);
+    };
+    let read = || format!("reading --root-ca-file {}", path.display());
+    let pem = std::fs::read(path).with_context(read)?;
+    generic_server::tls::parse_certs(&pem).with_context(read)?;
+    if generic_server::tls::parse_key(&pem).is_ok() {
+        anyhow::bail!(
+            "--root-ca-file {} holds a private key: give the CA certificate only",
+            path.display()
+        );
+    }
+    String::from_utf8(pem).map(Some).with_context(read)
 }
 
 /// The system PriorityClasses, as kube creates them at start.
@@ -320,4 +347,33 @@ async fn bootstrap_kubernetes_service(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
+
+    /// What `--root-ca-file` holding `pem` gives.
+    fn bundle_of(pem: &str) -> anyhow::Result<Option<String>> {
+        let dir = std::env::temp_dir().join(format!("root-ca-{}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("ca.crt");
+        std::fs::write(&path, pem)?;
+        let bundle = root_ca_bundle(Some(&path));
+        std::fs::remove_dir_all(&dir)?;
+        bundle
+    }
+
+    #[test]
+    fn the_root_ca_file_holds_certificates_and_no_key() {
+        assert_eq!(root_ca_bundle(None).expect("no flag"), None);
+        let two = format!("{CERT}{CERT}");
+        assert_eq!(bundle_of(&two).expect("a bundle"), Some(two));
+        assert!(bundle_of("").is_err(), "no certificate");
+        assert!(bundle_of(&format!("{CERT}{KEY}")).is_err(), "a key");
+        assert!(root_ca_bundle(Some(std::path::Path::new("/nonexistent/ca.crt"))).is_err());
+    }
 }

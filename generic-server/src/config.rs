@@ -44,6 +44,26 @@ pub struct Config {
     /// behind the front door have no HTTPS listener to serve them on).
     #[arg(long, env = "KUBECHAIN_METRICS_ADDRESS")]
     pub metrics_address: Option<SocketAddr>,
+    /// How the process logs.
+    #[command(flatten)]
+    pub logging: Logging,
+}
+
+/// How a process writes its log lines (to stderr).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct Logging {
+    /// `text` for people, `json` (one object per line) for machines.
+    #[arg(long, env = "KUBECHAIN_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// The formats of [`Logging`].
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, with the span fields (trace ids) in it.
+    Json,
 }
 
 /// The next server in the chain: its component name (as it registers in
@@ -247,7 +267,8 @@ impl GenericServer {
     ) -> Result<()> {
         let hooks = self.start_post_start_hooks();
         tracing::info!(%listen, "{} serving", self.name);
-        let service = DelegationService::new(self.server, self.discovery, allowed_callers);
+        let service =
+            DelegationService::new(&self.name, self.server, self.discovery, allowed_callers);
         serve_grpc(listen, &self.tls, service, self.etcd, &self.name, hooks).await
     }
 }
@@ -348,18 +369,21 @@ const WORKER_STACK_BYTES: usize = 8 * 1024 * 1024;
 
 /// Runs a server's main future on an actix system (actors on the main
 /// thread, tasks on a multi-threaded tokio runtime), with logging to stderr
-/// filtered by `RUST_LOG` (default `info`).
+/// in `logging`'s format, filtered by `RUST_LOG` (default `info`).
 pub fn run<E>(
+    logging: Logging,
     main: impl std::future::Future<Output = std::result::Result<(), E>>,
 ) -> std::result::Result<(), E> {
     use std::io::IsTerminal;
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match logging.log_format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => logs.json().init(),
+    }
     let runtime = || {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()

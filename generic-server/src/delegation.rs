@@ -30,7 +30,14 @@ const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 const CHUNK_BYTES: usize = 1024 * 1024;
 
 /// Request headers that travel down the chain; identity headers never do.
-const FORWARDED_HEADERS: &[&str] = &["accept", "content-type", "if-none-match", "user-agent"];
+const FORWARDED_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "if-none-match",
+    "user-agent",
+    "traceparent",
+    "tracestate",
+];
 
 fn to_pb(req: ApiRequest) -> pb::ApiRequest {
     let headers = req
@@ -130,19 +137,23 @@ type SnapshotStream =
 
 /// Serves a handler, and its discovery, to the server above it in the chain.
 pub struct DelegationService {
+    name: String,
     handler: Arc<dyn Handler>,
     discovery: Arc<Discovery>,
     allowed_callers: Vec<String>,
 }
 
 impl DelegationService {
-    /// Serves `handler` to callers whose certificate CN is in `allowed_callers`.
+    /// Serves `handler` (the server `name`, as its trace spans are named)
+    /// to callers whose certificate CN is in `allowed_callers`.
     pub fn new(
+        name: &str,
         handler: Arc<dyn Handler>,
         discovery: Arc<Discovery>,
         allowed_callers: Vec<String>,
     ) -> Self {
         DelegationService {
+            name: name.to_string(),
             handler,
             discovery,
             allowed_callers,
@@ -237,10 +248,16 @@ impl Delegation for DelegationService {
         request: tonic::Request<pb::ApiRequest>,
     ) -> Result<tonic::Response<FrameStream>, tonic::Status> {
         self.check_caller(&request)?;
-        let req = from_pb(request.into_inner())?;
+        let mut req = from_pb(request.into_inner())?;
         let counted = crate::metrics::global().start_behind(&req);
-        let resp = crate::request::recover(self.handler.as_ref(), req).await;
-        counted.done(resp.status.as_u16());
+        let (started, audit_id) = (std::time::Instant::now(), req.audit_id.clone());
+        let trace = crate::trace::TraceContext::of(&req.headers);
+        trace.propagate(&mut req.headers);
+        let served = crate::request::recover(self.handler.as_ref(), req);
+        let resp = crate::trace::scope(trace.clone(), served).await;
+        let code = resp.status.as_u16();
+        trace.log(&self.name, started, code, &audit_id);
+        counted.done(code);
         Ok(tonic::Response::new(frames(resp)))
     }
 
@@ -814,6 +831,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let service = DelegationService::new(
+            "test-server",
             handler,
             Arc::new(Discovery::default()),
             callers.iter().map(|c| c.to_string()).collect(),

@@ -35,6 +35,7 @@ pub mod strategy;
 #[cfg(test)]
 pub mod testing;
 pub mod tls;
+pub mod trace;
 pub mod version;
 pub mod watch_hub;
 

@@ -23,6 +23,7 @@ use crate::filters::impersonation;
 use crate::filters::request_path;
 use crate::metrics::Metrics;
 use crate::request::{self, ApiRequest, ApiResponse, Body, Handler};
+use crate::trace::{self, TraceContext};
 
 /// The peer's certificate chain (DER), captured when the connection opens.
 #[derive(Clone)]
@@ -36,6 +37,8 @@ pub struct Pipeline {
     metrics: &'static Metrics,
     long_running: Arc<LongRunning>,
     flow_control: Option<Arc<PriorityAndFairness>>,
+    /// What its trace spans are called.
+    name: &'static str,
 }
 
 impl Pipeline {
@@ -52,6 +55,7 @@ impl Pipeline {
             metrics: crate::metrics::global(),
             long_running: Arc::default(),
             flow_control: None,
+            name: "front-door",
         }
     }
 
@@ -59,6 +63,12 @@ impl Pipeline {
     pub fn with_flow_control(mut self, filter: Arc<PriorityAndFairness>) -> Self {
         self.flow_control = Some(filter);
         self
+    }
+
+    /// Names the server's trace spans (an aggregated server's, say);
+    /// `front-door` otherwise.
+    pub fn named(self, name: &'static str) -> Self {
+        Pipeline { name, ..self }
     }
 
     /// Runs the pipeline for one request: the path is checked and the
@@ -124,6 +134,9 @@ impl Pipeline {
         };
         tracing::trace!(audit_id = %req.audit_id, verb = %req.info.verb, path = %req.path, user = %req.user.name, "request");
         let counted = self.metrics.start(&req);
+        let (started, trace) = (std::time::Instant::now(), TraceContext::of(&req.headers));
+        trace.propagate(&mut req.headers);
+        let audit_id = req.audit_id.clone();
         let resp = if req.path == "/metrics" && req.method == Method::GET {
             ApiResponse::bytes(
                 http::StatusCode::OK,
@@ -133,11 +146,15 @@ impl Pipeline {
         } else {
             match req.timeout() {
                 Err(e) => e.into(),
-                Ok(None) => request::recover(self.handler.as_ref(), req).await,
+                Ok(None) => {
+                    let served = request::recover(self.handler.as_ref(), req);
+                    trace::scope(trace.clone(), served).await
+                }
                 // A request past its deadline is dropped, which cancels it
                 // at every hop behind, and answered with kube's 504.
                 Ok(Some(limit)) => {
                     let served = request::recover(self.handler.as_ref(), req);
+                    let served = trace::scope(trace.clone(), served);
                     match tokio::time::timeout(limit, served).await {
                         Ok(resp) => resp,
                         Err(_) => request::timed_out().into(),
@@ -145,6 +162,7 @@ impl Pipeline {
                 }
             }
         };
+        trace.log(self.name, started, resp.status.as_u16(), &audit_id);
         counted.done(resp.status.as_u16());
         let resp = flow.respond(resp);
         match (slot, resp.body) {

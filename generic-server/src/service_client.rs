@@ -581,8 +581,12 @@ pub async fn post_review(
         (false, false) => format!("{url}?{query}"),
     };
     let failed = |e: reqwest::Error| format!("Post {url:?}: {}", describe(&e));
-    let answer = client
-        .post(&url)
+    let mut post = client.post(&url);
+    // The webhook is the next hop of the request's trace.
+    if let Some(trace) = crate::trace::current() {
+        post = post.header(crate::trace::TRACEPARENT, trace.header());
+    }
+    let answer = post
         .header("Content-Type", "application/json")
         .body(review.to_string())
         .timeout(timeout)

@@ -31,6 +31,9 @@ pub struct UpArgs {
     /// How many aggregators to run.
     #[arg(long, default_value_t = 1)]
     pub aggregator_replicas: usize,
+    /// The servers' log format: `text`, or `json` (one object per line).
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
 }
 
 /// A cluster started by [`start`]: its processes and where to reach it.
@@ -321,6 +324,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
     .context("waiting for etcd")?;
 
     let etcd_flag = vec!["--etcd-servers".to_string(), etcd_url.clone()];
+    let logging = vec!["--log-format".to_string(), args.log_format.clone()];
     // Every server that reads objects from etcd decrypts with the same keys.
     let storage_flags = [
         etcd_flag.clone(),
@@ -346,6 +350,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         ];
         extension.extend(storage_flags.clone());
         extension.extend(tls_args(&pki, "extension-server", &pki.internal_ca()));
+        extension.extend(logging.clone());
         children.spawn(spec(
             &replica_name("extension-server", i),
             sibling("extension-server")?,
@@ -365,9 +370,15 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         core.extend([
             "--service-account-signing-key-file".to_string(),
             pki.path("sa.key").display().to_string(),
+            // What pods verify the front door with: the user-facing CA
+            // (kubeconfig's certificate-authority-data), published in
+            // every namespace's kube-root-ca.crt.
+            "--root-ca-file".to_string(),
+            pki.ca().display().to_string(),
         ]);
         core.extend(storage_flags.clone());
         core.extend(tls_args(&pki, "core-server", &pki.internal_ca()));
+        core.extend(logging.clone());
         children.spawn(spec(
             &replica_name("core-server", i),
             sibling("core-server")?,
@@ -395,6 +406,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         aggregator.extend(storage_flags.clone());
         aggregator.extend(tls_args(&pki, "aggregator", &pki.ca()));
         aggregator.extend(internal_args(&pki, "aggregator"));
+        aggregator.extend(logging.clone());
         children.spawn(spec(
             &replica_name("aggregator", i),
             sibling("aggregator")?,
@@ -426,6 +438,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         "--requestheader-allowed-names".to_string(),
         "front-proxy-client".to_string(),
     ]);
+    metrics.extend(logging);
     children.spawn(spec("metrics-server", sibling("metrics-server")?, metrics))?;
 
     let ca = std::fs::read(pki.ca())?;

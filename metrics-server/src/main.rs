@@ -60,6 +60,8 @@ struct Options {
     tls: TlsOptions,
     #[command(flatten)]
     requestheader: RequestHeaderOptions,
+    #[command(flatten)]
+    logging: config::Logging,
 }
 
 fn seconds(text: &str) -> Result<Duration, String> {
@@ -71,7 +73,8 @@ fn seconds(text: &str) -> Result<Duration, String> {
 }
 
 fn main() -> anyhow::Result<()> {
-    config::run(run(Options::parse()))
+    let options = Options::parse();
+    config::run(options.logging, run(options))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
@@ -106,7 +109,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     }));
 
     let authorizer = DelegatedAuthorizer::new(front_door);
-    let door = Arc::new(Pipeline::new(authenticator, Box::new(authorizer), server));
+    let door = Arc::new(
+        Pipeline::new(authenticator, Box::new(authorizer), server).named("metrics-server"),
+    );
     tracing::info!(listen = %options.listen, %node, "metrics-server serving");
     pipeline::serve_https(options.listen, https, door, options.workers)
         .await

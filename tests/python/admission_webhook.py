@@ -57,7 +57,8 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         with LOCK:
             with open(self.server.log, "a") as log:
-                log.write(json.dumps({"path": self.path, "request": request}) + "\n")
+                log.write(json.dumps({"path": self.path, "request": request,
+                                      "traceparent": self.headers.get("traceparent")}) + "\n")
         response = {"uid": request["uid"], "allowed": True}
         obj = request.get("object") or request.get("oldObject") or {}
         name = obj.get("metadata", {}).get("name", "")

@@ -9,6 +9,7 @@ import time
 
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
+from root_ca import ROOT_CA, wait_for_root_ca
 
 NAMESPACE = "python"
 
@@ -27,6 +28,7 @@ def main():
 
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
     assert core.read_namespace(NAMESPACE).status.phase == "Active"
+    wait_for_root_ca(core, NAMESPACE)
 
     # Create, read, update, patch.
     for i in range(25):
@@ -61,7 +63,7 @@ def main():
     except ApiException as e:
         assert e.status == 404, e
 
-    # Paginated list.
+    # Paginated list: the 25 and kube-root-ca.crt.
     seen, token, pages = [], None, 0
     while True:
         page = core.list_namespaced_config_map(NAMESPACE, limit=10, _continue=token)
@@ -69,22 +71,23 @@ def main():
         seen.extend(page.items)
         token = page.metadata._continue
         if pages == 1:
-            assert page.metadata.remaining_item_count == 15, page.metadata.remaining_item_count
+            assert page.metadata.remaining_item_count == 16, page.metadata.remaining_item_count
         if not token:
             break
     assert pages == 3, pages
-    assert names(seen) == [f"cm-{i:02d}" for i in range(25)], names(seen)
+    assert names(seen) == [f"cm-{i:02d}" for i in range(25)] + [ROOT_CA], names(seen)
 
     # Label selectors.
     def select(selector):
         return names(core.list_namespaced_config_map(NAMESPACE, label_selector=selector).items)
 
+    # kube-root-ca.crt has no labels: `!=` and `!` select it too.
     assert len(select("app=a")) == 13
-    assert len(select("app!=a")) == 12
+    assert select("app!=a") == [f"cm-{i:02d}" for i in range(1, 25, 2)] + [ROOT_CA]
     assert select("index in (3,4)") == ["cm-03", "cm-04"]
     assert len(select("app=b,index notin (1,3,5)")) == 9
     assert select("patched") == ["cm-00"]
-    assert len(select("!patched")) == 24
+    assert len(select("!patched")) == 25
     field = core.list_namespaced_config_map(NAMESPACE, field_selector="metadata.name=cm-07").items
     assert names(field) == ["cm-07"]
 
@@ -110,7 +113,7 @@ def main():
 
     # Delete one object, then the namespace with its content.
     core.delete_namespaced_config_map("cm-24", NAMESPACE)
-    assert len(core.list_namespaced_config_map(NAMESPACE).items) == 24
+    assert len(core.list_namespaced_config_map(NAMESPACE).items) == 24 + 1
     core.delete_namespace(NAMESPACE)
     for _ in range(100):
         try:

@@ -17,6 +17,7 @@ import time
 
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
+from root_ca import ROOT_CA, wait_for_root_ca
 
 NAMESPACE = "semantics"
 APPLY = "application/apply-patch+yaml"
@@ -136,6 +137,7 @@ def main():
     core = client.CoreV1Api()
     apps = client.AppsV1Api()
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
+    wait_for_root_ca(core, NAMESPACE)
     list_cms = core.list_namespaced_config_map
 
     # A watch allowing bookmarks, for the whole run: bookmarks every 60 s.
@@ -187,23 +189,26 @@ def main():
     assert 1.5 <= time.monotonic() - started < 7
 
     # resourceVersionMatch on lists.
+    # kube-root-ca.crt, there from the start, is in every list.
     now = list_cms(NAMESPACE)
     names = lambda result: sorted(i.metadata.name for i in result.items)
-    assert names(now) == ["base", "r1", "r3"], names(now)
+    assert names(now) == ["base", ROOT_CA, "r1", "r3"], names(now)
     newer = list_cms(NAMESPACE, resource_version=rv0, resource_version_match="NotOlderThan")
-    assert names(newer) == ["base", "r1", "r3"], names(newer)
+    assert names(newer) == ["base", ROOT_CA, "r1", "r3"], names(newer)
     assert int(newer.metadata.resource_version) >= int(now.metadata.resource_version)
     exact = list_cms(NAMESPACE, resource_version=rv0, resource_version_match="Exact")
-    assert names(exact) == ["base"], names(exact)
+    assert names(exact) == ["base", ROOT_CA], names(exact)
     assert exact.metadata.resource_version == rv0, (exact.metadata.resource_version, rv0)
     exact_mid = list_cms(NAMESPACE, resource_version=rv_mid, resource_version_match="Exact")
-    assert names(exact_mid) == ["base", "r1", "r2"], names(exact_mid)
-    assert {i.metadata.name: i.data["v"] for i in exact_mid.items} == {"base": "0", "r1": "1", "r2": "1"}
-    # Paging through an exact list stays at that revision.
+    assert names(exact_mid) == ["base", ROOT_CA, "r1", "r2"], names(exact_mid)
+    mine = {i.metadata.name: i.data["v"] for i in exact_mid.items if i.metadata.name != ROOT_CA}
+    assert mine == {"base": "0", "r1": "1", "r2": "1"}, mine
+    # Paging through an exact list stays at that revision (r2, deleted
+    # since, is on the second page).
     page = list_cms(NAMESPACE, resource_version=rv_mid, resource_version_match="Exact", limit=2)
-    assert names(page) == ["base", "r1"] and page.metadata._continue, page.metadata
+    assert names(page) == ["base", ROOT_CA] and page.metadata._continue, page.metadata
     rest = list_cms(NAMESPACE, limit=2, _continue=page.metadata._continue)
-    assert names(rest) == ["r2"], names(rest)
+    assert names(rest) == ["r1", "r2"], names(rest)
     status = expect_api_error(422, list_cms, NAMESPACE, resource_version_match="Exact")
     assert status["reason"] == "Invalid", status
     assert "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided" in status["message"], status
@@ -230,13 +235,13 @@ def main():
     core.create_namespaced_config_map(NAMESPACE, configmap("after-initial", {"v": "1"}))
     initial_thread.join(timeout=20)
     kinds = [e["type"] for e in initial]
-    assert kinds == ["ADDED", "ADDED", "ADDED", "BOOKMARK", "ADDED"], summary(initial)
-    assert sorted(n for _, n in summary(initial[:3])) == ["base", "r1", "r3"], summary(initial)
-    end = initial[3]["raw_object"]
+    assert kinds == ["ADDED", "ADDED", "ADDED", "ADDED", "BOOKMARK", "ADDED"], summary(initial)
+    assert sorted(n for _, n in summary(initial[:4])) == ["base", ROOT_CA, "r1", "r3"], summary(initial)
+    end = initial[4]["raw_object"]
     assert end["kind"] == "ConfigMap" and end["apiVersion"] == "v1", end
     assert end["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}, end
-    assert int(end["metadata"]["resourceVersion"]) >= max(rv_of(e) for e in initial[:3]), end
-    assert initial[4]["raw_object"]["metadata"]["name"] == "after-initial"
+    assert int(end["metadata"]["resourceVersion"]) >= max(rv_of(e) for e in initial[:4]), end
+    assert initial[5]["raw_object"]["metadata"]["name"] == "after-initial"
     # sendInitialEvents needs resourceVersionMatch=NotOlderThan.
     status = expect_api_error(422, list_cms, NAMESPACE, watch=True, send_initial_events=True, allow_watch_bookmarks=True,
                               _preload_content=False)

@@ -576,7 +576,25 @@ impl Cluster {
             .trim()
             .to_string()
     }
+
+    /// Creates the namespace `name` and waits until it holds what kube's
+    /// controllers put in every namespace (the `kube-root-ca.crt`
+    /// ConfigMap), as kube's e2e framework waits before a test counts
+    /// what a namespace holds.
+    pub fn create_namespace(&self, name: &str) {
+        self.kubectl(&["create", "namespace", name]).ok();
+        assert!(
+            eventually(Duration::from_secs(10), || self
+                .kubectl(&["get", "configmap", ROOT_CA_CONFIG_MAP, "-n", name])
+                .code
+                == 0),
+            "no {ROOT_CA_CONFIG_MAP} in the new namespace {name}"
+        );
+    }
 }
+
+/// The ConfigMap kube's root CA publisher keeps in every namespace.
+pub const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
 
 /// A serving certificate made as the common tutorials make one, `openssl
 /// req -x509 -newkey rsa:2048 -nodes -subj /CN=<host> -addext

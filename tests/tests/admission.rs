@@ -260,6 +260,13 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
     assert_eq!(request["kind"]["kind"], "ConfigMap");
     assert_eq!(request["resource"]["resource"], "configmaps");
     assert_eq!(request["userInfo"]["username"], "kubernetes-admin");
+    // The webhook is the next hop of the request's trace.
+    let traceparent = reviews[0]["traceparent"].as_str().unwrap_or_default();
+    assert!(
+        traceparent.len() == 55 && traceparent.starts_with("00-"),
+        "no traceparent: {:?}",
+        reviews[0]["traceparent"]
+    );
     assert!(
         reviews[0]["path"]
             .as_str()

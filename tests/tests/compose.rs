@@ -278,6 +278,25 @@ fn compose_with_three_core_servers_serves_through_the_loss_of_one() {
     );
     project.kubectl(&["create", "namespace", "compose"]).ok();
     assert!(project.create_configmap("compose", "before"));
+    // core-server publishes the cluster CA it mounts (its certificate
+    // only) in every namespace, as the kubeconfig holds it.
+    let ca = std::fs::read_to_string(project.dir.join("pki/ca.crt")).expect("the cluster CA");
+    let published = || {
+        let run = project.kubectl(&[
+            "get",
+            "configmap",
+            "kube-root-ca.crt",
+            "-n",
+            "compose",
+            "-o",
+            "jsonpath={.data.ca\\.crt}",
+        ]);
+        run.code == 0 && run.stdout == ca
+    };
+    assert!(
+        eventually(Duration::from_secs(10), published),
+        "kube-root-ca.crt in compose does not hold pki/ca.crt"
+    );
     // metrics-server, registered by compose-up.sh, answers through the aggregator's proxy.
     let mut top = project.kubectl(&["top", "node", "--no-headers"]);
     assert!(
@@ -401,12 +420,13 @@ fn compose_with_three_etcd_members_serves_through_the_loss_of_the_leader() {
             "create {n} with two of three members failed"
         );
     }
+    // The test's own, beside the namespace's kube-root-ca.crt.
     let listed = project.kubectl(&["get", "configmaps", "-n", "ha", "-o", "name"]);
     assert_eq!(
         listed
             .ok()
             .lines()
-            .filter(|l| l.starts_with("configmap/"))
+            .filter(|l| l.starts_with("configmap/after-") || *l == "configmap/before")
             .count(),
         7,
         "{}",

@@ -441,9 +441,11 @@ fn watch_sees_added_modified_deleted() {
             Some((fields.next()?, fields.next()?))
         })
         .collect();
+    // The list that starts the watch holds kube's root CA ConfigMap.
     assert_eq!(
         events,
         vec![
+            ("ADDED", "kube-root-ca.crt"),
             ("ADDED", "watched"),
             ("MODIFIED", "watched"),
             ("DELETED", "watched")

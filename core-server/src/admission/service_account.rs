@@ -17,6 +17,7 @@ use generic_server::admission::{AdmissionPlugin, Attributes, Operation, cached, 
 use generic_server::storage::cacher::{Cacher, ResourceCache};
 use serde_json::{Value, json};
 
+use crate::controllers::root_ca_publisher::CONFIG_MAP_NAME as ROOT_CA_CONFIG_MAP;
 use crate::resources::fields::{each_mut, is_set, items, text};
 
 /// The account a pod without one runs as.
@@ -168,11 +169,12 @@ fn automounts(spec: &Value, account: &Value) -> bool {
         .unwrap_or(true)
 }
 
-/// The projected volume kube mounts: a bound token, the cluster CA, the namespace.
+/// The projected volume kube mounts: a bound token, the cluster CA (the
+/// ConfigMap the root CA publisher keeps in every namespace), the namespace.
 fn token_volume(name: &str) -> Value {
     json!({"name": name, "projected": {"defaultMode": 420, "sources": [
         {"serviceAccountToken": {"expirationSeconds": TOKEN_EXPIRATION_SECONDS, "path": "token"}},
-        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"configMap": {"name": ROOT_CA_CONFIG_MAP, "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
         {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
     ]}})
 }

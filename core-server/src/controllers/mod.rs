@@ -5,7 +5,9 @@
 pub mod clusterrole_aggregation;
 pub mod flowcontrol_bootstrap;
 pub mod garbage_collector;
+pub mod per_namespace;
 pub mod resource_quota;
+pub mod root_ca_publisher;
 pub mod serviceaccount;
 pub mod validating_admission_policy_status;
 
@@ -23,11 +25,16 @@ use crate::allocation::AllocationRepair;
 
 /// Adds the core server's controllers: kube's bootstrap RBAC policy and the
 /// ClusterRole aggregation controller, the garbage collector (over this
-/// server's objects and its delegates'), the service account controller on
-/// namespace events, the resource quota controller, the repair of
-/// service IP and node port allocations, the ValidatingAdmissionPolicy
+/// server's objects and its delegates'), the service account controller and
+/// the root CA publisher (given the CA bundle it publishes), each keeping
+/// one object in every namespace, the resource quota controller, the repair
+/// of service IP and node port allocations, the ValidatingAdmissionPolicy
 /// status controller, and API Priority and Fairness's bootstrap configuration.
-pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
+pub fn add_post_start_hooks(
+    server: &mut GenericServer,
+    client: Loopback,
+    root_ca_bundle: Option<String>,
+) {
     let bootstrap_client = client.clone();
     server.add_post_start_hook("rbac/bootstrap-roles", async move {
         crate::bootstrap_policy::bootstrap(bootstrap_client).await;
@@ -123,15 +130,23 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
             producer.do_send(flowcontrol_bootstrap::Sync);
         });
     }
-    if let Some(namespaces) = server.server.store("", "v1", "namespaces") {
-        server.add_post_start_hook("start-service-account-controller", async move {
-            let accounts = serviceaccount::ServiceAccountController::new(client).start();
-            follow_present(namespaces, move |ns| {
-                accounts.do_send(serviceaccount::Sync(ns))
-            })
-            .wait()
-            .await;
-        });
+    keep_in_every_namespace(
+        server,
+        "start-service-account-controller",
+        serviceaccount::ServiceAccountController::new(
+            client.clone(),
+            serviceaccount::DefaultServiceAccount,
+        ),
+    );
+    if let Some(bundle) = root_ca_bundle {
+        keep_in_every_namespace(
+            server,
+            "start-root-ca-certificate-publisher-controller",
+            root_ca_publisher::RootCaPublisher::new(
+                client,
+                root_ca_publisher::RootCaConfigMap::new(bundle),
+            ),
+        );
     }
     if let Some(services) = server.server.store("", "v1", "services") {
         let storage = server.cacher.storage().clone();
@@ -139,6 +154,24 @@ pub fn add_post_start_hooks(server: &mut GenericServer, client: Loopback) {
             AllocationRepair::start(storage, services).wait().await;
         });
     }
+}
+
+/// Starts `controller` as the hook `name`, when this server holds
+/// namespaces and the kept object's resource.
+fn keep_in_every_namespace<K: per_namespace::KeptObject>(
+    server: &mut GenericServer,
+    name: &str,
+    controller: per_namespace::PerNamespaceController<K>,
+) {
+    let (Some(namespaces), Some(objects)) = (
+        server.server.store("", "v1", "namespaces"),
+        server.server.store("", "v1", K::RESOURCE),
+    ) else {
+        return;
+    };
+    server.add_post_start_hook(name, async move {
+        informer::Synced::all(controller.follow(namespaces, objects)).await;
+    });
 }
 
 /// Follows `store` (resynced every 30 s), handing `each` every object

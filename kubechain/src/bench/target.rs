@@ -87,6 +87,7 @@ impl Target {
             core_replicas: 1,
             extension_replicas: 1,
             aggregator_replicas: 1,
+            log_format: "text".into(),
         };
         let cluster = up::start(&up_args).await.context("starting a cluster")?;
         let credentials = Credentials::from_kubeconfig(&cluster.kubeconfig, None)?;

@@ -71,7 +71,9 @@ fn unix_nanos() -> u64 {
         .unwrap_or_default()
 }
 
-/// Runs one watch phase in namespace `ns` (which must exist and be empty).
+/// Runs one watch phase in namespace `ns` (which must exist and hold no
+/// configmaps but what kube keeps in every namespace: the watch starts
+/// after them).
 pub async fn measure(credentials: &Credentials, ns: &str, plan: &WatchPlan) -> Result<WatchResult> {
     let writer = credentials.api()?;
     let list: Value = serde_json::from_slice(
