@@ -8,5 +8,8 @@
 set -eu
 . "$(dirname "$0")/compose-env.sh"
 # Both files, so the extra etcd members of the HA variant go too.
-compose_files="-f $deploy/docker-compose.yml -f $deploy/docker-compose.ha.yml"
+# Every variant's services and volumes; the audit variant needs a policy
+# path to parse, never read on the way down.
+export KUBECHAIN_AUDIT_POLICY="${KUBECHAIN_AUDIT_POLICY:-/dev/null}"
+compose_files="-f $deploy/docker-compose.yml -f $deploy/docker-compose.ha.yml -f $deploy/docker-compose.audit.yml"
 compose down --remove-orphans "$@"

@@ -10,6 +10,9 @@
 #   KUBECHAIN_IMAGE_TAG           tag of the images built (default local)
 #   KUBECHAIN_COMPOSE_HA=1        three etcd members (docker-compose.ha.yml); or pass --ha first
 #   KUBECHAIN_NODE_NAME          the Node metrics-server measures (default kubechain-compose)
+#   KUBECHAIN_AUDIT_POLICY        an audit policy file: the aggregator audits by it, into the
+#                                 audit-log volume (docker-compose.audit.yml; KUBECHAIN_AUDIT_LOG_PATH=-
+#                                 for its standard output)
 # shellcheck shell=sh
 
 deploy=$(cd "$(dirname "$0")" && pwd)
@@ -39,6 +42,12 @@ fi
 compose_files="-f $deploy/docker-compose.yml"
 if [ "${KUBECHAIN_COMPOSE_HA:-}" = 1 ]; then
     compose_files="$compose_files -f $deploy/docker-compose.ha.yml"
+fi
+# KUBECHAIN_AUDIT_POLICY=FILE: the aggregator audits by that policy (docker-compose.audit.yml).
+if [ -n "${KUBECHAIN_AUDIT_POLICY:-}" ]; then
+    KUBECHAIN_AUDIT_POLICY=$(cd "$(dirname "$KUBECHAIN_AUDIT_POLICY")" && pwd)/$(basename "$KUBECHAIN_AUDIT_POLICY")
+    export KUBECHAIN_AUDIT_POLICY
+    compose_files="$compose_files -f $deploy/docker-compose.audit.yml"
 fi
 
 # compose ARGS...: the compose command on this deployment's files.

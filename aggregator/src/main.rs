@@ -17,6 +17,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 use generic_server::admission::{self, Admission};
+use generic_server::audit::{AuditOptions, Auditor};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
 use generic_server::filters::flowcontrol::{DebugHandler, PriorityAndFairness};
@@ -103,6 +104,8 @@ struct Options {
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
     #[command(flatten)]
+    audit: AuditOptions,
+    #[command(flatten)]
     config: Config,
 }
 
@@ -112,6 +115,8 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
+    // A policy that does not parse stops the server before anything starts.
+    let auditor = Auditor::from_options(&options.audit).context("audit")?;
     let core = Delegate {
         component: "core-server",
         endpoints: &options.core_endpoint,
@@ -219,7 +224,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     } else {
         Pipeline::new(authenticator, Box::new(rbac), handler)
     };
-    let door = Arc::new(door);
+    let door = Arc::new(door.with_audit(auditor));
     tracing::info!(listen = %options.listen, "aggregator serving");
     pipeline::serve_https(
         options.listen,

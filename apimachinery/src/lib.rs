@@ -10,6 +10,7 @@
 //! it; the IO lives in generic-server.
 
 pub mod apply;
+pub mod audit;
 pub mod cel;
 pub mod crd_validation;
 pub mod error;

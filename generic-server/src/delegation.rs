@@ -185,7 +185,9 @@ impl DelegationService {
     }
 }
 
-fn frames(resp: ApiResponse) -> FrameStream {
+/// The response as frames: the head (with the audit annotations added while
+/// serving it), then the body's chunks.
+fn frames(resp: ApiResponse, annotations: Vec<(String, String)>) -> FrameStream {
     let headers = resp
         .headers
         .iter()
@@ -202,6 +204,10 @@ fn frames(resp: ApiResponse) -> FrameStream {
             status: u32::from(resp.status.as_u16()),
             headers,
             streaming,
+            audit_annotations: annotations
+                .into_iter()
+                .map(|(name, value)| pb::Header { name, value })
+                .collect(),
         })),
     };
     let chunk = |b: Bytes| {
@@ -253,12 +259,13 @@ impl Delegation for DelegationService {
         let (started, audit_id) = (std::time::Instant::now(), req.audit_id.clone());
         let trace = crate::trace::TraceContext::of(&req.headers);
         trace.propagate(&mut req.headers);
-        let served = crate::request::recover(self.handler.as_ref(), req);
-        let resp = crate::trace::scope(trace.clone(), served).await;
+        // The audit annotations added while serving it go up with the head.
+        let served = crate::audit::collect(crate::request::recover(self.handler.as_ref(), req));
+        let (resp, annotations) = crate::trace::scope(trace.clone(), served).await;
         let code = resp.status.as_u16();
         trace.log(&self.name, started, code, &audit_id);
         counted.done(code);
-        Ok(tonic::Response::new(frames(resp)))
+        Ok(tonic::Response::new(frames(resp, annotations)))
     }
 
     async fn watch_discovery(
@@ -566,6 +573,12 @@ impl GrpcDelegate {
         let watch = req.info.as_ref().is_some_and(|i| i.verb == "watch");
         let resume = watch.then(|| req.clone());
         let (head, frames) = self.open(replica, req).await?;
+        // What the servers behind added to the request's audit event.
+        crate::audit::add_annotations(
+            head.audit_annotations
+                .into_iter()
+                .map(|h| (h.name, h.value)),
+        );
         let status = StatusCode::from_u16(head.status as u16).unwrap_or(StatusCode::BAD_GATEWAY);
         let mut resp = ApiResponse::bytes(status, "", Bytes::new());
         resp.headers.clear();

@@ -76,6 +76,9 @@ pub enum Error {
     /// encrypt or decrypt with it.
     #[error("encryption at rest: {0}")]
     Encryption(String),
+    /// The audit policy or an audit backend is not usable.
+    #[error("audit: {0}")]
+    Audit(String),
     /// A gRPC endpoint is not valid, or the gRPC server failed.
     #[error("gRPC transport: {0}")]
     Transport(Arc<tonic::transport::Error>),

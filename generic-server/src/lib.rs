@@ -7,6 +7,7 @@
 //! gRPC delegation protocol.
 
 pub mod admission;
+pub mod audit;
 pub mod codec;
 pub mod config;
 pub mod delegation;

@@ -1,7 +1,8 @@
 //! The HTTPS request pipeline (actix-web on rustls) of every server that
 //! serves HTTP: the aggregator's front door and aggregated servers such as
-//! metrics-server. The path's check, authentication, impersonation, request
-//! info, priority and fairness (at the front door), authorization, the body (read only for an authorized caller), then the
+//! metrics-server. The path's check, authentication, request info, audit
+//! (what the policy selects, from here to the response's end), impersonation,
+//! priority and fairness (at the front door), authorization, the body (read only for an authorized caller), then the
 //! handler under panic recovery (or, for `/metrics`, the pipeline's own
 //! metrics). The order is written once, here.
 
@@ -15,6 +16,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 
+use crate::audit::{self, Auditor, Record};
 use crate::codec;
 use crate::filters::authentication::{Authenticate, strip_identity_headers};
 use crate::filters::authorization::Authorizer;
@@ -22,7 +24,8 @@ use crate::filters::flowcontrol::{self, PriorityAndFairness};
 use crate::filters::impersonation;
 use crate::filters::request_path;
 use crate::metrics::Metrics;
-use crate::request::{self, ApiRequest, ApiResponse, Body, Handler};
+use crate::request::{self, ApiRequest, ApiResponse, Body, Handler, UserInfo};
+use crate::request_info::RequestInfo;
 use crate::trace::{self, TraceContext};
 
 /// The peer's certificate chain (DER), captured when the connection opens.
@@ -36,6 +39,7 @@ pub struct Pipeline {
     handler: Arc<dyn Handler>,
     metrics: &'static Metrics,
     long_running: Arc<LongRunning>,
+    audit: Option<Arc<Auditor>>,
     flow_control: Option<Arc<PriorityAndFairness>>,
     /// What its trace spans are called.
     name: &'static str,
@@ -54,6 +58,7 @@ impl Pipeline {
             handler,
             metrics: crate::metrics::global(),
             long_running: Arc::default(),
+            audit: None,
             flow_control: None,
             name: "front-door",
         }
@@ -65,6 +70,12 @@ impl Pipeline {
         self
     }
 
+    /// Audits what `auditor`'s policy selects (kube's `--audit-policy-file`).
+    pub fn with_audit(mut self, auditor: Option<Arc<Auditor>>) -> Self {
+        self.audit = auditor;
+        self
+    }
+
     /// Names the server's trace spans (an aggregated server's, say);
     /// `front-door` otherwise.
     pub fn named(self, name: &'static str) -> Self {
@@ -72,48 +83,156 @@ impl Pipeline {
     }
 
     /// Runs the pipeline for one request: the path is checked and the
-    /// caller authenticated and authorized before `body` is read.
+    /// caller authenticated and authorized before `body` is read. Every
+    /// response carries the request's `Audit-Id`.
+    #[allow(clippy::too_many_arguments)]
     pub async fn serve(
         &self,
+        peer: Option<SocketAddr>,
         peer_certs: Option<&[Vec<u8>]>,
         method: Method,
         raw_path: &str,
         query: &str,
-        mut headers: HeaderMap,
+        headers: HeaderMap,
         body: impl Future<Output = Result<Bytes, apimachinery::Error>>,
     ) -> ApiResponse {
-        let path = match request_path::clean(raw_path) {
+        let audit_id = audit::audit_id(&headers);
+        let incoming = Incoming {
+            audit_id: &audit_id,
+            peer,
+            peer_certs,
+            method,
+            raw_path,
+            query,
+        };
+        let mut resp = self.serve_audited(incoming, headers, body).await;
+        audit::set_audit_id(&mut resp, &audit_id);
+        resp
+    }
+
+    /// Authentication, then (when the policy asks for it) the audit record
+    /// around the rest.
+    async fn serve_audited(
+        &self,
+        incoming: Incoming<'_>,
+        headers: HeaderMap,
+        body: impl Future<Output = Result<Bytes, apimachinery::Error>>,
+    ) -> ApiResponse {
+        let path = match request_path::clean(incoming.raw_path) {
             Ok(path) => path,
             Err(e) => return e.into(),
         };
         if let Err(e) = check_headers(&headers) {
             return e.into();
         }
-        let user = match self
+        let authenticated = self
             .authenticator
-            .authenticate(peer_certs, &headers, &path)
-            .await
-        {
-            Ok(user) => user,
-            Err(e) => return e.into(),
+            .authenticate(incoming.peer_certs, &headers, &path)
+            .await;
+        let info = RequestInfo::parse(&incoming.method, &path, incoming.query);
+        let begin = |user: Option<&UserInfo>| {
+            let auditor = self.audit.as_ref()?;
+            auditor.begin(
+                &audit::Incoming {
+                    audit_id: incoming.audit_id,
+                    method: &incoming.method,
+                    raw_path: incoming.raw_path,
+                    path: &path,
+                    query: incoming.query,
+                    info: &info,
+                    headers: &headers,
+                    peer: incoming.peer,
+                },
+                user,
+            )
         };
+        let user = match authenticated {
+            Ok(user) => user,
+            Err(e) => {
+                let resp = ApiResponse::from(e);
+                return match begin(None) {
+                    Some(record) => record.refused(resp),
+                    None => resp,
+                };
+            }
+        };
+        let mut record = begin(Some(&user));
+        if let Some(record) = record.as_mut() {
+            record.received();
+        }
+        let resp = self
+            .serve_authenticated(&incoming, &mut record, user, path, info, headers, body)
+            .await;
+        match record {
+            Some(record) => record.complete(resp),
+            None => resp,
+        }
+    }
+
+    /// Impersonation, authorization, the body and the handler.
+    #[allow(clippy::too_many_arguments)]
+    async fn serve_authenticated(
+        &self,
+        incoming: &Incoming<'_>,
+        record: &mut Option<Record>,
+        user: UserInfo,
+        path: String,
+        info: RequestInfo,
+        mut headers: HeaderMap,
+        body: impl Future<Output = Result<Bytes, apimachinery::Error>>,
+    ) -> ApiResponse {
         let user = match impersonation::impersonate(self.authorizer.as_ref(), &user, &headers).await
         {
-            Ok(Some(acting_as)) => acting_as,
+            Ok(Some(acting_as)) => {
+                if let Some(record) = record.as_mut() {
+                    record.impersonated(&acting_as);
+                }
+                acting_as
+            }
             Ok(None) => user,
             Err(e) => return e.into(),
         };
         strip_identity_headers(&mut headers);
-        let mut req = ApiRequest::new(method, &path, query, headers, Bytes::new(), user);
+        // An aggregated server the request is proxied to names it alike.
+        if let Ok(id) = HeaderValue::from_str(incoming.audit_id) {
+            headers.insert(audit::AUDIT_ID_HEADER, id);
+        }
+        let mut req = ApiRequest {
+            method: incoming.method.clone(),
+            path,
+            query: incoming.query.to_string(),
+            headers,
+            body: Bytes::new(),
+            info,
+            user,
+            audit_id: incoming.audit_id.to_string(),
+        };
         let flow = match flowcontrol::admit(self.flow_control.as_deref(), &req).await {
             Ok(admitted) => admitted,
             Err(rejected) => return rejected,
         };
-        if let Err(e) = self
-            .authorizer
-            .authorize(&req.user, &req.info, &req.path)
-            .await
-        {
+        let decision = match record.as_mut() {
+            Some(record) => match self
+                .authorizer
+                .authorize_with_reason(&req.user, &req.info, &req.path)
+                .await
+            {
+                Ok(reason) => {
+                    record.authorized(true, &reason);
+                    Ok(())
+                }
+                Err((e, reason)) => {
+                    record.authorized(false, &reason);
+                    Err(e)
+                }
+            },
+            None => {
+                self.authorizer
+                    .authorize(&req.user, &req.info, &req.path)
+                    .await
+            }
+        };
+        if let Err(e) = decision {
             tracing::debug!(user = %req.user.name, path = %req.path, "forbidden");
             return flow.respond(e.into());
         }
@@ -132,6 +251,9 @@ impl Pipeline {
             Ok(body) => body,
             Err(e) => return flow.respond(e.into()),
         };
+        if let Some(record) = record.as_mut() {
+            record.request_body(&req.body, &req.headers);
+        }
         tracing::trace!(audit_id = %req.audit_id, verb = %req.info.verb, path = %req.path, user = %req.user.name, "request");
         let counted = self.metrics.start(&req);
         let (started, trace) = (std::time::Instant::now(), TraceContext::of(&req.headers));
@@ -146,18 +268,30 @@ impl Pipeline {
         } else {
             match req.timeout() {
                 Err(e) => e.into(),
-                Ok(None) => {
-                    let served = request::recover(self.handler.as_ref(), req);
-                    trace::scope(trace.clone(), served).await
-                }
-                // A request past its deadline is dropped, which cancels it
-                // at every hop behind, and answered with kube's 504.
-                Ok(Some(limit)) => {
-                    let served = request::recover(self.handler.as_ref(), req);
-                    let served = trace::scope(trace.clone(), served);
-                    match tokio::time::timeout(limit, served).await {
-                        Ok(resp) => resp,
-                        Err(_) => request::timed_out().into(),
+                Ok(limit) => {
+                    // A panic is reported to the audit record, and the
+                    // annotations added behind are collected for it.
+                    let panicked = record.as_ref().map(Record::panic_slot);
+                    let served = request::recover_with(self.handler.as_ref(), req, move |why| {
+                        if let Some(slot) = panicked {
+                            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                        }
+                    });
+                    let served = trace::scope(trace.clone(), audit::collect(served));
+                    let outcome = match limit {
+                        None => Some(served.await),
+                        // A request past its deadline is dropped, which cancels it
+                        // at every hop behind, and answered with kube's 504.
+                        Some(limit) => tokio::time::timeout(limit, served).await.ok(),
+                    };
+                    match outcome {
+                        Some((resp, annotations)) => {
+                            if let Some(record) = record.as_mut() {
+                                record.annotate(annotations);
+                            }
+                            resp
+                        }
+                        None => request::timed_out().into(),
                     }
                 }
             }
@@ -177,6 +311,16 @@ impl Pipeline {
             (_, body) => ApiResponse { body, ..resp },
         }
     }
+}
+
+/// What the front door knows of a request before reading it.
+struct Incoming<'a> {
+    audit_id: &'a str,
+    peer: Option<SocketAddr>,
+    peer_certs: Option<&'a [Vec<u8>]>,
+    method: Method,
+    raw_path: &'a str,
+    query: &'a str,
 }
 
 /// Most long-running requests (watches, logs, exec) one user may have open
@@ -296,9 +440,11 @@ async fn entry(
     }
     let method = Method::from_bytes(req.method().as_str().as_bytes()).unwrap_or(Method::GET);
     let certs = req.conn_data::<PeerCerts>().map(|c| c.0.clone());
+    let peer = req.peer_addr();
     let upgrade = req.headers().contains_key(actix_web::http::header::UPGRADE);
     let resp = door
         .serve(
+            peer,
             certs.as_deref(),
             method,
             req.path(),

@@ -286,8 +286,7 @@ impl ApiRequest {
     /// Whether the request streams for as long as the client wants: a
     /// watch, logs, exec, attach, port-forward or proxy.
     pub fn is_long_running(&self) -> bool {
-        self.info.verb == "watch"
-            || LONG_RUNNING_SUBRESOURCES.contains(&self.info.subresource.as_str())
+        long_running(&self.info)
     }
 
     /// How long the request may take: `None` for a long-running one, else
@@ -325,6 +324,12 @@ pub fn timed_out() -> apimachinery::Error {
         apimachinery::error::Reason::Timeout,
         "Timeout: request did not complete within requested timeout - context deadline exceeded",
     )
+}
+
+/// Whether a request with these attributes streams for as long as the
+/// client wants: a watch, logs, exec, attach, port-forward or proxy.
+pub fn long_running(info: &RequestInfo) -> bool {
+    info.verb == "watch" || LONG_RUNNING_SUBRESOURCES.contains(&info.subresource.as_str())
 }
 
 /// Parses a Go duration (`32s`, `1m30s`, `500ms`, `1.5h`); `None` if it is not one or is not positive.
@@ -374,6 +379,16 @@ pub const PANIC_MESSAGE: &str =
 /// stream), logged with its audit id; the process and every other request
 /// carry on.
 pub async fn recover(handler: &dyn Handler, req: ApiRequest) -> ApiResponse {
+    recover_with(handler, req, |_| {}).await
+}
+
+/// [`recover`], telling `on_panic` why the handler panicked (the audit
+/// log's Panic stage).
+pub async fn recover_with(
+    handler: &dyn Handler,
+    req: ApiRequest,
+    on_panic: impl FnOnce(String) + Send + 'static,
+) -> ApiResponse {
     use futures::{FutureExt as _, StreamExt as _};
     use std::panic::AssertUnwindSafe;
     let (audit_id, method, path) = (req.audit_id.clone(), req.method.clone(), req.path.clone());
@@ -384,6 +399,7 @@ pub async fn recover(handler: &dyn Handler, req: ApiRequest) -> ApiResponse {
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
         tracing::error!(%audit_id, %method, %path, panic = %why, "apiserver panic'd");
+        on_panic(why);
     };
     let mut resp = match AssertUnwindSafe(handler.handle(req)).catch_unwind().await {
         Ok(resp) => resp,

@@ -34,6 +34,54 @@ pub struct UpArgs {
     /// The servers' log format: `text`, or `json` (one object per line).
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
+    /// An audit.k8s.io/v1 Policy for the aggregators (kube-apiserver's flag).
+    #[arg(long)]
+    pub audit_policy_file: Option<PathBuf>,
+    /// Where the aggregators write audit events as JSON lines (`-`: their
+    /// standard output, which is their log); a second aggregator writes
+    /// `<name>-2.<ext>`, and so on.
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
+}
+
+/// The aggregator flags of the audit options, for replica `index`.
+fn audit_args(args: &UpArgs, index: usize) -> Result<Vec<String>> {
+    let mut flags = Vec::new();
+    if let Some(policy) = &args.audit_policy_file {
+        let policy = std::fs::canonicalize(policy)
+            .with_context(|| format!("the audit policy {}", policy.display()))?;
+        // Refused here, rather than by aggregators failing to start.
+        let text = std::fs::read_to_string(&policy)
+            .with_context(|| format!("reading {}", policy.display()))?;
+        apimachinery::audit::Policy::parse(&text)
+            .with_context(|| format!("loading {}", policy.display()))?;
+        flags.extend([
+            "--audit-policy-file".to_string(),
+            policy.display().to_string(),
+        ]);
+    }
+    if let Some(path) = &args.audit_log_path {
+        let path = if path.as_os_str() == "-" {
+            path.clone()
+        } else {
+            let absolute = std::path::absolute(path)?;
+            if index == 0 {
+                absolute
+            } else {
+                let stem = absolute
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let ext = absolute
+                    .extension()
+                    .map(|e| format!(".{}", e.to_string_lossy()))
+                    .unwrap_or_default();
+                absolute.with_file_name(format!("{stem}-{}{ext}", index + 1))
+            }
+        };
+        flags.extend(["--audit-log-path".to_string(), path.display().to_string()]);
+    }
+    Ok(flags)
 }
 
 /// A cluster started by [`start`]: its processes and where to reach it.
@@ -265,6 +313,8 @@ pub async fn up(args: UpArgs) -> Result<()> {
 /// front door is ready; writes the kubeconfigs. The caller supervises and
 /// stops the returned children.
 pub async fn start(args: &UpArgs) -> Result<Cluster> {
+    // A bad audit policy stops `up` before anything starts.
+    audit_args(args, 0)?;
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     let dir = std::fs::canonicalize(&args.data_dir)?;
@@ -407,6 +457,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         aggregator.extend(tls_args(&pki, "aggregator", &pki.ca()));
         aggregator.extend(internal_args(&pki, "aggregator"));
         aggregator.extend(logging.clone());
+        aggregator.extend(audit_args(args, i)?);
         children.spawn(spec(
             &replica_name("aggregator", i),
             sibling("aggregator")?,
@@ -533,4 +584,50 @@ fn which(program: &str) -> Option<PathBuf> {
         .split(':')
         .map(|d| Path::new(d).join(program))
         .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(policy: Option<PathBuf>, log: Option<&str>) -> UpArgs {
+        UpArgs {
+            data_dir: PathBuf::from("/tmp/x"),
+            port: 6443,
+            core_replicas: 1,
+            extension_replicas: 1,
+            aggregator_replicas: 2,
+            log_format: "text".into(),
+            audit_policy_file: policy,
+            audit_log_path: log.map(PathBuf::from),
+        }
+    }
+
+    #[test]
+    fn each_aggregator_gets_the_policy_and_a_log_of_its_own() {
+        let dir = std::env::temp_dir().join(format!("up-audit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let policy = dir.join("policy.yaml");
+        std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\n").unwrap();
+        let first = audit_args(&args(Some(policy.clone()), Some("/var/log/audit.log")), 0).unwrap();
+        assert_eq!(first[0], "--audit-policy-file");
+        assert_eq!(first[2..], ["--audit-log-path", "/var/log/audit.log"]);
+        let second = audit_args(&args(None, Some("/var/log/audit.log")), 1).unwrap();
+        assert_eq!(second, ["--audit-log-path", "/var/log/audit-2.log"]);
+        assert_eq!(
+            audit_args(&args(None, Some("-")), 1).unwrap(),
+            ["--audit-log-path", "-"]
+        );
+        assert!(audit_args(&args(None, None), 0).unwrap().is_empty());
+        std::fs::write(&policy, "kind: Policy\n").unwrap();
+        let err = format!(
+            "{:#}",
+            audit_args(&args(Some(policy), None), 0).unwrap_err()
+        );
+        assert!(
+            err.contains("policy.yaml") && err.contains("group version"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -47,6 +47,8 @@ pub struct Cluster {
     pub startup: Duration,
     /// Extra `kubechain up` arguments (replica counts), kept across restarts.
     up_args: Vec<String>,
+    /// Environment variables for `kubechain up` (its children inherit them).
+    up_env: Vec<(String, String)>,
 }
 
 /// The output of a command, decoded.
@@ -110,6 +112,7 @@ impl Cluster {
             launcher: None,
             startup: Duration::ZERO,
             up_args: Vec::new(),
+            up_env: Vec::new(),
         };
         cluster.launch();
         cluster
@@ -134,6 +137,7 @@ impl Cluster {
                 &self.port.to_string(),
             ])
             .args(&self.up_args)
+            .envs(self.up_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -361,6 +365,12 @@ impl Cluster {
     /// Starts a fresh cluster with extra `kubechain up` arguments, e.g.
     /// `["--core-replicas", "3", "--extension-replicas", "2"]`.
     pub fn start_with(args: &[&str]) -> Cluster {
+        Self::start_with_env(args, &[])
+    }
+
+    /// [`Cluster::start_with`], with environment variables for the launcher
+    /// and the servers it starts (`KUBECHAIN_AUDIT_WEBHOOK_CONFIG_FILE`, …).
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Cluster {
         let dir = std::env::temp_dir().join(format!(
             "kubechain-e2e-{}-{}",
             std::process::id(),
@@ -372,6 +382,10 @@ impl Cluster {
             launcher: None,
             startup: Duration::ZERO,
             up_args: args.iter().map(|a| a.to_string()).collect(),
+            up_env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         // A port found free may be taken by another test's process before
         // the aggregator binds it: a launcher that exits early gets another.

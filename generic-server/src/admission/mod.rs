@@ -117,8 +117,8 @@ impl Attributes<'_> {
     }
 
     /// Adds an annotation to the write's audit event (kube's
-    /// `AddAnnotation`); until the audit log records them, the server's
-    /// log does.
+    /// `AddAnnotation`): it travels with the response to the front door,
+    /// whose audit log records it; the server's log names it too.
     pub fn annotate(&self, key: impl Into<String>, value: impl Into<String>) {
         let (key, value) = (key.into(), value.into());
         tracing::info!(
@@ -131,6 +131,7 @@ impl Attributes<'_> {
             %value,
             "admission annotation"
         );
+        crate::audit::annotate(key.clone(), value.clone());
         self.notes().annotations.push((key, value));
     }
 

@@ -9,6 +9,21 @@ use apimachinery::error::{Error, Reason, Result};
 pub trait Authorizer: Send + Sync + 'static {
     /// Ok if allowed, a 403 Status otherwise.
     async fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()>;
+
+    /// [`Authorizer::authorize`] with the reason the audit log records
+    /// (`authorization.k8s.io/reason`): `Ok(reason)` when allowed, else
+    /// the 403 and the reason.
+    async fn authorize_with_reason(
+        &self,
+        user: &UserInfo,
+        info: &RequestInfo,
+        path: &str,
+    ) -> std::result::Result<String, (Error, String)> {
+        self.authorize(user, info, path)
+            .await
+            .map(|()| String::new())
+            .map_err(|e| (e, String::new()))
+    }
 }
 
 /// Paths everyone, anonymous included, may read whatever the policy says

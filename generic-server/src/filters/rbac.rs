@@ -112,6 +112,18 @@ impl Authorizer for Rbac {
             Some(reason) => Err(forbidden(user, info, path, &reason)),
         }
     }
+
+    async fn authorize_with_reason(
+        &self,
+        user: &UserInfo,
+        info: &RequestInfo,
+        path: &str,
+    ) -> std::result::Result<String, (apimachinery::Error, String)> {
+        match self.decide(user, info, path) {
+            Decision::Allow(reason) => Ok(reason),
+            Decision::Deny(reason) => Err((forbidden(user, info, path, &reason), reason)),
+        }
+    }
 }
 
 #[cfg(test)]

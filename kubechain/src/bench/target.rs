@@ -88,6 +88,8 @@ impl Target {
             extension_replicas: 1,
             aggregator_replicas: 1,
             log_format: "text".into(),
+            audit_policy_file: None,
+            audit_log_path: None,
         };
         let cluster = up::start(&up_args).await.context("starting a cluster")?;
         let credentials = Credentials::from_kubeconfig(&cluster.kubeconfig, None)?;
