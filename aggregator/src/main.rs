@@ -1,5 +1,5 @@
 //! aggregator: the front door. It terminates TLS, authenticates and
-//! authorizes every request, serves APIServices, proxies the groups of
+//! authorizes every request (under API Priority and Fairness), serves APIServices, proxies the groups of
 //! aggregated servers to them, answers discovery from its own cache, and
 //! delegates the rest down the chain over gRPC.
 
@@ -20,6 +20,7 @@ use generic_server::admission::{self, Admission};
 use generic_server::audit::{AuditOptions, Auditor};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
+use generic_server::filters::flowcontrol::{DebugHandler, PriorityAndFairness};
 use generic_server::filters::rbac::Rbac;
 use generic_server::loopback::Loopback;
 use generic_server::pipeline::{self, Pipeline};
@@ -78,6 +79,27 @@ struct Options {
         default_value = "front-proxy-client"
     )]
     requestheader_allowed_names: Vec<String>,
+    /// Whether API Priority and Fairness classifies and limits requests
+    /// (kube's flag; `false` leaves every request unlimited).
+    #[arg(
+        long,
+        env = "KUBECHAIN_ENABLE_PRIORITY_AND_FAIRNESS",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    enable_priority_and_fairness: bool,
+    /// kube's limit on read-only requests in flight; with
+    /// `--max-mutating-requests-inflight`, the seats priority and fairness
+    /// shares among its levels.
+    #[arg(long, env = "KUBECHAIN_MAX_REQUESTS_INFLIGHT", default_value_t = 400)]
+    max_requests_inflight: u32,
+    /// kube's limit on mutating requests in flight (see `--max-requests-inflight`).
+    #[arg(
+        long,
+        env = "KUBECHAIN_MAX_MUTATING_REQUESTS_INFLIGHT",
+        default_value_t = 200
+    )]
+    max_mutating_requests_inflight: u32,
     /// HTTP worker threads.
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
@@ -179,8 +201,30 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let rbac = Rbac::new(&server.cacher, &server.etcd_root)
         .await
         .context("following the RBAC policy")?;
+    let flow_control = PriorityAndFairness::new(
+        &server.cacher,
+        &server.etcd_root,
+        Some(server.etcd.clone()),
+        options.max_requests_inflight + options.max_mutating_requests_inflight,
+    )
+    .await
+    .context("following the flow control configuration")?;
+    // kube's hook of the same name: ready once the configuration in etcd is in effect.
+    let (consumer, cacher) = (flow_control.clone(), server.cacher.clone());
+    server.add_post_start_hook("priority-and-fairness-config-consumer", async move {
+        if let Err(e) = cacher.wait_fresh().await {
+            tracing::warn!(error = %e, "reading the flow control configuration");
+        }
+        tracing::info!(levels = ?consumer.nominal_limits(), "priority and fairness: nominal seats");
+    });
     tokio::spawn(server.start_post_start_hooks());
-    let door = Arc::new(Pipeline::new(authenticator, Box::new(rbac), handler).with_audit(auditor));
+    let door = if options.enable_priority_and_fairness {
+        let handler = Arc::new(DebugHandler::new(flow_control.clone(), handler));
+        Pipeline::new(authenticator, Box::new(rbac), handler).with_flow_control(flow_control)
+    } else {
+        Pipeline::new(authenticator, Box::new(rbac), handler)
+    };
+    let door = Arc::new(door.with_audit(auditor));
     tracing::info!(listen = %options.listen, "aggregator serving");
     pipeline::serve_https(
         options.listen,

@@ -15,6 +15,7 @@ pub mod cel;
 pub mod crd_validation;
 pub mod error;
 pub mod field_selector;
+pub mod flowcontrol;
 pub mod group_version;
 pub mod jsonpath;
 pub mod keys;

@@ -114,6 +114,8 @@ pub struct Metrics {
     etcd: Family<EtcdLabels, Histogram>,
     watch_events: Family<WatchLabels, Counter>,
     caches: Arc<Caches>,
+    /// API Priority and Fairness's (`apiserver_flowcontrol_*`).
+    pub flowcontrol: crate::filters::flowcontrol::FlowControlMetrics,
 }
 
 impl Default for Metrics {
@@ -164,6 +166,7 @@ impl Default for Metrics {
         let caches = Arc::new(Caches::default());
         registry.register_collector(Box::new(caches.clone()));
         registry.register_collector(Box::new(Process));
+        let flowcontrol = crate::filters::flowcontrol::FlowControlMetrics::register(&mut registry);
         Metrics {
             registry,
             requests,
@@ -173,6 +176,7 @@ impl Default for Metrics {
             etcd,
             watch_events,
             caches,
+            flowcontrol,
         }
     }
 }

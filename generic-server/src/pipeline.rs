@@ -2,7 +2,7 @@
 //! serves HTTP: the aggregator's front door and aggregated servers such as
 //! metrics-server. The path's check, authentication, request info, audit
 //! (what the policy selects, from here to the response's end), impersonation,
-//! authorization, the body (read only for an authorized caller), then the
+//! priority and fairness (at the front door), authorization, the body (read only for an authorized caller), then the
 //! handler under panic recovery (or, for `/metrics`, the pipeline's own
 //! metrics). The order is written once, here.
 
@@ -20,6 +20,7 @@ use crate::audit::{self, Auditor, Record};
 use crate::codec;
 use crate::filters::authentication::{Authenticate, strip_identity_headers};
 use crate::filters::authorization::Authorizer;
+use crate::filters::flowcontrol::{self, PriorityAndFairness};
 use crate::filters::impersonation;
 use crate::filters::request_path;
 use crate::metrics::Metrics;
@@ -39,6 +40,7 @@ pub struct Pipeline {
     metrics: &'static Metrics,
     long_running: Arc<LongRunning>,
     audit: Option<Arc<Auditor>>,
+    flow_control: Option<Arc<PriorityAndFairness>>,
     /// What its trace spans are called.
     name: &'static str,
 }
@@ -57,8 +59,15 @@ impl Pipeline {
             metrics: crate::metrics::global(),
             long_running: Arc::default(),
             audit: None,
+            flow_control: None,
             name: "front-door",
         }
+    }
+
+    /// The same, with API Priority and Fairness before authorization.
+    pub fn with_flow_control(mut self, filter: Arc<PriorityAndFairness>) -> Self {
+        self.flow_control = Some(filter);
+        self
     }
 
     /// Audits what `auditor`'s policy selects (kube's `--audit-policy-file`).
@@ -198,6 +207,10 @@ impl Pipeline {
             user,
             audit_id: incoming.audit_id.to_string(),
         };
+        let flow = match flowcontrol::admit(self.flow_control.as_deref(), &req).await {
+            Ok(admitted) => admitted,
+            Err(rejected) => return rejected,
+        };
         let decision = match record.as_mut() {
             Some(record) => match self
                 .authorizer
@@ -221,14 +234,14 @@ impl Pipeline {
         };
         if let Err(e) = decision {
             tracing::debug!(user = %req.user.name, path = %req.path, "forbidden");
-            return e.into();
+            return flow.respond(e.into());
         }
         let slot = if req.is_long_running() && !req.user.in_group(EXEMPT_GROUP) {
             match self.long_running.acquire(&req.user.name) {
                 Some(slot) => Some(slot),
                 None => {
                     tracing::info!(user = %req.user.name, "too many long-running requests");
-                    return apimachinery::Error::too_many_requests().into();
+                    return flow.respond(apimachinery::Error::too_many_requests().into());
                 }
             }
         } else {
@@ -236,7 +249,7 @@ impl Pipeline {
         };
         req.body = match body.await {
             Ok(body) => body,
-            Err(e) => return e.into(),
+            Err(e) => return flow.respond(e.into()),
         };
         if let Some(record) = record.as_mut() {
             record.request_body(&req.body, &req.headers);
@@ -285,6 +298,7 @@ impl Pipeline {
         };
         trace.log(self.name, started, resp.status.as_u16(), &audit_id);
         counted.done(resp.status.as_u16());
+        let resp = flow.respond(resp);
         match (slot, resp.body) {
             // The slot is held for as long as the stream is.
             (Some(slot), Body::Stream(stream)) => ApiResponse {

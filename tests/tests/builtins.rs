@@ -1806,6 +1806,22 @@ fn every_kind() -> Vec<(&'static str, Value, Value)> {
             json!({"preemptionPolicy": "PreemptLowerPriority"}),
         ),
         (
+            "flowschemas.flowcontrol.apiserver.k8s.io",
+            json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "every-fs"},
+                "spec": {"priorityLevelConfiguration": {"name": "every-pl"}, "matchingPrecedence": 5000,
+                    "distinguisherMethod": {"type": "ByNamespace"},
+                    "rules": [{"subjects": [{"kind": "Group", "group": {"name": "every"}}],
+                        "resourceRules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "namespaces": ["every"]}]}]}}),
+            Value::Null,
+        ),
+        (
+            "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io",
+            json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration", "metadata": {"name": "every-pl"},
+                "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 2,
+                    "limitResponse": {"type": "Queue", "queuing": {"queues": 8, "handSize": 2, "queueLengthLimit": 10}}}}}),
+            json!({"spec": {"limited": {"lendablePercent": 0}}}),
+        ),
+        (
             "leases.coordination.k8s.io",
             json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta("lease"),
                 "spec": {"holderIdentity": "holder", "leaseDurationSeconds": 15, "acquireTime": "2024-01-01T00:00:00.000000Z",

@@ -3,6 +3,7 @@
 //! once its informers have synced.
 
 pub mod clusterrole_aggregation;
+pub mod flowcontrol_bootstrap;
 pub mod garbage_collector;
 pub mod per_namespace;
 pub mod resource_quota;
@@ -27,8 +28,8 @@ use crate::allocation::AllocationRepair;
 /// server's objects and its delegates'), the service account controller and
 /// the root CA publisher (given the CA bundle it publishes), each keeping
 /// one object in every namespace, the resource quota controller, the repair
-/// of service IP and node port allocations, and the
-/// ValidatingAdmissionPolicy status controller.
+/// of service IP and node port allocations, the ValidatingAdmissionPolicy
+/// status controller, and API Priority and Fairness's bootstrap configuration.
 pub fn add_post_start_hooks(
     server: &mut GenericServer,
     client: Loopback,
@@ -103,6 +104,31 @@ pub fn add_post_start_hooks(
                 .await;
             },
         );
+    }
+    if let (Some(schemas), Some(levels)) = (
+        server
+            .server
+            .store(apimachinery::flowcontrol::GROUP, "v1", "flowschemas"),
+        server.server.store(
+            apimachinery::flowcontrol::GROUP,
+            "v1",
+            "prioritylevelconfigurations",
+        ),
+    ) {
+        let producer_client = client.clone();
+        server.add_post_start_hook("priority-and-fairness-config-producer", async move {
+            let producer =
+                flowcontrol_bootstrap::ConfigurationController::new(producer_client).start();
+            let synced = [schemas, levels].map(|store| {
+                let producer = producer.clone();
+                informer::follow(store, Duration::from_secs(30), move |_| {
+                    producer.do_send(flowcontrol_bootstrap::Sync);
+                    true
+                })
+            });
+            informer::Synced::all(synced.into_iter().collect()).await;
+            producer.do_send(flowcontrol_bootstrap::Sync);
+        });
     }
     keep_in_every_namespace(
         server,

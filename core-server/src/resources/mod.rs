@@ -14,6 +14,7 @@ mod endpointslice;
 mod event;
 mod events_v1;
 pub(crate) mod fields;
+mod flowcontrol;
 mod horizontalpodautoscaler;
 mod ingress;
 mod ingressclass;
@@ -50,9 +51,9 @@ use generic_server::resource::{Resource, ScaleSelector, ScaleSpec};
 use k8s_openapi::api::{
     admissionregistration::v1 as admission_v1, apps::v1 as apps, autoscaling::v2 as autoscaling,
     batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
-    core::v1, discovery::v1 as discovery, events::v1 as events, networking::v1 as networking,
-    policy::v1 as policy, rbac::v1 as rbac_v1, scheduling::v1 as scheduling,
-    storage::v1 as storage,
+    core::v1, discovery::v1 as discovery, events::v1 as events, flowcontrol::v1 as flowcontrol_v1,
+    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac_v1,
+    scheduling::v1 as scheduling, storage::v1 as storage,
 };
 
 /// The verbs of resources that cannot be deleted as a collection (namespaces).
@@ -217,6 +218,11 @@ fn named_groups() -> Vec<Resource> {
             .short_names(&["pc"]),
         Resource::builtin::<coordination::Lease>(lease::LeaseStrategy),
         Resource::builtin::<discovery::EndpointSlice>(endpointslice::EndpointSliceStrategy),
+        Resource::builtin::<flowcontrol_v1::FlowSchema>(flowcontrol::FlowSchemaStrategy).status(),
+        Resource::builtin::<flowcontrol_v1::PriorityLevelConfiguration>(
+            flowcontrol::PriorityLevelConfigurationStrategy,
+        )
+        .status(),
     ]
 }
 
@@ -632,6 +638,24 @@ mod tests {
             &[],
             &[],
             &[],
+        ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "flowschemas",
+            "FlowSchema",
+            false,
+            &[],
+            &[],
+            &["status"],
+        ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "prioritylevelconfigurations",
+            "PriorityLevelConfiguration",
+            false,
+            &[],
+            &[],
+            &["status"],
         ),
     ];
 

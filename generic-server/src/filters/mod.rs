@@ -1,11 +1,13 @@
 //! The front door's filters, one per file: the request path's check, then
 //! authentication (the cluster's, or an aggregated server's front-proxy
-//! `requestheader`), then impersonation, then authorization (RBAC's, in [`rbac`], or, on an aggregated server, the
+//! `requestheader`), then impersonation, then priority and fairness (at the
+//! front door, in [`flowcontrol`]), then authorization (RBAC's, in [`rbac`], or, on an aggregated server, the
 //! front door's, in [`delegated`]). Their order is fixed in [`crate::pipeline::Pipeline`].
 
 pub mod authentication;
 pub mod authorization;
 pub mod delegated;
+pub mod flowcontrol;
 pub mod impersonation;
 pub mod rbac;
 pub mod request_path;

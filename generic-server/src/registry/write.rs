@@ -208,8 +208,9 @@ impl Store {
     }
 
     /// The update loop: read, compute the new object, check, write with a
-    /// revision comparison, and retry on a lost race unless the caller
-    /// named a resourceVersion.
+    /// revision comparison, and retry on a lost race (a caller that named a
+    /// resourceVersion then gets its 409 from the check against the state
+    /// read again; a patch, computed from that state, goes on as kube's does).
     pub(super) async fn guaranteed_update(
         &self,
         namespace: &str,
@@ -286,7 +287,9 @@ impl Store {
                             warnings,
                         });
                     }
-                    Err(crate::Error::Conflict { .. }) if !precondition => continue,
+                    // Read again: a caller's resourceVersion is checked
+                    // against the new state above (a patch's is the state's own).
+                    Err(crate::Error::Conflict { .. }) => continue,
                     Err(e) => return Err(storage_error(self, name, e)),
                 }
             }
@@ -321,7 +324,8 @@ impl Store {
                         warnings,
                     });
                 }
-                Err(crate::Error::Conflict { .. }) if !precondition => continue,
+                // As above: the next attempt checks a caller's resourceVersion.
+                Err(crate::Error::Conflict { .. }) => continue,
                 Err(e) => return Err(storage_error(self, name, e)),
             }
         }

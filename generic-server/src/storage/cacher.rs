@@ -715,6 +715,18 @@ impl<T: Default> Derived<T> {
 
     /// The value as the caches hold it now, built by `build` if they moved.
     pub fn get(&self, build: impl FnOnce(&[Arc<ResourceCache>]) -> T) -> Arc<T> {
+        // The common case, without allocating: nothing moved.
+        {
+            let current = self.current.read().unwrap_or_else(|e| e.into_inner());
+            if current
+                .0
+                .iter()
+                .zip(&self.caches)
+                .all(|(built, cache)| *built == cache.applied())
+            {
+                return current.1.clone();
+            }
+        }
         let applied = || self.caches.iter().map(|c| c.applied()).collect::<Vec<_>>();
         let fresh = |applied: &[i64]| {
             let current = self.current.read().unwrap_or_else(|e| e.into_inner());
