@@ -12,9 +12,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::client::Api;
-use super::load::{Throughput, closed_loop};
+use super::load::Throughput;
 use super::report::{CpuTable, Table};
-use super::{alternating, configmap};
+use super::{alternating, create_configmaps};
 
 /// How many webhooks, and how many policies, that match nothing.
 const UNMATCHED: usize = 20;
@@ -139,24 +139,7 @@ pub async fn measure(
     errors: &mut Vec<String>,
 ) -> Result<()> {
     let names = Arc::new(AtomicU64::new(0));
-    let creates = |slice: Duration| {
-        let path = format!("/api/v1/namespaces/{namespace}/configmaps");
-        let names = names.clone();
-        closed_loop(apis.to_vec(), slice, move |api: Api, _| {
-            let path = path.clone();
-            let name = format!("admitted-{}", names.fetch_add(1, Ordering::Relaxed));
-            async move {
-                api.call(
-                    Method::POST,
-                    &path,
-                    Some(configmap(&name)),
-                    StatusCode::CREATED,
-                )
-                .await
-                .map(drop)
-            }
-        })
-    };
+    let creates = |slice: Duration| create_configmaps(apis, namespace, "admitted", &names, slice);
     let unmatched = Configurations::unmatched();
     let plain = format!("creates, none ({UNMATCHED}+{UNMATCHED})");
     let with = format!("creates, {UNMATCHED}+{UNMATCHED} unmatched");

@@ -4,16 +4,14 @@
 //! the machine's drift.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use reqwest::{Method, StatusCode};
-
 use super::client::Api;
-use super::load::{Throughput, closed_loop};
+use super::load::Throughput;
 use super::report::{CpuTable, Table};
 use super::target::AUDITED;
-use super::{alternating, configmap};
+use super::{alternating, create_configmaps};
 
 /// The least creates through the auditing front door may keep (≥ 0.90×).
 const AUDIT_RATIO: f64 = 0.90;
@@ -31,22 +29,7 @@ pub async fn measure(
 ) {
     let names = Arc::new(AtomicU64::new(0));
     let creates = |apis: &[Api], slice: Duration| {
-        let path = format!("/api/v1/namespaces/{namespace}/configmaps");
-        let names = names.clone();
-        closed_loop(apis.to_vec(), slice, move |api: Api, _| {
-            let path = path.clone();
-            let name = format!("audited-{}", names.fetch_add(1, Ordering::Relaxed));
-            async move {
-                api.call(
-                    Method::POST,
-                    &path,
-                    Some(configmap(&name)),
-                    StatusCode::CREATED,
-                )
-                .await
-                .map(drop)
-            }
-        })
+        create_configmaps(apis, namespace, "audited", &names, slice)
     };
     let (without, with) = ("creates, no audit", "creates, audit at Metadata");
     let [base, audit] = alternating(

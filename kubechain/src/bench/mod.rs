@@ -240,6 +240,36 @@ fn configmap(name: &str) -> Bytes {
     .into()
 }
 
+/// Creates configmaps `<prefix>-<n>` (n from `names`) in `namespace` from
+/// every client for `slice`, as a closed loop.
+fn create_configmaps(
+    apis: &[Api],
+    namespace: &str,
+    prefix: &'static str,
+    names: &std::sync::Arc<std::sync::atomic::AtomicU64>,
+    slice: Duration,
+) -> impl std::future::Future<Output = Throughput> + use<> {
+    let path = format!("/api/v1/namespaces/{namespace}/configmaps");
+    let names = names.clone();
+    closed_loop(apis.to_vec(), slice, move |api: Api, _| {
+        let path = path.clone();
+        let name = format!(
+            "{prefix}-{}",
+            names.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        async move {
+            api.call(
+                Method::POST,
+                &path,
+                Some(configmap(&name)),
+                StatusCode::CREATED,
+            )
+            .await
+            .map(drop)
+        }
+    })
+}
+
 /// Measures everything, prints the table, and returns the errors seen.
 async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec<String>> {
     let names = Names::new();
