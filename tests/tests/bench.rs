@@ -44,6 +44,8 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
         "creates/s, audit at Metadata level",
         "front door CPU per create, audit at Metadata",
         "memory aggregator-audited",
+        "bystander GET p99, 64-client LIST flood held by APF",
+        "flood LISTs served / refused (429)",
     ];
     for row in rows {
         assert!(

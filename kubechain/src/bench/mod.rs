@@ -14,6 +14,7 @@
 mod admission;
 mod audit;
 pub mod client;
+mod fairness;
 mod load;
 mod report;
 mod target;
@@ -491,6 +492,18 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     // The two run in alternating slices, so that a machine whose speed
     // drifts during the run (a shared VM's does) slows both alike.
     let readers = service_account_apis(&admin, credentials, &names.list_ns, concurrency).await?;
+    fairness::measure(
+        &admin,
+        credentials,
+        &readers[0],
+        &names.list_ns,
+        &list_path,
+        &get_path,
+        plan.phase,
+        &mut table,
+        &mut errors,
+    )
+    .await?;
     let [chain_gets, reader_gets] = alternating(
         &mut cpu,
         ["kubechain GETs", "kubechain GETs as a ServiceAccount"],

@@ -106,6 +106,44 @@ impl Table {
         });
     }
 
+    /// A latency without and with something (`base_name` names its
+    /// absence); the target is other ≤ `max_ratio` × base.
+    pub fn latency_ratio(
+        &mut self,
+        metric: &str,
+        base_name: &str,
+        base: Duration,
+        other: Duration,
+        max_ratio: f64,
+    ) {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let ratio = if base.is_zero() {
+            0.0
+        } else {
+            ms(other) / ms(base)
+        };
+        self.rows.push(Row {
+            metric: metric.to_string(),
+            etcd: format!("{base_name}: {:.1} ms", ms(base)),
+            chain: format!("{:.1} ms", ms(other)),
+            ratio: format!("{ratio:.2}×"),
+            target: format!("≤ {max_ratio}× {base_name}"),
+            result: verdict(ratio <= max_ratio && !base.is_zero(), false),
+        });
+    }
+
+    /// A figure reported as it is, without a target.
+    pub fn note(&mut self, metric: &str, value: &str) {
+        self.rows.push(Row {
+            metric: metric.to_string(),
+            etcd: "-".to_string(),
+            chain: value.to_string(),
+            ratio: "-".to_string(),
+            target: "reported".to_string(),
+            result: "INFO",
+        });
+    }
+
     /// A cost per operation without and with something (`base_name`
     /// names its absence), reported without a target.
     pub fn cost(&mut self, metric: &str, base_name: &str, base_us: f64, other_us: f64) {
