@@ -60,7 +60,7 @@ pub struct Attributes<'a> {
     /// The resource's other served versions, for rules with matchPolicy
     /// Equivalent (custom resources served in several versions).
     pub equivalents: Option<&'a Equivalents>,
-    /// Warnings for the client and audit annotations, added by plugins.
+    /// Warnings for the client, added by plugins.
     pub warnings: Mutex<Notes>,
 }
 
@@ -93,12 +93,11 @@ impl Equivalents {
     }
 }
 
-/// What plugins note about a write on the way: warnings for the client,
-/// and annotations for its audit event.
+/// What plugins note about a write on the way for the client (its audit
+/// annotations go to the request's audit record, [`crate::audit::annotate`]).
 #[derive(Debug, Default)]
 pub struct Notes {
     warnings: Vec<String>,
-    annotations: Vec<(String, String)>,
 }
 
 impl Attributes<'_> {
@@ -131,13 +130,7 @@ impl Attributes<'_> {
             %value,
             "admission annotation"
         );
-        crate::audit::annotate(key.clone(), value.clone());
-        self.notes().annotations.push((key, value));
-    }
-
-    /// The annotations added so far, taken out.
-    pub fn take_annotations(&self) -> Vec<(String, String)> {
-        std::mem::take(&mut self.notes().annotations)
+        crate::audit::annotate(key, value);
     }
 }
 
