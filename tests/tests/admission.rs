@@ -33,6 +33,23 @@ fn start_webhook(dir: &Path, port: u16, log: &Path) -> Child {
     )
 }
 
+/// The test webhook with an `openssl req -x509` certificate, behind the
+/// Service `webhooks/hook`: its CA bundle, the log of its reviews, its process.
+fn webhook_behind_service(cluster: &Cluster) -> (String, std::path::PathBuf, Child) {
+    let dir = &cluster.dir;
+    let ca = openssl_self_signed(dir, "hook", "hook.webhooks.svc");
+    let port = closed_port();
+    let log = dir.join("webhook-reviews.jsonl");
+    let webhook = start_webhook(dir, port, &log);
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &local_service("webhooks", "hook", port),
+        )
+        .ok();
+    (ca, log, webhook)
+}
+
 /// The reviews the webhook logged for objects named `name`.
 fn reviews_of(log: &Path, name: &str) -> Vec<Value> {
     std::fs::read_to_string(log)
@@ -84,17 +101,7 @@ const CONDITIONS: &str = concat!(
 #[test]
 fn webhooks_deny_mutate_and_warn_for_every_server() {
     let cluster = Cluster::start();
-    let dir = &cluster.dir;
-    let ca = openssl_self_signed(dir, "hook", "hook.webhooks.svc");
-    let port = closed_port();
-    let log = dir.join("webhook-reviews.jsonl");
-    let mut webhook = start_webhook(dir, port, &log);
-    cluster
-        .kubectl_stdin(
-            &["apply", "-f", "-"],
-            &local_service("webhooks", "hook", port),
-        )
-        .ok();
+    let (ca, log, mut webhook) = webhook_behind_service(&cluster);
     cluster.kubectl(&["create", "namespace", "hooked"]).ok();
     cluster
         .kubectl(&["label", "namespace", "hooked", "webhooks=on"])
@@ -1143,17 +1150,7 @@ fn gadget(name: &str, version: &str) -> String {
 #[test]
 fn equivalent_rules_see_other_versions_converted() {
     let cluster = Cluster::start();
-    let dir = &cluster.dir;
-    let ca = openssl_self_signed(dir, "hook", "hook.webhooks.svc");
-    let port = closed_port();
-    let log = dir.join("webhook-reviews.jsonl");
-    let mut webhook = start_webhook(dir, port, &log);
-    cluster
-        .kubectl_stdin(
-            &["apply", "-f", "-"],
-            &local_service("webhooks", "hook", port),
-        )
-        .ok();
+    let (ca, log, mut webhook) = webhook_behind_service(&cluster);
     cluster.kubectl_stdin(&["apply", "-f", "-"], GADGETS).ok();
     cluster
         .kubectl(&[
