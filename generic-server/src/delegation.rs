@@ -4,6 +4,7 @@
 //! Responses stream as a head frame and body chunks, so a watch flows
 //! through; dropping a response cancels the call at every hop.
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
@@ -17,7 +18,7 @@ use proto::delegation::delegation_client::DelegationClient;
 use proto::delegation::delegation_server::{Delegation, DelegationServer};
 use tonic::transport::{Channel, Endpoint};
 
-use crate::discovery::Discovery;
+use crate::discovery::{Discovery, Group};
 use crate::request::{ApiRequest, ApiResponse, Body, BodyStream, Handler, UserInfo};
 use crate::request_info::RequestInfo;
 use crate::tls::TlsFiles;
@@ -275,11 +276,8 @@ impl Delegation for DelegationService {
         self.check_caller(&request)?;
         let updates = tokio_stream::wrappers::WatchStream::new(self.discovery.subscribe());
         let snapshots = updates.map(|docs| {
-            let groups_json = serde_json::to_vec(&docs.groups).unwrap_or_default();
-            let etag = apimachinery::openapi::content_hash(&groups_json);
             Ok(pb::DiscoverySnapshot {
-                groups_json: groups_json.into(),
-                etag,
+                groups: docs.snapshot(),
             })
         });
         // A draining server ends the stream, so the caller follows another replica.
@@ -287,6 +285,22 @@ impl Delegation for DelegationService {
             snapshots.take_until(crate::shutdown::draining()).boxed(),
         ))
     }
+}
+
+/// The groups of a discovery snapshot, each with its JSON; a group whose
+/// JSON is in `known` (the previous snapshot's) is taken from there, not parsed.
+fn parse_snapshot(
+    snapshot: pb::DiscoverySnapshot,
+    known: &HashMap<Bytes, Group>,
+) -> serde_json::Result<Vec<(Bytes, Group)>> {
+    snapshot
+        .groups
+        .into_iter()
+        .map(|json| match known.get(&json) {
+            Some(group) => Ok((json, group.clone())),
+            None => Ok((json.clone(), Group::new(serde_json::from_slice(&json)?))),
+        })
+        .collect()
 }
 
 /// One replica of the next server.
@@ -474,10 +488,15 @@ impl GrpcDelegate {
                     {
                         Ok(resp) => {
                             let mut stream = resp.into_inner();
+                            let mut known = HashMap::new();
                             while let Some(Ok(snapshot)) = stream.next().await {
                                 backoff = Duration::from_millis(100);
-                                match serde_json::from_slice(&snapshot.groups_json) {
-                                    Ok(groups) => discovery.set_delegates(groups),
+                                match parse_snapshot(snapshot, &known) {
+                                    Ok(groups) => {
+                                        discovery
+                                            .set_delegates(groups.iter().map(|(_, g)| g.clone()));
+                                        known = groups.into_iter().collect();
+                                    }
                                     Err(e) => {
                                         tracing::warn!(delegate = %this.name, error = %e, "bad discovery snapshot")
                                     }

@@ -5,7 +5,7 @@
 //! served with an ETag.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -162,45 +162,52 @@ pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
     key(a).cmp(&key(b))
 }
 
+/// One aggregated-discovery group entry, shared: an unchanged group keeps
+/// its `Arc` from one version of discovery to the next, so nothing about it
+/// is merged, compared or rendered again.
+pub type Group = Arc<Value>;
+
 /// Merges group lists: earlier lists win for a group/version both serve;
 /// the result is ordered core first, then by priority, then by name.
-pub fn merge_groups(lists: &[&[Value]]) -> Vec<Value> {
+pub fn merge_groups(lists: &[&[Group]]) -> Vec<Group> {
     merge_groups_with(lists, &group_priority)
 }
 
 /// [`merge_groups`] with group priorities given (the aggregator's APIServices').
-pub fn merge_groups_with(lists: &[&[Value]], priority: &dyn Fn(&str) -> i64) -> Vec<Value> {
-    let mut merged: Vec<Value> = Vec::new();
+pub fn merge_groups_with(lists: &[&[Group]], priority: &dyn Fn(&str) -> i64) -> Vec<Group> {
+    let mut merged: Vec<Group> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
     for list in lists {
         for group in *list {
             let name = group_name(group);
-            match merged.iter_mut().find(|g| group_name(g) == name) {
-                None => merged.push(group.clone()),
-                Some(existing) => {
-                    let have: Vec<String> = versions(existing)
-                        .iter()
-                        .map(|v| v["version"].as_str().unwrap_or("").to_string())
-                        .collect();
-                    let extra: Vec<Value> = versions(group)
-                        .iter()
-                        .filter(|v| {
-                            !have
-                                .iter()
-                                .any(|h| Some(h.as_str()) == v["version"].as_str())
-                        })
-                        .cloned()
-                        .collect();
-                    if let Some(Value::Array(vs)) = existing.get_mut("versions") {
-                        vs.extend(extra);
-                    }
-                }
+            let Some(&at) = index.get(name) else {
+                index.insert(name, merged.len());
+                merged.push(group.clone());
+                continue;
+            };
+            let have: Vec<&Value> = versions(&merged[at])
+                .iter()
+                .map(|v| &v["version"])
+                .collect();
+            let extra: Vec<Value> = versions(group)
+                .iter()
+                .filter(|v| !have.contains(&&v["version"]))
+                .cloned()
+                .collect();
+            if extra.is_empty() {
+                continue;
             }
+            let mut combined = Value::clone(&merged[at]);
+            if let Some(Value::Array(vs)) = combined.get_mut("versions") {
+                vs.extend(extra);
+            }
+            merged[at] = Arc::new(combined);
         }
     }
     merged.sort_by(|a, b| {
         let (na, nb) = (group_name(a), group_name(b));
-        (na != "")
-            .cmp(&(nb != ""))
+        (!na.is_empty())
+            .cmp(&!nb.is_empty())
             .then(priority(nb).cmp(&priority(na)))
             .then(na.cmp(nb))
     });
@@ -210,7 +217,8 @@ pub fn merge_groups_with(lists: &[&[Value]], priority: &dyn Fn(&str) -> i64) -> 
 /// The name of a discovery group entry (`""` for core).
 pub fn group_name(group: &Value) -> &str {
     group
-        .pointer("/metadata/name")
+        .get("metadata")
+        .and_then(|m| m.get("name"))
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
@@ -236,12 +244,13 @@ pub fn resources(version: &Value) -> &[Value] {
 /// The resource field only legacy discovery has (apidiscovery v2 has none).
 const STORAGE_VERSION_HASH: &str = "storageVersionHash";
 
-/// Groups as aggregated discovery publishes them: without `storageVersionHash`.
-fn without_storage_version_hashes(groups: &[Value]) -> Vec<Value> {
-    let mut groups = groups.to_vec();
-    for version in groups
-        .iter_mut()
-        .filter_map(|g| g.get_mut("versions").and_then(Value::as_array_mut))
+/// A group as aggregated discovery publishes it: without `storageVersionHash`.
+fn without_storage_version_hashes(group: &Value) -> Value {
+    let mut group = group.clone();
+    for version in group
+        .get_mut("versions")
+        .and_then(Value::as_array_mut)
+        .into_iter()
         .flatten()
     {
         for r in version
@@ -255,7 +264,7 @@ fn without_storage_version_hashes(groups: &[Value]) -> Vec<Value> {
             }
         }
     }
-    groups
+    group
 }
 
 /// One rendered discovery answer and its ETag.
@@ -289,84 +298,212 @@ impl Rendered {
     }
 }
 
-/// Every discovery form of a set of groups, rendered once.
+/// Every discovery form of a set of groups, each rendered on first use.
+/// A group unchanged since the previous version of discovery brings its
+/// renderings along, so a change costs what changed, not what is served.
 #[derive(Debug, Default)]
 pub struct Documents {
     /// The merged aggregated group entries (core included).
-    pub groups: Vec<Value>,
-    rendered: HashMap<String, Rendered>,
+    pub groups: Vec<Group>,
+    /// Each group's renderings, in the order of `groups`.
+    parts: Vec<Arc<GroupParts>>,
+    /// A group's index in `groups`, by name.
+    by_name: HashMap<String, usize>,
+    /// The documents of every group: the aggregated lists, `/api` and `/apis`.
+    lists: OnceLock<HashMap<String, Rendered>>,
+}
+
+/// The renderings of one group, each made on first use.
+#[derive(Debug)]
+struct GroupParts {
+    group: Group,
+    /// The aggregated entry (without storage version hashes), as JSON.
+    aggregated: OnceLock<Bytes>,
+    /// The `APIGroup` entry `/apis` lists, as JSON.
+    legacy: OnceLock<Bytes>,
+    /// `/apis/<group>`.
+    group_doc: OnceLock<Rendered>,
+    /// The `APIResourceList` of each version.
+    version_lists: OnceLock<HashMap<String, Rendered>>,
+    /// The entry as JSON, as the delegation stream sends it.
+    snapshot: OnceLock<Bytes>,
+}
+
+impl GroupParts {
+    fn new(group: Group) -> Self {
+        GroupParts {
+            group,
+            aggregated: OnceLock::new(),
+            legacy: OnceLock::new(),
+            group_doc: OnceLock::new(),
+            version_lists: OnceLock::new(),
+            snapshot: OnceLock::new(),
+        }
+    }
+
+    fn aggregated(&self) -> &Bytes {
+        self.aggregated.get_or_init(|| {
+            serde_json::to_vec(&without_storage_version_hashes(&self.group))
+                .unwrap_or_default()
+                .into()
+        })
+    }
+
+    fn legacy(&self) -> &Bytes {
+        self.legacy.get_or_init(|| {
+            serde_json::to_vec(&legacy_group(&self.group))
+                .unwrap_or_default()
+                .into()
+        })
+    }
+
+    fn group_doc(&self) -> &Rendered {
+        self.group_doc.get_or_init(|| {
+            let mut doc = legacy_group(&self.group);
+            doc["kind"] = json!("APIGroup");
+            doc["apiVersion"] = json!("v1");
+            Rendered::new(&doc, crate::codec::JSON)
+        })
+    }
+
+    fn version_list(&self, version: &str) -> Option<&Rendered> {
+        self.version_lists
+            .get_or_init(|| {
+                let name = group_name(&self.group);
+                versions(&self.group)
+                    .iter()
+                    .map(|v| {
+                        let rendered = Rendered::new(&resource_list(name, v), crate::codec::JSON);
+                        (
+                            v["version"].as_str().unwrap_or_default().to_string(),
+                            rendered,
+                        )
+                    })
+                    .collect()
+            })
+            .get(version)
+    }
+
+    fn snapshot(&self) -> &Bytes {
+        self.snapshot
+            .get_or_init(|| serde_json::to_vec(&*self.group).unwrap_or_default().into())
+    }
+}
+
+/// A JSON list whose items are already encoded: `head`, the items joined by
+/// commas, `tail`, and a newline.
+fn joined<'a>(head: &str, items: impl Iterator<Item = &'a Bytes>, tail: &str) -> Bytes {
+    let mut body = head.as_bytes().to_vec();
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(item);
+    }
+    body.extend_from_slice(tail.as_bytes());
+    body.push(b'\n');
+    body.into()
 }
 
 impl Documents {
-    /// Renders every form of these groups.
-    pub fn new(groups: Vec<Value>) -> Self {
-        let mut rendered = HashMap::new();
-        let aggregated = without_storage_version_hashes(&groups);
-        let (core, named): (Vec<&Value>, Vec<&Value>) =
-            aggregated.iter().partition(|g| group_name(g).is_empty());
-        for (version, content_type) in [("v2", AGGREGATED_V2), ("v2beta1", AGGREGATED_V2BETA1)] {
-            let list = |items: &[&Value]| json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"), "metadata": {}, "items": items});
-            rendered.insert(
-                format!("agg/api/{version}"),
-                Rendered::new(&list(&core), content_type),
-            );
-            rendered.insert(
-                format!("agg/apis/{version}"),
-                Rendered::new(&list(&named), content_type),
-            );
+    /// The documents of these groups.
+    pub fn new(groups: impl IntoIterator<Item = impl Into<Group>>) -> Self {
+        Self::after(groups.into_iter().map(Into::into).collect(), None)
+    }
+
+    /// The documents of these groups, taking over what `previous` rendered
+    /// of the groups that did not change.
+    fn after(groups: Vec<Group>, previous: Option<&Documents>) -> Self {
+        let mut by_name = HashMap::with_capacity(groups.len());
+        let mut parts = Vec::with_capacity(groups.len());
+        let mut kept = Vec::with_capacity(groups.len());
+        for (i, group) in groups.into_iter().enumerate() {
+            let name = group_name(&group).to_string();
+            let old = previous
+                .and_then(|p| p.by_name.get(&name).map(|&at| &p.parts[at]))
+                .filter(|old| old.group == group);
+            let part = match old {
+                Some(old) => old.clone(),
+                None => Arc::new(GroupParts::new(group)),
+            };
+            kept.push(part.group.clone());
+            parts.push(part);
+            by_name.insert(name, i);
         }
-        let core_versions: Vec<&str> = core
-            .iter()
-            .flat_map(|g| versions(g))
-            .filter_map(|v| v["version"].as_str())
-            .collect();
-        rendered.insert(
-            "/api".into(),
-            Rendered::new(
-                &json!({"kind": "APIVersions", "versions": core_versions,
-                        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}),
-                crate::codec::JSON,
-            ),
-        );
-        let api_groups: Vec<Value> = named.iter().map(|g| legacy_group(g)).collect();
-        rendered.insert(
-            "/apis".into(),
-            Rendered::new(
-                &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": api_groups}),
-                crate::codec::JSON,
-            ),
-        );
-        for (group, legacy) in named.iter().zip(&api_groups) {
-            let mut doc = legacy.clone();
-            doc["kind"] = json!("APIGroup");
-            doc["apiVersion"] = json!("v1");
-            rendered.insert(
-                format!("/apis/{}", group_name(group)),
-                Rendered::new(&doc, crate::codec::JSON),
-            );
+        Documents {
+            groups: kept,
+            parts,
+            by_name,
+            lists: OnceLock::new(),
         }
-        for group in &groups {
-            for version in versions(group) {
-                let v = version["version"].as_str().unwrap_or_default();
-                let name = group_name(group);
-                let path = apimachinery::group_version::group_version_path(name, v);
-                rendered.insert(
-                    path,
-                    Rendered::new(&resource_list(name, version), crate::codec::JSON),
+    }
+
+    /// The documents about every group.
+    fn lists(&self) -> &HashMap<String, Rendered> {
+        self.lists.get_or_init(|| {
+            let mut rendered = HashMap::new();
+            let (core, named): (Vec<&Arc<GroupParts>>, Vec<&Arc<GroupParts>>) = self
+                .parts
+                .iter()
+                .partition(|p| group_name(&p.group).is_empty());
+            for (version, content_type) in [("v2", AGGREGATED_V2), ("v2beta1", AGGREGATED_V2BETA1)] {
+                let head = format!(
+                    r#"{{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/{version}","metadata":{{}},"items":["#
                 );
+                for (path, parts) in [("/api", &core), ("/apis", &named)] {
+                    let body = joined(&head, parts.iter().map(|p| p.aggregated()), "]}");
+                    rendered.insert(
+                        format!("agg{path}/{version}"),
+                        Rendered::bytes(body, content_type),
+                    );
+                }
             }
-        }
-        Documents { groups, rendered }
+            let core_versions: Vec<&str> = core
+                .iter()
+                .flat_map(|p| versions(&p.group))
+                .filter_map(|v| v["version"].as_str())
+                .collect();
+            rendered.insert(
+                "/api".into(),
+                Rendered::new(
+                    &json!({"kind": "APIVersions", "versions": core_versions,
+                            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}),
+                    crate::codec::JSON,
+                ),
+            );
+            let body = joined(
+                r#"{"kind":"APIGroupList","apiVersion":"v1","groups":["#,
+                named.iter().map(|p| p.legacy()),
+                "]}",
+            );
+            rendered.insert("/apis".into(), Rendered::bytes(body, crate::codec::JSON));
+            rendered
+        })
     }
 
     /// The aggregated list for `/api` or `/apis` in a discovery version.
     pub fn aggregated(&self, path: &str, version: &str) -> Option<&Rendered> {
-        self.rendered.get(&format!("agg{path}/{version}"))
+        self.lists().get(&format!("agg{path}/{version}"))
     }
 
     /// A legacy document by path (`/api`, `/apis`, `/apis/g`, `/api/v1`, `/apis/g/v`).
     pub fn legacy(&self, path: &str) -> Option<&Rendered> {
-        self.rendered.get(path.trim_end_matches('/'))
+        let path = path.trim_end_matches('/');
+        let part = |name: &str| self.by_name.get(name).map(|&at| &self.parts[at]);
+        let segments: Vec<&str> = path.split('/').skip(1).collect();
+        match segments.as_slice() {
+            ["api"] | ["apis"] => self.lists().get(path),
+            ["api", version] => part("")?.version_list(version),
+            ["apis", group] if !group.is_empty() => Some(part(group)?.group_doc()),
+            ["apis", group, version] if !group.is_empty() => part(group)?.version_list(version),
+            _ => None,
+        }
+    }
+
+    /// Each group's entry as JSON (with storage version hashes), as the
+    /// delegation stream sends them.
+    pub fn snapshot(&self) -> Vec<Bytes> {
+        self.parts.iter().map(|p| p.snapshot().clone()).collect()
     }
 
     /// Every group/version served, as (group, version).
@@ -384,7 +521,7 @@ impl Documents {
 
     /// The plural and scope of a kind in a group/version: `(plural, namespaced)`.
     pub fn find_kind(&self, group: &str, version: &str, kind: &str) -> Option<(String, bool)> {
-        let group = self.groups.iter().find(|g| group_name(g) == group)?;
+        let group = &self.groups[*self.by_name.get(group)?];
         let version = versions(group).iter().find(|v| v["version"] == version)?;
         let resource = resources(version)
             .iter()
@@ -397,7 +534,7 @@ impl Documents {
 
     /// Whether a group (any version) is served.
     pub fn serves_group(&self, group: &str) -> bool {
-        self.groups.iter().any(|g| group_name(g) == group)
+        self.by_name.contains_key(group)
     }
 }
 
@@ -465,9 +602,9 @@ pub struct Discovery {
 /// What discovery is merged from.
 #[derive(Default)]
 struct Sources {
-    own: Vec<Value>,
-    delegates: Vec<Value>,
-    remote: Vec<Value>,
+    own: Vec<Group>,
+    delegates: Vec<Group>,
+    remote: Vec<Group>,
     priorities: HashMap<String, i64>,
     delegates_known: bool,
 }
@@ -479,6 +616,22 @@ impl Default for Discovery {
             current: watch::channel(Arc::new(Documents::default())).0,
         }
     }
+}
+
+/// `groups`, each replaced by the equal entry of `old` if there is one, so
+/// that an unchanged group stays the same `Arc`.
+fn reusing(old: &[Group], groups: impl IntoIterator<Item = impl Into<Group>>) -> Vec<Group> {
+    let known: HashMap<&str, &Group> = old.iter().map(|g| (group_name(g), g)).collect();
+    groups
+        .into_iter()
+        .map(|group| {
+            let group = group.into();
+            match known.get(group_name(&group)) {
+                Some(same) if **same == group => Group::clone(same),
+                _ => group,
+            }
+        })
+        .collect()
 }
 
 impl Discovery {
@@ -493,14 +646,14 @@ impl Discovery {
     }
 
     /// Replaces this server's own groups.
-    pub fn set_own(&self, groups: Vec<Value>) {
-        self.update(|s| s.own = groups);
+    pub fn set_own(&self, groups: impl IntoIterator<Item = impl Into<Group>>) {
+        self.update(|s| s.own = reusing(&s.own, groups));
     }
 
     /// Replaces the delegates' groups (from their discovery stream).
-    pub fn set_delegates(&self, groups: Vec<Value>) {
+    pub fn set_delegates(&self, groups: impl IntoIterator<Item = impl Into<Group>>) {
         self.update(|s| {
-            s.delegates = groups;
+            s.delegates = reusing(&s.delegates, groups);
             s.delegates_known = true;
         });
     }
@@ -528,8 +681,8 @@ impl Discovery {
     }
 
     /// Replaces the groups of remote aggregated servers (the aggregator's).
-    pub fn set_remote(&self, groups: Vec<Value>) {
-        self.update(|s| s.remote = groups);
+    pub fn set_remote(&self, groups: impl IntoIterator<Item = impl Into<Group>>) {
+        self.update(|s| s.remote = reusing(&s.remote, groups));
     }
 
     /// Replaces the group priorities that order discovery (from APIServices).
@@ -538,18 +691,18 @@ impl Discovery {
     }
 
     /// The groups this server and its delegates serve (not remote ones).
-    pub fn local(&self) -> Vec<Value> {
+    pub fn local(&self) -> Vec<Group> {
         let sources = self.sources();
         merge_groups(&[&sources.own, &sources.delegates])
     }
 
     /// The delegates' groups.
-    pub fn delegates(&self) -> Vec<Value> {
+    pub fn delegates(&self) -> Vec<Group> {
         self.sources().delegates.clone()
     }
 
     /// This server's own groups.
-    pub fn own(&self) -> Vec<Value> {
+    pub fn own(&self) -> Vec<Group> {
         self.sources().own.clone()
     }
 
@@ -569,17 +722,16 @@ impl Discovery {
                 .copied()
                 .unwrap_or_else(|| group_priority(group))
         };
-        let docs = Documents::new(merge_groups_with(
+        let groups = merge_groups_with(
             &[&sources.own, &sources.delegates, &sources.remote],
             &priority,
-        ));
-        self.current.send_if_modified(|current| {
-            if current.groups == docs.groups {
-                return false;
-            }
-            *current = Arc::new(docs);
-            true
-        });
+        );
+        let previous = self.documents();
+        if previous.groups == groups {
+            return;
+        }
+        let docs = Documents::after(groups, Some(&previous));
+        self.current.send_replace(Arc::new(docs));
     }
 }
 
@@ -605,7 +757,11 @@ mod tests {
 
     #[test]
     fn aggregated_and_legacy_forms() {
-        let docs = Documents::new(merge_groups(&[&groups_from_resources(&resources())]));
+        let groups: Vec<Group> = groups_from_resources(&resources())
+            .into_iter()
+            .map(Group::new)
+            .collect();
+        let docs = Documents::new(merge_groups(&[&groups]));
         let api: Value =
             serde_json::from_slice(&docs.aggregated("/api", "v2").unwrap().body).unwrap();
         assert_eq!(api["items"][0]["metadata"]["name"], "");
@@ -672,5 +828,60 @@ mod tests {
             .etag
             .clone();
         assert!(etag.starts_with('"'));
+    }
+
+    #[test]
+    fn a_change_renders_only_the_group_that_changed() {
+        let widget = |group: &str, version: &str| {
+            json!({"metadata": {"name": group}, "versions": [{"version": version, "resources": [
+                {"resource": "widgets", "scope": "Namespaced", "verbs": ["get"]}]}]})
+        };
+        let discovery = Discovery::default();
+        discovery.set_own((0..100).map(|i| widget(&format!("g{i}.example.com"), "v1")));
+        let before = discovery.documents();
+        let list = |docs: &Documents, group: &str| {
+            docs.legacy(&format!("/apis/{group}/v1"))
+                .unwrap()
+                .body
+                .clone()
+        };
+        let unchanged = list(&before, "g1.example.com");
+        // The same groups again, plus one changed and one new: the rest keep
+        // their entries and what was rendered of them.
+        let mut groups: Vec<Value> = (0..100)
+            .map(|i| widget(&format!("g{i}.example.com"), "v1"))
+            .collect();
+        groups[2] = widget("g2.example.com", "v2");
+        groups.push(widget("new.example.com", "v1"));
+        discovery.set_own(groups);
+        let after = discovery.documents();
+        let at = |docs: &Documents, name: &str| {
+            docs.groups
+                .iter()
+                .find(|g| group_name(g) == name)
+                .unwrap()
+                .clone()
+        };
+        assert!(Arc::ptr_eq(
+            &at(&before, "g1.example.com"),
+            &at(&after, "g1.example.com")
+        ));
+        assert!(!Arc::ptr_eq(
+            &at(&before, "g2.example.com"),
+            &at(&after, "g2.example.com")
+        ));
+        // Rendered once, handed on: the same bytes, not a copy.
+        assert_eq!(list(&after, "g1.example.com").as_ptr(), unchanged.as_ptr());
+        assert!(after.legacy("/apis/g2.example.com/v1").is_none());
+        assert!(after.legacy("/apis/g2.example.com/v2").is_some());
+        let apis: Value =
+            serde_json::from_slice(&after.aggregated("/apis", "v2").unwrap().body).unwrap();
+        assert_eq!(apis["items"].as_array().unwrap().len(), 101);
+        assert_eq!(apis["kind"], "APIGroupDiscoveryList");
+        // Setting the same groups again publishes nothing new.
+        let mut rx = discovery.subscribe();
+        rx.borrow_and_update();
+        discovery.set_own(after.groups.iter().map(|g| Value::clone(g)));
+        assert!(!rx.has_changed().unwrap());
     }
 }

@@ -10,7 +10,7 @@ use http::{HeaderValue, StatusCode, header};
 use serde_json::{Map, Value, json};
 
 use crate::admission::Admission;
-use crate::discovery::{self, Discovery, Rendered};
+use crate::discovery::{self, Discovery, Group, Rendered};
 use crate::handlers;
 use crate::health::HealthCheck;
 use crate::registry::{PatchSchema, Store};
@@ -167,11 +167,9 @@ impl ApiServer {
 
     /// Adds resources to what this server declares in discovery.
     fn declare(&self, resources: Vec<Resource>) {
-        self.declared
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(resources);
-        self.refresh_discovery();
+        let mut declared = self.declared.write().unwrap_or_else(|e| e.into_inner());
+        declared.extend(resources);
+        self.refresh_discovery(&declared, None);
     }
 
     /// Serves a resource added at run time (a custom resource version):
@@ -179,34 +177,46 @@ impl ApiServer {
     pub fn add_dynamic(&self, store: Arc<Store>) {
         let resource = store.resource.clone();
         self.add_store(store);
-        {
-            let mut declared = self.declared.write().unwrap_or_else(|e| e.into_inner());
-            declared.retain(|r| {
-                !(r.group == resource.group
-                    && r.version == resource.version
-                    && r.plural == resource.plural)
-            });
-            declared.push(resource);
-        }
-        self.refresh_discovery();
+        let mut declared = self.declared.write().unwrap_or_else(|e| e.into_inner());
+        declared.retain(|r| {
+            !(r.group == resource.group
+                && r.version == resource.version
+                && r.plural == resource.plural)
+        });
+        let group = resource.group.clone();
+        declared.push(resource);
+        self.refresh_discovery(&declared, Some(&group));
     }
 
     /// Stops serving a run-time resource.
     pub fn remove_dynamic(&self, group: &str, version: &str, plural: &str) {
         self.remove_store(group, version, plural);
-        self.declared
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|r| !(r.group == group && r.version == version && r.plural == plural));
-        self.refresh_discovery();
+        let mut declared = self.declared.write().unwrap_or_else(|e| e.into_inner());
+        declared.retain(|r| !(r.group == group && r.version == version && r.plural == plural));
+        self.refresh_discovery(&declared, Some(group));
     }
 
-    /// Rebuilds this server's own discovery from what it declares.
-    fn refresh_discovery(&self) {
-        let declared = self.declared.read().unwrap_or_else(|e| e.into_inner());
-        self.discovery.set_own(discovery::merge_groups(&[
-            &discovery::groups_from_resources(declared.iter()),
-        ]));
+    /// Rebuilds this server's own discovery from what it declares: only
+    /// `group`'s entry when one group changed, every entry otherwise. The
+    /// caller holds the write lock on `declared`, so refreshes never interleave.
+    fn refresh_discovery(&self, declared: &[Resource], group: Option<&str>) {
+        let own: Vec<Group> = match group {
+            None => discovery::groups_from_resources(declared)
+                .into_iter()
+                .map(Group::new)
+                .collect(),
+            Some(group) => {
+                let mut own = self.discovery.own();
+                own.retain(|g| discovery::group_name(g) != group);
+                own.extend(
+                    discovery::groups_from_resources(declared.iter().filter(|r| r.group == group))
+                        .into_iter()
+                        .map(Group::new),
+                );
+                own
+            }
+        };
+        self.discovery.set_own(discovery::merge_groups(&[&own]));
     }
 
     /// Publishes (or replaces) the OpenAPI document of a group-version (`api/v1`).

@@ -54,6 +54,13 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
         );
     }
     assert!(stdout.contains("errors: none"), "{stdout}");
+    // The CPU per operation table judges the two hops against their targets.
+    assert!(
+        stdout.contains("CPU µs per operation, per process")
+            && stdout.lines().any(|l| l.starts_with("kubechain GETs")
+                && (l.ends_with("PASS)") || l.ends_with("MISS)"))),
+        "no CPU per operation table in:\n{stdout}"
+    );
     // Every throughput row has a number on both sides and a verdict.
     for line in stdout
         .lines()
@@ -69,4 +76,52 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
         "the smoke bench took {:?}",
         started.elapsed()
     );
+}
+
+/// `kubechain bench --size small --curve …`: each cost curve runs on its own
+/// cluster against real kubectl and prints its table with its verdicts.
+#[test]
+fn the_small_cost_curves_run_clean() {
+    let output = Command::new(bin_dir().join("kubechain"))
+        .args([
+            "bench", "--size", "small", "--curve", "crds", "--curve", "watchers", "--curve",
+            "objects",
+        ])
+        .output()
+        .expect("kubechain binary (cargo build --workspace first)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stdout}");
+    assert!(
+        output.status.success(),
+        "kubechain bench --curve failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    for row in [
+        "CRD curve: 40 CRDs",
+        "  every CRD Established",
+        "  in discovery after its creation",
+        "  RSS growth per CRD",
+        "  CPU per CRD (ms)",
+        "  kubectl api-resources",
+        "  kubectl explain widget0s.spec",
+        "  OpenAPI v3 of one group",
+        "watcher curve: one namespace, 50 events/s",
+        "object curve: configmaps of about 1 KiB",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(row)),
+            "no row {row:?} in:\n{stdout}"
+        );
+    }
+    // Every step of the watcher and object curves has its line.
+    for step in ["5", "20", "50", "500", "2000"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(step)),
+            "no line for {step} in:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("errors: none"), "{stdout}");
 }

@@ -11,7 +11,7 @@ use actix::prelude::*;
 use apimachinery::error::Reason;
 use futures::StreamExt as _;
 use generic_server::Error::NotReady;
-use generic_server::discovery::{Discovery, group_priority};
+use generic_server::discovery::{Discovery, Group, group_priority};
 use generic_server::health::HealthCheck;
 use generic_server::loopback::Loopback;
 use generic_server::registry::{ListOptions, Store};
@@ -46,7 +46,7 @@ fn version_priority(version: &str, builtin: bool) -> i64 {
 }
 
 /// The local APIServices the chain's discovery calls for.
-pub fn desired(groups: &[Value]) -> BTreeMap<String, Value> {
+pub fn desired(groups: &[Group]) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     for group in groups {
         let name = group
@@ -166,7 +166,8 @@ pub fn completion_check(apiservices: Arc<Store>, discovery: Arc<Discovery>) -> H
                 .list("", &cached)
                 .await
                 .map_err(|e| NotReady(e.to_string()))?;
-            let existing: Vec<&str> = list.items.iter().map(|s| s.name.as_str()).collect();
+            let existing: std::collections::HashSet<&str> =
+                list.items.iter().map(|s| s.name.as_str()).collect();
             let missing = desired(&discovery.local())
                 .into_keys()
                 .filter(|name| !existing.contains(&name.as_str()))
@@ -181,7 +182,7 @@ pub fn completion_check(apiservices: Arc<Store>, discovery: Arc<Discovery>) -> H
 
 /// Creates missing local APIServices and deletes automanaged ones whose
 /// group/version is no longer served.
-async fn reconcile(client: &Loopback, groups: &[Value]) -> apimachinery::Result<()> {
+async fn reconcile(client: &Loopback, groups: &[Group]) -> apimachinery::Result<()> {
     let wanted = desired(groups);
     let list = client.get(PATH).await?;
     let existing: HashMap<String, Value> = list["items"]
@@ -290,11 +291,12 @@ mod tests {
 
     #[test]
     fn builtin_and_custom_priorities() {
-        let groups = vec![
+        let groups = [
             json!({"metadata": {"name": ""}, "versions": [{"version": "v1"}]}),
             json!({"metadata": {"name": "apps"}, "versions": [{"version": "v1"}]}),
             json!({"metadata": {"name": "example.com"}, "versions": [{"version": "v2"}, {"version": "v1beta1"}]}),
-        ];
+        ]
+        .map(Group::new);
         let wanted = desired(&groups);
         assert_eq!(
             wanted.keys().collect::<Vec<_>>(),

@@ -184,7 +184,7 @@ impl AvailableConditionController {
             ));
         }
         *self.routes.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(routes);
-        let groups = versions
+        let groups: Vec<Value> = versions
             .into_iter()
             .map(|(group, mut list)| {
                 list.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| {

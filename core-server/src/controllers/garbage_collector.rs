@@ -27,7 +27,7 @@ use apimachinery::error::{Reason, Result};
 use apimachinery::group_version::group_version_path;
 use apimachinery::keys::key_prefix;
 use apimachinery::label_selector::Labels;
-use generic_server::discovery::{self, Discovery};
+use generic_server::discovery::{self, Discovery, Group};
 use generic_server::informer::{self, Change};
 use generic_server::loopback::Loopback;
 use generic_server::registry::Store;
@@ -338,7 +338,7 @@ pub fn follow_delegates(
 }
 
 /// The etcd key prefix of each resource in discovery groups.
-fn delegate_prefixes(groups: &[Value], root: &str) -> HashSet<String> {
+fn delegate_prefixes(groups: &[Group], root: &str) -> HashSet<String> {
     groups
         .iter()
         .flat_map(|group| {
@@ -573,13 +573,13 @@ mod tests {
 
     #[test]
     fn delegates_resources_are_followed_at_their_storage_prefixes() {
-        let groups = vec![json!({
+        let groups = vec![Group::new(json!({
             "metadata": {"name": "example.com"},
             "versions": [
                 {"version": "v2", "resources": [{"resource": "widgets"}, {"resource": "widgets/status"}]},
                 {"version": "v1", "resources": [{"resource": "widgets"}, {"resource": "gadgets"}]}
             ]
-        })];
+        }))];
         let prefixes = delegate_prefixes(&groups, "/registry");
         assert_eq!(
             prefixes,

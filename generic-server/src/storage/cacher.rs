@@ -24,8 +24,11 @@ use crate::Error;
 
 /// Events kept per resource for watches that resume from a past revision.
 const RING_CAPACITY: usize = 1024;
-/// Events buffered per resource for slow watchers before they are dropped.
-const BROADCAST_CAPACITY: usize = 8192;
+/// Events buffered per resource for slow watchers before they are dropped
+/// (a dropped watch is resumed by its client, an informer re-lists). Its
+/// buffer is allocated whole (about 40 bytes an event) for every watched
+/// resource, every custom resource included: 1,024 keeps it near 40 KiB.
+const BROADCAST_CAPACITY: usize = 1024;
 /// Page size of the initial list of a resource.
 const LIST_PAGE: i64 = 1000;
 /// How long a consistent read waits for the cache before giving up.
@@ -237,7 +240,18 @@ struct CacheState {
     /// The ring holds every event after this revision.
     ring_start: i64,
     ring: VecDeque<Arc<WatchEvent>>,
-    sender: broadcast::Sender<Arc<WatchEvent>>,
+    /// Live events for watchers; its buffer is made when the first watcher
+    /// subscribes, so a resource nobody watches holds none.
+    sender: std::sync::OnceLock<broadcast::Sender<Arc<WatchEvent>>>,
+}
+
+impl CacheState {
+    /// A receiver of live events.
+    fn subscribe(&self) -> broadcast::Receiver<Arc<WatchEvent>> {
+        self.sender
+            .get_or_init(|| broadcast::channel(BROADCAST_CAPACITY).0)
+            .subscribe()
+    }
 }
 
 /// Where a watch starts.
@@ -308,7 +322,9 @@ impl ResourceCache {
             }
         }
         state.ring.push_back(watch_event.clone());
-        let _ = state.sender.send(watch_event);
+        if let Some(sender) = state.sender.get() {
+            let _ = sender.send(watch_event);
+        }
     }
 
     /// Every object under `prefix` (a namespace's, or all), with the revision
@@ -365,7 +381,7 @@ impl ResourceCache {
                     .collect();
                 return Ok(WatchStart::Cached {
                     replay,
-                    live: state.sender.subscribe(),
+                    live: state.subscribe(),
                 });
             }
         }
@@ -393,7 +409,7 @@ impl ResourceCache {
                 objects,
                 revision: progress.max(state.applied),
             },
-            state.sender.subscribe(),
+            state.subscribe(),
         )
     }
 }
@@ -479,7 +495,7 @@ impl Cacher {
                 applied: revision,
                 ring_start: revision,
                 ring: VecDeque::with_capacity(64),
-                sender: broadcast::channel(BROADCAST_CAPACITY).0,
+                sender: std::sync::OnceLock::new(),
             }),
         });
         self.caches

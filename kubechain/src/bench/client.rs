@@ -204,6 +204,23 @@ impl Api {
             .with_context(|| format!("{method} {path}"))
     }
 
+    /// GETs `path` accepting `accept`, expecting 200.
+    pub async fn get_as(&self, path: &str, accept: &str) -> Result<Bytes> {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .header("Accept", accept)
+            .send()
+            .await
+            .with_context(|| format!("GET {path}"))?;
+        let status = response.status();
+        let bytes = response.bytes().await?;
+        if status != StatusCode::OK {
+            bail!("GET {path}: {status}");
+        }
+        Ok(bytes)
+    }
+
     /// The HTTP version the front door speaks to this client.
     pub async fn http_version(&self) -> Result<String> {
         Ok(format!(

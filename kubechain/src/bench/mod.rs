@@ -14,6 +14,7 @@
 mod admission;
 mod audit;
 pub mod client;
+mod curves;
 mod fairness;
 mod load;
 mod report;
@@ -68,6 +69,11 @@ pub struct BenchArgs {
     /// The cluster's etcd key prefix.
     #[arg(long, default_value = "/registry")]
     etcd_prefix: String,
+    /// Draw this cost curve instead of the table (repeatable): `crds`
+    /// (1,000 in one `kubectl apply`), `watchers` (100, 1,000, 5,000) or
+    /// `objects` (10k, 100k, 300k configmaps); `--size small` draws them small.
+    #[arg(long = "curve", value_enum)]
+    curves: Vec<curves::Curve>,
 }
 
 /// How big a run is.
@@ -106,6 +112,11 @@ const LIST_RATIO: f64 = 5.0;
 const RBAC_BINDINGS: usize = 1000;
 /// A ServiceAccount's GETs against the admin's: authorization must not show.
 const RBAC_RATIO: f64 = 0.9;
+/// CPU the front door and core-server may spend together per operation
+/// (the cost-of-the-split issue's targets), in µs.
+const GET_CPU_US: f64 = 150.0;
+const CREATE_CPU_US: f64 = 300.0;
+const LIST_CPU_US: f64 = 1500.0;
 const WATCH_P99: Duration = Duration::from_millis(100);
 const MEMORY_TIMES_JSON: f64 = 3.0;
 
@@ -144,7 +155,13 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     }
     let mut target = Target::open(&args).await?;
     let outcome = tokio::select! {
-        outcome = bench(&args, &plan, &mut target) => outcome,
+        outcome = async {
+            if args.curves.is_empty() {
+                bench(&args, &plan, &mut target).await
+            } else {
+                curves::run(&args.curves, args.size, &mut target).await
+            }
+        } => outcome,
         why = interrupted() => Err(anyhow!("{why}")),
     };
     let logs = target.logs().map(|l| l.display().to_string());
@@ -662,6 +679,7 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
             rate: plan.rate,
             duration: plan.watch_time,
             grace: plan.grace,
+            sample: None,
         };
         let before = cpu.snapshot();
         let result = match watch::measure(credentials, ns, &watch_plan).await {
@@ -738,6 +756,18 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
                 .map(|n| n.get())
                 .unwrap_or(1)
         )
+    );
+    println!();
+    print!(
+        "{}",
+        cpu.per_op(&[
+            ("raw etcd creates", etcd_creates.ops, None),
+            ("kubechain creates", chain_creates.ops, Some(CREATE_CPU_US)),
+            ("raw etcd GETs", etcd_gets.ops, None),
+            ("kubechain GETs", chain_gets.ops, Some(GET_CPU_US)),
+            ("raw etcd LISTs", etcd_lists.ops, None),
+            ("kubechain LISTs", chain_lists.ops, Some(LIST_CPU_US)),
+        ])
     );
     println!();
     if errors.is_empty() {

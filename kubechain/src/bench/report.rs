@@ -390,6 +390,51 @@ impl CpuTable {
         cpu.map(|cpu| cpu / u32::try_from(ops.max(1)).unwrap_or(u32::MAX))
     }
 
+    /// CPU µs per operation of each process in each phase given with its
+    /// operation count, and the front door and core-server together against
+    /// `target` µs where one is given.
+    pub fn per_op(&self, phases: &[(&str, u64, Option<f64>)]) -> String {
+        let mut out =
+            "CPU µs per operation, per process (CPU used in the phase ÷ operations done)\n"
+                .to_string();
+        let mut header = format!("{:<32}", "phase");
+        for (name, _) in &self.processes {
+            let _ = write!(header, " {:>18}", name);
+        }
+        let _ = write!(header, " {:>26}", "aggregator + core-server");
+        out.push_str(&header);
+        out.push('\n');
+        for (phase, ops, target) in phases {
+            let Some(row) = self.rows.iter().find(|row| row.phase == *phase) else {
+                continue;
+            };
+            let mut line = format!("{phase:<32}");
+            for (cpu, _) in &row.used {
+                let us = cpu.map_or("-".to_string(), |c| {
+                    format!("{:.0}", c.as_secs_f64() * 1e6 / (*ops).max(1) as f64)
+                });
+                let _ = write!(line, " {us:>18}");
+            }
+            let us = |process: &str| {
+                self.cpu_per_op(phase, process, *ops)
+                    .map(|c| c.as_secs_f64() * 1e6)
+            };
+            let both = us("aggregator").zip(us("core-server")).map(|(a, c)| a + c);
+            let judged = match (both, target) {
+                (Some(both), Some(target)) => format!(
+                    "{both:.0} (≤ {target:.0}: {})",
+                    if both <= *target { "PASS" } else { "MISS" }
+                ),
+                (Some(both), None) => format!("{both:.0}"),
+                _ => "-".to_string(),
+            };
+            let _ = write!(line, " {judged:>26}");
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out
+    }
+
     /// The table as text.
     pub fn render(&self, cores: usize) -> String {
         let mut out = format!(

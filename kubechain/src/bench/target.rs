@@ -29,6 +29,8 @@ pub struct Target {
     pub etcd: String,
     /// The TLS of an `https://` etcd: the cluster's internal CA and a client certificate.
     pub etcd_tls: Option<etcd_client::TlsOptions>,
+    /// The admin kubeconfig (for kubectl).
+    pub kubeconfig: PathBuf,
     /// Whether the bench started the cluster (and so knows its processes).
     started: Option<Started>,
     /// For `--target`: the kubeconfig's directory, which the command lines
@@ -75,6 +77,7 @@ impl Target {
                 credentials,
                 etcd,
                 etcd_tls,
+                kubeconfig,
                 started: None,
                 cluster_dir,
             });
@@ -105,6 +108,7 @@ impl Target {
             credentials,
             etcd,
             etcd_tls,
+            kubeconfig: cluster.kubeconfig.clone(),
             started: Some(Started { cluster, temporary }),
             cluster_dir: None,
         })
@@ -206,6 +210,28 @@ impl Target {
             .children
             .exited()
             .map(|(name, status)| format!("{name} exited during the bench ({status})"))
+    }
+
+    /// Kills a server of a cluster the bench started and starts it again, as
+    /// `kubechain up` would after a crash; false for `--target`.
+    pub async fn restart(&mut self, name: &str) -> Result<bool> {
+        let Some(started) = self.started.as_mut() else {
+            return Ok(false);
+        };
+        let pid = own_children()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, pid)| pid)
+            .with_context(|| format!("{name} is not running"))?;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )?;
+        while started.cluster.children.exited().is_none() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        started.cluster.children.restart_exited().await?;
+        Ok(true)
     }
 
     /// Stops a started cluster; removes its data directory if the bench made it.

@@ -35,6 +35,9 @@ pub struct WatchPlan {
     /// How long watchers may take after the last write before missing
     /// events count as lost.
     pub grace: Duration,
+    /// A process whose resident memory is read once every watch is open
+    /// (the front door's, for its memory per watcher).
+    pub sample: Option<u32>,
 }
 
 /// What a watch phase measured.
@@ -62,6 +65,8 @@ pub struct WatchResult {
     pub errors: Vec<String>,
     /// How many failures there were.
     pub failed: u64,
+    /// The sampled process's resident bytes with every watch open.
+    pub sampled_rss: Option<u64>,
 }
 
 fn unix_nanos() -> u64 {
@@ -135,6 +140,10 @@ pub async fn measure(credentials: &Credentials, ns: &str, plan: &WatchPlan) -> R
     }
     // Let the servers settle after the connection storm.
     tokio::time::sleep(Duration::from_millis(500)).await;
+    result.sampled_rss = plan
+        .sample
+        .and_then(super::target::memory)
+        .map(|(rss, _)| rss);
 
     // Write at a steady rate.
     let in_flight = Arc::new(Semaphore::new(WRITES_IN_FLIGHT));
