@@ -8,21 +8,29 @@ use std::time::{Duration, Instant};
 
 use tests::bin_dir;
 
-#[test]
-fn the_small_bench_runs_clean_and_prints_every_row() {
-    let started = Instant::now();
+/// Runs `kubechain bench` with `args`; its standard output, once it exited 0.
+fn bench(args: &[&str]) -> String {
     let output = Command::new(bin_dir().join("kubechain"))
-        .args(["bench", "--size", "small"])
+        .arg("bench")
+        .args(args)
         .output()
         .expect("kubechain binary (cargo build --workspace first)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     eprintln!("{stdout}");
     assert!(
         output.status.success(),
-        "kubechain bench failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        "kubechain bench {} failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        args.join(" "),
         output.status
     );
+    stdout
+}
+
+#[test]
+fn the_small_bench_runs_clean_and_prints_every_row() {
+    let started = Instant::now();
+    let stdout = bench(&["--size", "small"]);
     let rows = [
         "creates/s",
         "GET/s (one object)",
@@ -82,21 +90,9 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
 /// cluster against real kubectl and prints its table with its verdicts.
 #[test]
 fn the_small_cost_curves_run_clean() {
-    let output = Command::new(bin_dir().join("kubechain"))
-        .args([
-            "bench", "--size", "small", "--curve", "crds", "--curve", "watchers", "--curve",
-            "objects",
-        ])
-        .output()
-        .expect("kubechain binary (cargo build --workspace first)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    eprintln!("{stdout}");
-    assert!(
-        output.status.success(),
-        "kubechain bench --curve failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
+    let stdout = bench(&[
+        "--size", "small", "--curve", "crds", "--curve", "watchers", "--curve", "objects",
+    ]);
     for row in [
         "CRD curve: 40 CRDs",
         "  every CRD Established",

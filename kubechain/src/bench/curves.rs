@@ -17,7 +17,7 @@ use super::load::for_each;
 use super::report::CpuTable;
 use super::target::{self, Target};
 use super::watch::{self, WatchPlan};
-use super::{Size, configmap};
+use super::{Size, configmap, print_errors};
 
 /// A cost curve the bench can draw.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,14 +77,7 @@ pub async fn run(curves: &[Curve], size: Size, target: &mut Target) -> Result<Ve
             Err(e) => errors.push(format!("{curve:?} curve: {e:#}")),
         }
     }
-    if errors.is_empty() {
-        println!("errors: none");
-    } else {
-        println!("errors:");
-        for e in &errors {
-            println!("  {e}");
-        }
-    }
+    print_errors(&errors);
     Ok(errors)
 }
 

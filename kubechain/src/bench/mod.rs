@@ -770,19 +770,24 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         ])
     );
     println!();
-    if errors.is_empty() {
-        println!("errors: none");
-    } else {
-        println!("errors:");
-        for e in &errors {
-            println!("  {e}");
-        }
-    }
+    print_errors(&errors);
 
     if !target.is_disposable() {
         cleanup(&admin, &etcds[0], &names).await;
     }
     Ok(errors)
+}
+
+/// Prints the errors a run saw, or that it saw none (the line the tests look for).
+fn print_errors(errors: &[String]) {
+    if errors.is_empty() {
+        println!("errors: none");
+    } else {
+        println!("errors:");
+        for e in errors {
+            println!("  {e}");
+        }
+    }
 }
 
 /// GETs of one path by `apis` for `duration`, each expecting 200.
