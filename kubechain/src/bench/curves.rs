@@ -17,7 +17,7 @@ use super::load::for_each;
 use super::report::CpuTable;
 use super::target::{self, Target};
 use super::watch::{self, WatchPlan};
-use super::{Size, configmap, print_errors};
+use super::{Size, configmap, create_namespace, print_errors};
 
 /// A cost curve the bench can draw.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,17 +91,6 @@ fn quantile(sorted: &[Duration], q: f64) -> Duration {
 
 fn verdict(pass: bool) -> &'static str {
     if pass { "PASS" } else { "MISS" }
-}
-
-/// The resident bytes of a server of the target, if known.
-fn rss(target: &Target, name: &str) -> Option<u64> {
-    let pid = target
-        .pids()
-        .into_iter()
-        .find(|(n, _)| *n == name)?
-        .1
-        .ok()?;
-    target::memory(pid).map(|(rss, _)| rss)
 }
 
 /// The manifest of `count` CRDs, [`CRDS_PER_GROUP`] to a group.
@@ -236,7 +225,7 @@ async fn crds(target: &mut Target, count: usize, errors: &mut Vec<String>) -> Re
     std::fs::write(&manifest, crd_manifest(count))?;
     let manifest_arg = manifest.display().to_string();
     let servers = ["aggregator", "core-server", "extension-server"];
-    let before: Vec<Option<u64>> = servers.iter().map(|s| rss(target, s)).collect();
+    let before: Vec<Option<u64>> = servers.iter().map(|s| target.rss(s)).collect();
     let times = Arc::new(Mutex::new(CrdTimes::default()));
     let seen = Arc::new(Mutex::new(HashMap::new()));
     let watcher = tokio::spawn(follow_crds(target.credentials.api()?, times.clone()));
@@ -268,7 +257,7 @@ async fn crds(target: &mut Target, count: usize, errors: &mut Vec<String>) -> Re
     }
     // Let freed memory settle before reading resident sizes.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let after: Vec<Option<u64>> = servers.iter().map(|s| rss(target, s)).collect();
+    let after: Vec<Option<u64>> = servers.iter().map(|s| target.rss(s)).collect();
 
     let times = std::mem::take(&mut *times.lock().unwrap_or_else(|e| e.into_inner()));
     let seen = std::mem::take(&mut *seen.lock().unwrap_or_else(|e| e.into_inner()));
@@ -426,20 +415,6 @@ async fn crds(target: &mut Target, count: usize, errors: &mut Vec<String>) -> Re
     Ok(out)
 }
 
-/// Creates a namespace for a curve.
-async fn namespace(admin: &Api, name: &str) -> Result<()> {
-    let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-    admin
-        .call(
-            Method::POST,
-            "/api/v1/namespaces",
-            Some(body.to_string().into()),
-            StatusCode::CREATED,
-        )
-        .await
-        .map(drop)
-}
-
 /// The watcher curve: p99 delivery at [`WATCH_RATE`] events/s and the front
 /// door's memory per watcher, at each number of watchers.
 async fn watchers(
@@ -449,11 +424,7 @@ async fn watchers(
     errors: &mut Vec<String>,
 ) -> Result<String> {
     let admin = target.credentials.api()?;
-    let front_door = target
-        .pids()
-        .into_iter()
-        .find(|(n, _)| *n == "aggregator")
-        .and_then(|(_, pid)| pid.ok());
+    let front_door = target.pid("aggregator");
     let mut out = format!("watcher curve: one namespace, {WATCH_RATE} events/s\n");
     let _ = writeln!(
         out,
@@ -464,7 +435,7 @@ async fn watchers(
     for (i, &count) in steps.iter().enumerate() {
         eprintln!("bench: watcher curve, {count} watchers");
         let ns = format!("bench-curve-watch-{}-{i}", std::process::id());
-        namespace(&admin, &ns).await?;
+        create_namespace(&admin, &ns).await?;
         let idle = front_door.and_then(target::memory).map(|(rss, _)| rss);
         let plan = WatchPlan {
             watchers: count,
@@ -516,8 +487,8 @@ async fn objects(target: &mut Target, steps: &[usize], errors: &mut Vec<String>)
         .map(|_| target.credentials.api())
         .collect::<Result<Vec<_>>>()?;
     let ns = format!("bench-curve-objects-{}", std::process::id());
-    namespace(&admin, &ns).await?;
-    let idle = rss(target, "core-server");
+    create_namespace(&admin, &ns).await?;
+    let idle = target.rss("core-server");
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
     let mut out = "object curve: configmaps of about 1 KiB in one namespace\n".to_string();
     let _ = writeln!(
@@ -552,7 +523,7 @@ async fn objects(target: &mut Target, steps: &[usize], errors: &mut Vec<String>)
         .with_context(|| format!("creating {size} configmaps"))?;
         let rate = (size - stored) as f64 / started.elapsed().as_secs_f64();
         stored = size;
-        let core = rss(target, "core-server");
+        let core = target.rss("core-server");
         let per_object = core.zip(idle).map_or("-".to_string(), |(now, idle)| {
             format!("{} B", now.saturating_sub(idle) / size as u64)
         });

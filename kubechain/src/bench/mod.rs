@@ -315,33 +315,15 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     let mut errors = Vec::new();
     // The core server's memory and the JSON stored before the run: what the
     // cache grows by is set against the JSON the run adds.
-    let core_rss = |target: &Target| {
-        target
-            .pids()
-            .into_iter()
-            .find(|(name, _)| *name == "core-server")
-            .and_then(|(_, pid)| pid.ok())
-            .and_then(target::memory)
-            .map(|(rss, _)| rss)
-    };
     let idle = (
-        core_rss(target),
+        target.rss("core-server"),
         stored_json(&etcds[0], &format!("{}/", args.etcd_prefix))
             .await?
             .0,
     );
 
     for ns in names.namespaces() {
-        let body =
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}).to_string();
-        admin
-            .call(
-                Method::POST,
-                "/api/v1/namespaces",
-                Some(body.into()),
-                StatusCode::CREATED,
-            )
-            .await?;
+        create_namespace(&admin, ns).await?;
     }
     // The LIST fixture: created through kubechain, then the same stored bytes
     // copied to raw etcd keys, so both sides read identical values.
@@ -658,7 +640,7 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     }
 
     // The cache's growth, measured before watchers add their buffers.
-    if let (Some(before), Some(after)) = (idle.0, core_rss(target)) {
+    if let (Some(before), Some(after)) = (idle.0, target.rss("core-server")) {
         let added = stored_json(&etcds[0], &format!("{}/", args.etcd_prefix))
             .await?
             .0
@@ -776,6 +758,20 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         cleanup(&admin, &etcds[0], &names).await;
     }
     Ok(errors)
+}
+
+/// Creates a namespace through the front door.
+async fn create_namespace(admin: &Api, name: &str) -> Result<()> {
+    let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    admin
+        .call(
+            Method::POST,
+            "/api/v1/namespaces",
+            Some(body.to_string().into()),
+            StatusCode::CREATED,
+        )
+        .await
+        .map(drop)
 }
 
 /// Prints the errors a run saw, or that it saw none (the line the tests look for).

@@ -201,6 +201,16 @@ impl Target {
             .collect()
     }
 
+    /// The process of the server `name`, if known.
+    pub fn pid(&self, name: &str) -> Option<u32> {
+        self.pids().into_iter().find(|(n, _)| *n == name)?.1.ok()
+    }
+
+    /// The resident bytes of the server `name`, if known.
+    pub fn rss(&self, name: &str) -> Option<u64> {
+        memory(self.pid(name)?).map(|(rss, _)| rss)
+    }
+
     /// Whether a started server has exited (it would have been restarted by
     /// `kubechain up`; in a bench it is an error).
     pub fn exited(&mut self) -> Option<String> {
