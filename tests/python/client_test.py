@@ -72,10 +72,16 @@ def main():
         token = page.metadata._continue
         if pages == 1:
             assert page.metadata.remaining_item_count == 16, page.metadata.remaining_item_count
+            first_rv = page.metadata.resource_version
+        elif pages == 2:
+            # Written between pages: the later pages stay at the first's revision.
+            core.create_namespaced_config_map(NAMESPACE, configmap("cm-late", {}, {}))
+        assert page.metadata.resource_version == first_rv, page.metadata
         if not token:
             break
     assert pages == 3, pages
     assert names(seen) == [f"cm-{i:02d}" for i in range(25)] + [ROOT_CA], names(seen)
+    core.delete_namespaced_config_map("cm-late", NAMESPACE)
 
     # Label selectors.
     def select(selector):

@@ -22,8 +22,8 @@ use crate::admission::{Admission, Attributes, Operation};
 use crate::request::UserInfo;
 use crate::resource::{Resource, ScaleSelector, ScaleSpec};
 use crate::storage::cacher::{
-    CachedObject, Cacher, Ingest, ResourceCache, WatchEvent, WatchEventType, WatchStart,
-    history_event, ingest_with,
+    CachedObject, Cacher, Ingest, Page, PageRange, ResourceCache, WatchEvent, WatchEventType,
+    WatchStart, history_event, ingest_with,
 };
 use crate::storage::{Storage, prefix_end};
 use crate::strategy::Converter;
@@ -374,8 +374,15 @@ impl Store {
         let prefix = self.list_prefix(namespace);
         if let Some(token) = &opts.continue_token {
             let (revision, start) = decode_continue(token)?;
+            let start = format!("{}{start}", self.prefix);
+            // The cache shows the list's revision while nothing changed since.
+            if let Some(page) = self.cached_page(&prefix, &start, Some(revision), opts) {
+                let mut page = self.from_page(page);
+                page.items = self.present(page.items).await?;
+                return Ok(page);
+            }
             return self
-                .list_from_storage(&prefix, &format!("{}{start}", self.prefix), revision, opts)
+                .list_from_storage(&prefix, &start, revision, opts)
                 .await;
         }
         let rv = opts.resource_version.as_deref().unwrap_or("");
@@ -402,15 +409,32 @@ impl Store {
                 self.caught_up(revision).await?;
             }
         }
-        let snapshot = self.cache.snapshot(&prefix, self.cacher.progress());
-        let matching: Vec<Arc<CachedObject>> = snapshot
-            .objects
-            .into_iter()
-            .filter(|o| self.matches(o, opts))
-            .collect();
-        let mut page = self.paginate(matching, snapshot.revision, opts.limit);
+        let page = self
+            .cached_page(&prefix, &prefix, None, opts)
+            .ok_or_else(|| Error::internal("the cache has no latest page"))?;
+        let mut page = self.from_page(page);
         page.items = self.present(page.items).await?;
         Ok(page)
+    }
+
+    /// A page of the list from the cache (at a continued list's revision,
+    /// `None` when the cache cannot show it).
+    fn cached_page(
+        &self,
+        prefix: &str,
+        start: &str,
+        at: Option<i64>,
+        opts: &ListOptions,
+    ) -> Option<Page> {
+        let range = PageRange {
+            prefix,
+            start,
+            limit: opts.limit,
+            at,
+            progress: self.cacher.progress(),
+            count_rest: opts.labels.is_none() && opts.fields.is_none(),
+        };
+        self.cache.page(range, |o| self.matches(o, opts))
     }
 
     async fn list_from_storage(

@@ -47,13 +47,34 @@ impl Store {
         }
         let remaining = (items.len() - limit) as i64;
         items.truncate(limit);
-        let last = items.last().map(|o| o.key.to_string()).unwrap_or_default();
-        let token = encode_continue(revision, &format!("{}\0", &last[self.prefix.len()..]));
+        let token = self.continue_after(&items, revision);
         ListResult {
             items,
             revision,
             continue_token: Some(token),
             remaining: Some(remaining),
         }
+    }
+
+    /// The result of a page read from the cache.
+    pub(super) fn from_page(&self, page: Page) -> ListResult {
+        let continue_token = page
+            .more
+            .then(|| self.continue_after(&page.objects, page.revision));
+        ListResult {
+            continue_token,
+            remaining: page.remaining,
+            revision: page.revision,
+            items: page.objects,
+        }
+    }
+
+    /// The token that continues a list at `revision` after the last of `items`.
+    fn continue_after(&self, items: &[Arc<CachedObject>], revision: i64) -> String {
+        let last = items
+            .last()
+            .map(|o| &o.key[self.prefix.len()..])
+            .unwrap_or_default();
+        encode_continue(revision, &format!("{last}\0"))
     }
 }

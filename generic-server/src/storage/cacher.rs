@@ -226,6 +226,34 @@ pub struct Snapshot {
     pub revision: i64,
 }
 
+/// Which page of a cache [`ResourceCache::page`] reads.
+pub struct PageRange<'a> {
+    /// The key prefix listed (a namespace's, or the resource's).
+    pub prefix: &'a str,
+    /// The first key the page may hold.
+    pub start: &'a str,
+    /// Most objects on the page (0: no limit).
+    pub limit: usize,
+    /// The revision a continued list is pinned to, or `None` for the latest.
+    pub at: Option<i64>,
+    /// The dispatcher's progress (every event up to it is applied).
+    pub progress: i64,
+    /// Whether to count the objects after a full page.
+    pub count_rest: bool,
+}
+
+/// A page of a cache read.
+pub struct Page {
+    /// The objects in key order.
+    pub objects: Vec<Arc<CachedObject>>,
+    /// The revision the page is exact at.
+    pub revision: i64,
+    /// Whether more objects follow the page.
+    pub more: bool,
+    /// How many objects follow it, when counted.
+    pub remaining: Option<i64>,
+}
+
 /// The cache of one resource (one key prefix).
 pub struct ResourceCache {
     prefix: String,
@@ -246,6 +274,17 @@ struct CacheState {
 }
 
 impl CacheState {
+    /// The state of a cache just loaded at `revision`.
+    fn new(objects: BTreeMap<Arc<str>, Arc<CachedObject>>, revision: i64) -> CacheState {
+        CacheState {
+            objects,
+            applied: revision,
+            ring_start: revision,
+            ring: VecDeque::with_capacity(64),
+            sender: std::sync::OnceLock::new(),
+        }
+    }
+
     /// A receiver of live events.
     fn subscribe(&self) -> broadcast::Receiver<Arc<WatchEvent>> {
         self.sender
@@ -341,6 +380,50 @@ impl ResourceCache {
             objects,
             revision: progress.max(state.applied),
         }
+    }
+
+    /// One page of the objects under `prefix`, from key `start` on: the
+    /// first `limit` (all when 0) that `keep` selects. `at` asks for the
+    /// state at that revision (a continued list): `None` when the cache
+    /// cannot show it, because this resource changed since or the cache has
+    /// not reached it yet. A page costs its length, not the cache's size.
+    pub fn page(&self, range: PageRange<'_>, keep: impl Fn(&CachedObject) -> bool) -> Option<Page> {
+        let state = self.read();
+        let revision = match range.at {
+            Some(at) if state.applied > at || range.progress.max(state.applied) < at => {
+                return None;
+            }
+            Some(at) => at,
+            None => range.progress.max(state.applied),
+        };
+        let end = prefix_end(range.prefix);
+        let start = range.start.max(range.prefix);
+        let mut page = Page {
+            objects: Vec::new(),
+            revision,
+            more: false,
+            remaining: None,
+        };
+        if start >= end.as_str() {
+            return Some(page);
+        }
+        let mut rest = state
+            .objects
+            .range::<str, _>((Bound::Included(start), Bound::Excluded(end.as_str())))
+            .map(|(_, o)| o);
+        for object in rest.by_ref() {
+            if !keep(object) {
+                continue;
+            }
+            if range.limit > 0 && page.objects.len() == range.limit {
+                page.more = true;
+                // Only a page of everything says how much is left, as kube's does.
+                page.remaining = range.count_rest.then(|| 1 + rest.count() as i64);
+                break;
+            }
+            page.objects.push(object.clone());
+        }
+        Some(page)
     }
 
     /// One object by key.
@@ -469,6 +552,27 @@ impl Cacher {
             return Ok(cache);
         }
         let revision = self.progress();
+        let objects = self.load(prefix, &ingest, revision).await?;
+        let cache = Arc::new(ResourceCache {
+            prefix: prefix.to_string(),
+            ingest,
+            state: RwLock::new(CacheState::new(objects, revision)),
+        });
+        self.caches
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(prefix.to_string(), cache.clone());
+        crate::metrics::global().track(&cache);
+        Ok(cache)
+    }
+
+    /// The objects under `prefix` at `revision`, read from etcd in pages.
+    async fn load(
+        &self,
+        prefix: &str,
+        ingest: &Ingest,
+        revision: i64,
+    ) -> Result<BTreeMap<Arc<str>, Arc<CachedObject>>, Error> {
         let mut objects = BTreeMap::new();
         let end = prefix_end(prefix);
         let mut start = prefix.to_string();
@@ -484,26 +588,9 @@ impl Cacher {
             }
             match page.kvs.last() {
                 Some(last) if page.more => start = format!("{}\0", last.key),
-                _ => break,
+                _ => return Ok(objects),
             }
         }
-        let cache = Arc::new(ResourceCache {
-            prefix: prefix.to_string(),
-            ingest,
-            state: RwLock::new(CacheState {
-                objects,
-                applied: revision,
-                ring_start: revision,
-                ring: VecDeque::with_capacity(64),
-                sender: std::sync::OnceLock::new(),
-            }),
-        });
-        self.caches
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(prefix.to_string(), cache.clone());
-        crate::metrics::global().track(&cache);
-        Ok(cache)
     }
 
     /// Drops the cache of a prefix (e.g. a deleted CRD's).
@@ -609,27 +696,31 @@ impl Cacher {
         last
     }
 
-    /// Reloads every cache from etcd after losing the event stream.
+    /// Reloads every cache in place from etcd after losing the event
+    /// stream; their watchers are ended, to start again from a list.
     async fn reload(&self) -> i64 {
-        let prefixes: Vec<(String, Ingest)> = {
-            let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
-            caches
-                .values()
-                .map(|c| (c.prefix.clone(), c.ingest.clone()))
-                .collect()
-        };
+        let caches: Vec<Arc<ResourceCache>> = self
+            .caches
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        let _dispatch = self.dispatch.lock().await;
         let revision = self
             .storage
             .current_revision()
             .await
             .unwrap_or_else(|_| self.progress());
-        self.progress.send_replace(revision);
-        for (prefix, ingest) in prefixes {
-            self.unregister(&prefix);
-            if let Err(e) = self.register(&prefix, ingest).await {
-                tracing::error!(%prefix, error = %e, "reloading cache failed");
+        for cache in caches {
+            match self.load(&cache.prefix, &cache.ingest, revision).await {
+                Ok(objects) => *cache.write() = CacheState::new(objects, revision),
+                Err(e) => {
+                    tracing::error!(prefix = %cache.prefix, error = %e, "reloading cache failed");
+                }
             }
         }
+        self.progress.send_replace(revision);
         revision
     }
 }
@@ -818,6 +909,57 @@ mod tests {
         assert_eq!(snap.revision, fresh);
         let b = cache.get("/r/cm/b").unwrap();
         assert_eq!(b.value()["metadata"]["resourceVersion"], rev.to_string());
+    }
+
+    #[tokio::test]
+    async fn pages_are_read_from_their_start_and_pinned_to_their_revision() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::default());
+        for name in ["a", "b", "c", "d", "e"] {
+            storage
+                .create(&format!("/r/cm/{name}"), obj(name))
+                .await
+                .unwrap();
+        }
+        let cacher = Cacher::start(storage.clone()).await.unwrap();
+        let cache = cacher.register("/r/cm/", json_ingest()).await.unwrap();
+        let names = |page: &Page| {
+            page.objects
+                .iter()
+                .map(|o| o.name.clone())
+                .collect::<Vec<_>>()
+        };
+        let range = |start, at| PageRange {
+            prefix: "/r/cm/",
+            start,
+            limit: 2,
+            at,
+            progress: cacher.progress(),
+            count_rest: true,
+        };
+        let first = cache.page(range("/r/cm/", None), |_| true).unwrap();
+        assert_eq!(names(&first), ["a", "b"]);
+        assert!(first.more);
+        assert_eq!(first.remaining, Some(3));
+        let next = cache
+            .page(range("/r/cm/b\0", Some(first.revision)), |o| o.name != "c")
+            .unwrap();
+        assert_eq!(names(&next), ["d", "e"]);
+        assert!(!next.more);
+        assert_eq!(next.remaining, None);
+        // A start outside the prefix reads nothing rather than panicking.
+        let outside = cache.page(range("/r/cn/", None), |_| true).unwrap();
+        assert!(outside.objects.is_empty());
+        // Once the resource changed, the cache cannot show the old revision.
+        storage.create("/r/cm/f", obj("f")).await.unwrap();
+        cacher.wait_fresh().await.unwrap();
+        assert!(
+            cache
+                .page(range("/r/cm/b\0", Some(first.revision)), |_| true)
+                .is_none()
+        );
+        // Nor one it has not reached yet.
+        let ahead = cacher.progress() + 10;
+        assert!(cache.page(range("/r/cm/", Some(ahead)), |_| true).is_none());
     }
 
     #[tokio::test]
