@@ -32,6 +32,10 @@ pub fn namespace_prefix(root: &str, group: &str, plural: &str, namespace: &str) 
 /// `<ENDPOINTS><component>/<instance>`.
 pub const ENDPOINTS: &str = "/kubechain/endpoints/";
 
+/// The scheme of a registered address that is a Unix socket on the
+/// server's host (`unix:///run/kubechain/core-server.sock`).
+pub const UNIX_SCHEME: &str = "unix://";
+
 /// Where leader-election leases live: `<LEASES><name>`.
 pub const LEASES: &str = "/kubechain/leases/";
 

@@ -94,6 +94,10 @@ struct Options {
     /// (kube-controller-manager's flag); without it, none is published.
     #[arg(long, env = "KUBECHAIN_ROOT_CA_FILE")]
     root_ca_file: Option<std::path::PathBuf>,
+    /// A Unix socket to serve delegation on as well, for callers on this
+    /// host (the launcher's): no TLS, and only this user's processes may call.
+    #[arg(long, env = "KUBECHAIN_GRPC_SOCKET")]
+    grpc_socket: Option<std::path::PathBuf>,
     /// Certificate CNs allowed to call this server.
     #[arg(
         long,
@@ -199,7 +203,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     bootstrap_priority_classes(&client).await?;
     controllers::add_post_start_hooks(&mut server, client, root_ca_bundle);
     server
-        .run_grpc(options.listen, options.allowed_callers)
+        .run_grpc(options.listen, options.grpc_socket, options.allowed_callers)
         .await
         .context("serving gRPC")
 }

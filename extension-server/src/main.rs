@@ -32,6 +32,10 @@ struct Options {
     /// Address of the gRPC delegation endpoint.
     #[arg(long, env = "KUBECHAIN_LISTEN", default_value = "127.0.0.1:7444")]
     listen: SocketAddr,
+    /// A Unix socket to serve delegation on as well, for callers on this
+    /// host (the launcher's): no TLS, and only this user's processes may call.
+    #[arg(long, env = "KUBECHAIN_GRPC_SOCKET")]
+    grpc_socket: Option<std::path::PathBuf>,
     /// Certificate CNs allowed to call this server.
     #[arg(
         long,
@@ -98,7 +102,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         controllers::crd::served_at_start(api, crds).await;
     });
     server
-        .run_grpc(options.listen, options.allowed_callers)
+        .run_grpc(options.listen, options.grpc_socket, options.allowed_callers)
         .await
         .context("serving gRPC")
 }

@@ -7,7 +7,7 @@
 //! say which resources and which controllers.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -258,18 +258,25 @@ impl GenericServer {
     }
 
     /// Starts the post-start hooks and serves the delegation service on
-    /// `listen` to the `allowed_callers`; registers in etcd once every hook
-    /// has finished, so callers find a replica only when it is ready.
+    /// `listen` to the `allowed_callers`, and on `socket` (when given) to
+    /// this user's processes; registers in etcd once every hook has
+    /// finished, so callers find a replica only when it is ready (at its
+    /// socket, when it has one).
     pub async fn run_grpc(
         mut self,
         listen: SocketAddr,
+        socket: Option<PathBuf>,
         allowed_callers: Vec<String>,
     ) -> Result<()> {
         let hooks = self.start_post_start_hooks();
-        tracing::info!(%listen, "{} serving", self.name);
+        tracing::info!(%listen, ?socket, "{} serving", self.name);
         let service =
             DelegationService::new(&self.name, self.server, self.discovery, allowed_callers);
-        serve_grpc(listen, &self.tls, service, self.etcd, &self.name, hooks).await
+        let listeners = Listeners {
+            address: listen,
+            socket,
+        };
+        serve_grpc(listeners, &self.tls, service, self.etcd, &self.name, hooks).await
     }
 }
 
@@ -457,8 +464,39 @@ impl EtcdOptions {
 /// replica of `component` once `ready` ends, until SIGTERM or SIGINT; then
 /// drains (see [`crate::shutdown`]): unregisters at once, ends its watches so
 /// that they resume on another replica, and lets requests in flight finish.
+/// Where a server takes delegated requests.
+struct Listeners {
+    /// The TCP address, with mutual TLS.
+    address: SocketAddr,
+    /// The Unix socket, for this user's processes on this host.
+    socket: Option<PathBuf>,
+}
+
+/// Binds a Unix socket only its owner may open, replacing a stale one.
+fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let failed = |e: std::io::Error| Error::ListenSocket {
+        path: path.to_path_buf(),
+        source: Arc::new(e),
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(failed)?;
+    }
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(failed(e)),
+        _ => {}
+    }
+    let listener = tokio::net::UnixListener::bind(path).map_err(failed)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(failed)?;
+    Ok(listener)
+}
+
 async fn serve_grpc(
-    addr: SocketAddr,
+    listeners: Listeners,
     tls: &TlsFiles,
     service: DelegationService,
     etcd: etcd_client::Client,
@@ -466,10 +504,15 @@ async fn serve_grpc(
     ready: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     crate::shutdown::listen();
+    let addr = listeners.address;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| Error::Listen(addr, Arc::new(e)))?;
-    let advertised = crate::registration::advertised(listener.local_addr().unwrap_or(addr));
+    let unix = listeners.socket.as_deref().map(bind_socket).transpose()?;
+    let advertised = match &listeners.socket {
+        Some(path) => format!("{}{}", crate::delegation::UNIX_SCHEME, path.display()),
+        None => crate::registration::advertised(listener.local_addr().unwrap_or(addr)),
+    };
     let incoming = nodelay(tokio_stream::wrappers::TcpListenerStream::new(listener));
     let component = component.to_string();
     let registration = tokio::spawn(async move {
@@ -488,11 +531,27 @@ async fn serve_grpc(
             registration.revoke().await;
         }
     };
-    let server = tonic::transport::Server::builder()
+    let keepalive = Some(std::time::Duration::from_secs(10));
+    let local = unix.map(|listener| {
+        tonic::transport::Server::builder()
+            .http2_keepalive_interval(keepalive)
+            .add_service(service.clone().into_server())
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::UnixListenerStream::new(listener),
+                crate::shutdown::draining(),
+            )
+    });
+    let remote = tonic::transport::Server::builder()
         .tls_config(tls.grpc_server())?
-        .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
+        .http2_keepalive_interval(keepalive)
         .add_service(service.into_server())
         .serve_with_incoming_shutdown(incoming, stop);
+    let server = async move {
+        match local {
+            Some(local) => futures::future::try_join(remote, local).await.map(drop),
+            None => remote.await,
+        }
+    };
     tokio::pin!(server);
     tokio::select! {
         result = &mut server => return Ok(result?),

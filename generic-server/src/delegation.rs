@@ -5,6 +5,7 @@
 //! through; dropping a response cancels the call at every hop.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
@@ -24,6 +25,8 @@ use crate::request_info::RequestInfo;
 use crate::tls::TlsFiles;
 use crate::watch_hub::WatchHub;
 use apimachinery::error::Error;
+
+pub use apimachinery::keys::UNIX_SCHEME;
 
 /// Largest gRPC message either end accepts.
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
@@ -137,6 +140,7 @@ type SnapshotStream =
     Pin<Box<dyn Stream<Item = Result<pb::DiscoverySnapshot, tonic::Status>> + Send>>;
 
 /// Serves a handler, and its discovery, to the server above it in the chain.
+#[derive(Clone)]
 pub struct DelegationService {
     name: String,
     handler: Arc<dyn Handler>,
@@ -169,6 +173,23 @@ impl DelegationService {
     }
 
     fn check_caller<T>(&self, request: &tonic::Request<T>) -> Result<(), tonic::Status> {
+        // On the Unix socket, the kernel names the calling process's user.
+        if let Some(local) = request
+            .extensions()
+            .get::<tonic::transport::server::UdsConnectInfo>()
+        {
+            let own = nix::unistd::geteuid().as_raw();
+            return match local.peer_cred {
+                Some(caller) if caller.uid() == own => Ok(()),
+                Some(caller) => Err(tonic::Status::permission_denied(format!(
+                    "user {} may not delegate to this server",
+                    caller.uid()
+                ))),
+                None => Err(tonic::Status::unauthenticated(
+                    "the caller's credentials are unknown",
+                )),
+            };
+        }
         let certs = request
             .peer_certs()
             .ok_or_else(|| tonic::Status::unauthenticated("a client certificate is required"))?;
@@ -354,13 +375,27 @@ impl GrpcDelegate {
     }
 
     fn connect(&self, address: &str) -> Result<Replica, tonic::transport::Error> {
-        let channel = Endpoint::from_shared(address.to_string())?
-            .tls_config(self.tls.grpc_client(&self.server_name))?
-            .connect_timeout(Duration::from_secs(2))
-            .http2_keep_alive_interval(Duration::from_secs(5))
-            .keep_alive_timeout(Duration::from_secs(3))
-            .keep_alive_while_idle(true)
-            .connect_lazy();
+        let socket = address.strip_prefix(UNIX_SCHEME).map(PathBuf::from);
+        let endpoint = match socket {
+            // The URI only names the link: the connector dials the socket.
+            Some(_) => Endpoint::from_static("http://localhost"),
+            None => Endpoint::from_shared(address.to_string())?
+                .tls_config(self.tls.grpc_client(&self.server_name))?,
+        }
+        .connect_timeout(Duration::from_secs(2))
+        .http2_keep_alive_interval(Duration::from_secs(5))
+        .keep_alive_timeout(Duration::from_secs(3))
+        .keep_alive_while_idle(true);
+        let channel = match socket {
+            Some(path) => endpoint.connect_with_connector_lazy(tower::service_fn(move |_| {
+                let path = path.clone();
+                async move {
+                    let stream = tokio::net::UnixStream::connect(path).await?;
+                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+                }
+            })),
+            None => endpoint.connect_lazy(),
+        };
         let client = DelegationClient::new(channel)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);

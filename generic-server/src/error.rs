@@ -85,6 +85,14 @@ pub enum Error {
     /// The address could not be bound.
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, Arc<std::io::Error>),
+    /// The Unix socket could not be made.
+    #[error("cannot listen on {}: {source}", path.display())]
+    ListenSocket {
+        /// The socket's path.
+        path: std::path::PathBuf,
+        /// Why.
+        source: Arc<std::io::Error>,
+    },
 }
 
 /// The result of the server's machinery.

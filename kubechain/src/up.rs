@@ -384,10 +384,24 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         ],
     ]
     .concat();
-    let urls = |ports: &[u16]| {
-        ports
-            .iter()
-            .map(|p| format!("https://127.0.0.1:{p}"))
+    // The servers behind the front door take delegated requests on Unix
+    // sockets too: on one host, no TCP or TLS on the way (their TCP ports
+    // stay, with mutual TLS, for callers elsewhere).
+    let run = dir.join("run");
+    let socket = |component: &str, i: usize| {
+        run.join(format!("{}.sock", replica_name(component, i)))
+            .display()
+            .to_string()
+    };
+    let sockets = |component: &str, replicas: usize| {
+        (0..replicas)
+            .map(|i| {
+                format!(
+                    "{}{}",
+                    apimachinery::keys::UNIX_SCHEME,
+                    socket(component, i)
+                )
+            })
             .collect::<Vec<_>>()
             .join(",")
     };
@@ -395,6 +409,8 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         let mut extension = vec![
             "--listen".into(),
             format!("127.0.0.1:{port}"),
+            "--grpc-socket".into(),
+            socket("extension-server", i),
             "--metrics-address".into(),
             format!("127.0.0.1:{}", ports.extension_metrics[i]),
         ];
@@ -411,8 +427,10 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         let mut core = vec![
             "--listen".into(),
             format!("127.0.0.1:{port}"),
+            "--grpc-socket".into(),
+            socket("core-server", i),
             "--extension-endpoint".into(),
-            urls(&ports.extension),
+            sockets("extension-server", ports.extension.len()),
             "--metrics-address".into(),
             format!("127.0.0.1:{}", ports.core_metrics[i]),
         ];
@@ -440,7 +458,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
             "--listen".into(),
             format!("0.0.0.0:{port}"),
             "--core-endpoint".into(),
-            urls(&ports.core),
+            sockets("core-server", ports.core.len()),
         ];
         aggregator.extend([
             "--service-account-key-file".to_string(),

@@ -349,6 +349,24 @@ impl Drop for Cluster {
     }
 }
 
+/// The metrics text served at `http://127.0.0.1:<port>/metrics`.
+pub fn scrape(port: u64) -> String {
+    let out = std::process::Command::new("curl")
+        .args(["-sf", &format!("http://127.0.0.1:{port}/metrics")])
+        .output()
+        .expect("curl");
+    assert!(out.status.success(), "scraping port {port} failed");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The value of the sample whose name and labels start with `prefix`.
+pub fn sample(text: &str, prefix: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+}
+
 /// Polls `check` until it returns true or the timeout passes.
 pub fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;

@@ -5,25 +5,7 @@
 
 use std::time::Duration;
 
-use tests::{Cluster, eventually};
-
-/// The metrics text served at `http://127.0.0.1:<port>/metrics`.
-fn scrape(port: u64) -> String {
-    let out = std::process::Command::new("curl")
-        .args(["-sf", &format!("http://127.0.0.1:{port}/metrics")])
-        .output()
-        .expect("curl");
-    assert!(out.status.success(), "scraping port {port} failed");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The value of the sample whose name and labels start with `prefix`.
-fn sample(text: &str, prefix: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|n| n.parse().ok())
-}
+use tests::{Cluster, eventually, sample, scrape};
 
 const WIDGETS: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\n\
     spec: {group: example.com, scope: Namespaced, names: {plural: widgets, kind: Widget},\n\

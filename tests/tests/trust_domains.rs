@@ -182,3 +182,96 @@ fn etcd_requires_a_client_certificate_of_the_internal_ca() {
         .expect("etcdctl");
     assert!(!plain.status.success(), "etcd answered plain HTTP");
 }
+
+/// Sends one delegated request (`GET path`) over a server's Unix socket with
+/// curl, as the user `uid` (or ours); the response's headers and trailers.
+fn over_socket(cluster: &Cluster, socket: &Path, path: &str, uid: Option<u32>) -> String {
+    use prost::Message;
+    let request = ApiRequest {
+        method: "GET".into(),
+        path: path.into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    // A gRPC message: uncompressed, its length, then the protobuf.
+    let mut framed = vec![0];
+    framed.extend_from_slice(&(request.len() as u32).to_be_bytes());
+    framed.extend_from_slice(&request);
+    let body = cluster.dir.join("socket-request.bin");
+    std::fs::write(&body, framed).expect("writing the request");
+    let mut command = std::process::Command::new("curl");
+    if let Some(uid) = uid {
+        command = std::process::Command::new("setpriv");
+        command.args([
+            format!("--reuid={uid}"),
+            format!("--regid={uid}"),
+            "--clear-groups".into(),
+            "curl".into(),
+        ]);
+    }
+    let output = command
+        .args([
+            "-s",
+            "--max-time",
+            "10",
+            "--http2-prior-knowledge",
+            "--unix-socket",
+        ])
+        .arg(socket)
+        .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
+        .arg("--data-binary")
+        .arg(format!("@{}", body.display()))
+        .args(["-o", "/dev/null", "-D", "-"])
+        .arg("http://localhost/kubechain.delegation.v1.Delegation/Handle")
+        .output()
+        .expect("curl");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn the_unix_sockets_serve_only_this_users_processes() {
+    use std::os::unix::fs::PermissionsExt;
+    let cluster = Cluster::start();
+    let socket = cluster.dir.join("run").join("core-server.sock");
+    let mode = |path: &Path| {
+        std::fs::metadata(path)
+            .expect("metadata")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode(&socket), 0o600, "the socket's mode");
+    assert_eq!(
+        mode(&cluster.dir.join("run")),
+        0o700,
+        "its directory's mode"
+    );
+    // The replica is found at its socket: the launcher's links use it.
+    let at = format!("unix://{}", socket.display());
+    assert!(
+        cluster
+            .registrations("core-server")
+            .iter()
+            .any(|(address, _)| *address == at),
+        "core-server registered {:?}",
+        cluster.registrations("core-server")
+    );
+    let ours = over_socket(&cluster, &socket, "/api/v1/namespaces", None);
+    assert!(ours.contains("grpc-status: 0"), "{ours}");
+    // Opened to everyone, as a careless operator might: the kernel's word on
+    // who is calling still keeps another user out.
+    let set_mode = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    set_mode(&cluster.dir, 0o755);
+    set_mode(&cluster.dir.join("run"), 0o755);
+    set_mode(&socket, 0o666);
+    let nobody = over_socket(&cluster, &socket, "/api/v1/namespaces", Some(65534));
+    assert!(nobody.contains("grpc-status: 7"), "{nobody}");
+    assert!(
+        nobody.contains("user%2065534%20may%20not%20delegate"),
+        "{nobody}"
+    );
+    set_mode(&socket, 0o600);
+    set_mode(&cluster.dir.join("run"), 0o700);
+}
