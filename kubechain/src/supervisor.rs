@@ -33,6 +33,15 @@ pub struct Supervisor {
     children: Vec<Running>,
 }
 
+/// glibc malloc settings for the children (unless `GLIBC_TUNABLES` is set):
+/// a LIST's megabyte buffers come from the heap rather than fresh mappings,
+/// and freed memory is kept for the next one instead of being handed back
+/// and faulted in again. In `kubechain bench` they cut the CPU of a LIST
+/// of 1,000 objects by about a fifth, for about 5% more resident memory.
+/// deploy/docker-compose.yml sets the same.
+const MALLOC_TUNABLES: &str =
+    "glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=33554432";
+
 impl Supervisor {
     /// A supervisor writing logs into `logs`.
     pub fn new(logs: &Path) -> Self {
@@ -49,7 +58,11 @@ impl Supervisor {
             .append(true)
             .open(&path)
             .with_context(|| format!("opening {}", path.display()))?;
-        Command::new(&spec.program)
+        let mut command = Command::new(&spec.program);
+        if std::env::var_os("GLIBC_TUNABLES").is_none() {
+            command.env("GLIBC_TUNABLES", MALLOC_TUNABLES);
+        }
+        command
             .args(&spec.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
