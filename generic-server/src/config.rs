@@ -272,11 +272,16 @@ impl GenericServer {
         tracing::info!(%listen, ?socket, "{} serving", self.name);
         let service =
             DelegationService::new(&self.name, self.server, self.discovery, allowed_callers);
-        let listeners = Listeners {
-            address: listen,
-            socket,
-        };
-        serve_grpc(listeners, &self.tls, service, self.etcd, &self.name, hooks).await
+        serve_grpc(
+            listen,
+            socket.as_deref(),
+            &self.tls,
+            service,
+            self.etcd,
+            &self.name,
+            hooks,
+        )
+        .await
     }
 }
 
@@ -460,18 +465,6 @@ impl EtcdOptions {
     }
 }
 
-/// Serves the delegation service over mutual TLS, registered in etcd as a
-/// replica of `component` once `ready` ends, until SIGTERM or SIGINT; then
-/// drains (see [`crate::shutdown`]): unregisters at once, ends its watches so
-/// that they resume on another replica, and lets requests in flight finish.
-/// Where a server takes delegated requests.
-struct Listeners {
-    /// The TCP address, with mutual TLS.
-    address: SocketAddr,
-    /// The Unix socket, for this user's processes on this host.
-    socket: Option<PathBuf>,
-}
-
 /// Binds a Unix socket only its owner may open, replacing a stale one.
 fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -495,8 +488,14 @@ fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener> {
     Ok(listener)
 }
 
+/// Serves the delegation service over mutual TLS on `address`, and on the
+/// Unix `socket` when given, registered in etcd (at the socket, if any) as a
+/// replica of `component` once `ready` ends, until SIGTERM or SIGINT; then
+/// drains (see [`crate::shutdown`]): unregisters at once, ends its watches so
+/// that they resume on another replica, and lets requests in flight finish.
 async fn serve_grpc(
-    listeners: Listeners,
+    address: SocketAddr,
+    socket: Option<&Path>,
     tls: &TlsFiles,
     service: DelegationService,
     etcd: etcd_client::Client,
@@ -504,14 +503,13 @@ async fn serve_grpc(
     ready: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     crate::shutdown::listen();
-    let addr = listeners.address;
-    let listener = tokio::net::TcpListener::bind(addr)
+    let listener = tokio::net::TcpListener::bind(address)
         .await
-        .map_err(|e| Error::Listen(addr, Arc::new(e)))?;
-    let unix = listeners.socket.as_deref().map(bind_socket).transpose()?;
-    let advertised = match &listeners.socket {
-        Some(path) => format!("{}{}", crate::delegation::UNIX_SCHEME, path.display()),
-        None => crate::registration::advertised(listener.local_addr().unwrap_or(addr)),
+        .map_err(|e| Error::Listen(address, Arc::new(e)))?;
+    let unix = socket.map(bind_socket).transpose()?;
+    let advertised = match socket {
+        Some(path) => format!("{}{}", apimachinery::keys::UNIX_SCHEME, path.display()),
+        None => crate::registration::advertised(listener.local_addr().unwrap_or(address)),
     };
     let incoming = nodelay(tokio_stream::wrappers::TcpListenerStream::new(listener));
     let component = component.to_string();

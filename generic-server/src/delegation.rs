@@ -25,8 +25,7 @@ use crate::request_info::RequestInfo;
 use crate::tls::TlsFiles;
 use crate::watch_hub::WatchHub;
 use apimachinery::error::Error;
-
-pub use apimachinery::keys::UNIX_SCHEME;
+use apimachinery::keys::UNIX_SCHEME;
 
 /// Largest gRPC message either end accepts.
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;

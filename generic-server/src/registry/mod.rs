@@ -377,9 +377,7 @@ impl Store {
             let start = format!("{}{start}", self.prefix);
             // The cache shows the list's revision while nothing changed since.
             if let Some(page) = self.cached_page(&prefix, &start, Some(revision), opts) {
-                let mut page = self.from_page(page);
-                page.items = self.present(page.items).await?;
-                return Ok(page);
+                return self.from_page(page).await;
             }
             return self
                 .list_from_storage(&prefix, &start, revision, opts)
@@ -412,9 +410,7 @@ impl Store {
         let page = self
             .cached_page(&prefix, &prefix, None, opts)
             .ok_or_else(|| Error::internal("the cache has no latest page"))?;
-        let mut page = self.from_page(page);
-        page.items = self.present(page.items).await?;
-        Ok(page)
+        self.from_page(page).await
     }
 
     /// A page of the list from the cache (at a continued list's revision,

@@ -56,17 +56,17 @@ impl Store {
         }
     }
 
-    /// The result of a page read from the cache.
-    pub(super) fn from_page(&self, page: Page) -> ListResult {
+    /// The result of a page read from the cache, its objects as served.
+    pub(super) async fn from_page(&self, page: Page) -> Result<ListResult> {
         let continue_token = page
             .more
             .then(|| self.continue_after(&page.objects, page.revision));
-        ListResult {
+        Ok(ListResult {
             continue_token,
             remaining: page.remaining,
             revision: page.revision,
-            items: page.objects,
-        }
+            items: self.present(page.objects).await?,
+        })
     }
 
     /// The token that continues a list at `revision` after the last of `items`.
