@@ -13,3 +13,7 @@ set -eu
 export KUBECHAIN_AUDIT_POLICY="${KUBECHAIN_AUDIT_POLICY:-/dev/null}"
 compose_files="-f $deploy/docker-compose.yml -f $deploy/docker-compose.ha.yml -f $deploy/docker-compose.audit.yml"
 compose down --remove-orphans "$@"
+# The launcher's image (for `kubechain addons`) is built beside the services' images.
+case " $* " in
+    *" --rmi "*) docker image rm -f "kubechain-cli:$KUBECHAIN_IMAGE_TAG" >/dev/null 2>&1 || true ;;
+esac

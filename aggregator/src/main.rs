@@ -103,6 +103,11 @@ struct Options {
     /// HTTP worker threads.
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
+    /// How long a stopping front door serves on while `/readyz` fails, so
+    /// that load balancers (swarm's routing mesh, a Service) stop sending
+    /// it connections before it stops accepting them.
+    #[arg(long, env = "KUBECHAIN_SHUTDOWN_DELAY_DURATION", default_value = "0s", value_parser = config::seconds)]
+    shutdown_delay_duration: Duration,
     #[command(flatten)]
     audit: AuditOptions,
     #[command(flatten)]
@@ -110,6 +115,7 @@ struct Options {
 }
 
 fn main() -> anyhow::Result<()> {
+    generic_server::health::probe_if_asked();
     let options = Options::parse();
     config::run(options.config.logging, run(options))
 }
@@ -124,7 +130,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     };
     let config = options.config.complete(Some(core)).await?;
     let core_check = config.delegate_check().context("the core server link")?;
-    let mut server = config.new("aggregator");
+    let mut server = config.new("aggregator")?;
     server.server.add_health_check("core-server", core_check);
     let plugins = admission::dynamic(&server.cacher, &server.etcd_root, Vec::new())
         .await
@@ -231,6 +237,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         server.tls.https_server()?,
         door,
         options.workers,
+        options.shutdown_delay_duration,
     )
     .await
     .context("serving HTTPS")?;

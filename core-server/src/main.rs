@@ -111,6 +111,7 @@ struct Options {
 }
 
 fn main() -> anyhow::Result<()> {
+    generic_server::health::probe_if_asked();
     let options = Options::parse();
     config::run(options.config.logging, run(options))
 }
@@ -123,7 +124,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     };
     let root_ca_bundle = root_ca_bundle(options.root_ca_file.as_deref())?;
     let config = options.config.complete(Some(extension)).await?;
-    let mut server = config.new("core-server");
+    let mut server = config.new("core-server")?;
     let (cacher, prefix) = (server.cacher.clone(), server.etcd_root.clone());
 
     let lifecycle = NamespaceLifecycle::new(cacher.clone(), &prefix)

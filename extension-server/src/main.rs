@@ -49,12 +49,17 @@ struct Options {
 }
 
 fn main() -> anyhow::Result<()> {
+    generic_server::health::probe_if_asked();
     let options = Options::parse();
     config::run(options.config.logging, run(options))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
-    let mut server = options.config.complete(None).await?.new("extension-server");
+    let mut server = options
+        .config
+        .complete(None)
+        .await?
+        .new("extension-server")?;
     let lifecycle = NamespaceLifecycle::new(server.cacher.clone(), &server.etcd_root)
         .await
         .context("namespace lifecycle")?;

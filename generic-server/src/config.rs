@@ -40,8 +40,8 @@ pub struct Config {
     /// The certificate, key and CA of its links to etcd and the next server.
     #[command(flatten)]
     pub internal: InternalTlsOptions,
-    /// Where to serve this process's `/metrics` over plain HTTP (servers
-    /// behind the front door have no HTTPS listener to serve them on).
+    /// Where to serve this process's `/metrics`, `/livez` and `/readyz` over
+    /// plain HTTP, for Prometheus and for kubelet or docker probes.
     #[arg(long, env = "KUBECHAIN_METRICS_ADDRESS")]
     pub metrics_address: Option<SocketAddr>,
     /// How the process logs.
@@ -94,6 +94,7 @@ pub struct CompletedConfig {
     /// The link to the next server, if there is one.
     pub delegate: Option<GrpcDelegate>,
     checks: Vec<(String, HealthCheck)>,
+    metrics_address: Option<SocketAddr>,
 }
 
 impl Config {
@@ -107,9 +108,6 @@ impl Config {
     pub async fn complete(&self, delegate: Option<Delegate<'_>>) -> Result<CompletedConfig> {
         let tls = self.tls.load()?;
         let internal = self.internal_tls()?;
-        if let Some(addr) = self.metrics_address {
-            crate::metrics::serve(addr)?;
-        }
         let backend = start_storage(&self.etcd, &internal).await?;
         let discovery = Arc::new(Discovery::default());
         let mut checks = vec![("etcd".to_string(), backend.etcd_check)];
@@ -139,6 +137,7 @@ impl Config {
             discovery,
             delegate,
             checks,
+            metrics_address: self.metrics_address,
         })
     }
 }
@@ -155,8 +154,9 @@ impl CompletedConfig {
 
     /// The server named `name` (for logs and registration); what it does not
     /// serve goes to the delegate, or, at the end of the chain, gets a 404.
+    /// The metrics address, if any, serves its metrics and health from now on.
     #[allow(clippy::new_ret_no_self)] // kube's `completedConfig.New(name, delegate)`
-    pub fn new(self, name: &str) -> GenericServer {
+    pub fn new(self, name: &str) -> Result<GenericServer> {
         let delegate: Arc<dyn Handler> = match self.delegate {
             Some(link) => Arc::new(link),
             None => Arc::new(NotFoundHandler),
@@ -167,7 +167,10 @@ impl CompletedConfig {
             delegate,
             self.checks,
         ));
-        GenericServer {
+        if let Some(addr) = self.metrics_address {
+            crate::metrics::serve(addr, server.clone())?;
+        }
+        Ok(GenericServer {
             name: name.to_string(),
             server,
             tls: self.tls,
@@ -176,7 +179,7 @@ impl CompletedConfig {
             etcd_root: self.etcd_root,
             discovery: self.discovery,
             hooks: Vec::new(),
-        }
+        })
     }
 }
 
@@ -404,6 +407,14 @@ pub fn run<E>(
             .expect("a tokio runtime")
     };
     actix_rt::System::with_tokio_rt(runtime).block_on(main)
+}
+
+/// Parses a flag's duration in whole seconds (`5s` or `5`).
+pub fn seconds(text: &str) -> std::result::Result<std::time::Duration, String> {
+    text.trim_end_matches('s')
+        .parse()
+        .map(std::time::Duration::from_secs)
+        .map_err(|_| format!("{text:?} is not a number of seconds"))
 }
 
 /// What every server gets from etcd: the watch cache, a health check, and

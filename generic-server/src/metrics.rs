@@ -306,20 +306,32 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// Serves the process's metrics at `http://<addr>/metrics` (plain HTTP,
-/// for servers without an HTTPS listener of their own: keep `addr` on a
-/// network only Prometheus reaches). Returns once listening.
-pub fn serve(addr: std::net::SocketAddr) -> crate::Result<std::net::SocketAddr> {
-    use actix_web::{App, HttpResponse, HttpServer, web};
-    let server = HttpServer::new(|| {
-        App::new().route(
-            "/metrics",
-            web::get().to(|| async {
-                HttpResponse::Ok()
-                    .content_type(Metrics::CONTENT_TYPE)
-                    .body(global().render())
-            }),
-        )
+/// Serves the process's metrics at `http://<addr>/metrics`, and its health
+/// (`/livez`, `/readyz`, `/healthz` and their single checks, answered by
+/// `health` as for an anonymous GET), over plain HTTP: what Prometheus
+/// scrapes and what kubelet or docker probes, for servers without an HTTPS
+/// listener of their own. Nothing else is served there; keep `addr` on a
+/// network only they reach. Returns once listening.
+pub fn serve(
+    addr: std::net::SocketAddr,
+    health: Arc<dyn crate::request::Handler>,
+) -> crate::Result<std::net::SocketAddr> {
+    use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+    let server = HttpServer::new(move || {
+        let health = health.clone();
+        App::new()
+            .route(
+                "/metrics",
+                web::get().to(|| async {
+                    HttpResponse::Ok()
+                        .content_type(Metrics::CONTENT_TYPE)
+                        .body(global().render())
+                }),
+            )
+            .default_service(web::get().to(move |req: HttpRequest| {
+                let health = health.clone();
+                async move { probe(&*health, req.path(), req.query_string()).await }
+            }))
     })
     .workers(1)
     .disable_signals()
@@ -327,8 +339,45 @@ pub fn serve(addr: std::net::SocketAddr) -> crate::Result<std::net::SocketAddr> 
     .map_err(|e| crate::Error::Listen(addr, Arc::new(e)))?;
     let bound = server.addrs().first().copied().unwrap_or(addr);
     actix_rt::spawn(server.run());
-    tracing::info!(listen = %bound, "serving metrics");
+    tracing::info!(listen = %bound, "serving metrics and health");
     Ok(bound)
+}
+
+/// Whether `path` is a health endpoint (`/readyz`, `/livez/etcd`, ...).
+fn is_health(path: &str) -> bool {
+    ["/healthz", "/livez", "/readyz"].iter().any(|endpoint| {
+        path.strip_prefix(endpoint)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
+}
+
+/// A health endpoint's answer from `health`; anything else is 404.
+async fn probe(
+    health: &dyn crate::request::Handler,
+    path: &str,
+    query: &str,
+) -> actix_web::HttpResponse {
+    use crate::request::{ApiRequest, Body, UserInfo};
+    if !is_health(path) {
+        return actix_web::HttpResponse::NotFound().body("404 page not found\n");
+    }
+    let req = ApiRequest::new(
+        http::Method::GET,
+        path,
+        query,
+        http::HeaderMap::new(),
+        bytes::Bytes::new(),
+        UserInfo::anonymous(),
+    );
+    let resp = health.handle(req).await;
+    let status = actix_web::http::StatusCode::from_u16(resp.status.as_u16())
+        .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR);
+    match resp.body {
+        Body::Full(text) => actix_web::HttpResponse::build(status)
+            .content_type("text/plain; charset=utf-8")
+            .body(text),
+        Body::Stream(_) => actix_web::HttpResponse::build(status).finish(),
+    }
 }
 
 /// The watch caches whose objects are counted, by key prefix, and the

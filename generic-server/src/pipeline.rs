@@ -392,15 +392,19 @@ fn check_headers(headers: &HeaderMap) -> Result<(), apimachinery::Error> {
     Ok(())
 }
 
-/// Serves the front door on `addr` over TLS until the process stops.
+/// Serves the front door on `addr` over TLS until the process stops. Asked
+/// to stop, it goes on serving for `delay` while `/readyz` fails (kube's
+/// `--shutdown-delay-duration`: load balancers see it leave before it stops
+/// accepting), then lets requests in flight finish within [`crate::shutdown::GRACE`].
 pub async fn serve_https(
     addr: SocketAddr,
     tls: rustls::ServerConfig,
     door: Arc<Pipeline>,
     workers: usize,
+    delay: std::time::Duration,
 ) -> std::io::Result<()> {
     crate::shutdown::listen();
-    HttpServer::new(move || {
+    let server = HttpServer::new(move || {
         App::new()
             .app_data(web::Data::new(door.clone()))
             .default_service(web::to(entry))
@@ -416,12 +420,25 @@ pub async fn serve_https(
         }
     })
     .workers(workers)
+    .disable_signals()
     .shutdown_timeout(crate::shutdown::GRACE.as_secs())
     .keep_alive(std::time::Duration::from_secs(75))
     .client_request_timeout(HEADER_TIMEOUT)
     .bind_rustls_0_23(addr, tls)?
-    .run()
-    .await
+    .run();
+    let handle = server.handle();
+    actix_rt::spawn(async move {
+        crate::shutdown::draining().await;
+        if !delay.is_zero() {
+            tracing::info!(
+                ?delay,
+                "not ready; serving on until load balancers have moved on"
+            );
+            tokio::time::sleep(delay).await;
+        }
+        handle.stop(true).await;
+    });
+    server.await
 }
 
 async fn entry(

@@ -367,6 +367,12 @@ impl ApiServer {
                 }
             }
         }
+        // kube's `shutdown` check: a stopping server is not ready, so load
+        // balancers stop sending it requests while it drains.
+        if endpoint == "readyz" && only.is_none() && crate::shutdown::is_draining() {
+            failed = true;
+            lines.push("[-]shutdown failed: reason withheld".into());
+        }
         let status = if failed {
             StatusCode::INTERNAL_SERVER_ERROR
         } else {

@@ -11,6 +11,7 @@ mod up;
 
 use std::path::PathBuf;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 /// kubechain's command line.
@@ -53,9 +54,10 @@ enum Command {
         /// The name of the Node metrics-server measures.
         #[arg(long)]
         node: String,
-        /// metrics-server's addresses (IP:port), one per replica.
+        /// metrics-server's addresses (`IP:port`, or `name:port` for every
+        /// address the name resolves to: a Service's or a swarm service's).
         #[arg(long, value_delimiter = ',', required = true)]
-        metrics: Vec<std::net::SocketAddr>,
+        metrics: Vec<String>,
     },
 }
 
@@ -87,13 +89,22 @@ fn main() -> anyhow::Result<()> {
             node,
             metrics,
         } => {
+            let mut addresses = Vec::new();
+            for address in &metrics {
+                let resolved = std::net::ToSocketAddrs::to_socket_addrs(address.as_str())
+                    .with_context(|| format!("resolving the metrics-server address {address}"))?;
+                addresses.extend(resolved.filter(|a| a.is_ipv4()));
+            }
+            addresses.sort();
+            addresses.dedup();
+            anyhow::ensure!(!addresses.is_empty(), "no IPv4 address for {metrics:?}");
             runtime.block_on(bootstrap::register(
                 &pki::Pki::new(&pki),
                 &server,
                 &node,
-                &metrics,
+                &addresses,
             ))?;
-            println!("registered Node {node} and metrics-server at {metrics:?}");
+            println!("registered Node {node} and metrics-server at {addresses:?}");
             Ok(())
         }
     }

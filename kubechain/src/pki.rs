@@ -179,12 +179,16 @@ impl Pki {
             },
         ];
         for member in etcd_members {
+            // `*.etcd` too: the pods of a StatefulSet named after the member
+            // (`etcd-0.etcd`, ...) share its certificate.
+            let mut hosts = local_names(&[member]);
+            hosts.insert(1, format!("*.{member}"));
             links.push(Leaf {
                 name: member,
                 cn: member,
                 orgs: &[],
                 usage: Usage::Both,
-                hosts: local_names(&[member]),
+                hosts,
             });
         }
         for leaf in &links {
@@ -531,7 +535,7 @@ mod tests {
             of("core-server")?.1,
             [&["core-server"][..], &local].concat()
         );
-        assert_eq!(of("etcd2")?.1, [&["etcd2"][..], &local].concat());
+        assert_eq!(of("etcd2")?.1, [&["etcd2", "*.etcd2"][..], &local].concat());
         assert_eq!(
             of("aggregator")?.1,
             [&["aggregator"][..], &local, &["kubechain.example"]].concat()

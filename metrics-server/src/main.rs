@@ -48,11 +48,15 @@ struct Options {
     #[arg(long, env = "KUBECHAIN_NODE_NAME")]
     node_name: Option<String>,
     /// How often the host's usage is measured (seconds, e.g. `10s`).
-    #[arg(long, default_value = "10s", value_parser = seconds)]
+    #[arg(long, default_value = "10s", value_parser = config::seconds)]
     metric_resolution: Duration,
     /// HTTP worker threads.
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
+    /// Where to serve `/metrics`, `/livez` and `/readyz` over plain HTTP
+    /// (for Prometheus and for kubelet or docker probes).
+    #[arg(long, env = "KUBECHAIN_METRICS_ADDRESS")]
+    metrics_address: Option<SocketAddr>,
     /// The cluster's front door (the aggregator), the only server this one calls.
     #[arg(long, env = "KUBECHAIN_FRONT_DOOR")]
     front_door: String,
@@ -64,15 +68,8 @@ struct Options {
     logging: config::Logging,
 }
 
-fn seconds(text: &str) -> Result<Duration, String> {
-    let secs: u64 = text
-        .trim_end_matches('s')
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
-    Ok(Duration::from_secs(secs.max(1)))
-}
-
 fn main() -> anyhow::Result<()> {
+    generic_server::health::probe_if_asked();
     let options = Options::parse();
     config::run(options.logging, run(options))
 }
@@ -91,10 +88,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
         Some(name) => name,
         None => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
     };
-    let usage = sampler::start(options.metric_resolution);
+    let resolution = options.metric_resolution.max(Duration::from_secs(1));
+    let usage = sampler::start(resolution);
     let checks = vec![(
         "metric-collection".to_string(),
-        sampler::check(usage.clone(), options.metric_resolution),
+        sampler::check(usage.clone(), resolution),
     )];
     let server = Arc::new(ApiServer::new(
         "metrics-server",
@@ -107,13 +105,16 @@ async fn run(options: Options) -> anyhow::Result<()> {
         name: node.clone(),
         usage,
     }));
+    if let Some(addr) = options.metrics_address {
+        generic_server::metrics::serve(addr, server.clone())?;
+    }
 
     let authorizer = DelegatedAuthorizer::new(front_door);
     let door = Arc::new(
         Pipeline::new(authenticator, Box::new(authorizer), server).named("metrics-server"),
     );
     tracing::info!(listen = %options.listen, %node, "metrics-server serving");
-    pipeline::serve_https(options.listen, https, door, options.workers)
+    pipeline::serve_https(options.listen, https, door, options.workers, Duration::ZERO)
         .await
         .context("serving HTTPS")
 }

@@ -29,7 +29,8 @@ pub fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-fn free_port() -> u16 {
+/// A port nobody listens on now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -365,6 +366,18 @@ pub fn sample(text: &str, prefix: &str) -> Option<f64> {
         .find(|l| l.starts_with(prefix))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|n| n.parse().ok())
+}
+
+/// Why docker cannot be used here, if it cannot (the compose and swarm tests).
+pub fn docker_unavailable() -> Option<String> {
+    match Command::new("docker").arg("info").output() {
+        Err(e) => Some(format!("docker is not installed ({e})")),
+        Ok(out) if !out.status.success() => Some(format!(
+            "`docker info` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Ok(_) => None,
+    }
 }
 
 /// Polls `check` until it returns true or the timeout passes.

@@ -15,29 +15,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::Value;
-use tests::{bin_dir, eventually, workspace};
+use tests::{bin_dir, docker_unavailable, eventually, free_port, workspace};
 
 /// Image builds and compose projects one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Why docker cannot be used here, if it cannot.
-fn docker_unavailable() -> Option<String> {
-    match Command::new("docker").arg("info").output() {
-        Err(e) => Some(format!("docker is not installed ({e})")),
-        Ok(out) if !out.status.success() => Some(format!(
-            "`docker info` failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Ok(_) => None,
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// A compose project started by `deploy/compose-up.sh`, torn down on drop.
 struct Project {
