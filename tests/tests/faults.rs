@@ -551,3 +551,75 @@ sys.stdin.read()
     let _ = flood.kill();
     let _ = flood.wait();
 }
+
+/// GET `http://127.0.0.1:<port><path>`: the status code and the body.
+fn plain_get(port: u64, path: &str) -> (u16, String) {
+    let out = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "-w",
+            "\n%{http_code}",
+            &format!("http://127.0.0.1:{port}{path}"),
+        ])
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
+#[test]
+fn a_stopping_front_door_is_unready_and_serves_on_for_its_shutdown_delay() {
+    let cluster = Cluster::start_with_env(&[], &[("KUBECHAIN_SHUTDOWN_DELAY_DURATION", "15s")]);
+    // The servers behind the front door answer probes on their metrics
+    // port, anonymously, and serve nothing else there.
+    let core = cluster.ports()["core-metrics-0"]
+        .as_u64()
+        .expect("core-server's metrics port");
+    let (code, body) = plain_get(core, "/readyz?verbose");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("[+]etcd ok"), "{body}");
+    assert_eq!(plain_get(core, "/livez/etcd").0, 200);
+    assert_eq!(plain_get(core, "/api/v1/namespaces").0, 404);
+    assert_eq!(plain_get(core, "/readyz").0, 200);
+
+    let aggregator = cluster.child_pid("aggregator").expect("an aggregator");
+    let ready = cluster.curl(As::Anonymous, "GET", "/readyz", &[], None);
+    assert_eq!(ready.code, 200, "{}", ready.text);
+    let stopped = Instant::now();
+    Cluster::signal(aggregator, Signal::SIGTERM);
+    // kube's `shutdown` check: unready at once, so load balancers move on...
+    let mut unready = cluster.curl(As::Anonymous, "GET", "/readyz?verbose", &[], None);
+    assert!(
+        eventually(Duration::from_secs(2), || {
+            unready = cluster.curl(As::Anonymous, "GET", "/readyz?verbose", &[], None);
+            unready.code == 500
+        }),
+        "/readyz after SIGTERM: {} {}",
+        unready.code,
+        unready.text
+    );
+    assert!(
+        unready.text.contains("[-]shutdown failed"),
+        "{}",
+        unready.text
+    );
+    // ...while it still serves, liveness and requests alike, for its delay.
+    assert_eq!(
+        cluster.curl(As::Anonymous, "GET", "/livez", &[], None).code,
+        200
+    );
+    cluster.kubectl(&["get", "namespace", "default"]).ok();
+    assert!(
+        stopped.elapsed() < Duration::from_secs(15),
+        "the checks outlasted the delay"
+    );
+    assert!(
+        alive(aggregator),
+        "the aggregator stopped before its delay was over"
+    );
+    assert!(
+        eventually(Duration::from_secs(40), || !alive(aggregator)),
+        "the aggregator still runs 40 s after SIGTERM"
+    );
+}
