@@ -1,6 +1,7 @@
 #!/bin/sh
-# Builds kubechain's images without any image registry, for compose-up.sh
-# and swarm-up.sh (sourced, not run; compose-env.sh first):
+# Builds kubechain's images without any image registry: run on its own
+# (`deploy/images.sh`, e.g. for the Kubernetes manifests), or sourced by
+# compose-up.sh and swarm-up.sh:
 #
 #   1. builds the binaries (release; KUBECHAIN_PROFILE=debug for debug builds;
 #      KUBECHAIN_BIN_DIR=DIR to use binaries already built there),
@@ -12,6 +13,13 @@
 #
 # Sets $bin to the directory of the binaries.
 # shellcheck shell=sh
+
+if [ -z "${deploy:-}" ]; then
+    set -eu
+    deploy=$(cd "$(dirname "$0")" && pwd)
+    workspace=$(dirname "$deploy")
+    KUBECHAIN_IMAGE_TAG="${KUBECHAIN_IMAGE_TAG:-local}"
+fi
 
 profile="${KUBECHAIN_PROFILE:-release}"
 if [ -n "${KUBECHAIN_BIN_DIR:-}" ]; then

@@ -145,8 +145,9 @@ impl<K> Default for TypedCodec<K> {
 }
 
 impl<K: Serialize + DeserializeOwned + 'static> Codec for TypedCodec<K> {
-    fn normalize(&self, obj: Value) -> crate::Result<Normalized> {
+    fn normalize(&self, mut obj: Value) -> crate::Result<Normalized> {
         let decode = |e: serde_json::Error| crate::Error::Decode(e.to_string());
+        unwrap_base64(&mut obj);
         let typed: K = K::deserialize(&obj).map_err(decode)?;
         let object = serde_json::to_value(&typed).map_err(decode)?;
         let mut unknown_fields = Vec::new();
@@ -155,6 +156,45 @@ impl<K: Serialize + DeserializeOwned + 'static> Codec for TypedCodec<K> {
             object,
             unknown_fields,
         })
+    }
+}
+
+/// Drops the line breaks from the base64 fields (`[]byte` in kube's types)
+/// of the kinds that have them: kube's JSON decoder skips them, and
+/// `base64` and kustomize's secret generator wrap their output; the strict
+/// decoder of the typed round trip would refuse them.
+fn unwrap_base64(obj: &mut Value) {
+    fn unwrap(value: Option<&mut Value>) {
+        if let Some(Value::String(text)) = value {
+            if text.contains(['\r', '\n']) {
+                text.retain(|c| c != '\r' && c != '\n');
+            }
+        }
+    }
+    fn unwrap_each(values: Option<&mut Value>) {
+        if let Some(Value::Object(values)) = values {
+            values.values_mut().for_each(|v| unwrap(Some(v)));
+        }
+    }
+    match obj.get("kind").and_then(Value::as_str).unwrap_or_default() {
+        "Secret" => unwrap_each(obj.pointer_mut("/data")),
+        "ConfigMap" => unwrap_each(obj.pointer_mut("/binaryData")),
+        "CertificateSigningRequest" => {
+            unwrap(obj.pointer_mut("/spec/request"));
+            unwrap(obj.pointer_mut("/status/certificate"));
+        }
+        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => {
+            if let Some(Value::Array(webhooks)) = obj.get_mut("webhooks") {
+                for webhook in webhooks {
+                    unwrap(webhook.pointer_mut("/clientConfig/caBundle"));
+                }
+            }
+        }
+        "APIService" => unwrap(obj.pointer_mut("/spec/caBundle")),
+        "CustomResourceDefinition" => {
+            unwrap(obj.pointer_mut("/spec/conversion/webhook/clientConfig/caBundle"))
+        }
+        _ => {}
     }
 }
 
@@ -221,6 +261,22 @@ mod tests {
         assert_eq!(n.unknown_fields, vec!["metadata.bogus", "extra"]);
         assert_eq!(n.object["data"]["k"], "v");
         assert!(n.object.get("extra").is_none());
+    }
+
+    #[test]
+    fn base64_may_be_wrapped_but_text_keeps_its_lines() {
+        let codec = TypedCodec::<ConfigMap>::default();
+        let n = codec
+            .normalize(
+                json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},
+                "data":{"text":"YWJj\nZGVm"},"binaryData":{"b":"YWJj\r\nZGVm\n"}}),
+            )
+            .unwrap();
+        assert_eq!(n.object["binaryData"]["b"], "YWJjZGVm");
+        assert_eq!(n.object["data"]["text"], "YWJj\nZGVm");
+        let broken = codec.normalize(json!({"apiVersion":"v1","kind":"ConfigMap",
+            "metadata":{"name":"a"},"binaryData":{"b":"YW Jj"}}));
+        assert!(broken.is_err(), "only line breaks are skipped");
     }
 
     #[test]

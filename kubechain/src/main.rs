@@ -39,6 +39,10 @@ enum Command {
         /// The etcd members, each with its own certificate for its name.
         #[arg(long, value_delimiter = ',', default_value = "etcd")]
         etcd_members: Vec<String>,
+        /// Extra names every etcd member's certificate is valid for, e.g.
+        /// `*.etcd.kubechain.svc` for a StatefulSet's pods sharing one.
+        #[arg(long, value_delimiter = ',')]
+        etcd_hosts: Vec<String>,
         /// Also write an admin kubeconfig for this server URL.
         #[arg(long)]
         kubeconfig_server: Option<String>,
@@ -73,10 +77,11 @@ fn main() -> anyhow::Result<()> {
             dir,
             hosts,
             etcd_members,
+            etcd_hosts,
             kubeconfig_server,
         } => {
             let pki = pki::Pki::new(&dir);
-            pki.ensure(&hosts, &etcd_members)?;
+            pki.ensure(&hosts, &etcd_members, &etcd_hosts)?;
             if let Some(server) = kubeconfig_server {
                 pki::write_kubeconfig(&pki, &server, &dir.join("kubeconfig"))?;
             }

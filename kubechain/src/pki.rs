@@ -120,7 +120,12 @@ impl Pki {
     /// certificates (the front door's also valid for `front_door_hosts`),
     /// a certificate per etcd member in `etcd_members` (the first is
     /// `etcd`), the admin's, and the service-account key pair.
-    pub fn ensure(&self, front_door_hosts: &[String], etcd_members: &[String]) -> Result<()> {
+    pub fn ensure(
+        &self,
+        front_door_hosts: &[String],
+        etcd_members: &[String],
+        etcd_hosts: &[String],
+    ) -> Result<()> {
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("creating {}", self.dir.display()))?;
         let cluster = self.authority("ca", "kubechain-ca")?;
@@ -179,10 +184,8 @@ impl Pki {
             },
         ];
         for member in etcd_members {
-            // `*.etcd` too: the pods of a StatefulSet named after the member
-            // (`etcd-0.etcd`, ...) share its certificate.
             let mut hosts = local_names(&[member]);
-            hosts.insert(1, format!("*.{member}"));
+            hosts.extend(etcd_hosts.iter().cloned());
             links.push(Leaf {
                 name: member,
                 cn: member,
@@ -474,9 +477,9 @@ mod tests {
         let dir = temp_dir("reuse");
         let pki = Pki::new(&dir);
         let etcd = ["etcd".to_string()];
-        pki.ensure(&["example.internal".into()], &etcd)?;
+        pki.ensure(&["example.internal".into()], &etcd, &[])?;
         let first = std::fs::read(pki.files("core-server").cert)?;
-        pki.ensure(&["example.internal".into()], &etcd)?;
+        pki.ensure(&["example.internal".into()], &etcd, &[])?;
         assert_eq!(std::fs::read(pki.files("core-server").cert)?, first);
         write_kubeconfig(&pki, "https://127.0.0.1:6443", &dir.join("kubeconfig"))?;
         let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig"))?;
@@ -515,7 +518,11 @@ mod tests {
         let dir = temp_dir("domains");
         let pki = Pki::new(&dir);
         let members = ["etcd", "etcd2"].map(String::from);
-        pki.ensure(&["kubechain.example".into()], &members)?;
+        pki.ensure(
+            &["kubechain.example".into()],
+            &members,
+            &["*.etcd.kubechain.svc".into()],
+        )?;
         let of = |name: &str| issuer_and_names(&pki.files(name).cert);
         for user_facing in ["aggregator", "metrics-server", "admin"] {
             assert_eq!(of(user_facing)?.0, "kubechain-ca", "{user_facing}");
@@ -535,7 +542,10 @@ mod tests {
             of("core-server")?.1,
             [&["core-server"][..], &local].concat()
         );
-        assert_eq!(of("etcd2")?.1, [&["etcd2", "*.etcd2"][..], &local].concat());
+        assert_eq!(
+            of("etcd2")?.1,
+            [&["etcd2"][..], &local, &["*.etcd.kubechain.svc"]].concat()
+        );
         assert_eq!(
             of("aggregator")?.1,
             [&["aggregator"][..], &local, &["kubechain.example"]].concat()
@@ -550,7 +560,7 @@ mod tests {
         let dir = temp_dir("upgrade");
         let pki = Pki::new(&dir);
         let etcd = ["etcd".to_string()];
-        pki.ensure(&[], &etcd)?;
+        pki.ensure(&[], &etcd, &[])?;
         // core-server's certificate as the single-CA layout had it: signed
         // by the cluster CA, naming other servers too.
         let mut cluster = pki.authority("ca", "kubechain-ca")?;
@@ -565,13 +575,13 @@ mod tests {
         pki.issue(&cluster, &old)?;
         let core = pki.files("core-server").cert;
         assert_eq!(issuer_and_names(&core)?.0, "kubechain-ca");
-        pki.ensure(&[], &etcd)?;
+        pki.ensure(&[], &etcd, &[])?;
         let (issuer, names) = issuer_and_names(&core)?;
         assert_eq!(issuer, "kubechain-internal-ca");
         assert!(!names.contains(&"aggregator".to_string()), "{names:?}");
         // New front-door names take effect too.
         let before = std::fs::read(pki.files("aggregator").cert)?;
-        pki.ensure(&["kubechain.example".into()], &etcd)?;
+        pki.ensure(&["kubechain.example".into()], &etcd, &[])?;
         assert_ne!(std::fs::read(pki.files("aggregator").cert)?, before);
         std::fs::remove_dir_all(dir)?;
         Ok(())

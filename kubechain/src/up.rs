@@ -321,7 +321,7 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs)?;
     let pki = Pki::new(&dir.join("pki"));
-    pki.ensure(&[], &["etcd".into()])
+    pki.ensure(&[], &["etcd".into()], &[])
         .context("creating certificates")?;
     let front_ports: Vec<u16> = (0..args.aggregator_replicas.max(1))
         .map(|i| args.port + i as u16)

@@ -230,17 +230,16 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            if let Ok(out) = Command::new("docker")
+        if std::thread::panicking()
+            && let Ok(out) = Command::new("docker")
                 .args(["stack", "ps", "--no-trunc", &self.name])
                 .output()
-            {
-                eprintln!(
-                    "tasks of {}:\n{}",
-                    self.name,
-                    String::from_utf8_lossy(&out.stdout)
-                );
-            }
+        {
+            eprintln!(
+                "tasks of {}:\n{}",
+                self.name,
+                String::from_utf8_lossy(&out.stdout)
+            );
         }
         let out = self.script("swarm-down.sh", &["-v", "--rmi"]);
         if !out.status.success() {

@@ -25,6 +25,41 @@ const MUTABLE: &[&str] = &[
 /// The rules of `apps/v1/StatefulSet`.
 pub struct StatefulSetStrategy;
 
+/// The StatefulSet with its template as its pods get it: each volume claim
+/// template a volume of the pod (the controller adds them), so that the
+/// containers may mount them.
+fn with_claim_volumes(obj: &Value) -> std::borrow::Cow<'_, Value> {
+    let claims: Vec<&str> = fields::items(obj, "/spec/volumeClaimTemplates")
+        .iter()
+        .map(|claim| text(claim, "/metadata/name"))
+        .filter(|name| !name.is_empty())
+        .collect();
+    let declared = |name: &str| {
+        fields::items(obj, "/spec/template/spec/volumes")
+            .iter()
+            .any(|v| text(v, "/name") == name)
+    };
+    let missing: Vec<&str> = claims.into_iter().filter(|n| !declared(n)).collect();
+    if missing.is_empty()
+        || !obj
+            .pointer("/spec/template/spec")
+            .is_some_and(Value::is_object)
+    {
+        return std::borrow::Cow::Borrowed(obj);
+    }
+    let mut completed = obj.clone();
+    let spec = &mut completed["spec"]["template"]["spec"];
+    if !spec["volumes"].is_array() {
+        spec["volumes"] = json!([]);
+    }
+    if let Some(volumes) = spec["volumes"].as_array_mut() {
+        for name in missing {
+            volumes.push(json!({"name": name, "persistentVolumeClaim": {"claimName": name}}));
+        }
+    }
+    std::borrow::Cow::Owned(completed)
+}
+
 fn validate_policies(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     match text(obj, "/spec/podManagementPolicy") {
@@ -125,7 +160,10 @@ impl Strategy for StatefulSetStrategy {
             ],
         );
         errs.extend(validate_policies(obj));
-        errs.extend(workload::validate_selector_and_template(obj, "StatefulSet"));
+        errs.extend(workload::validate_selector_and_template(
+            &with_claim_volumes(obj),
+            "StatefulSet",
+        ));
         errs
     }
 
@@ -209,6 +247,23 @@ mod tests {
             StatefulSetStrategy.validate(&s).is_empty(),
             "{:?}",
             StatefulSetStrategy.validate(&s)
+        );
+    }
+
+    #[test]
+    fn containers_mount_the_claim_templates_and_nothing_unknown() {
+        let mut s = sts();
+        s["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
+            json!([{"name": "data", "mountPath": "/var/lib/postgresql"}]);
+        let errs = StatefulSetStrategy.validate(&s);
+        assert!(errs.is_empty(), "{errs:?}");
+        s["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
+            json!([{"name": "logs", "mountPath": "/var/log"}]);
+        let errs = StatefulSetStrategy.validate(&s);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].to_string().contains("volumeMounts[0].name"),
+            "{errs:?}"
         );
     }
 
