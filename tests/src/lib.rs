@@ -368,6 +368,49 @@ pub fn sample(text: &str, prefix: &str) -> Option<f64> {
         .and_then(|n| n.parse().ok())
 }
 
+/// `deploy/<script> ARGS` with `env` (the compose and swarm scripts); with
+/// `ready`, asserts that it succeeded and printed that line, and returns
+/// its output either way.
+pub fn deploy_script(
+    script: &str,
+    args: &[&str],
+    env: &[(&'static str, String)],
+    ready: Option<&str>,
+) -> String {
+    let out = Command::new(workspace().join("deploy").join(script))
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap_or_else(|e| panic!("running deploy/{script}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if let Some(line) = ready {
+        assert!(out.status.success(), "{script} {args:?} failed:\n{text}");
+        assert!(text.contains(line), "no {line:?} line:\n{text}");
+    } else if !out.status.success() {
+        eprintln!("{script} {args:?} failed:\n{text}");
+    }
+    text
+}
+
+/// kubectl with the `kubeconfig` (and a discovery cache) in a deployment's `dir`.
+pub fn kubectl_in(dir: &Path, args: &[&str]) -> Run {
+    let out = Command::new("kubectl")
+        .args(args)
+        .env("KUBECONFIG", dir.join("kubeconfig"))
+        .env("KUBECACHEDIR", dir.join("kubectl-cache"))
+        .output()
+        .expect("kubectl on PATH");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// Why docker cannot be used here, if it cannot (the compose and swarm tests).
 pub fn docker_unavailable() -> Option<String> {
     match Command::new("docker").arg("info").output() {

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::Value;
-use tests::{bin_dir, docker_unavailable, eventually, free_port, workspace};
+use tests::{bin_dir, docker_unavailable, eventually, free_port};
 
 /// Image builds and compose projects one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -47,41 +47,13 @@ impl Project {
         Project { name, dir, env }
     }
 
-    fn script(&self, script: &str, args: &[&str]) -> std::process::Output {
-        Command::new(workspace().join("deploy").join(script))
-            .args(args)
-            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
-            .output()
-            .unwrap_or_else(|e| panic!("running deploy/{script}: {e}"))
-    }
-
     /// `deploy/compose-up.sh ARGS`; panics with its output if it fails.
     fn up(&self, args: &[&str]) {
-        let out = self.script("compose-up.sh", args);
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            out.status.success(),
-            "compose-up.sh {args:?} failed:\n{text}"
-        );
-        assert!(text.contains("compose-up: ready"), "no ready line:\n{text}");
+        tests::deploy_script("compose-up.sh", args, &self.env, Some("compose-up: ready"));
     }
 
     fn kubectl(&self, args: &[&str]) -> tests::Run {
-        let out = Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", self.dir.join("kubeconfig"))
-            .env("KUBECACHEDIR", self.dir.join("kubectl-cache"))
-            .output()
-            .expect("kubectl on PATH");
-        tests::Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        tests::kubectl_in(&self.dir, args)
     }
 
     /// The running containers of a service.
@@ -230,13 +202,12 @@ impl Drop for Project {
                 );
             }
         }
-        let out = self.script("compose-down.sh", &["--volumes", "--rmi", "all"]);
-        if !out.status.success() {
-            eprintln!(
-                "compose-down.sh failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        tests::deploy_script(
+            "compose-down.sh",
+            &["--volumes", "--rmi", "all"],
+            &self.env,
+            None,
+        );
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tests::{bin_dir, docker_unavailable, eventually, free_port, workspace};
+use tests::{bin_dir, docker_unavailable, eventually, free_port};
 
 /// `docker ARGS`; panics with its error output if it fails.
 fn docker(args: &[&str]) -> String {
@@ -92,25 +92,9 @@ impl Stack {
         Stack { name, dir, env }
     }
 
-    fn script(&self, script: &str, args: &[&str]) -> std::process::Output {
-        Command::new(workspace().join("deploy").join(script))
-            .args(args)
-            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
-            .output()
-            .unwrap_or_else(|e| panic!("running deploy/{script}: {e}"))
-    }
-
     /// `deploy/swarm-up.sh`; panics with its output if it fails. Returns its output.
     fn up(&self) -> String {
-        let out = self.script("swarm-up.sh", &[]);
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "swarm-up.sh failed:\n{text}");
-        assert!(text.contains("swarm-up: ready"), "no ready line:\n{text}");
-        text
+        tests::deploy_script("swarm-up.sh", &[], &self.env, Some("swarm-up: ready"))
     }
 
     fn service(&self, service: &str) -> String {
@@ -118,17 +102,7 @@ impl Stack {
     }
 
     fn kubectl(&self, args: &[&str]) -> tests::Run {
-        let out = Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", self.dir.join("kubeconfig"))
-            .env("KUBECACHEDIR", self.dir.join("kubectl-cache"))
-            .output()
-            .expect("kubectl on PATH");
-        tests::Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        tests::kubectl_in(&self.dir, args)
     }
 
     /// The running containers of a service's tasks.
@@ -241,13 +215,7 @@ impl Drop for Stack {
                 String::from_utf8_lossy(&out.stdout)
             );
         }
-        let out = self.script("swarm-down.sh", &["-v", "--rmi"]);
-        if !out.status.success() {
-            eprintln!(
-                "swarm-down.sh failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        tests::deploy_script("swarm-down.sh", &["-v", "--rmi"], &self.env, None);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
