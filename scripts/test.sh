@@ -9,7 +9,7 @@ scripts/deps.sh --test
 # One build of everything; the e2e tests run the binaries it produces.
 cargo build --workspace --all-targets --quiet
 cargo test --workspace -- "$@"
-seconds=${FUZZ_SECONDS:-10}
+seconds=${FUZZ_SECONDS:-8}
 if [ "$seconds" -gt 0 ]; then
     scripts/fuzz.sh "$seconds"
 fi

@@ -371,7 +371,7 @@ fn a_swarm_stack_scales_survives_a_lost_task_and_rolls_its_front_door() {
     let kill_started = Instant::now();
     docker(&["rm", "-f", &victim]);
     let killed = Instant::now();
-    std::thread::sleep(Duration::from_secs(8));
+    std::thread::sleep(Duration::from_secs(5));
     stop.store(true, Ordering::Relaxed);
     let creates = collect(writers);
     for outcome in &creates {
