@@ -71,6 +71,17 @@ impl Project {
             .collect()
     }
 
+    /// Whether every running container of `service` passes its health check.
+    fn healthy(&self, service: &str) -> bool {
+        let containers = self.containers(service);
+        !containers.is_empty()
+            && containers.iter().all(|c| {
+                self.docker(&["inspect", "--format", "{{.State.Health.Status}}", c])
+                    .trim()
+                    == "healthy"
+            })
+    }
+
     fn docker(&self, args: &[&str]) -> String {
         let out = Command::new("docker").args(args).output().expect("docker");
         assert!(
@@ -279,6 +290,18 @@ fn compose_with_three_core_servers_serves_through_the_loss_of_one() {
         ("extension-server", &["extension-server.key"]),
         ("metrics-server", &["metrics-server.key"]),
     ]);
+    // Every server's containers pass their /readyz probe.
+    for service in [
+        "aggregator",
+        "core-server",
+        "extension-server",
+        "metrics-server",
+    ] {
+        assert!(
+            eventually(Duration::from_secs(60), || project.healthy(service)),
+            "{service}'s containers are not healthy"
+        );
+    }
     let cores = project.containers("core-server");
     assert_eq!(cores.len(), 3, "core containers: {cores:?}");
     assert!(
