@@ -411,6 +411,17 @@ pub fn kubectl_in(dir: &Path, args: &[&str]) -> Run {
     }
 }
 
+/// Whether there are `containers` and every one passes its docker health check.
+pub fn all_healthy(containers: &[String]) -> bool {
+    !containers.is_empty()
+        && containers.iter().all(|c| {
+            Command::new("docker")
+                .args(["inspect", "--format", "{{.State.Health.Status}}", c])
+                .output()
+                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "healthy")
+        })
+}
+
 /// Why docker cannot be used here, if it cannot (the compose and swarm tests).
 pub fn docker_unavailable() -> Option<String> {
     match Command::new("docker").arg("info").output() {

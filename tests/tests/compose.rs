@@ -73,13 +73,7 @@ impl Project {
 
     /// Whether every running container of `service` passes its health check.
     fn healthy(&self, service: &str) -> bool {
-        let containers = self.containers(service);
-        !containers.is_empty()
-            && containers.iter().all(|c| {
-                self.docker(&["inspect", "--format", "{{.State.Health.Status}}", c])
-                    .trim()
-                    == "healthy"
-            })
+        tests::all_healthy(&self.containers(service))
     }
 
     fn docker(&self, args: &[&str]) -> String {

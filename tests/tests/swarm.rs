@@ -161,11 +161,7 @@ impl Stack {
 
     /// Whether every running task of `service` passes its health check.
     fn healthy(&self, service: &str) -> bool {
-        let containers = self.containers(service);
-        !containers.is_empty()
-            && containers.iter().all(|c| {
-                docker(&["inspect", "--format", "{{.State.Health.Status}}", c]).trim() == "healthy"
-            })
+        tests::all_healthy(&self.containers(service))
     }
 
     /// Runs `request` in `clients` threads until `stop` is set; every
