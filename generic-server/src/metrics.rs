@@ -357,7 +357,7 @@ async fn probe(
     path: &str,
     query: &str,
 ) -> actix_web::HttpResponse {
-    use crate::request::{ApiRequest, Body, UserInfo};
+    use crate::request::{ApiRequest, UserInfo};
     if !is_health(path) {
         return actix_web::HttpResponse::NotFound().body("404 page not found\n");
     }
@@ -369,15 +369,7 @@ async fn probe(
         bytes::Bytes::new(),
         UserInfo::anonymous(),
     );
-    let resp = health.handle(req).await;
-    let status = actix_web::http::StatusCode::from_u16(resp.status.as_u16())
-        .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR);
-    match resp.body {
-        Body::Full(text) => actix_web::HttpResponse::build(status)
-            .content_type("text/plain; charset=utf-8")
-            .body(text),
-        Body::Stream(_) => actix_web::HttpResponse::build(status).finish(),
-    }
+    crate::pipeline::into_http(health.handle(req).await)
 }
 
 /// The watch caches whose objects are counted, by key prefix, and the

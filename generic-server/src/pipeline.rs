@@ -509,7 +509,8 @@ async fn read_body(mut payload: web::Payload) -> Result<Bytes, apimachinery::Err
         })
 }
 
-fn into_http(resp: ApiResponse) -> HttpResponse {
+/// The actix response of an [`ApiResponse`].
+pub(crate) fn into_http(resp: ApiResponse) -> HttpResponse {
     let status = actix_web::http::StatusCode::from_u16(resp.status.as_u16())
         .unwrap_or(actix_web::http::StatusCode::BAD_GATEWAY);
     let mut builder = HttpResponse::build(status);

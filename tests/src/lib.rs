@@ -411,6 +411,60 @@ pub fn kubectl_in(dir: &Path, args: &[&str]) -> Run {
     }
 }
 
+/// Each kubechain server and the `kubechain certs` files it holds, as
+/// `deploy/docker-compose.yml` mounts them: what the swarm stack's secrets
+/// and the Kubernetes Secrets must hold too.
+pub const SERVER_FILES: [(&str, &[&str]); 4] = [
+    (
+        "aggregator",
+        &[
+            "aggregator.crt",
+            "aggregator.key",
+            "aggregator-internal.crt",
+            "aggregator-internal.key",
+            "ca.crt",
+            "internal-ca.crt",
+            "front-proxy-client.crt",
+            "front-proxy-client.key",
+            "front-proxy-ca.crt",
+            "sa.pub",
+            "encryption-config.yaml",
+        ],
+    ),
+    (
+        "core-server",
+        &[
+            "core-server.crt",
+            "core-server.key",
+            "internal-ca.crt",
+            "ca.crt",
+            "sa.key",
+            "encryption-config.yaml",
+        ],
+    ),
+    (
+        "extension-server",
+        &[
+            "extension-server.crt",
+            "extension-server.key",
+            "internal-ca.crt",
+            "encryption-config.yaml",
+        ],
+    ),
+    (
+        "metrics-server",
+        &[
+            "metrics-server.crt",
+            "metrics-server.key",
+            "ca.crt",
+            "front-proxy-ca.crt",
+        ],
+    ),
+];
+
+/// What the task that registers metrics-server holds: the admin's credentials.
+pub const ADDONS_FILES: &[&str] = &["admin.crt", "admin.key", "ca.crt"];
+
 /// Whether there are `containers` and every one passes its docker health check.
 pub fn all_healthy(containers: &[String]) -> bool {
     !containers.is_empty()

@@ -285,12 +285,7 @@ fn compose_with_three_core_servers_serves_through_the_loss_of_one() {
         ("metrics-server", &["metrics-server.key"]),
     ]);
     // Every server's containers pass their /readyz probe.
-    for service in [
-        "aggregator",
-        "core-server",
-        "extension-server",
-        "metrics-server",
-    ] {
+    for (service, _) in tests::SERVER_FILES {
         assert!(
             eventually(Duration::from_secs(60), || project.healthy(service)),
             "{service}'s containers are not healthy"

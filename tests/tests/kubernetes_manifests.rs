@@ -44,63 +44,20 @@ const ETCD_CLIENTS: [&str; 3] = ["aggregator", "core-server", "extension-server"
 
 /// What each workload's Secret must hold: the files the component mounts in
 /// `deploy/docker-compose.yml` (the addons Job: the admin's credentials).
-const SECRET_FILES: [(&str, &str, &[&str]); 6] = [
-    (
-        "Deployment",
-        "aggregator",
-        &[
-            "aggregator.crt",
-            "aggregator.key",
-            "aggregator-internal.crt",
-            "aggregator-internal.key",
-            "ca.crt",
-            "internal-ca.crt",
-            "front-proxy-client.crt",
-            "front-proxy-client.key",
-            "front-proxy-ca.crt",
-            "sa.pub",
-            "encryption-config.yaml",
-        ],
-    ),
-    (
-        "Deployment",
-        "core-server",
-        &[
-            "core-server.crt",
-            "core-server.key",
-            "internal-ca.crt",
-            "ca.crt",
-            "sa.key",
-            "encryption-config.yaml",
-        ],
-    ),
-    (
-        "Deployment",
-        "extension-server",
-        &[
-            "extension-server.crt",
-            "extension-server.key",
-            "internal-ca.crt",
-            "encryption-config.yaml",
-        ],
-    ),
-    (
-        "Deployment",
-        "metrics-server",
-        &[
-            "metrics-server.crt",
-            "metrics-server.key",
-            "ca.crt",
-            "front-proxy-ca.crt",
-        ],
-    ),
-    (
-        "StatefulSet",
-        "etcd",
-        &["etcd.crt", "etcd.key", "internal-ca.crt"],
-    ),
-    ("Job", "addons", &["admin.crt", "admin.key", "ca.crt"]),
-];
+fn secret_files() -> Vec<(&'static str, &'static str, &'static [&'static str])> {
+    tests::SERVER_FILES
+        .iter()
+        .map(|(server, files)| ("Deployment", *server, *files))
+        .chain([
+            (
+                "StatefulSet",
+                "etcd",
+                &["etcd.crt", "etcd.key", "internal-ca.crt"][..],
+            ),
+            ("Job", "addons", tests::ADDONS_FILES),
+        ])
+        .collect()
+}
 
 /// Who may reach a component's port under the NetworkPolicies: the
 /// components (by name label) allowed, `*` for every source; none for a
@@ -624,7 +581,7 @@ fn check_secrets(objects: &[Value], variant: &str, manifests: &Manifests) {
             );
         }
     }
-    for (workload_kind, workload, files) in SECRET_FILES {
+    for (workload_kind, workload, files) in secret_files() {
         if variant == EXTERNAL_ETCD && workload == "etcd" {
             continue;
         }

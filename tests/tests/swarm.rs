@@ -276,68 +276,18 @@ fn a_swarm_stack_scales_survives_a_lost_task_and_rolls_its_front_door() {
     );
 
     // Each service receives its own key, and the CA certificates it uses; no CA key.
-    let expected: [(&str, &[&str]); 8] = [
-        ("etcd", &["etcd.crt", "etcd.key", "internal-ca.crt"]),
+    let expected = tests::SERVER_FILES.into_iter().chain([
+        ("etcd", &["etcd.crt", "etcd.key", "internal-ca.crt"][..]),
         ("etcd2", &["etcd2.crt", "etcd2.key", "internal-ca.crt"]),
-        (
-            "aggregator",
-            &[
-                "aggregator.crt",
-                "aggregator.key",
-                "aggregator-internal.crt",
-                "aggregator-internal.key",
-                "ca.crt",
-                "internal-ca.crt",
-                "front-proxy-client.crt",
-                "front-proxy-client.key",
-                "front-proxy-ca.crt",
-                "sa.pub",
-                "encryption-config.yaml",
-            ],
-        ),
-        (
-            "core-server",
-            &[
-                "core-server.crt",
-                "core-server.key",
-                "internal-ca.crt",
-                "ca.crt",
-                "sa.key",
-                "encryption-config.yaml",
-            ],
-        ),
-        (
-            "extension-server",
-            &[
-                "extension-server.crt",
-                "extension-server.key",
-                "internal-ca.crt",
-                "encryption-config.yaml",
-            ],
-        ),
-        (
-            "metrics-server",
-            &[
-                "metrics-server.crt",
-                "metrics-server.key",
-                "ca.crt",
-                "front-proxy-ca.crt",
-            ],
-        ),
-        ("addons", &["admin.crt", "admin.key", "ca.crt"]),
         ("etcd3", &["etcd3.crt", "etcd3.key", "internal-ca.crt"]),
-    ];
+        ("addons", tests::ADDONS_FILES),
+    ]);
     for (service, files) in expected {
         let files: BTreeSet<String> = files.iter().map(|f| f.to_string()).collect();
         assert_eq!(stack.secrets(service), files, "the secrets of {service}");
     }
     // Every server's task passes its /readyz probe.
-    for service in [
-        "aggregator",
-        "core-server",
-        "extension-server",
-        "metrics-server",
-    ] {
+    for (service, _) in tests::SERVER_FILES {
         assert!(
             eventually(Duration::from_secs(60), || stack.healthy(service)),
             "{service}'s tasks are not healthy"
