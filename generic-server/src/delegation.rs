@@ -31,6 +31,14 @@ use apimachinery::keys::UNIX_SCHEME;
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// Body chunk size on the wire.
 const CHUNK_BYTES: usize = 1024 * 1024;
+/// Largest HTTP/2 frame either side of a delegation link accepts: a body
+/// chunk crosses in one frame, so in one write.
+pub(crate) const LINK_FRAME_BYTES: u32 = 1024 * 1024 + 64;
+/// Flow-control window of each stream of a link: a LIST of a few megabytes
+/// is sent without waiting for the receiver's window updates.
+pub(crate) const LINK_STREAM_WINDOW: u32 = 4 * 1024 * 1024;
+/// Flow-control window of a whole link.
+pub(crate) const LINK_CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
 
 /// Request headers that travel down the chain; identity headers never do.
 const FORWARDED_HEADERS: &[&str] = &[
@@ -382,6 +390,9 @@ impl GrpcDelegate {
                 .tls_config(self.tls.grpc_client(&self.server_name))?,
         }
         .connect_timeout(Duration::from_secs(2))
+        .max_frame_size(LINK_FRAME_BYTES)
+        .initial_stream_window_size(LINK_STREAM_WINDOW)
+        .initial_connection_window_size(LINK_CONNECTION_WINDOW)
         .http2_keep_alive_interval(Duration::from_secs(5))
         .keep_alive_timeout(Duration::from_secs(3))
         .keep_alive_while_idle(true);
