@@ -541,14 +541,14 @@ async fn serve_grpc(
         }
     };
     let local = unix.map(|listener| {
-        link_server()
+        crate::delegation::link_server()
             .add_service(service.clone().into_server())
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::UnixListenerStream::new(listener),
                 crate::shutdown::draining(),
             )
     });
-    let remote = link_server()
+    let remote = crate::delegation::link_server()
         .tls_config(tls.grpc_server())?
         .add_service(service.into_server())
         .serve_with_incoming_shutdown(incoming, stop);
@@ -570,16 +570,6 @@ async fn serve_grpc(
             Ok(())
         }
     }
-}
-
-/// The HTTP/2 settings of a delegation link's server side: frames and
-/// windows large enough that a LIST of a megabyte crosses in a few writes.
-fn link_server() -> tonic::transport::Server {
-    tonic::transport::Server::builder()
-        .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
-        .max_frame_size(crate::delegation::LINK_FRAME_BYTES)
-        .initial_stream_window_size(crate::delegation::LINK_STREAM_WINDOW)
-        .initial_connection_window_size(crate::delegation::LINK_CONNECTION_WINDOW)
 }
 
 /// Accepted connections with Nagle's algorithm off (tonic leaves it on for

@@ -29,16 +29,27 @@ use apimachinery::keys::UNIX_SCHEME;
 
 /// Largest gRPC message either end accepts.
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
-/// Body chunk size on the wire.
-const CHUNK_BYTES: usize = 1024 * 1024;
-/// Largest HTTP/2 frame either side of a delegation link accepts: a body
-/// chunk crosses in one frame, so in one write.
-pub(crate) const LINK_FRAME_BYTES: u32 = 1024 * 1024 + 64;
+/// Body chunk size on the wire: a body up to this size reaches the server
+/// above as one piece, with no copy to join its chunks.
+const CHUNK_BYTES: usize = 4 * 1024 * 1024;
+/// Largest HTTP/2 frame either side of a delegation link accepts: a
+/// megabyte of a body crosses in one write.
+const LINK_FRAME_BYTES: u32 = 1024 * 1024 + 64;
 /// Flow-control window of each stream of a link: a LIST of a few megabytes
 /// is sent without waiting for the receiver's window updates.
-pub(crate) const LINK_STREAM_WINDOW: u32 = 4 * 1024 * 1024;
+const LINK_STREAM_WINDOW: u32 = 8 * 1024 * 1024;
 /// Flow-control window of a whole link.
-pub(crate) const LINK_CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+const LINK_CONNECTION_WINDOW: u32 = 32 * 1024 * 1024;
+
+/// The HTTP/2 settings of a delegation link's server side: frames and
+/// windows large enough that a LIST of a megabyte crosses in a few writes.
+pub(crate) fn link_server() -> tonic::transport::Server {
+    tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_secs(10)))
+        .max_frame_size(LINK_FRAME_BYTES)
+        .initial_stream_window_size(LINK_STREAM_WINDOW)
+        .initial_connection_window_size(LINK_CONNECTION_WINDOW)
+}
 
 /// Request headers that travel down the chain; identity headers never do.
 const FORWARDED_HEADERS: &[&str] = &[
@@ -913,7 +924,7 @@ mod tests {
             Arc::new(Discovery::default()),
             callers.iter().map(|c| c.to_string()).collect(),
         );
-        let server = tonic::transport::Server::builder()
+        let server = link_server()
             .tls_config(tls.grpc_server())
             .unwrap()
             .add_service(service.into_server());
@@ -921,6 +932,16 @@ mod tests {
             server.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
         );
         format!("https://127.0.0.1:{}", addr.port())
+    }
+
+    /// Answers with its request's body, five times over.
+    struct Echo;
+
+    #[async_trait::async_trait]
+    impl Handler for Echo {
+        async fn handle(&self, req: ApiRequest) -> ApiResponse {
+            ApiResponse::bytes(StatusCode::OK, "application/json", req.body.repeat(5))
+        }
     }
 
     fn request() -> ApiRequest {
@@ -967,6 +988,32 @@ mod tests {
             dropped.load(Ordering::SeqCst),
             "the server kept streaming after the client went away"
         );
+    }
+
+    #[tokio::test]
+    async fn bodies_larger_than_a_frame_and_a_chunk_cross_whole() {
+        crate::tls::install_crypto_provider();
+        let files = crate::testing::tls_files(&["kubechain-core-server", "kubechain-aggregator"]);
+        let endpoint = serve(Arc::new(Echo), &files[0], &["kubechain-aggregator"]).await;
+        let delegate =
+            GrpcDelegate::new("core-server", &[endpoint], "core-server", &files[1]).unwrap();
+        // Two frames up; three chunks, and many frames, down.
+        let sent: Vec<u8> = (0..LINK_FRAME_BYTES as usize + CHUNK_BYTES / 3)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let req = ApiRequest::new(
+            Method::POST,
+            "/api/v1/namespaces/default/configmaps",
+            "",
+            HeaderMap::new(),
+            Bytes::from(sent.clone()),
+            UserInfo::default(),
+        );
+        let resp = delegate.handle(req).await;
+        assert_eq!(resp.status, StatusCode::OK);
+        let got = resp.into_bytes().await;
+        assert!(got.len() > 2 * CHUNK_BYTES);
+        assert_eq!(got, sent.repeat(5));
     }
 
     #[tokio::test]
