@@ -997,7 +997,7 @@ mod tests {
         let endpoint = serve(Arc::new(Echo), &files[0], &["kubechain-aggregator"]).await;
         let delegate =
             GrpcDelegate::new("core-server", &[endpoint], "core-server", &files[1]).unwrap();
-        // Two frames up; three chunks, and many frames, down.
+        // Three frames up; three chunks, and many frames, down.
         let sent: Vec<u8> = (0..LINK_FRAME_BYTES as usize + CHUNK_BYTES / 3)
             .map(|i| (i % 251) as u8)
             .collect();
