@@ -205,11 +205,19 @@ impl ServiceAllocator {
             .flatten()
             .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
             .collect();
-        let count = svc
+        let ports = svc
             .pointer("/spec/ports")
             .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        for i in 0..count {
+            .cloned()
+            .unwrap_or_default();
+        // Ports this Service already names: a random pick must not repeat
+        // one, though the Service itself holds it.
+        let mut claimed: Vec<i64> = ports
+            .iter()
+            .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+            .filter(|&p| p != 0)
+            .collect();
+        for i in 0..ports.len() {
             let pointer = format!("/spec/ports/{i}/nodePort");
             let requested = svc.pointer(&pointer).and_then(Value::as_i64).unwrap_or(0);
             if requested != 0 && old_ports.contains(&requested) {
@@ -220,6 +228,9 @@ impl ServiceAllocator {
                 let range = self.ranges.node_ports.clone();
                 for _ in 0..64 {
                     let candidate = i64::from(rand::rng().random_range(range.clone()));
+                    if claimed.contains(&candidate) {
+                        continue;
+                    }
                     if self
                         .take(
                             &port_key(candidate),
@@ -268,6 +279,7 @@ impl ServiceAllocator {
                 }
                 requested
             };
+            claimed.push(port);
             svc["spec"]["ports"][i]["nodePort"] = json!(port);
         }
         Ok(())
@@ -464,5 +476,60 @@ mod tests {
         assert_eq!(keys_of(&svc), vec![ip_key("10.96.0.9"), port_key(30080)]);
         assert!(held_by(&holder("a", "b"), "a", "b"));
         assert!(!held_by(&holder("a", "b"), "a", "c"));
+    }
+
+    #[actix::test]
+    async fn one_service_never_gets_the_same_node_port_twice() {
+        use generic_server::request::UserInfo;
+        use generic_server::storage::memory::MemoryStorage;
+        let services = crate::resources::all()
+            .into_iter()
+            .find(|r| r.group.is_empty() && r.plural == "services")
+            .expect("services");
+        let user = UserInfo::default();
+        let attrs = Attributes {
+            operation: Operation::Create,
+            resource: &services,
+            subresource: "",
+            namespace: "ns",
+            name: "web",
+            old: None,
+            user: &user,
+            dry_run: false,
+            equivalents: None,
+            warnings: Default::default(),
+        };
+        // Two free ports and two ports to fill: each port gets its own,
+        // though the Service holds both after the first pick.
+        for _ in 0..20 {
+            let storage = Arc::new(MemoryStorage::default());
+            let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).unwrap();
+            let allocator = ServiceAllocator::new(storage, ranges);
+            let mut svc = json!({"spec": {"ports": [{"port": 80}, {"port": 81}]}});
+            allocator.node_ports(&mut svc, None, &attrs).await.unwrap();
+            let mut got: Vec<i64> = (0..2)
+                .map(|i| svc["spec"]["ports"][i]["nodePort"].as_i64().unwrap())
+                .collect();
+            got.sort();
+            assert_eq!(got, vec![30000, 30001]);
+        }
+        // A port the Service names itself is not handed to its other port.
+        let storage = Arc::new(MemoryStorage::default());
+        let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).unwrap();
+        let allocator = ServiceAllocator::new(storage, ranges);
+        let mut svc = json!({"spec": {"ports": [{"port": 80}, {"port": 81, "nodePort": 30000}]}});
+        allocator.node_ports(&mut svc, None, &attrs).await.unwrap();
+        assert_eq!(svc["spec"]["ports"][0]["nodePort"], 30001);
+        assert_eq!(svc["spec"]["ports"][1]["nodePort"], 30000);
+        // Three ports in a range of two: refused, not doubled up.
+        let storage = Arc::new(MemoryStorage::default());
+        let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).unwrap();
+        let allocator = ServiceAllocator::new(storage, ranges);
+        let mut svc = json!({"spec": {"ports": [{"port": 80}, {"port": 81}, {"port": 82}]}});
+        let err = allocator
+            .node_ports(&mut svc, None, &attrs)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("range is full"), "{err}");
     }
 }
