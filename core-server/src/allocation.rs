@@ -503,33 +503,43 @@ mod tests {
         // though the Service holds both after the first pick.
         for _ in 0..20 {
             let storage = Arc::new(MemoryStorage::default());
-            let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).unwrap();
+            let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).expect("ranges");
             let allocator = ServiceAllocator::new(storage, ranges);
             let mut svc = json!({"spec": {"ports": [{"port": 80}, {"port": 81}]}});
-            allocator.node_ports(&mut svc, None, &attrs).await.unwrap();
+            allocator
+                .node_ports(&mut svc, None, &attrs)
+                .await
+                .expect("ports");
             let mut got: Vec<i64> = (0..2)
-                .map(|i| svc["spec"]["ports"][i]["nodePort"].as_i64().unwrap())
+                .map(|i| {
+                    svc["spec"]["ports"][i]["nodePort"]
+                        .as_i64()
+                        .expect("a node port")
+                })
                 .collect();
             got.sort();
             assert_eq!(got, vec![30000, 30001]);
         }
         // A port the Service names itself is not handed to its other port.
         let storage = Arc::new(MemoryStorage::default());
-        let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).unwrap();
+        let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).expect("ranges");
         let allocator = ServiceAllocator::new(storage, ranges);
         let mut svc = json!({"spec": {"ports": [{"port": 80}, {"port": 81, "nodePort": 30000}]}});
-        allocator.node_ports(&mut svc, None, &attrs).await.unwrap();
+        allocator
+            .node_ports(&mut svc, None, &attrs)
+            .await
+            .expect("ports");
         assert_eq!(svc["spec"]["ports"][0]["nodePort"], 30001);
         assert_eq!(svc["spec"]["ports"][1]["nodePort"], 30000);
         // Three ports in a range of two: refused, not doubled up.
         let storage = Arc::new(MemoryStorage::default());
-        let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).unwrap();
+        let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).expect("ranges");
         let allocator = ServiceAllocator::new(storage, ranges);
         let mut svc = json!({"spec": {"ports": [{"port": 80}, {"port": 81}, {"port": 82}]}});
         let err = allocator
             .node_ports(&mut svc, None, &attrs)
             .await
-            .unwrap_err();
+            .expect_err("a full range");
         assert!(err.to_string().contains("range is full"), "{err}");
     }
 }
