@@ -43,6 +43,9 @@ pub enum Error {
     /// etcd could not be reached or failed.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// etcd's answer was larger than the largest message accepted from it.
+    #[error("storage answer too large: {0}")]
+    TooLarge(String),
     /// The server behind this one could not be reached or failed.
     #[error("delegate unavailable: {0}")]
     Delegate(String),

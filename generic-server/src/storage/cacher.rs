@@ -29,8 +29,14 @@ const RING_CAPACITY: usize = 1024;
 /// buffer is allocated whole (about 40 bytes an event) for every watched
 /// resource, every custom resource included: 1,024 keeps it near 40 KiB.
 const BROADCAST_CAPACITY: usize = 1024;
-/// Page size of the initial list of a resource.
+/// Objects on the first page of a resource's initial list.
 const LIST_PAGE: i64 = 1000;
+/// Bytes aimed at on each later page: etcd 3.4 walks its index from a
+/// page's first key to the end of the range whatever the limit, so a load
+/// costs (objects)² ÷ (page size), and pages must be large.
+const LOAD_PAGE_BYTES: usize = 16 * 1024 * 1024;
+/// Most objects on one page of an initial list.
+const LOAD_PAGE_MAX: i64 = 20_000;
 /// How long a consistent read waits for the cache before giving up.
 const FRESHNESS_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -576,16 +582,25 @@ impl Cacher {
         let mut objects = BTreeMap::new();
         let end = prefix_end(prefix);
         let mut start = prefix.to_string();
+        let (mut limit, mut ceiling) = (LIST_PAGE, LOAD_PAGE_MAX);
         loop {
-            let page = self
-                .storage
-                .range(&start, &end, LIST_PAGE, revision)
-                .await?;
+            let page = match self.storage.range(&start, &end, limit, revision).await {
+                Ok(page) => page,
+                // Objects bigger than the last page's: fewer, from now on.
+                Err(Error::TooLarge(_)) if limit > 1 => {
+                    limit = (limit / 4).max(1);
+                    ceiling = limit;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let bytes: usize = page.kvs.iter().map(|kv| kv.value.len()).sum();
             for kv in &page.kvs {
                 if let Some(obj) = ingest(&kv.key, &kv.value, kv.mod_revision) {
                     objects.insert(obj.key.clone(), Arc::new(obj));
                 }
             }
+            limit = next_load_page(bytes, page.kvs.len()).min(ceiling);
             match page.kvs.last() {
                 Some(last) if page.more => start = format!("{}\0", last.key),
                 _ => return Ok(objects),
@@ -723,6 +738,13 @@ impl Cacher {
         self.progress.send_replace(revision);
         revision
     }
+}
+
+/// The size of an initial list's next page, from the last page's objects:
+/// about [`LOAD_PAGE_BYTES`] of them, at most [`LOAD_PAGE_MAX`].
+fn next_load_page(bytes: usize, objects: usize) -> i64 {
+    let mean = (bytes / objects.max(1)).max(1);
+    i64::try_from(LOAD_PAGE_BYTES / mean).map_or(LOAD_PAGE_MAX, |n| n.clamp(1, LOAD_PAGE_MAX))
 }
 
 /// Reads etcd's current revision, one read shared by every caller that
@@ -1016,6 +1038,94 @@ mod tests {
         let batch = stream.next().await.unwrap().unwrap();
         let event = history_event(&cache, &batch[0]).unwrap();
         assert_eq!((event.kind, event.revision()), (WatchEventType::Added, r1));
+    }
+
+    #[test]
+    fn load_pages_aim_at_a_size_in_bytes() {
+        assert_eq!(next_load_page(1000 * 1024, 1000), 16 * 1024);
+        assert_eq!(next_load_page(1000 * 100, 1000), LOAD_PAGE_MAX);
+        assert_eq!(next_load_page(4 * 1024 * 1024, 2), 8);
+        assert_eq!(next_load_page(100 * 1024 * 1024, 1), 1);
+        assert_eq!(next_load_page(0, 0), LOAD_PAGE_MAX);
+    }
+
+    /// Storage whose range answers above `cap` bytes fail as etcd's client
+    /// does when a message is too large.
+    struct Capped {
+        inner: MemoryStorage,
+        cap: usize,
+        limits: std::sync::Mutex<Vec<i64>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Storage for Capped {
+        async fn get(&self, key: &str) -> Result<Option<super::super::KeyValue>, Error> {
+            self.inner.get(key).await
+        }
+        async fn range(
+            &self,
+            start: &str,
+            end: &str,
+            limit: i64,
+            revision: i64,
+        ) -> Result<super::super::Page, Error> {
+            self.limits.lock().expect("limits").push(limit);
+            let page = self.inner.range(start, end, limit, revision).await?;
+            let bytes: usize = page.kvs.iter().map(|kv| kv.value.len()).sum();
+            if bytes > self.cap {
+                return Err(Error::TooLarge(format!("{bytes} bytes")));
+            }
+            Ok(page)
+        }
+        async fn create(&self, key: &str, value: Bytes) -> Result<i64, Error> {
+            self.inner.create(key, value).await
+        }
+        async fn update(&self, key: &str, value: Bytes, expected: i64) -> Result<i64, Error> {
+            self.inner.update(key, value, expected).await
+        }
+        async fn delete(
+            &self,
+            key: &str,
+            expected: Option<i64>,
+        ) -> Result<(super::super::KeyValue, i64), Error> {
+            self.inner.delete(key, expected).await
+        }
+        async fn watch(&self, start: &str, end: &str, from: i64) -> Result<EventStream, Error> {
+            self.inner.watch(start, end, from).await
+        }
+        async fn current_revision(&self) -> Result<i64, Error> {
+            self.inner.current_revision().await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_load_too_large_for_one_message_asks_for_fewer_objects() {
+        let capped = Arc::new(Capped {
+            inner: MemoryStorage::default(),
+            cap: 10 * 1024,
+            limits: Default::default(),
+        });
+        let padding = "x".repeat(1000);
+        for i in 0..50 {
+            let name = format!("o{i:02}");
+            let value = serde_json::json!({"metadata": {"name": name}, "data": padding});
+            let key = format!("/r/cm/{name}");
+            capped
+                .create(&key, serde_json::to_vec(&value).expect("json").into())
+                .await
+                .expect("created");
+        }
+        let storage: Arc<dyn Storage> = capped.clone();
+        let cacher = Cacher::start(storage).await.expect("cacher");
+        let cache = cacher
+            .register("/r/cm/", json_ingest())
+            .await
+            .expect("loaded");
+        assert_eq!(cache.len(), 50, "every object loaded");
+        let limits = capped.limits.lock().expect("limits").clone();
+        // 1000, 250, 62 and 15 objects are too many; then pages of 3.
+        assert_eq!(&limits[..5], &[1000, 250, 62, 15, 3], "{limits:?}");
+        assert!(limits[5..].iter().all(|&l| l == 3), "{limits:?}");
     }
 
     #[tokio::test]

@@ -106,6 +106,8 @@ fn map_err(err: etcd_client::Error, revision: i64) -> Error {
         }
     } else if text.contains("required revision is a future revision") {
         Error::FutureRevision(revision)
+    } else if text.contains("message length too large") {
+        Error::TooLarge(text)
     } else {
         Error::Unavailable(text)
     }
