@@ -577,66 +577,13 @@ pub fn selects(obj: &CachedObject, opts: &ListOptions) -> bool {
 mod tests {
     use super::*;
 
-    /// Etcd whose revision, once `lag` is set, the watch cache never
-    /// reaches: a cache that lags.
-    #[derive(Default)]
-    struct Ahead(
-        crate::storage::memory::MemoryStorage,
-        std::sync::atomic::AtomicI64,
-    );
-
-    #[async_trait::async_trait]
-    impl Storage for Ahead {
-        async fn get(&self, key: &str) -> Result<Option<crate::storage::KeyValue>, crate::Error> {
-            self.0.get(key).await
-        }
-        async fn range(
-            &self,
-            start: &str,
-            end: &str,
-            limit: i64,
-            revision: i64,
-        ) -> Result<crate::storage::Page, crate::Error> {
-            self.0.range(start, end, limit, revision).await
-        }
-        async fn create(&self, key: &str, value: Bytes) -> Result<i64, crate::Error> {
-            self.0.create(key, value).await
-        }
-        async fn update(
-            &self,
-            key: &str,
-            value: Bytes,
-            expected: i64,
-        ) -> Result<i64, crate::Error> {
-            self.0.update(key, value, expected).await
-        }
-        async fn delete(
-            &self,
-            key: &str,
-            expected: Option<i64>,
-        ) -> Result<(crate::storage::KeyValue, i64), crate::Error> {
-            self.0.delete(key, expected).await
-        }
-        async fn watch(
-            &self,
-            start: &str,
-            end: &str,
-            from: i64,
-        ) -> Result<crate::storage::EventStream, crate::Error> {
-            self.0.watch(start, end, from).await
-        }
-        async fn current_revision(&self) -> Result<i64, crate::Error> {
-            let lag = self.1.load(std::sync::atomic::Ordering::Relaxed);
-            Ok(self.0.current_revision().await? + lag)
-        }
-    }
-
     #[tokio::test]
     async fn consistent_reads_fall_back_to_etcd_when_the_cache_lags() {
-        let ahead = Arc::new(Ahead::default());
+        // Etcd whose revision the watch cache never reaches: a cache that lags.
+        let ahead = Arc::new(crate::storage::memory::Faulty::default());
         let storage: Arc<dyn Storage> = ahead.clone();
         let store = configmap_store(storage.clone()).await;
-        ahead.1.store(1_000, std::sync::atomic::Ordering::Relaxed);
+        ahead.lag.store(1_000, std::sync::atomic::Ordering::Relaxed);
         let revision = create_configmap_a(&storage).await;
 
         let got = store.get("ns", "a", None).await.expect("a consistent get");

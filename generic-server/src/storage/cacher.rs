@@ -1049,62 +1049,12 @@ mod tests {
         assert_eq!(next_load_page(0, 0), LOAD_PAGE_MAX);
     }
 
-    /// Storage whose range answers above `cap` bytes fail as etcd's client
-    /// does when a message is too large.
-    struct Capped {
-        inner: MemoryStorage,
-        cap: usize,
-        limits: std::sync::Mutex<Vec<i64>>,
-    }
-
-    #[async_trait::async_trait]
-    impl Storage for Capped {
-        async fn get(&self, key: &str) -> Result<Option<super::super::KeyValue>, Error> {
-            self.inner.get(key).await
-        }
-        async fn range(
-            &self,
-            start: &str,
-            end: &str,
-            limit: i64,
-            revision: i64,
-        ) -> Result<super::super::Page, Error> {
-            self.limits.lock().expect("limits").push(limit);
-            let page = self.inner.range(start, end, limit, revision).await?;
-            let bytes: usize = page.kvs.iter().map(|kv| kv.value.len()).sum();
-            if bytes > self.cap {
-                return Err(Error::TooLarge(format!("{bytes} bytes")));
-            }
-            Ok(page)
-        }
-        async fn create(&self, key: &str, value: Bytes) -> Result<i64, Error> {
-            self.inner.create(key, value).await
-        }
-        async fn update(&self, key: &str, value: Bytes, expected: i64) -> Result<i64, Error> {
-            self.inner.update(key, value, expected).await
-        }
-        async fn delete(
-            &self,
-            key: &str,
-            expected: Option<i64>,
-        ) -> Result<(super::super::KeyValue, i64), Error> {
-            self.inner.delete(key, expected).await
-        }
-        async fn watch(&self, start: &str, end: &str, from: i64) -> Result<EventStream, Error> {
-            self.inner.watch(start, end, from).await
-        }
-        async fn current_revision(&self) -> Result<i64, Error> {
-            self.inner.current_revision().await
-        }
-    }
-
     #[tokio::test]
     async fn a_load_too_large_for_one_message_asks_for_fewer_objects() {
-        let capped = Arc::new(Capped {
-            inner: MemoryStorage::default(),
-            cap: 10 * 1024,
-            limits: Default::default(),
-        });
+        let capped = Arc::new(crate::storage::memory::Faulty::default());
+        capped
+            .answer_cap
+            .store(10 * 1024, std::sync::atomic::Ordering::Relaxed);
         let padding = "x".repeat(1000);
         for i in 0..50 {
             let name = format!("o{i:02}");

@@ -218,6 +218,60 @@ impl Storage for MemoryStorage {
     }
 }
 
+/// Memory storage with faults a unit test turns on: a revision ahead of
+/// what the watch delivers (a lagging cache), and range answers above a
+/// size failing as etcd's client fails a message too large.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct Faulty {
+    /// The store behind the faults.
+    pub inner: MemoryStorage,
+    /// Added to every current revision.
+    pub lag: std::sync::atomic::AtomicI64,
+    /// Range answers above this many bytes fail (0: none do).
+    pub answer_cap: std::sync::atomic::AtomicUsize,
+    /// The limit of every range asked for, in order.
+    pub limits: Mutex<Vec<i64>>,
+}
+
+#[cfg(test)]
+#[async_trait::async_trait]
+impl Storage for Faulty {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
+        self.inner.get(key).await
+    }
+    async fn range(&self, start: &str, end: &str, limit: i64, revision: i64) -> Result<Page> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.limits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(limit);
+        let page = self.inner.range(start, end, limit, revision).await?;
+        let bytes: usize = page.kvs.iter().map(|kv| kv.value.len()).sum();
+        let cap = self.answer_cap.load(Relaxed);
+        if cap > 0 && bytes > cap {
+            return Err(Error::TooLarge(format!("{bytes} bytes")));
+        }
+        Ok(page)
+    }
+    async fn create(&self, key: &str, value: Bytes) -> Result<i64> {
+        self.inner.create(key, value).await
+    }
+    async fn update(&self, key: &str, value: Bytes, expected: i64) -> Result<i64> {
+        self.inner.update(key, value, expected).await
+    }
+    async fn delete(&self, key: &str, expected: Option<i64>) -> Result<(KeyValue, i64)> {
+        self.inner.delete(key, expected).await
+    }
+    async fn watch(&self, start: &str, end: &str, from: i64) -> Result<EventStream> {
+        self.inner.watch(start, end, from).await
+    }
+    async fn current_revision(&self) -> Result<i64> {
+        let lag = self.lag.load(std::sync::atomic::Ordering::Relaxed);
+        Ok(self.inner.current_revision().await? + lag)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
