@@ -198,26 +198,15 @@ impl ServiceAllocator {
         old: Option<&Value>,
         attrs: &Attributes<'_>,
     ) -> Result<()> {
-        let old_ports: Vec<i64> = old
-            .and_then(|o| o.pointer("/spec/ports"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
-            .collect();
-        let ports = svc
+        let old_ports = old.map(node_ports_of).unwrap_or_default();
+        let count = svc
             .pointer("/spec/ports")
             .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+            .map_or(0, Vec::len);
         // Ports this Service already names: a random pick must not repeat
         // one, though the Service itself holds it.
-        let mut claimed: Vec<i64> = ports
-            .iter()
-            .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
-            .filter(|&p| p != 0)
-            .collect();
-        for i in 0..ports.len() {
+        let mut claimed = node_ports_of(svc);
+        for i in 0..count {
             let pointer = format!("/spec/ports/{i}/nodePort");
             let requested = svc.pointer(&pointer).and_then(Value::as_i64).unwrap_or(0);
             if requested != 0 && old_ports.contains(&requested) {
@@ -321,21 +310,19 @@ fn keys_of(svc: &Value) -> Vec<String> {
             keys.push(ip_key(ip));
         }
     }
-    for port in svc
-        .pointer("/spec/ports")
+    keys.extend(node_ports_of(svc).into_iter().map(port_key));
+    keys
+}
+
+/// The node ports a Service names (none for a port without one).
+fn node_ports_of(svc: &Value) -> Vec<i64> {
+    svc.pointer("/spec/ports")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-    {
-        if let Some(p) = port
-            .get("nodePort")
-            .and_then(Value::as_i64)
-            .filter(|p| *p != 0)
-        {
-            keys.push(port_key(p));
-        }
-    }
-    keys
+        .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+        .filter(|&p| p != 0)
+        .collect()
 }
 
 /// Releases what deleted Services held, and reclaims allocations no Service holds.
