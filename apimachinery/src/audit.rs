@@ -159,7 +159,7 @@ static NOTHING: RequestAuditConfig = RequestAuditConfig {
 impl Policy {
     /// Reads a policy from YAML or JSON, and checks it as kube does.
     pub fn parse(text: &str) -> Result<Policy> {
-        let value: Value = serde_yaml_ng::from_str(text)
+        let value: Value = crate::yaml::from_str(text)
             .map_err(|e| Error::bad_request(format!("audit policy: {e}")))?;
         Self::from_value(value)
     }

@@ -30,5 +30,6 @@ pub mod resource_quota;
 pub mod schema;
 pub mod table;
 pub mod validation;
+pub mod yaml;
 
 pub use error::{Error, Result};

@@ -377,11 +377,6 @@ impl TlsOptions {
     }
 }
 
-/// Stack of each runtime worker: room for the bounded recursions over user
-/// data (decoders, patches, schemas) even in a debug build; only what is
-/// touched is ever committed.
-const WORKER_STACK_BYTES: usize = 8 * 1024 * 1024;
-
 /// Runs a server's main future on an actix system (actors on the main
 /// thread, tasks on a multi-threaded tokio runtime), with logging to stderr
 /// in `logging`'s format, filtered by `RUST_LOG` (default `info`).
@@ -402,11 +397,14 @@ pub fn run<E>(
     let runtime = || {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
-            .thread_stack_size(WORKER_STACK_BYTES)
+            .thread_stack_size(crate::runtime::STACK_BYTES)
             .build()
             .expect("a tokio runtime")
     };
-    actix_rt::System::with_tokio_rt(runtime).block_on(main)
+    actix_rt::System::with_tokio_rt(runtime).block_on(async {
+        crate::runtime::remember_current();
+        main.await
+    })
 }
 
 /// Parses a flag's duration in whole seconds (`5s` or `5`).

@@ -28,6 +28,7 @@ pub mod request;
 pub mod request_info;
 pub mod resource;
 pub mod rest;
+pub mod runtime;
 pub mod server;
 pub mod service_client;
 pub mod shutdown;

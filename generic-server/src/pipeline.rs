@@ -252,7 +252,7 @@ impl Pipeline {
             Err(e) => return flow.respond(e.into()),
         };
         if let Some(record) = record.as_mut() {
-            record.request_body(&req.body, &req.headers);
+            record.request_body(&req.body, &req.headers).await;
         }
         tracing::trace!(audit_id = %req.audit_id, verb = %req.info.verb, path = %req.path, user = %req.user.name, "request");
         let counted = self.metrics.start(&req);

@@ -506,3 +506,122 @@ fn deeply_nested_validation_rules_are_refused_without_a_crash() {
     assert!(denied.err().contains("failed rule"), "{denied:?}");
     assert_eq!(server_pids(&cluster), pids, "a server was restarted");
 }
+
+/// The slowest of the admin's GETs, sent one after another while `attack`
+/// runs: what other users wait meanwhile.
+fn slowest_answer_during(cluster: &Cluster, attack: impl FnOnce()) -> Duration {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let probe = scope.spawn(|| {
+            let mut slowest = Duration::ZERO;
+            let mut answered = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let asked = Instant::now();
+                let answer = cluster.curl(As::Admin, "GET", "/api/v1/namespaces/default", &[], None);
+                assert_eq!(answer.code, 200, "{}", answer.text);
+                slowest = slowest.max(asked.elapsed());
+                answered += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert!(answered > 0);
+            slowest
+        });
+        attack();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        probe.join().expect("the probe")
+    })
+}
+
+/// Each server's resident memory, in MiB.
+fn memory_mib(cluster: &Cluster) -> Vec<(String, u64)> {
+    let mut memory: Vec<_> = cluster
+        .memory_kib()
+        .into_iter()
+        .filter(|(name, _)| name.ends_with("-server") || name == "aggregator")
+        .map(|(name, kib)| (name, kib / 1024))
+        .collect();
+    memory.sort();
+    memory
+}
+
+/// Asserts that no server grew by more than `limit_mib` since `before`.
+fn assert_memory_within(cluster: &Cluster, before: &[(String, u64)], limit_mib: u64) {
+    let after = memory_mib(cluster);
+    for ((name, was), (_, now)) in before.iter().zip(&after) {
+        assert!(
+            *now <= was + limit_mib,
+            "{name} grew from {was} MiB to {now} MiB: {after:?}"
+        );
+    }
+}
+
+#[test]
+fn deep_yaml_from_any_user_is_refused_at_its_limit() {
+    let cluster = Cluster::start();
+    let pids = server_pids(&cluster);
+    let memory = memory_mib(&cluster);
+    // Every authenticated user may create a SelfSubjectAccessReview: the
+    // body of a ServiceAccount without bindings reaches the YAML reader.
+    let token = cluster.service_account_token("nobody");
+    let review = "apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectAccessReview\n";
+    let mib = 3 << 20;
+    let bodies = [
+        // The red team's body: 50,000 levels in 100 KB.
+        format!("{review}spec: {{x: {}{}}}", "[".repeat(50_000), "]".repeat(50_000)),
+        // As deep as the body limit allows, in flow and block style.
+        format!("{review}spec: {{x: {}", "[".repeat(mib - 200)),
+        format!("{review}spec: {}", "{a: ".repeat((mib - 200) / 4)),
+        format!("{review}spec:\n  x:\n    {}1\n", "- ".repeat((mib - 200) / 2)),
+    ];
+    let started = Instant::now();
+    let slowest = slowest_answer_during(&cluster, || {
+        std::thread::scope(|scope| {
+            // Each body twice at once, as the red team sent them.
+            let sent: Vec<_> = bodies
+                .iter()
+                .flat_map(|body| [body, body])
+                .map(|body| {
+                    let token = &token;
+                    let cluster = &cluster;
+                    scope.spawn(move || {
+                        cluster.curl(
+                            As::Token(token),
+                            "POST",
+                            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                            &["Content-Type: application/yaml"],
+                            Some(body.as_bytes()),
+                        )
+                    })
+                })
+                .collect();
+            for answer in sent {
+                let answer = answer.join().expect("a request");
+                assert_eq!(answer.code, 400, "{}", answer.text);
+                assert_eq!(answer.json["reason"], "BadRequest", "{}", answer.text);
+                let message = answer.json["message"].as_str().unwrap_or_default();
+                assert!(
+                    message.starts_with("error converting YAML to JSON: yaml: line ")
+                        && message.ends_with("the document nests more than 128 levels deep"),
+                    "{message}"
+                );
+            }
+        })
+    });
+    eprintln!(
+        "8 deep YAML bodies answered in {:?}; the admin's slowest GET meanwhile {slowest:?}",
+        started.elapsed()
+    );
+    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+    assert_eq!(server_pids(&cluster), pids, "a server was restarted");
+    assert_memory_within(&cluster, &memory, 256);
+    // YAML within the limits is still read as kube reads it.
+    let fine = cluster.curl(
+        As::Token(&token),
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        &["Content-Type: application/yaml"],
+        Some(format!("{review}spec: {{resourceAttributes: {{verb: get, resource: pods}}}}").as_bytes()),
+    );
+    assert_eq!(fine.code, 201, "{}", fine.text);
+    assert_eq!(fine.json["status"]["allowed"], false, "{}", fine.text);
+}

@@ -336,7 +336,7 @@ impl Record {
     /// The request's body: a create's object names the object, and at
     /// Request level and above the body is recorded (JSON, YAML or
     /// protobuf, as JSON; a patch as the patch).
-    pub fn request_body(&mut self, body: &Bytes, headers: &HeaderMap) {
+    pub async fn request_body(&mut self, body: &Bytes, headers: &HeaderMap) {
         if body.is_empty() {
             return;
         }
@@ -378,7 +378,7 @@ impl Record {
             }
             return;
         }
-        let Ok(object) = codec::decode_body(media, body) else {
+        let Ok(object) = codec::decode(media, body).await else {
             return;
         };
         if names_object {
@@ -606,12 +606,12 @@ mod tests {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        record.request_body(
+        futures::executor::block_on(record.request_body(
             &Bytes::from_static(
                 br#"{"metadata":{"name":"cm","managedFields":[{}]},"data":{"a":"b"}}"#,
             ),
             &headers,
-        );
+        ));
         record.authorized(true, "RBAC: allowed");
         record.annotate(vec![("policy/x".into(), "y".into())]);
         let resp = ApiResponse::bytes(
@@ -753,7 +753,7 @@ mod tests {
             )
             .unwrap();
             record.authorized(true, "");
-            record.request_body(&body, &headers);
+            futures::executor::block_on(record.request_body(&body, &headers));
             let resp = ApiResponse::bytes(StatusCode::CREATED, "application/json", "{}");
             std::hint::black_box(record.complete(resp));
         }

@@ -67,7 +67,7 @@ fn read_kubeconfig(path: &Path) -> crate::Result<Target> {
     use base64::Engine;
     let bad = |why: String| crate::Error::Audit(format!("{}: {why}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| crate::Error::read(path, e))?;
-    let config: Value = serde_yaml_ng::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let config: Value = apimachinery::yaml::from_str(&text).map_err(|e| bad(e.to_string()))?;
     let named = |list: &str, name: Option<&str>, field: &str| -> Value {
         let items = config[list].as_array().cloned().unwrap_or_default();
         let found = match name {

@@ -23,7 +23,7 @@ pub async fn create(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
     check_verb(&store.resource, req)?;
     let out = output(req)?;
     let opts = write_options(req)?;
-    let obj = body(&store.resource, req)?;
+    let obj = body(&store.resource, req).await?;
     let written = store
         .create(namespace(&store.resource, req), obj, &opts)
         .await?;
@@ -38,7 +38,7 @@ pub async fn create(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
 pub async fn answer(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
     let kind = rest.create_kind();
     let media = crate::codec::MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
-    let mut obj = crate::codec::decode_body(media, &req.body)?;
+    let mut obj = crate::codec::decode(media, &req.body).await?;
     let Some(map) = obj.as_object_mut() else {
         return Err(Error::bad_request("the body must be an object"));
     };

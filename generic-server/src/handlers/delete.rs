@@ -15,7 +15,7 @@ use apimachinery::error::{Error, Result};
 pub async fn delete(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
     check_verb(&store.resource, req)?;
     let out = output(req)?;
-    let opts = delete_options(req)?;
+    let opts = delete_options(req).await?;
     let deleted = store
         .delete(namespace(&store.resource, req), &req.info.name, &opts)
         .await?;
@@ -33,7 +33,7 @@ pub async fn delete(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
 pub async fn delete_collection(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
     check_verb(&store.resource, req)?;
     let list = list_options(req)?;
-    let opts = delete_options(req)?;
+    let opts = delete_options(req).await?;
     let items = store
         .delete_collection(namespace(&store.resource, req), &list, &opts)
         .await?;
@@ -47,12 +47,12 @@ pub async fn delete_collection(store: &Arc<Store>, req: &ApiRequest) -> Result<A
 }
 
 /// DeleteOptions from the body (JSON or protobuf) and the query.
-fn delete_options(req: &ApiRequest) -> Result<DeleteOptions> {
+async fn delete_options(req: &ApiRequest) -> Result<DeleteOptions> {
     let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
         let media = MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
-        codec::decode_body(media, &req.body)?
+        codec::decode(media, &req.body).await?
     };
     if !body.is_object() {
         return Err(Error::bad_request(

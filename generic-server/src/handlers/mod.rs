@@ -151,9 +151,9 @@ pub(crate) fn output(req: &ApiRequest) -> Result<Output> {
 }
 
 /// Decodes a request body per its Content-Type.
-fn body(resource: &Resource, req: &ApiRequest) -> Result<Value> {
+async fn body(resource: &Resource, req: &ApiRequest) -> Result<Value> {
     let media = MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
-    let obj = codec::decode_body(media, &req.body)?;
+    let obj = codec::decode(media, &req.body).await?;
     if !obj.is_object() && media != MediaType::Protobuf {
         // kube could read no apiVersion and kind from it.
         return Err(Error::bad_request(format!(

@@ -14,7 +14,7 @@ pub async fn update(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
     check_verb(&store.resource, req)?;
     let out = output(req)?;
     let opts = write_options(req)?;
-    let obj = body(&store.resource, req)?;
+    let obj = body(&store.resource, req).await?;
     let written = store
         .update(
             namespace(&store.resource, req),

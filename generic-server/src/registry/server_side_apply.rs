@@ -74,7 +74,7 @@ impl Store {
                 vec![cause],
             ));
         };
-        let mut config = crate::codec::decode_yaml(body)?;
+        let mut config = crate::codec::decode(crate::codec::MediaType::Yaml, body).await?;
         if !config.is_object() {
             return Err(Error::bad_request(
                 "the applied configuration must be an object",

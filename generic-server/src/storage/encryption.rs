@@ -165,7 +165,7 @@ impl Encryption {
 
     /// Parses kube's `EncryptionConfiguration`, for objects under `root`.
     pub fn parse(text: &str, root: &str) -> Result<Encryption> {
-        let file: ConfigFile = serde_yaml_ng::from_str(text).map_err(invalid)?;
+        let file: ConfigFile = apimachinery::yaml::from_str(text).map_err(invalid)?;
         if file.kind != "EncryptionConfiguration"
             || !matches!(
                 file.api_version.as_str(),

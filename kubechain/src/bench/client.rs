@@ -25,7 +25,7 @@ impl Credentials {
     pub fn from_kubeconfig(path: &Path, server: Option<&str>) -> Result<Credentials> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let config: Value = serde_yaml_ng::from_str(&text)
+        let config: Value = apimachinery::yaml::from_str(&text)
             .with_context(|| format!("parsing {}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let context_name = config["current-context"].as_str().unwrap_or_default();
