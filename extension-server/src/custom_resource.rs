@@ -224,6 +224,10 @@ impl Strategy for CustomResourceStrategy {
         errs
     }
 
+    fn validation_is_costly(&self) -> bool {
+        !self.version.rules.is_empty()
+    }
+
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = apimachinery::schema::validate(new, &self.version.structural);
         errs.extend(apimachinery::cel::validate(

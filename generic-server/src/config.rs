@@ -403,6 +403,7 @@ pub fn run<E>(
     };
     actix_rt::System::with_tokio_rt(runtime).block_on(async {
         crate::runtime::remember_current();
+        crate::shutdown::listen();
         main.await
     })
 }

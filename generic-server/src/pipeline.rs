@@ -38,7 +38,8 @@ pub struct Pipeline {
     authorizer: Box<dyn Authorizer>,
     handler: Arc<dyn Handler>,
     metrics: &'static Metrics,
-    long_running: Arc<LongRunning>,
+    long_running: Arc<PerUser>,
+    unwritten: Arc<PerUser>,
     audit: Option<Arc<Auditor>>,
     flow_control: Option<Arc<PriorityAndFairness>>,
     /// What its trace spans are called.
@@ -57,7 +58,8 @@ impl Pipeline {
             authorizer,
             handler,
             metrics: crate::metrics::global(),
-            long_running: Arc::default(),
+            long_running: PerUser::new(MAX_LONG_RUNNING_PER_USER, usize::MAX),
+            unwritten: PerUser::new(MAX_UNWRITTEN_BYTES_PER_USER, MAX_UNWRITTEN_BYTES),
             audit: None,
             flow_control: None,
             name: "front-door",
@@ -237,7 +239,7 @@ impl Pipeline {
             return flow.respond(e.into());
         }
         let slot = if req.is_long_running() && !req.user.in_group(EXEMPT_GROUP) {
-            match self.long_running.acquire(&req.user.name) {
+            match self.long_running.acquire(&req.user.name, 1) {
                 Some(slot) => Some(slot),
                 None => {
                     tracing::info!(user = %req.user.name, "too many long-running requests");
@@ -259,6 +261,7 @@ impl Pipeline {
         let (started, trace) = (std::time::Instant::now(), TraceContext::of(&req.headers));
         trace.propagate(&mut req.headers);
         let audit_id = req.audit_id.clone();
+        let (user, deadline) = (req.user.name.clone(), req.deadline());
         let resp = if req.path == "/metrics" && req.method == Method::GET {
             ApiResponse::bytes(
                 http::StatusCode::OK,
@@ -298,17 +301,35 @@ impl Pipeline {
         };
         trace.log(self.name, started, resp.status.as_u16(), &audit_id);
         counted.done(resp.status.as_u16());
-        let resp = flow.respond(resp);
         match (slot, resp.body) {
-            // The slot is held for as long as the stream is.
-            (Some(slot), Body::Stream(stream)) => ApiResponse {
+            // The slot is held for as long as the stream is; the seats are
+            // given back once it has started, as kube gives a watch's back.
+            (Some(slot), Body::Stream(stream)) => flow.respond(ApiResponse {
                 body: Body::Stream(Box::pin(stream.map(move |chunk| {
                     let _held = &slot;
                     chunk
                 }))),
                 ..resp
-            },
-            (_, body) => ApiResponse { body, ..resp },
+            }),
+            // A large body holds its seats until it is written, as kube's
+            // handler holds them while it writes, and counts against what
+            // its user may leave unread.
+            (_, Body::Full(bytes)) if bytes.len() > HELD_SLICE => {
+                let Some(share) = self.unwritten.acquire(&user, bytes.len()) else {
+                    tracing::info!(%user, bytes = bytes.len(), "too many bytes of responses unread");
+                    return flow.respond(apimachinery::Error::too_many_requests().into());
+                };
+                let mut resp = flow.name(ApiResponse {
+                    body: Body::Full(Bytes::new()),
+                    ..resp
+                });
+                resp.headers
+                    .insert(http::header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+                let deadline = started + deadline.unwrap_or(crate::request::REQUEST_TIMEOUT);
+                resp.body = Body::Stream(held_body(bytes, deadline, (flow, share)));
+                resp
+            }
+            (_, body) => flow.respond(ApiResponse { body, ..resp }),
         }
     }
 }
@@ -330,44 +351,99 @@ pub const MAX_LONG_RUNNING_PER_USER: usize = 250;
 /// The group no per-user limit applies to.
 const EXEMPT_GROUP: &str = "system:masters";
 
-/// The long-running requests each user has open.
-#[derive(Default)]
-struct LongRunning {
-    open: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+/// Whole bodies larger than this are written a slice of it at a time, and
+/// hold their seats and their share of [`MAX_UNWRITTEN_BYTES`] until the
+/// writer has taken the last slice (the size at which the writer's
+/// coalescing passes a slice on as it is).
+const HELD_SLICE: usize = crate::request::COALESCE_BYTES;
+/// Most bytes of large responses one user may have waiting for the client
+/// to read them; past it, the next large response is a 429.
+pub const MAX_UNWRITTEN_BYTES_PER_USER: usize = 128 << 20;
+/// Most bytes of large responses waiting for their clients, all users.
+pub const MAX_UNWRITTEN_BYTES: usize = 512 << 20;
+/// How long the kernel waits for a client to acknowledge what was sent to
+/// it before it drops the connection (`TCP_USER_TIMEOUT`): a client that
+/// stops reading gives back what its response holds.
+const UNACKNOWLEDGED_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What each user holds of a limited resource (open long-running requests,
+/// bytes of responses not yet written), within a limit per user and one
+/// for everyone.
+struct PerUser {
+    per_user: usize,
+    total: usize,
+    held: std::sync::Mutex<(usize, std::collections::HashMap<String, usize>)>,
 }
 
-impl LongRunning {
-    /// A slot for one more of `user`'s long-running requests, if under the limit.
-    fn acquire(self: &Arc<Self>, user: &str) -> Option<Slot> {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let count = open.entry(user.to_string()).or_default();
-        if *count >= MAX_LONG_RUNNING_PER_USER {
+impl PerUser {
+    fn new(per_user: usize, total: usize) -> Arc<PerUser> {
+        Arc::new(PerUser {
+            per_user,
+            total,
+            held: Default::default(),
+        })
+    }
+
+    /// `amount` more for `user`, if within both limits.
+    fn acquire(self: &Arc<Self>, user: &str, amount: usize) -> Option<Share> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let (total, users) = &mut *held;
+        let mine = users.get(user).copied().unwrap_or(0);
+        if mine + amount > self.per_user || *total + amount > self.total {
             return None;
         }
-        *count += 1;
-        Some(Slot {
+        *total += amount;
+        users.insert(user.to_string(), mine + amount);
+        Some(Share {
             owner: self.clone(),
             user: user.to_string(),
+            amount,
         })
     }
 }
 
-/// One open long-running request; given back when dropped.
-struct Slot {
-    owner: Arc<LongRunning>,
+/// One user's share of a [`PerUser`] resource; given back when dropped.
+struct Share {
+    owner: Arc<PerUser>,
     user: String,
+    amount: usize,
 }
 
-impl Drop for Slot {
+impl Drop for Share {
     fn drop(&mut self) {
-        let mut open = self.owner.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = open.get_mut(&self.user) {
-            *count -= 1;
-            if *count == 0 {
-                open.remove(&self.user);
+        let mut held = self.owner.held.lock().unwrap_or_else(|e| e.into_inner());
+        let (total, users) = &mut *held;
+        *total -= self.amount;
+        if let Some(mine) = users.get_mut(&self.user) {
+            *mine -= self.amount;
+            if *mine == 0 {
+                users.remove(&self.user);
             }
         }
     }
+}
+
+/// A whole body as slices for the writer, holding `held` (its seats and
+/// its share of the unwritten bytes) until the writer takes the last one;
+/// past `deadline` it ends short of its length, and the writer closes the
+/// connection (kube's timeout filter aborts a response still being
+/// written when the request's time is up).
+fn held_body(
+    bytes: Bytes,
+    deadline: std::time::Instant,
+    held: impl Send + 'static,
+) -> crate::request::BodyStream {
+    let state = (bytes, held);
+    Box::pin(futures::stream::unfold(
+        state,
+        move |(mut rest, held)| async move {
+            if rest.is_empty() || std::time::Instant::now() > deadline {
+                return None;
+            }
+            let slice = rest.split_to(rest.len().min(HELD_SLICE));
+            Some((slice, (rest, held)))
+        },
+    ))
 }
 
 /// Largest total size of a request's headers (Go's `http.DefaultMaxHeaderBytes`, as kube-apiserver).
@@ -413,7 +489,14 @@ pub async fn serve_https(
         type Tls = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;
         if let Some(tls) = conn.downcast_ref::<Tls>() {
             // Responses are written whole: never hold them back for an ACK.
-            let _ = tls.get_ref().0.set_nodelay(true);
+            let socket = &tls.get_ref().0;
+            let _ = socket.set_nodelay(true);
+            let millis = UNACKNOWLEDGED_TIMEOUT.as_millis() as u32;
+            let _ = nix::sys::socket::setsockopt(
+                socket,
+                nix::sys::socket::sockopt::TcpUserTimeout,
+                &millis,
+            );
             if let Some(certs) = tls.get_ref().1.peer_certificates() {
                 ext.insert(PeerCerts(certs.iter().map(|c| c.to_vec()).collect()));
             }
@@ -534,17 +617,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_user_has_a_bounded_number_of_long_running_requests() {
-        let open = Arc::new(LongRunning::default());
-        let mut slots: Vec<Slot> = (0..MAX_LONG_RUNNING_PER_USER)
-            .map(|_| open.acquire("alice").unwrap())
-            .collect();
-        assert!(open.acquire("alice").is_none());
-        // Others are not affected, and a slot given back can be taken again.
-        assert!(open.acquire("bob").is_some());
-        slots.pop();
-        assert!(open.acquire("alice").is_some());
-        drop(slots);
-        assert!(open.open.lock().unwrap().is_empty());
+    fn each_user_holds_a_bounded_share_and_all_users_a_bounded_total() {
+        let open = PerUser::new(3, 5);
+        let mut shares: Vec<Share> = (0..3).map(|_| open.acquire("alice", 1).unwrap()).collect();
+        assert!(open.acquire("alice", 1).is_none());
+        // Others are not affected, up to the total; a share given back can be taken again.
+        let bob = open.acquire("bob", 2).unwrap();
+        assert!(open.acquire("carol", 1).is_none());
+        shares.pop();
+        assert!(open.acquire("alice", 1).is_some());
+        drop((shares, bob));
+        assert!(open.held.lock().unwrap().1.is_empty());
+        assert_eq!(open.held.lock().unwrap().0, 0);
+        assert!(open.acquire("dave", 6).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_held_body_gives_its_slices_then_what_it_held_and_stops_at_its_deadline() {
+        let held = Arc::new(());
+        let body = Bytes::from(vec![7u8; HELD_SLICE * 2 + 10]);
+        let later = std::time::Instant::now() + Duration::from_secs(60);
+        let mut stream = held_body(body.clone(), later, held.clone());
+        let mut lengths = Vec::new();
+        while let Some(slice) = stream.next().await {
+            lengths.push(slice.len());
+            // Held until the writer has taken the last slice.
+            assert_eq!(Arc::strong_count(&held), 2);
+        }
+        assert_eq!(lengths, [HELD_SLICE, HELD_SLICE, 10]);
+        drop(stream);
+        assert_eq!(Arc::strong_count(&held), 1);
+        // Past its deadline it ends short (the writer then closes the connection).
+        let past = std::time::Instant::now() - Duration::from_secs(1);
+        assert!(held_body(body, past, ()).next().await.is_none());
     }
 }

@@ -109,7 +109,7 @@ impl ApiRequest {
 pub type BodyStream = Pin<Box<dyn Stream<Item = Bytes> + Send + 'static>>;
 
 /// The most bytes `coalesce` joins into one chunk.
-const COALESCE_BYTES: usize = 256 * 1024;
+pub(crate) const COALESCE_BYTES: usize = 256 * 1024;
 
 /// Joins the chunks a stream already has ready into one (up to
 /// `COALESCE_BYTES`), so a backlog of watch events leaves as one frame and

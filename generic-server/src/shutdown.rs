@@ -3,6 +3,8 @@
 //! watches then end as a broken stream, which the server above resumes on
 //! another replica from the last event; requests in flight finish; and it
 //! exits within [`GRACE`]. A leader gives up its lease on the way out.
+//! Whatever its threads are doing then (a long computation cannot be
+//! cancelled), the process is gone [`HARD_STOP`] after the signal.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -12,6 +14,9 @@ use tokio::sync::watch;
 /// The longest a stopping server waits for requests in flight.
 pub const GRACE: Duration = Duration::from_secs(8);
 
+/// When a stopping process exits even if its work has not finished.
+pub const HARD_STOP: Duration = Duration::from_secs(GRACE.as_secs() + 4);
+
 /// Flips to `true` once the process is asked to stop (a signal is process-wide).
 static DRAINING: LazyLock<watch::Receiver<bool>> = LazyLock::new(|| {
     let (tx, rx) = watch::channel(false);
@@ -19,6 +24,12 @@ static DRAINING: LazyLock<watch::Receiver<bool>> = LazyLock::new(|| {
         wait_for_signal().await;
         tracing::info!("asked to stop: draining");
         tx.send_replace(true);
+        // A thread of its own: it runs even when every runtime thread is busy.
+        std::thread::spawn(|| {
+            std::thread::sleep(HARD_STOP);
+            tracing::warn!(after = ?HARD_STOP, "still running after the grace period: exiting");
+            std::process::exit(1);
+        });
         // Keep the sender, so receivers never see the channel close.
         std::future::pending::<()>().await;
     });

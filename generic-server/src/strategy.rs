@@ -48,6 +48,12 @@ pub trait Strategy: Send + Sync + 'static {
         self.validate(new)
     }
 
+    /// Whether validation may take long (it runs expressions under a cost
+    /// budget): the store then runs it on the blocking pool.
+    fn validation_is_costly(&self) -> bool {
+        false
+    }
+
     /// Non-fatal warnings returned to the client in `Warning` headers.
     fn warnings(&self, _obj: &Value) -> Vec<String> {
         Vec::new()

@@ -517,7 +517,8 @@ fn slowest_answer_during(cluster: &Cluster, attack: impl FnOnce()) -> Duration {
             let mut answered = 0;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 let asked = Instant::now();
-                let answer = cluster.curl(As::Admin, "GET", "/api/v1/namespaces/default", &[], None);
+                let answer =
+                    cluster.curl(As::Admin, "GET", "/api/v1/namespaces/default", &[], None);
                 assert_eq!(answer.code, 200, "{}", answer.text);
                 slowest = slowest.max(asked.elapsed());
                 answered += 1;
@@ -567,11 +568,18 @@ fn deep_yaml_from_any_user_is_refused_at_its_limit() {
     let mib = 3 << 20;
     let bodies = [
         // The red team's body: 50,000 levels in 100 KB.
-        format!("{review}spec: {{x: {}{}}}", "[".repeat(50_000), "]".repeat(50_000)),
+        format!(
+            "{review}spec: {{x: {}{}}}",
+            "[".repeat(50_000),
+            "]".repeat(50_000)
+        ),
         // As deep as the body limit allows, in flow and block style.
         format!("{review}spec: {{x: {}", "[".repeat(mib - 200)),
         format!("{review}spec: {}", "{a: ".repeat((mib - 200) / 4)),
-        format!("{review}spec:\n  x:\n    {}1\n", "- ".repeat((mib - 200) / 2)),
+        format!(
+            "{review}spec:\n  x:\n    {}1\n",
+            "- ".repeat((mib - 200) / 2)
+        ),
     ];
     let started = Instant::now();
     let slowest = slowest_answer_during(&cluster, || {
@@ -620,8 +628,154 @@ fn deep_yaml_from_any_user_is_refused_at_its_limit() {
         "POST",
         "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
         &["Content-Type: application/yaml"],
-        Some(format!("{review}spec: {{resourceAttributes: {{verb: get, resource: pods}}}}").as_bytes()),
+        Some(
+            format!("{review}spec: {{resourceAttributes: {{verb: get, resource: pods}}}}")
+                .as_bytes(),
+        ),
     );
     assert_eq!(fine.code, 201, "{}", fine.text);
     assert_eq!(fine.json["status"]["allowed"], false, "{}", fine.text);
+}
+
+/// A CustomResourceDefinition `<plural>.example.com` (kind `K<plural>`)
+/// whose spec holds the lists `l` and `m` of integers, the strings `s` and
+/// `t` (bounded by `bounds`: maxItems, maxLength), and `rules` on the spec.
+fn crd_with_rules(plural: &str, rules: &[&str], bounds: Option<(u64, u64)>) -> String {
+    let (items, length) = match bounds {
+        Some((items, length)) => (
+            format!(", maxItems: {items}"),
+            format!(", maxLength: {length}"),
+        ),
+        None => (String::new(), String::new()),
+    };
+    let rules: Vec<String> = rules.iter().map(|r| format!("{{rule: {r:?}}}")).collect();
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: {plural}.example.com}}\n\
+         spec:\n  group: example.com\n  scope: Namespaced\n  names: {{plural: {plural}, singular: {plural}x, kind: K{plural}}}\n\
+         \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n\
+         \x20       type: object\n        properties:\n          spec:\n            type: object\n\
+         \x20           x-kubernetes-validations: [{}]\n\
+         \x20           properties:\n\
+         \x20             l: {{type: array, items: {{type: integer}}{items}}}\n\
+         \x20             m: {{type: array, items: {{type: integer}}, maxItems: 800}}\n\
+         \x20             s: {{type: string{length}}}\n\
+         \x20             t: {{type: string{length}}}\n",
+        rules.join(", ")
+    )
+}
+
+#[test]
+fn costly_validation_rules_are_refused_or_stopped_at_their_budget() {
+    let cluster = Cluster::start();
+    let pids = server_pids(&cluster);
+    // The red team's rules, on unbounded strings: refused when the CRD is
+    // written, as their cost grows with what they build.
+    let red_team = [
+        "self.l.map(x, self.s).join('').size() >= 0",
+        "self.s.replace('a', self.t).size() >= 0",
+    ];
+    for rule in red_team {
+        let refused = cluster.kubectl_stdin(
+            &["apply", "-f", "-"],
+            &crd_with_rules("redteams", &[rule], None),
+        );
+        let stderr = refused.err();
+        assert!(
+            stderr.contains("estimated rule cost exceeds budget by factor of"),
+            "{rule}: {stderr}"
+        );
+    }
+    // Bounded, they are accepted, with rules that only running can price:
+    // a map over 40,000 items (quadratic in the interpreter before), and
+    // all pairs of a list.
+    let rules = [
+        "self.l.map(x, x).size() >= 0",
+        "self.s.replace('a', self.t).size() >= 0",
+        "self.m.all(x, self.m.all(y, x + y >= 0))",
+    ];
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &crd_with_rules("costlies", &rules, Some((50_000, 2_000))),
+        )
+        .ok();
+    cluster
+        .kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/costlies.example.com",
+        ])
+        .ok();
+    // The least privilege that reaches the rules: create on the one resource.
+    cluster
+        .kubectl(&[
+            "create",
+            "role",
+            "make-costlies",
+            "--verb=create",
+            "--resource=costlies.example.com",
+        ])
+        .ok();
+    let token = cluster.service_account_token("maker");
+    cluster
+        .kubectl(&[
+            "create",
+            "rolebinding",
+            "maker",
+            "--role=make-costlies",
+            "--serviceaccount=default:maker",
+        ])
+        .ok();
+    let memory = memory_mib(&cluster);
+    let object = |name: &str, spec: serde_json::Value| {
+        serde_json::json!({"apiVersion": "example.com/v1", "kind": "Kcostlies",
+            "metadata": {"name": name}, "spec": spec})
+        .to_string()
+    };
+    let long = |c: &str| c.repeat(2_000);
+    let path = "/apis/example.com/v1/namespaces/default/costlies";
+    let json = "Content-Type: application/json";
+    let (mut cheap, mut pairs) = (None, None);
+    let slowest = slowest_answer_during(&cluster, || {
+        let spec = serde_json::json!({"l": (0..40_000).collect::<Vec<_>>(), "m": [], "s": long("a"), "t": long("b")});
+        cheap = Some(cluster.curl(
+            As::Token(&token),
+            "POST",
+            path,
+            &[json],
+            Some(object("big", spec).as_bytes()),
+        ));
+        let spec =
+            serde_json::json!({"l": [], "m": (0..800).collect::<Vec<_>>(), "s": "", "t": ""});
+        pairs = Some(cluster.curl(
+            As::Token(&token),
+            "POST",
+            path,
+            &[json],
+            Some(object("pairs", spec).as_bytes()),
+        ));
+    });
+    let cheap = cheap.expect("an answer");
+    assert_eq!(cheap.code, 201, "{}", cheap.text);
+    let pairs = pairs.expect("an answer");
+    assert_eq!(pairs.code, 422, "{}", pairs.text);
+    assert!(
+        pairs.text.contains("'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.m.all(x, self.m.all(y, x + y >= 0))"),
+        "{}",
+        pairs.text
+    );
+    eprintln!("costly rules: the admin's slowest GET meanwhile {slowest:?}");
+    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+    assert_eq!(server_pids(&cluster), pids, "a server was restarted");
+    assert_memory_within(&cluster, &memory, 256);
+    // Fewer pairs are within the limit.
+    let spec = serde_json::json!({"l": [], "m": (0..300).collect::<Vec<_>>(), "s": "", "t": ""});
+    let fine = cluster.curl(
+        As::Token(&token),
+        "POST",
+        path,
+        &[json],
+        Some(object("fewer", spec).as_bytes()),
+    );
+    assert_eq!(fine.code, 201, "{}", fine.text);
 }

@@ -13,22 +13,21 @@
 //!
 //! Objects are read untyped (JSON as CEL: integers stay integers, strings
 //! stay strings, timestamps are strings), where kube types built-ins by
-//! their Go structs. As for CRD rules, the cost of an evaluation is bounded
-//! before it runs, by the static estimator fed with the sizes of the data
-//! at hand: over [`PER_CALL_LIMIT`] the expression is not run, and each
-//! bound is charged against the caller's budget.
+//! their Go structs. As for CRD rules, an evaluation is metered as it runs
+//! and stopped at [`PER_CALL_LIMIT`]; what it cost is charged against the
+//! caller's budget.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kube_cel::cel::common::ast::IdedExpr;
 use kube_cel::cel::objects::{Key, Map, Opaque};
 use kube_cel::cel::{Context, ExecutionError, FunctionContext};
 use serde_json::Value;
 
-use super::check::{Ty, check_roots};
+use super::check::{NoSizes, Ty, check_roots};
+use super::eval::{Failure, Meter, Plan};
 use super::library::library;
-use super::validate::{DataSizes, execution_error};
+use super::validate::{CALL_LIMIT_EXCEEDED, execution_error};
 use crate::rbac::Attributes;
 
 pub use super::validate::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
@@ -45,9 +44,6 @@ pub(crate) const ROOTS: [&str; 7] = [
     "variables",
     "authorizer",
 ];
-
-/// kube's error when an evaluation would cost more than one call may.
-const CALL_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
 
 /// kube's error once a policy's budget is spent.
 pub const OUT_OF_BUDGET: &str =
@@ -98,10 +94,8 @@ impl Uses {
 pub struct Expression {
     /// The expression as written.
     pub source: String,
-    program: IdedExpr,
+    plan: Plan,
     uses: Uses,
-    /// Its cost bound, where it does not depend on the data.
-    static_cost: Option<u64>,
 }
 
 impl Expression {
@@ -111,11 +105,7 @@ impl Expression {
         let program =
             super::compile::parse(source).map_err(|e| format!("compilation failed: {e}"))?;
         let roots: Vec<(&str, Ty)> = ROOTS.iter().map(|name| (*name, Ty::Dyn)).collect();
-        let sizes = DataSizes {
-            roots: Vec::new(),
-            bound: None,
-        };
-        let checked = check_roots(&program, source, &roots, &sizes);
+        let checked = check_roots(&program, source, &roots, &NoSizes);
         if !checked.errors.is_empty() {
             return Err(format!("compilation failed: {}", checked.errors.join("\n")));
         }
@@ -124,11 +114,8 @@ impl Expression {
         });
         Ok(Expression {
             source: source.to_string(),
-            program,
+            plan: Plan::new(&program),
             uses,
-            // Without sizes the estimator takes every size as the largest
-            // possible: a bound within the limit then holds for any data.
-            static_cost: (checked.cost.max <= PER_CALL_LIMIT).then_some(checked.cost.max),
         })
     }
 
@@ -137,51 +124,31 @@ impl Expression {
         self.uses
     }
 
-    /// Evaluates the expression, first charging its cost bound to `budget`;
-    /// the error is kube's words for what failed.
-    pub fn evaluate(&self, input: &Activation<'_>, budget: &mut i64) -> Result<CelValue, String> {
-        let cost = match self.static_cost {
-            Some(cost) => cost,
-            None => {
-                let roots = ROOTS.map(|name| (name, Ty::Dyn));
-                let mut data: Vec<(&str, &Value, Option<&super::schema::Schema>)> = input
-                    .json
-                    .iter()
-                    .map(|(name, value)| (*name, *value, None))
-                    .collect();
-                data.push(("variables", &input.variables_json, None));
-                let sizes = DataSizes {
-                    roots: data,
-                    bound: Some(input.extent),
-                };
-                check_roots(&self.program, &self.source, &roots, &sizes)
-                    .cost
-                    .max
-            }
-        };
-        if cost > PER_CALL_LIMIT {
-            return Err(CALL_LIMIT_EXCEEDED.to_string());
+    /// Evaluates the expression, metered and stopped at kube's per-call
+    /// limit, and charges what it cost to `budget`; the error is kube's
+    /// words for what failed.
+    pub fn evaluate(&self, input: &Activation, budget: &mut i64) -> Result<CelValue, String> {
+        let mut ctx = library().new_inner_scope();
+        for (name, value) in &input.values {
+            ctx.add_variable_from_value(*name, value.clone());
         }
-        if cost as i64 > *budget {
+        let mut meter = Meter::new(PER_CALL_LIMIT);
+        let result = self.plan.evaluate(&ctx, &mut meter);
+        let spent = i64::try_from(meter.spent()).unwrap_or(i64::MAX);
+        if spent > *budget {
             return Err(OUT_OF_BUDGET.to_string());
         }
-        *budget -= cost as i64;
-        // The interpreter has a few `todo!()`s for shapes the checker does not
-        // reject; never let one reach a request.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut ctx = library().new_inner_scope();
-            for (name, value) in &input.values {
-                ctx.add_variable_from_value(*name, value.clone());
-            }
-            CelValue::resolve(&self.program, &ctx)
-        }))
-        .map_err(|_| "internal error evaluating the expression".to_string())?
-        .map_err(|e| execution_error(&e))
+        *budget -= spent;
+        match result {
+            Ok(value) => Ok(value),
+            Err(Failure::Error(e)) => Err(execution_error(&e)),
+            Err(Failure::OverLimit) => Err(CALL_LIMIT_EXCEEDED.to_string()),
+        }
     }
 
     /// Evaluates the expression as a condition: `Ok(true)` only for `true`,
     /// and kube's `expression '…' resulted in error: …` otherwise.
-    pub fn holds(&self, input: &Activation<'_>, budget: &mut i64) -> Result<bool, String> {
+    pub fn holds(&self, input: &Activation, budget: &mut i64) -> Result<bool, String> {
         match self.evaluate(input, budget) {
             Ok(CelValue::Bool(b)) => Ok(b),
             Ok(other) => Err(format!(
@@ -215,31 +182,21 @@ pub struct Inputs<'a> {
     pub authorizer: Option<Arc<dyn Authorize>>,
 }
 
-/// What an admission expression reads: each root variable it uses as CEL,
-/// and as JSON for sizing the cost bound.
-pub struct Activation<'a> {
+/// What an admission expression reads: each root variable it uses, as CEL.
+pub struct Activation {
     values: Vec<(&'static str, CelValue)>,
-    json: Vec<(&'static str, &'a Value)>,
     variables: HashMap<Key, CelValue>,
-    variables_json: Value,
-    /// How much data there is: every string's length and every list's
-    /// and map's count, added up. No value built without a comprehension
-    /// can hold more; it bounds the sizes the estimator cannot see.
-    extent: u64,
 }
 
 /// What an absent root variable reads as.
 static NULL: Value = Value::Null;
 
-impl<'a> Activation<'a> {
+impl Activation {
     /// The variables of one request, converting only the roots in `uses`.
-    pub fn new(inputs: Inputs<'a>, uses: Uses) -> Activation<'a> {
+    pub fn new(inputs: Inputs<'_>, uses: Uses) -> Activation {
         let mut activation = Activation {
             values: Vec::new(),
-            json: Vec::new(),
             variables: HashMap::new(),
-            variables_json: Value::Object(serde_json::Map::new()),
-            extent: 0,
         };
         for (name, value) in [
             ("object", inputs.object),
@@ -253,9 +210,7 @@ impl<'a> Activation<'a> {
                 continue;
             }
             let value = value.unwrap_or(&NULL);
-            activation.extent += extent(value);
             activation.values.push((name, json_to_cel(value)));
-            activation.json.push((name, value));
         }
         let authorizer = match inputs.authorizer.filter(|_| uses.has("authorizer")) {
             Some(authz) => CelValue::Opaque(Arc::new(AuthzValue::Check(Box::new(Check {
@@ -277,11 +232,6 @@ impl<'a> Activation<'a> {
 
     /// Adds `variables.<name>`, visible to the expressions evaluated after.
     pub fn set_variable(&mut self, name: &str, value: CelValue) {
-        let json = cel_to_json(&value);
-        self.extent += extent(&json);
-        if let Some(map) = self.variables_json.as_object_mut() {
-            map.insert(name.to_string(), json);
-        }
         self.variables
             .insert(Key::String(Arc::new(name.to_string())), value);
         self.publish_variables();
@@ -296,49 +246,9 @@ impl<'a> Activation<'a> {
     }
 }
 
-/// How much data a value holds (see [`Activation`]'s `extent`).
-fn extent(value: &Value) -> u64 {
-    match value {
-        Value::String(s) => s.len() as u64,
-        Value::Array(items) => items.len() as u64 + items.iter().map(extent).sum::<u64>(),
-        Value::Object(fields) => {
-            let inner: u64 = fields.iter().map(|(k, v)| k.len() as u64 + extent(v)).sum();
-            fields.len() as u64 + inner
-        }
-        _ => 1,
-    }
-}
-
 /// JSON as CEL, untyped.
 fn json_to_cel(value: &Value) -> CelValue {
     super::value::to_cel(value, &super::schema::Schema::default())
-}
-
-/// A CEL value as JSON, where it has a JSON form (null otherwise).
-fn cel_to_json(value: &CelValue) -> Value {
-    match value {
-        CelValue::Bool(b) => Value::Bool(*b),
-        CelValue::Int(i) => Value::from(*i),
-        CelValue::UInt(u) => Value::from(*u),
-        CelValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
-        CelValue::String(s) => Value::String(s.to_string()),
-        CelValue::List(items) => Value::Array(items.iter().map(cel_to_json).collect()),
-        CelValue::Map(map) => Value::Object(
-            map.map
-                .iter()
-                .map(|(k, v)| {
-                    let key = match k {
-                        Key::String(s) => s.to_string(),
-                        Key::Int(i) => i.to_string(),
-                        Key::Uint(u) => u.to_string(),
-                        Key::Bool(b) => b.to_string(),
-                    };
-                    (key, cel_to_json(v))
-                })
-                .collect(),
-        ),
-        _ => Value::Null,
-    }
 }
 
 /// The name cel-go gives a value's type, for error messages.
@@ -532,7 +442,7 @@ mod tests {
         }
     }
 
-    fn input(data: &Data) -> Activation<'_> {
+    fn input(data: &Data) -> Activation {
         let inputs = Inputs {
             object: Some(&data.object),
             old_object: None,
@@ -544,7 +454,7 @@ mod tests {
         Activation::new(inputs, Uses::ALL)
     }
 
-    fn holds(source: &str, input: &Activation<'_>) -> Result<bool, String> {
+    fn holds(source: &str, input: &Activation) -> Result<bool, String> {
         let mut budget = RUNTIME_COST_BUDGET;
         Expression::compile(source)?.holds(input, &mut budget)
     }

@@ -248,6 +248,15 @@ pub trait SizeSource {
     }
 }
 
+/// No sizes known: every size is taken as the largest possible.
+pub struct NoSizes;
+
+impl SizeSource for NoSizes {
+    fn size(&self, _path: &[Seg]) -> Option<Estimate> {
+        None
+    }
+}
+
 /// Sizes bounded by the schema (`maxItems`, `maxLength`, `maxProperties`, or
 /// the request size).
 pub struct SchemaSizes<'a> {
@@ -441,6 +450,19 @@ impl Checker<'_> {
 
     fn size_or_unknown(&self, info: &Info) -> Estimate {
         self.size_of(info).unwrap_or_else(|| self.sizes.unknown())
+    }
+
+    /// The size of the items of a list (or the values of a map).
+    fn item_size(&self, container: &Info) -> Estimate {
+        if let Some(size) = container.entry.and_then(|e| e.1) {
+            return size;
+        }
+        let by_path = container.path.as_ref().and_then(|path| {
+            let mut path = path.clone();
+            path.push(Seg::Items);
+            self.sizes.size(&path)
+        });
+        by_path.unwrap_or_else(|| self.sizes.unknown())
     }
 
     fn expr(&mut self, e: &IdedExpr) -> Info {
@@ -1110,19 +1132,56 @@ impl Checker<'_> {
                     Some(target_size),
                 )
             }
-            "lowerAscii" | "upperAscii" | "trim" | "replace" | "substring" | "charAt" => {
+            "lowerAscii" | "upperAscii" | "trim" | "substring" | "charAt" => {
                 let ok = is_string(tty);
                 (ok.then_some(Ty::String), traverse_target, Some(target_size))
+            }
+            "replace" => {
+                // kube's traversal, or the building of the result where that
+                // costs more: it can be the most replacements times the
+                // replacement (kube charges the traversal only, and a rule
+                // that builds gigabytes from two long strings passed).
+                let ok = is_string(tty);
+                let size = replaced_size(target_size, arg_size(0), arg_size(1));
+                let traversal = target_size.factor(2.0 * STRING_TRAVERSAL_FACTOR);
+                let building = size.factor(STRING_TRAVERSAL_FACTOR);
+                (
+                    ok.then_some(Ty::String),
+                    Estimate {
+                        min: traversal.min.max(building.min),
+                        max: traversal.max.max(building.max),
+                    },
+                    Some(size),
+                )
             }
             "reverse" if tty.is_some_and(|t| matches!(t, Ty::String)) => {
                 (Some(Ty::String), traverse_target, Some(target_size))
             }
             "split" => (
                 is_string(tty).then(|| Ty::List(Box::new(Ty::String))),
-                traverse_target,
-                None,
+                target_size.factor(2.0 * STRING_TRAVERSAL_FACTOR),
+                Some(Estimate {
+                    min: 0,
+                    max: target_size.max,
+                }),
             ),
-            "join" => (is_list(tty).then_some(Ty::String), target_size, None),
+            "join" => {
+                // The items' sizes times their count, plus the separators.
+                let items = t.map_or(self.sizes.unknown(), |t| self.item_size(t));
+                let separators = Estimate {
+                    min: target_size.min.saturating_sub(1),
+                    max: target_size.max.saturating_sub(1),
+                };
+                let mut size = target_size.mul(items);
+                if !args.is_empty() {
+                    size = size.add(arg_size(0).mul(separators));
+                }
+                (
+                    is_list(tty).then_some(Ty::String),
+                    size.factor(STRING_TRAVERSAL_FACTOR),
+                    Some(size),
+                )
+            }
             "format" => (is_string(tty).then_some(Ty::String), traverse_target, None),
             "strings.quote" | "jsonpatch.escapeKey" | "base64.encode" => (
                 Some(Ty::String),
@@ -1306,6 +1365,34 @@ impl Checker<'_> {
                 Info::new(Ty::Unknown, cost.add(arg_cost))
             }
         }
+    }
+}
+
+/// kube's size of `s.replace(old, new)`: as many replacements as `old`
+/// fits in `s`, each `new` long (and around every character when `old` may
+/// be empty), or the original size when replacing cannot grow it.
+fn replaced_size(s: Estimate, old: Estimate, new: Estimate) -> Estimate {
+    let (count_max, retained_max) = if old.min == 0 {
+        (s.max.saturating_add(1), s.max)
+    } else if new.max <= old.min {
+        (0, s.max)
+    } else {
+        (s.max.div_ceil(old.min), 0)
+    };
+    let (count_min, retained_min) = if old.max == 0 {
+        (s.min.saturating_add(1), s.min)
+    } else if old.max <= new.min {
+        (0, s.min)
+    } else {
+        (s.min.div_ceil(old.max), 0)
+    };
+    Estimate {
+        min: count_min
+            .saturating_mul(new.min)
+            .saturating_add(retained_min),
+        max: count_max
+            .saturating_mul(new.max)
+            .saturating_add(retained_max),
     }
 }
 

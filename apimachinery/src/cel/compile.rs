@@ -20,6 +20,7 @@ use kube_cel::cel::parser::Parser;
 use serde_json::Value;
 
 use super::check::{Checked, SchemaSizes, Ty, check, format_issue};
+use super::eval::Plan;
 use super::schema::{
     DeclType, MAX_REQUEST_SIZE_BYTES, RawRule, Schema, decl_type, valid_field_path,
 };
@@ -44,10 +45,10 @@ const SUPPORTED_REASONS: [&str; 4] = [
 pub struct CompiledRule {
     /// The entry as written.
     pub rule: RawRule,
-    /// The parsed rule.
-    pub program: IdedExpr,
-    /// The parsed `messageExpression`, if any.
-    pub message_expression: Option<IdedExpr>,
+    /// The rule, ready to evaluate.
+    pub program: Plan,
+    /// The `messageExpression`, if any, ready to evaluate.
+    pub message_expression: Option<Plan>,
     /// Whether the rule reads `oldSelf` (a transition rule).
     pub uses_old_self: bool,
     /// `fieldPath` in field-path form, relative to the node.
@@ -496,7 +497,7 @@ impl Compiler {
                             ));
                         }
                         self.observe(at("messageExpression"), checked.cost.max);
-                        message_expression = Some(program);
+                        message_expression = Some(Plan::new(&program));
                     }
                 }
             }
@@ -525,7 +526,7 @@ impl Compiler {
                     .flatten();
                 compiled.push(CompiledRule {
                     rule: rule.clone(),
-                    program,
+                    program: Plan::new(&program),
                     message_expression,
                     uses_old_self,
                     field_path,

@@ -35,6 +35,7 @@
 pub mod admission;
 mod check;
 mod compile;
+mod eval;
 mod library;
 mod schema;
 pub mod type_checking;
@@ -51,6 +52,13 @@ pub use validate::Outcome;
 #[derive(Debug, Default)]
 pub struct CompiledRules {
     root: Option<compile::Validator>,
+}
+
+impl CompiledRules {
+    /// Whether there is no rule at all.
+    pub fn is_empty(&self) -> bool {
+        self.root.is_none()
+    }
 }
 
 /// Compiles every rule in `schema` (an `openAPIV3Schema` whose field path is
@@ -488,6 +496,40 @@ mod tests {
         assert!(check(&rules, json!({"spec": {"names": ["a", "ab"]}}), None).len() == 1);
     }
 
+    fn strings_schema(rule: &str, max_length: Option<u64>) -> Value {
+        let mut text = json!({"type": "string"});
+        if let Some(max) = max_length {
+            text["maxLength"] = json!(max);
+        }
+        let mut list = json!({"type": "array", "items": {"type": "string", "maxLength": 8}});
+        if max_length.is_some() {
+            list["maxItems"] = json!(16);
+        }
+        root(
+            json!({"type": "object", "x-kubernetes-validations": [{"rule": rule}],
+            "properties": {"l": list, "s": text, "t": text}}),
+        )
+    }
+
+    #[test]
+    fn rules_that_build_strings_are_costed_by_what_they_build() {
+        // The red team's rules: accepted before, with unbounded strings.
+        for rule in [
+            "self.l.map(x, self.s).join('').size() > 0",
+            "self.s.replace('a', self.t).size() > 0",
+        ] {
+            let errors = compile_errors(strings_schema(rule, None));
+            assert!(
+                errors[0].contains("estimated rule cost exceeds budget by factor of"),
+                "{rule}: {errors:?}"
+            );
+            // Bounded by the schema, they are cheap and run.
+            let rules = compiled(strings_schema(rule, Some(64)));
+            let object = json!({"spec": {"l": ["a"], "s": "abc", "t": "x"}});
+            assert!(check(&rules, object, None).is_empty(), "{rule}");
+        }
+    }
+
     #[test]
     fn rules_under_unbounded_lists_count_every_possible_item() {
         // A cheap rule is fine anywhere; a costlier one on the items of an unbounded
@@ -582,7 +624,7 @@ mod tests {
             ]
         );
         let rules = compiled(pairwise(40, 300));
-        let medium: Vec<i64> = (0..200).collect();
+        let medium: Vec<i64> = (0..250).collect();
         assert_eq!(
             check(&rules, json!({"spec": {"list": medium}}), None),
             vec![

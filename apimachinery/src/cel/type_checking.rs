@@ -23,16 +23,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::admission::ROOTS;
-use super::check::{Ty, check_roots};
+use super::check::{NoSizes, Ty, check_roots};
 use super::schema::{DeclKind, DeclType, MAX_REQUEST_SIZE_BYTES, Schema, decl_type};
-use super::validate::DataSizes;
 use crate::group_version::GroupVersionKind;
-
-/// No data to size costs by: type checking does not estimate.
-const NO_SIZES: DataSizes<'static> = DataSizes {
-    roots: Vec::new(),
-    bound: None,
-};
 
 /// kube's bound on the kinds a policy is checked against.
 pub const MAX_TYPES_TO_CHECK: usize = 10;
@@ -135,7 +128,7 @@ fn variables_type(spec: &Value, object: &Ty, params: &Ty) -> Ty {
         let ty = match super::compile::parse(source) {
             Ok(program) => {
                 let checked =
-                    check_roots(&program, source, &roots(object, params, &so_far), &NO_SIZES);
+                    check_roots(&program, source, &roots(object, params, &so_far), &NoSizes);
                 match checked.errors.is_empty() {
                     true => checked.ty,
                     false => Ty::Dyn,
@@ -188,7 +181,7 @@ fn check_expression(source: &str, kinds: &[(GroupVersionKind, Vec<(&str, Ty)>)])
     let mut failures = Vec::new();
     for (gvk, roots) in kinds {
         let errors = match &parsed {
-            Ok(program) => check_roots(program, source, roots, &NO_SIZES).errors,
+            Ok(program) => check_roots(program, source, roots, &NoSizes).errors,
             Err(e) => vec![e.to_string()],
         };
         if !errors.is_empty() {

@@ -11,23 +11,21 @@
 //! `oldSelf` is ratcheted (dropped, reported as a warning) when the node, or
 //! its nearest correlatable ancestor, is unchanged.
 //!
-//! Cost: before each evaluation the rule's cost is bounded with the static
-//! estimator fed with the actual sizes of the data. A rule whose bound
-//! exceeds [`PER_CALL_LIMIT`] is not run and stops validation, as kube stops
-//! when a call runs out of its limit; each bound is charged against
-//! [`RUNTIME_COST_BUDGET`] for the whole object.
+//! Cost: each evaluation is metered as it runs ([`super::eval`]) and
+//! stopped at [`PER_CALL_LIMIT`], which stops validation, as kube stops when
+//! a call runs out of its limit; what each evaluation cost is charged
+//! against [`RUNTIME_COST_BUDGET`] for the whole object.
 
-use crate::error::{Error, FieldError};
-use kube_cel::cel::common::ast::IdedExpr;
+use crate::error::FieldError;
 use kube_cel::cel::objects::OptionalValue;
 use kube_cel::cel::{ExecutionError, Value as CelValue};
 use serde_json::Value;
 use std::sync::Arc;
 
-use super::check::{Estimate, Seg, SizeSource, check};
 use super::compile::{CompiledRule, Validator};
+use super::eval::{Failure, Meter, Plan};
 use super::library::library;
-use super::schema::{Schema, escape};
+use super::schema::Schema;
 use super::value::to_cel;
 
 /// Cost limit of one evaluation of one rule (kube's `PerCallLimit`).
@@ -36,6 +34,9 @@ pub const PER_CALL_LIMIT: u64 = 1_000_000;
 pub const RUNTIME_COST_BUDGET: i64 = 10_000_000;
 /// Longest message a `messageExpression` may produce.
 const MAX_MESSAGE_EXPRESSION_BYTES: usize = 5 * 1024;
+
+/// cel-go's words for an evaluation stopped at its limit.
+pub(crate) const CALL_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
 
 const OUT_OF_BUDGET: &str =
     "validation failed due to running out of cost budget, no further validation rules will be run";
@@ -220,52 +221,49 @@ impl Run {
                 .push(FieldError::invalid(path.render(), type_name, OUT_OF_BUDGET));
             return false;
         }
-        let Some(decl) = &v.decl else { return true };
+        if v.decl.is_none() {
+            return true;
+        }
         let self_value = to_cel(new, &v.schema);
         let old_value = old.map(|o| to_cel(o, &v.schema));
-        let mut roots = vec![("self", new, Some(&v.schema))];
-        roots.extend(old.map(|old| ("oldSelf", old, Some(&v.schema))));
-        let sizes = DataSizes { roots, bound: None };
         for rule in &v.rules {
             let optional = rule.rule.optional_old_self == Some(true);
             if rule.uses_old_self && old.is_none() && !optional {
                 continue;
             }
-            let estimate = check(&rule.program, &rule.rule.rule, decl, optional, &sizes)
-                .cost
-                .max;
-            if estimate > PER_CALL_LIMIT {
-                self.outcome.errors.push(FieldError::invalid(
-                    path.render(),
-                    type_name,
-                    format!(
-                        "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
-                        rule_error_string(rule)
-                    ),
-                ));
-                return false;
-            }
-            if estimate as i64 > self.budget {
-                self.outcome.errors.push(FieldError::invalid(
-                    path.render(),
-                    type_name,
-                    OUT_OF_BUDGET,
-                ));
-                return false;
-            }
-            self.budget -= estimate as i64;
-            let result = evaluate(
+            let result = match self.evaluate(
                 &rule.program,
                 &self_value,
                 old_value.as_ref(),
-                rule.uses_old_self,
+                rule,
                 optional,
-            );
+            ) {
+                Charged::Within(result) => result,
+                Charged::OverLimit => {
+                    self.outcome.errors.push(FieldError::invalid(
+                        path.render(),
+                        type_name,
+                        format!(
+                            "'{CALL_LIMIT_EXCEEDED}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                            rule_error_string(rule)
+                        ),
+                    ));
+                    return false;
+                }
+                Charged::OverBudget => {
+                    self.outcome.errors.push(FieldError::invalid(
+                        path.render(),
+                        type_name,
+                        OUT_OF_BUDGET,
+                    ));
+                    return false;
+                }
+            };
             match result {
                 Ok(CelValue::Bool(true)) => continue,
                 Ok(_) => {}
                 Err(error) => {
-                    let error = error.to_string();
+                    let error = execution_error(&error);
                     let detail = if error.starts_with("no such overload") {
                         format!(
                             "'{error}': call arguments did not match a supported operator, function or macro signature for rule: {}",
@@ -289,40 +287,39 @@ impl Run {
             let mut detail = None;
             if let Some(message_expression) = &rule.message_expression {
                 let source = &rule.rule.message_expression;
-                let estimate = check(message_expression, source, decl, optional, &sizes)
-                    .cost
-                    .max;
-                if estimate > PER_CALL_LIMIT {
-                    self.push(rule, ratchet, new, FieldError::invalid(
-                        error_path.render(),
-                        type_name,
-                        format!("no further validation rules will be run due to call cost exceeds limit for messageExpression: {source:?}"),
-                    ));
-                    return false;
-                }
-                if estimate as i64 > self.budget {
-                    self.push(rule, ratchet, new, FieldError::invalid(
-                        error_path.render(),
-                        type_name,
-                        "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run",
-                    ));
-                    return false;
-                }
-                self.budget -= estimate as i64;
-                if let Ok(CelValue::String(message)) = evaluate(
+                match self.evaluate(
                     message_expression,
                     &self_value,
                     old_value.as_ref(),
-                    rule.uses_old_self,
+                    rule,
                     optional,
                 ) {
-                    let trimmed = message.trim();
-                    if !trimmed.is_empty()
-                        && trimmed.len() <= MAX_MESSAGE_EXPRESSION_BYTES
-                        && !trimmed.contains('\n')
-                    {
-                        detail = Some(trimmed.to_string());
+                    Charged::OverLimit => {
+                        self.push(rule, ratchet, new, FieldError::invalid(
+                            error_path.render(),
+                            type_name,
+                            format!("no further validation rules will be run due to call cost exceeds limit for messageExpression: {source:?}"),
+                        ));
+                        return false;
                     }
+                    Charged::OverBudget => {
+                        self.push(rule, ratchet, new, FieldError::invalid(
+                            error_path.render(),
+                            type_name,
+                            "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run",
+                        ));
+                        return false;
+                    }
+                    Charged::Within(Ok(CelValue::String(message))) => {
+                        let trimmed = message.trim();
+                        if !trimmed.is_empty()
+                            && trimmed.len() <= MAX_MESSAGE_EXPRESSION_BYTES
+                            && !trimmed.contains('\n')
+                        {
+                            detail = Some(trimmed.to_string());
+                        }
+                    }
+                    Charged::Within(_) => {}
                 }
             }
             let detail = detail.unwrap_or_else(|| rule_message_or_default(rule));
@@ -349,19 +346,31 @@ impl Run {
     }
 }
 
-/// Evaluates one expression with `self` (and `oldSelf`) bound.
-fn evaluate(
-    program: &IdedExpr,
-    self_value: &CelValue,
-    old_value: Option<&CelValue>,
-    uses_old_self: bool,
-    optional: bool,
-) -> Result<CelValue, Error> {
-    // The interpreter has a few `todo!()`s for shapes the checker rejects; never let one reach a request.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+/// What a metered evaluation came to.
+enum Charged {
+    /// Within its limits: its value or its CEL error.
+    Within(Result<CelValue, ExecutionError>),
+    /// Stopped at the per-call limit.
+    OverLimit,
+    /// It cost more than what was left of the object's budget.
+    OverBudget,
+}
+
+impl Run {
+    /// Evaluates one expression with `self` (and `oldSelf`) bound, stopped
+    /// at [`PER_CALL_LIMIT`], and charges what it cost to the object's
+    /// budget (kube checks the budget first, then the call's own limit).
+    fn evaluate(
+        &mut self,
+        plan: &Plan,
+        self_value: &CelValue,
+        old_value: Option<&CelValue>,
+        rule: &CompiledRule,
+        optional: bool,
+    ) -> Charged {
         let mut ctx = library().new_inner_scope();
         ctx.add_variable_from_value("self", self_value.clone());
-        if uses_old_self {
+        if rule.uses_old_self {
             let old = match (old_value, optional) {
                 (Some(old), false) => old.clone(),
                 (Some(old), true) => CelValue::Opaque(Arc::new(OptionalValue::of(old.clone()))),
@@ -369,10 +378,19 @@ fn evaluate(
             };
             ctx.add_variable_from_value("oldSelf", old);
         }
-        CelValue::resolve(program, &ctx)
-    }))
-    .map_err(|_| Error::bad_request("internal error evaluating rule"))?
-    .map_err(|e| Error::bad_request(execution_error(&e)))
+        let mut meter = Meter::new(PER_CALL_LIMIT);
+        let result = plan.evaluate(&ctx, &mut meter);
+        let spent = i64::try_from(meter.spent()).unwrap_or(i64::MAX);
+        if spent > self.budget {
+            return Charged::OverBudget;
+        }
+        self.budget -= spent;
+        match result {
+            Ok(value) => Charged::Within(Ok(value)),
+            Err(Failure::Error(e)) => Charged::Within(Err(e)),
+            Err(Failure::OverLimit) => Charged::OverLimit,
+        }
+    }
 }
 
 /// An evaluation error in cel-go's words.
@@ -438,75 +456,4 @@ fn ratchet_item<'a>(schema: &Schema, item: &Value, olds: &'a [Value]) -> Option<
         return olds.iter().find(|o| *o == item);
     }
     correlated_item(schema, item, olds)
-}
-
-/// Sizes read from the data being validated, for the pre-flight cost bound.
-/// Sizes read off the data an expression runs on: each root variable's
-/// JSON value, typed by its schema where it has one.
-pub(crate) struct DataSizes<'a> {
-    /// The root variables: name, value, schema.
-    pub roots: Vec<(&'a str, &'a Value, Option<&'a Schema>)>,
-    /// The most any value computed from the roots can hold, where known.
-    pub bound: Option<u64>,
-}
-
-impl SizeSource for DataSizes<'_> {
-    fn unknown(&self) -> Estimate {
-        self.bound
-            .map_or(Estimate::UNKNOWN, |max| Estimate { min: 0, max })
-    }
-
-    fn size(&self, path: &[Seg]) -> Option<Estimate> {
-        let Seg::Var(name) = path.first()? else {
-            return None;
-        };
-        let (_, root, schema) = self.roots.iter().find(|(root, ..)| root == name)?;
-        let mut current: Vec<(&Value, Option<&Schema>)> = vec![(*root, *schema)];
-        let mut keys_at_end = false;
-        for seg in path.iter().skip(1) {
-            let mut next = Vec::new();
-            for (value, schema) in current {
-                match (seg, value) {
-                    (Seg::Field(name), Value::Object(fields)) => {
-                        let real = schema.and_then(|s| {
-                            s.properties
-                                .iter()
-                                .find(|(k, _)| escape(k).as_deref() == Some(name.as_str()))
-                        });
-                        match real {
-                            Some((k, s)) => next.extend(fields.get(k).map(|v| (v, Some(s)))),
-                            None => next.extend(fields.get(name).map(|v| (v, None))),
-                        }
-                    }
-                    (Seg::Items, Value::Array(items)) => {
-                        let item_schema = schema.and_then(|s| s.items.as_deref());
-                        next.extend(items.iter().map(|v| (v, item_schema)));
-                    }
-                    (Seg::Values, Value::Object(fields)) => {
-                        let value_schema = schema.and_then(|s| s.additional_properties.as_deref());
-                        next.extend(fields.values().map(|v| (v, value_schema)));
-                    }
-                    (Seg::Keys, Value::Object(_)) => {
-                        keys_at_end = true;
-                        next.push((value, schema));
-                    }
-                    _ => {}
-                }
-            }
-            current = next;
-        }
-        let size_of = |v: &Value| -> Option<u64> {
-            match v {
-                Value::String(s) => Some(s.len() as u64),
-                Value::Array(a) => Some(a.len() as u64),
-                Value::Object(o) if !keys_at_end => Some(o.len() as u64),
-                Value::Object(o) => Some(o.keys().map(|k| k.len() as u64).max().unwrap_or(0)),
-                _ => None,
-            }
-        };
-        let sizes: Vec<u64> = current.iter().filter_map(|(v, _)| size_of(v)).collect();
-        let max = sizes.iter().copied().max()?;
-        let min = sizes.iter().copied().min().unwrap_or(0);
-        Some(Estimate { min, max })
-    }
 }

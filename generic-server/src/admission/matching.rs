@@ -383,7 +383,7 @@ impl Conditions {
 
     /// kube's matcher: false as soon as one condition is false; else the
     /// errors of those that failed, if any (their failurePolicy decides).
-    pub fn hold(&self, input: &Activation<'_>) -> std::result::Result<bool, String> {
+    pub fn hold(&self, input: &Activation) -> std::result::Result<bool, String> {
         let mut budget = RUNTIME_COST_BUDGET;
         let mut errors = Vec::new();
         for (_, condition) in &self.0 {
@@ -510,7 +510,7 @@ pub fn activation<'a>(
     versioned: &'a Versioned<'_>,
     inputs: Inputs<'a>,
     uses: Uses,
-) -> Activation<'a> {
+) -> Activation {
     let object = match attrs.operation {
         Operation::Delete => None,
         _ => versioned.object(),

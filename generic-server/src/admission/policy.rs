@@ -411,7 +411,7 @@ impl Policies {
     fn evaluate(
         &self,
         policy: &Policy,
-        input: &mut Activation<'_>,
+        input: &mut Activation,
         attrs: &Attributes<'_>,
     ) -> Vec<Failure> {
         let error = |message: String| Failure {
@@ -522,7 +522,7 @@ impl Policies {
 
 /// The message of a failed validation: its messageExpression's string,
 /// else its message, else `failed expression: …`.
-fn failure_message(validation: &Validation, input: &Activation<'_>, budget: &mut i64) -> String {
+fn failure_message(validation: &Validation, input: &Activation, budget: &mut i64) -> String {
     let evaluated = validation
         .message_expression
         .as_ref()

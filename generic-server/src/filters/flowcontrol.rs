@@ -129,7 +129,13 @@ impl Admission {
     /// The response, with the headers naming the schema and level; the
     /// seats are given back (for a watch: it is initialized once its
     /// response starts).
-    pub fn respond(self, mut resp: ApiResponse) -> ApiResponse {
+    pub fn respond(self, resp: ApiResponse) -> ApiResponse {
+        self.name(resp)
+    }
+
+    /// The response, with the headers naming the schema and level; the
+    /// seats are held for as long as `self` is.
+    pub fn name(&self, mut resp: ApiResponse) -> ApiResponse {
         if let Some((schema, level)) = &self.headers {
             resp.headers.insert(FLOW_SCHEMA_UID, schema.clone());
             resp.headers.insert(PRIORITY_LEVEL_UID, level.clone());
