@@ -255,30 +255,49 @@ fn frames(resp: ApiResponse, annotations: Vec<(String, String)>) -> FrameStream 
             frame: Some(pb::api_response_frame::Frame::Chunk(b)),
         })
     };
-    let body: FrameStream =
-        match resp.body {
-            Body::Full(bytes) => {
-                let chunks: Vec<Bytes> = (0..bytes.len())
-                    .step_by(CHUNK_BYTES)
-                    .map(|i| bytes.slice(i..(i + CHUNK_BYTES).min(bytes.len())))
-                    .collect();
-                futures::stream::iter(chunks.into_iter().map(chunk)).boxed()
-            }
-            Body::Stream(stream) => {
-                // A draining server breaks its streams, so that the server
-                // above resumes them on another replica.
-                let live = crate::request::coalesce(stream)
-                    .map(chunk)
-                    .take_until(crate::shutdown::draining());
-                let cut = futures::stream::once(async { crate::shutdown::is_draining() })
-                    .filter_map(|draining| {
+    let body: FrameStream = match resp.body {
+        Body::Full(bytes) => {
+            let chunks: Vec<Bytes> = (0..bytes.len())
+                .step_by(CHUNK_BYTES)
+                .map(|i| bytes.slice(i..(i + CHUNK_BYTES).min(bytes.len())))
+                .collect();
+            futures::stream::iter(chunks.into_iter().map(chunk)).boxed()
+        }
+        // Chunks are joined as the link takes them: a response waiting
+        // on a slow link holds its pieces, not a copy.
+        Body::Pieces(pieces) => {
+            futures::stream::unfold(pieces.into_iter().peekable(), |mut pieces| async move {
+                let first = pieces.next()?;
+                if first.len() >= CHUNK_BYTES || pieces.peek().is_none() {
+                    return Some((first, pieces));
+                }
+                let mut joined = bytes::BytesMut::with_capacity(CHUNK_BYTES);
+                joined.extend_from_slice(&first);
+                while let Some(next) = pieces.next_if(|p| joined.len() + p.len() <= CHUNK_BYTES) {
+                    joined.extend_from_slice(&next);
+                }
+                Some((joined.freeze(), pieces))
+            })
+            .map(chunk)
+            .boxed()
+        }
+        Body::Stream(stream) => {
+            // A draining server breaks its streams, so that the server
+            // above resumes them on another replica.
+            let live = crate::request::coalesce(stream)
+                .map(chunk)
+                .take_until(crate::shutdown::draining());
+            let cut =
+                futures::stream::once(async { crate::shutdown::is_draining() }).filter_map(
+                    |draining| {
                         futures::future::ready(draining.then(|| {
                             Err(tonic::Status::unavailable("the server is shutting down"))
                         }))
-                    });
-                live.chain(cut).boxed()
-            }
-        };
+                    },
+                );
+            live.chain(cut).boxed()
+        }
+    };
     futures::stream::once(async { Ok(head) })
         .chain(body)
         .boxed()
@@ -646,6 +665,11 @@ impl GrpcDelegate {
     /// watch it answers is resumed elsewhere if the replica dies.
     async fn send(&self, replica: &mut Replica, req: pb::ApiRequest) -> crate::Result<ApiResponse> {
         let watch = req.info.as_ref().is_some_and(|i| i.verb == "watch");
+        let user = req
+            .user
+            .as_ref()
+            .map(|u| u.name.clone())
+            .unwrap_or_default();
         let resume = watch.then(|| req.clone());
         let (head, frames) = self.open(replica, req).await?;
         // What the servers behind added to the request's audit event.
@@ -679,11 +703,31 @@ impl GrpcDelegate {
             }
             (true, _) => Body::Stream(chunks(frames).boxed()),
             (false, _) => {
-                let parts: Vec<Bytes> = chunks(frames).collect().await;
-                Body::Full(if parts.len() == 1 {
-                    parts.into_iter().next().unwrap_or_default()
-                } else {
-                    parts.concat().into()
+                // Gathered whole, so the link never waits on a slow client,
+                // and charged to the user as it comes: past what the user
+                // may leave unread the rest is not fetched.
+                let (mut first, mut joined) = (None::<Bytes>, None::<bytes::BytesMut>);
+                let mut frames = std::pin::pin!(chunks(frames));
+                while let Some(part) = frames.next().await {
+                    if !crate::filters::unread::charge(part.len()) {
+                        tracing::info!(user = %user, "too many bytes of responses unread");
+                        return Ok(apimachinery::Error::too_many_requests().into());
+                    }
+                    match (&mut joined, first.take()) {
+                        (Some(joined), _) => joined.extend_from_slice(&part),
+                        (None, Some(head)) => {
+                            let mut buf =
+                                bytes::BytesMut::with_capacity(head.len() * 2 + part.len());
+                            buf.extend_from_slice(&head);
+                            buf.extend_from_slice(&part);
+                            joined = Some(buf);
+                        }
+                        (None, None) => first = Some(part),
+                    }
+                }
+                Body::Full(match joined {
+                    Some(joined) => joined.freeze(),
+                    None => first.unwrap_or_default(),
                 })
             }
         };

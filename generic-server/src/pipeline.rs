@@ -23,6 +23,7 @@ use crate::filters::authorization::Authorizer;
 use crate::filters::flowcontrol::{self, PriorityAndFairness};
 use crate::filters::impersonation;
 use crate::filters::request_path;
+use crate::filters::unread::{self, HELD_SLICE, PerUser};
 use crate::metrics::Metrics;
 use crate::request::{self, ApiRequest, ApiResponse, Body, Handler, UserInfo};
 use crate::request_info::RequestInfo;
@@ -39,7 +40,6 @@ pub struct Pipeline {
     handler: Arc<dyn Handler>,
     metrics: &'static Metrics,
     long_running: Arc<PerUser>,
-    unwritten: Arc<PerUser>,
     audit: Option<Arc<Auditor>>,
     flow_control: Option<Arc<PriorityAndFairness>>,
     /// What its trace spans are called.
@@ -59,7 +59,6 @@ impl Pipeline {
             handler,
             metrics: crate::metrics::global(),
             long_running: PerUser::new(MAX_LONG_RUNNING_PER_USER, usize::MAX),
-            unwritten: PerUser::new(MAX_UNWRITTEN_BYTES_PER_USER, MAX_UNWRITTEN_BYTES),
             audit: None,
             flow_control: None,
             name: "front-door",
@@ -209,6 +208,11 @@ impl Pipeline {
             user,
             audit_id: incoming.audit_id.to_string(),
         };
+        // A user who leaves many bytes unread gets no more until they read.
+        if unread::stalled(&req.user.name) {
+            tracing::info!(user = %req.user.name, "too many bytes of responses unread");
+            return apimachinery::Error::too_many_requests().into();
+        }
         let flow = match flowcontrol::admit(self.flow_control.as_deref(), &req).await {
             Ok(admitted) => admitted,
             Err(rejected) => return rejected,
@@ -262,15 +266,16 @@ impl Pipeline {
         trace.propagate(&mut req.headers);
         let audit_id = req.audit_id.clone();
         let (user, deadline) = (req.user.name.clone(), req.deadline());
-        let resp = if req.path == "/metrics" && req.method == Method::GET {
-            ApiResponse::bytes(
+        let (resp, charged) = if req.path == "/metrics" && req.method == Method::GET {
+            let metrics = ApiResponse::bytes(
                 http::StatusCode::OK,
                 Metrics::CONTENT_TYPE,
                 self.metrics.render(),
-            )
+            );
+            (metrics, None)
         } else {
             match req.timeout() {
-                Err(e) => e.into(),
+                Err(e) => (e.into(), None),
                 Ok(limit) => {
                     // A panic is reported to the audit record, and the
                     // annotations added behind are collected for it.
@@ -280,7 +285,9 @@ impl Pipeline {
                             *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
                         }
                     });
-                    let served = trace::scope(trace.clone(), audit::collect(served));
+                    // What the response charges its user while it is gathered.
+                    let served = unread::ledger(&user, audit::collect(served));
+                    let served = trace::scope(trace.clone(), served);
                     let outcome = match limit {
                         None => Some(served.await),
                         // A request past its deadline is dropped, which cancels it
@@ -288,13 +295,13 @@ impl Pipeline {
                         Some(limit) => tokio::time::timeout(limit, served).await.ok(),
                     };
                     match outcome {
-                        Some((resp, annotations)) => {
+                        Some(((resp, annotations), charged)) => {
                             if let Some(record) = record.as_mut() {
                                 record.annotate(annotations);
                             }
-                            resp
+                            (resp, charged)
                         }
-                        None => request::timed_out().into(),
+                        None => (request::timed_out().into(), None),
                     }
                 }
             }
@@ -311,26 +318,57 @@ impl Pipeline {
                 }))),
                 ..resp
             }),
-            // A large body holds its seats until it is written, as kube's
-            // handler holds them while it writes, and counts against what
-            // its user may leave unread.
-            (_, Body::Full(bytes)) if bytes.len() > HELD_SLICE => {
-                let Some(share) = self.unwritten.acquire(&user, bytes.len()) else {
-                    tracing::info!(%user, bytes = bytes.len(), "too many bytes of responses unread");
-                    return flow.respond(apimachinery::Error::too_many_requests().into());
-                };
-                let mut resp = flow.name(ApiResponse {
+            (_, Body::Stream(stream)) => flow.respond(ApiResponse {
+                body: Body::Stream(stream),
+                ..resp
+            }),
+            (_, Body::Full(bytes)) => {
+                let deadline = started + deadline.unwrap_or(crate::request::REQUEST_TIMEOUT);
+                let head = ApiResponse {
                     body: Body::Full(Bytes::new()),
                     ..resp
-                });
-                resp.headers
-                    .insert(http::header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-                let deadline = started + deadline.unwrap_or(crate::request::REQUEST_TIMEOUT);
-                resp.body = Body::Stream(held_body(bytes, deadline, (flow, share)));
-                resp
+                };
+                Self::whole(head, vec![bytes], flow, charged, &user, deadline)
             }
-            (_, body) => flow.respond(ApiResponse { body, ..resp }),
+            (_, Body::Pieces(pieces)) => {
+                let deadline = started + deadline.unwrap_or(crate::request::REQUEST_TIMEOUT);
+                let head = ApiResponse {
+                    body: Body::Full(Bytes::new()),
+                    ..resp
+                };
+                Self::whole(head, pieces, flow, charged, &user, deadline)
+            }
         }
+    }
+
+    /// A whole body (`head` carries its status and headers): a small one is
+    /// answered as it is; a large one holds
+    /// its seats until it is written, as kube's handler holds them while it
+    /// writes, and counts against what its user may leave unread.
+    fn whole(
+        head: ApiResponse,
+        pieces: Vec<Bytes>,
+        flow: flowcontrol::Admission,
+        charged: Option<unread::Share>,
+        user: &str,
+        deadline: std::time::Instant,
+    ) -> ApiResponse {
+        let len: usize = pieces.iter().map(Bytes::len).sum();
+        if len <= HELD_SLICE {
+            return flow.respond(ApiResponse {
+                body: Body::Full(Body::joined(&pieces)),
+                ..head
+            });
+        }
+        let Some(share) = unread::cover(charged, user, len) else {
+            tracing::info!(%user, bytes = len, "too many bytes of responses unread");
+            return flow.respond(apimachinery::Error::too_many_requests().into());
+        };
+        let mut resp = flow.name(head);
+        resp.headers
+            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(len));
+        resp.body = Body::Stream(unread::held_body(pieces, deadline, (flow, share)));
+        resp
     }
 }
 
@@ -351,100 +389,10 @@ pub const MAX_LONG_RUNNING_PER_USER: usize = 250;
 /// The group no per-user limit applies to.
 const EXEMPT_GROUP: &str = "system:masters";
 
-/// Whole bodies larger than this are written a slice of it at a time, and
-/// hold their seats and their share of [`MAX_UNWRITTEN_BYTES`] until the
-/// writer has taken the last slice (the size at which the writer's
-/// coalescing passes a slice on as it is).
-const HELD_SLICE: usize = crate::request::COALESCE_BYTES;
-/// Most bytes of large responses one user may have waiting for the client
-/// to read them; past it, the next large response is a 429.
-pub const MAX_UNWRITTEN_BYTES_PER_USER: usize = 128 << 20;
-/// Most bytes of large responses waiting for their clients, all users.
-pub const MAX_UNWRITTEN_BYTES: usize = 512 << 20;
 /// How long the kernel waits for a client to acknowledge what was sent to
 /// it before it drops the connection (`TCP_USER_TIMEOUT`): a client that
 /// stops reading gives back what its response holds.
 const UNACKNOWLEDGED_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// What each user holds of a limited resource (open long-running requests,
-/// bytes of responses not yet written), within a limit per user and one
-/// for everyone.
-struct PerUser {
-    per_user: usize,
-    total: usize,
-    held: std::sync::Mutex<(usize, std::collections::HashMap<String, usize>)>,
-}
-
-impl PerUser {
-    fn new(per_user: usize, total: usize) -> Arc<PerUser> {
-        Arc::new(PerUser {
-            per_user,
-            total,
-            held: Default::default(),
-        })
-    }
-
-    /// `amount` more for `user`, if within both limits.
-    fn acquire(self: &Arc<Self>, user: &str, amount: usize) -> Option<Share> {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        let (total, users) = &mut *held;
-        let mine = users.get(user).copied().unwrap_or(0);
-        if mine + amount > self.per_user || *total + amount > self.total {
-            return None;
-        }
-        *total += amount;
-        users.insert(user.to_string(), mine + amount);
-        Some(Share {
-            owner: self.clone(),
-            user: user.to_string(),
-            amount,
-        })
-    }
-}
-
-/// One user's share of a [`PerUser`] resource; given back when dropped.
-struct Share {
-    owner: Arc<PerUser>,
-    user: String,
-    amount: usize,
-}
-
-impl Drop for Share {
-    fn drop(&mut self) {
-        let mut held = self.owner.held.lock().unwrap_or_else(|e| e.into_inner());
-        let (total, users) = &mut *held;
-        *total -= self.amount;
-        if let Some(mine) = users.get_mut(&self.user) {
-            *mine -= self.amount;
-            if *mine == 0 {
-                users.remove(&self.user);
-            }
-        }
-    }
-}
-
-/// A whole body as slices for the writer, holding `held` (its seats and
-/// its share of the unwritten bytes) until the writer takes the last one;
-/// past `deadline` it ends short of its length, and the writer closes the
-/// connection (kube's timeout filter aborts a response still being
-/// written when the request's time is up).
-fn held_body(
-    bytes: Bytes,
-    deadline: std::time::Instant,
-    held: impl Send + 'static,
-) -> crate::request::BodyStream {
-    let state = (bytes, held);
-    Box::pin(futures::stream::unfold(
-        state,
-        move |(mut rest, held)| async move {
-            if rest.is_empty() || std::time::Instant::now() > deadline {
-                return None;
-            }
-            let slice = rest.split_to(rest.len().min(HELD_SLICE));
-            Some((slice, (rest, held)))
-        },
-    ))
-}
 
 /// Largest total size of a request's headers (Go's `http.DefaultMaxHeaderBytes`, as kube-apiserver).
 pub const MAX_HEADER_BYTES: usize = 1024 * 1024;
@@ -602,6 +550,7 @@ pub(crate) fn into_http(resp: ApiResponse) -> HttpResponse {
     }
     match resp.body {
         Body::Full(bytes) => builder.body(bytes),
+        Body::Pieces(pieces) => builder.body(Body::joined(&pieces)),
         // A stopping front door ends its watches cleanly (the terminating
         // chunk, END_STREAM), and clients watch again from their last event.
         Body::Stream(stream) => builder.streaming(
@@ -609,46 +558,5 @@ pub(crate) fn into_http(resp: ApiResponse) -> HttpResponse {
                 .take_until(crate::shutdown::draining())
                 .map(Ok::<_, std::convert::Infallible>),
         ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_user_holds_a_bounded_share_and_all_users_a_bounded_total() {
-        let open = PerUser::new(3, 5);
-        let mut shares: Vec<Share> = (0..3).map(|_| open.acquire("alice", 1).unwrap()).collect();
-        assert!(open.acquire("alice", 1).is_none());
-        // Others are not affected, up to the total; a share given back can be taken again.
-        let bob = open.acquire("bob", 2).unwrap();
-        assert!(open.acquire("carol", 1).is_none());
-        shares.pop();
-        assert!(open.acquire("alice", 1).is_some());
-        drop((shares, bob));
-        assert!(open.held.lock().unwrap().1.is_empty());
-        assert_eq!(open.held.lock().unwrap().0, 0);
-        assert!(open.acquire("dave", 6).is_none());
-    }
-
-    #[tokio::test]
-    async fn a_held_body_gives_its_slices_then_what_it_held_and_stops_at_its_deadline() {
-        let held = Arc::new(());
-        let body = Bytes::from(vec![7u8; HELD_SLICE * 2 + 10]);
-        let later = std::time::Instant::now() + Duration::from_secs(60);
-        let mut stream = held_body(body.clone(), later, held.clone());
-        let mut lengths = Vec::new();
-        while let Some(slice) = stream.next().await {
-            lengths.push(slice.len());
-            // Held until the writer has taken the last slice.
-            assert_eq!(Arc::strong_count(&held), 2);
-        }
-        assert_eq!(lengths, [HELD_SLICE, HELD_SLICE, 10]);
-        drop(stream);
-        assert_eq!(Arc::strong_count(&held), 1);
-        // Past its deadline it ends short (the writer then closes the connection).
-        let past = std::time::Instant::now() - Duration::from_secs(1);
-        assert!(held_body(body, past, ()).next().await.is_none());
     }
 }

@@ -158,18 +158,34 @@ pub fn coalesce(mut inner: BodyStream) -> BodyStream {
     }))
 }
 
-/// A response body: whole, or streamed (watch).
+/// A response body: whole, whole in pieces, or streamed (watch).
 pub enum Body {
     /// The whole body.
     Full(Bytes),
+    /// The whole body as pieces written in order, never joined unless a
+    /// writer needs them joined: a LIST's items share their bytes with the
+    /// watch cache, so a response waiting for its reader holds references,
+    /// not a copy.
+    Pieces(Vec<Bytes>),
     /// Chunks as they are produced; the stream ends the response.
     Stream(BodyStream),
+}
+
+impl Body {
+    /// The pieces of a whole body joined into one (a stream is not whole).
+    pub fn joined(pieces: &[Bytes]) -> Bytes {
+        match pieces {
+            [one] => one.clone(),
+            _ => pieces.concat().into(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Body {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Body::Full(b) => write!(f, "Body::Full({} bytes)", b.len()),
+            Body::Pieces(p) => write!(f, "Body::Pieces({} pieces)", p.len()),
             Body::Stream(_) => f.write_str("Body::Stream"),
         }
     }
@@ -239,10 +255,18 @@ impl ApiResponse {
         }
     }
 
+    /// A response whose whole body is `pieces`, written in order.
+    pub fn pieces(status: StatusCode, content_type: &str, pieces: Vec<Bytes>) -> Self {
+        let mut resp = ApiResponse::bytes(status, content_type, Bytes::new());
+        resp.body = Body::Pieces(pieces);
+        resp
+    }
+
     /// Collects the whole body (streams are drained).
     pub async fn into_bytes(self) -> Bytes {
         match self.body {
             Body::Full(b) => b,
+            Body::Pieces(p) => Body::joined(&p),
             Body::Stream(mut s) => {
                 use futures::StreamExt;
                 let mut all = Vec::new();

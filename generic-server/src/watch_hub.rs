@@ -497,7 +497,7 @@ mod tests {
         assert_eq!(resp.status, StatusCode::OK);
         match resp.body {
             Body::Stream(s) => s,
-            Body::Full(_) => panic!("a watch streams"),
+            Body::Full(_) | Body::Pieces(_) => panic!("a watch streams"),
         }
     }
 

@@ -779,3 +779,122 @@ fn costly_validation_rules_are_refused_or_stopped_at_their_budget() {
     );
     assert_eq!(fine.code, 201, "{}", fine.text);
 }
+
+/// Opens `connections` TLS connections that each ask for `path` with
+/// `token` and then never read; they stay open until the returned child
+/// is killed. Prints `sent` once every request is out.
+fn stalled_readers(
+    cluster: &Cluster,
+    token: &str,
+    path: &str,
+    connections: usize,
+) -> std::process::Child {
+    let script = r#"
+import socket, ssl, sys, time
+port, ca, token, path, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+held = []
+for _ in range(n):
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.set_alpn_protocols(["http/1.1"])
+    raw = socket.create_connection(("127.0.0.1", port))
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s = ctx.wrap_socket(raw, server_hostname="localhost")
+    s.sendall(("GET %s HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n\r\n" % (path, token)).encode())
+    held.append(s)
+print("sent", flush=True)
+time.sleep(3600)
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", script, &cluster.port.to_string()])
+        .arg(cluster.dir.join("pki/ca.crt"))
+        .args([token, path, &connections.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    let stdout = child.stdout.as_mut().expect("stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("a line");
+    assert_eq!(line.trim(), "sent");
+    child
+}
+
+#[test]
+fn readers_that_never_read_hold_a_bounded_share_of_memory() {
+    let cluster = Cluster::start();
+    let pids = server_pids(&cluster);
+    // 27 MB of ConfigMaps, as the red team's LIST.
+    let value = "x".repeat(1_000_000);
+    for i in 0..27 {
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("big-{i}")}, "data": {"v": value}});
+        let made = cluster.curl(
+            As::Admin,
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            &["Content-Type: application/json"],
+            Some(body.to_string().as_bytes()),
+        );
+        assert_eq!(made.code, 201, "{}", made.text);
+    }
+    let token = cluster.service_account_token("reader");
+    cluster
+        .kubectl(&[
+            "create",
+            "rolebinding",
+            "reader",
+            "--clusterrole=view",
+            "--serviceaccount=default:reader",
+        ])
+        .ok();
+    let memory = memory_mib(&cluster);
+    let cpu = |c: &Cluster| -> Vec<(String, u64)> {
+        server_pids(c)
+            .into_iter()
+            .map(|(n, p)| {
+                let st = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                let f: Vec<&str> = st
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .collect();
+                (
+                    n,
+                    f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
+                        + f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    let cpu_before = cpu(&cluster);
+    let mut readers = None;
+    let slowest = slowest_answer_during(&cluster, || {
+        readers = Some(stalled_readers(
+            &cluster,
+            &token,
+            "/api/v1/namespaces/default/configmaps",
+            80,
+        ));
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let during = memory_mib(&cluster);
+    eprintln!("cpu ticks {cpu_before:?} -> {:?}", cpu(&cluster));
+    eprintln!(
+        "80 stalled readers of a 27 MB LIST: memory {memory:?} -> {during:?}; the admin's slowest GET meanwhile {slowest:?}"
+    );
+    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+    assert_memory_within(&cluster, &memory, 400);
+    // Others still list; the readers give everything back when they go.
+    let mut readers = readers.expect("the readers");
+    let _ = readers.kill();
+    let _ = readers.wait();
+    let listed = cluster.curl(
+        As::Admin,
+        "GET",
+        "/api/v1/namespaces/default/configmaps?limit=1",
+        &[],
+        None,
+    );
+    assert_eq!(listed.code, 200, "{}", listed.text);
+    assert_eq!(server_pids(&cluster), pids, "a server was restarted");
+}

@@ -411,7 +411,21 @@ impl Record {
     /// for a long-running request).
     pub fn complete(mut self, resp: ApiResponse) -> ApiResponse {
         let code = resp.status.as_u16();
-        match resp.body {
+        let body = match resp.body {
+            Body::Pieces(pieces) if self.config.level >= Level::RequestResponse || code >= 300 => {
+                Body::Full(Body::joined(&pieces))
+            }
+            body => body,
+        };
+        match body {
+            Body::Pieces(pieces) => {
+                self.event.set_response_status(code, None);
+                self.finish();
+                ApiResponse {
+                    body: Body::Pieces(pieces),
+                    ..resp
+                }
+            }
             Body::Full(body) => {
                 let is_json = resp
                     .headers

@@ -12,3 +12,4 @@ pub mod impersonation;
 pub mod rbac;
 pub mod request_path;
 pub mod requestheader;
+pub mod unread;

@@ -55,7 +55,7 @@ pub async fn list(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
         .filter(|r| *r > 0)
         .map(|r| r.to_string());
     Ok(match out {
-        Output::Json => ApiResponse::bytes(
+        Output::Json => ApiResponse::pieces(
             StatusCode::OK,
             crate::codec::JSON,
             list_json(resource, &result, revision.as_deref()),
@@ -85,8 +85,9 @@ pub async fn list(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
     })
 }
 
-/// Writes a List from the cached JSON of its items, without re-encoding them.
-fn list_json(resource: &Resource, result: &ListResult, revision: Option<&str>) -> Bytes {
+/// A List from the cached JSON of its items, as pieces that share the
+/// items' bytes with the cache: neither re-encoded nor copied.
+fn list_json(resource: &Resource, result: &ListResult, revision: Option<&str>) -> Vec<Bytes> {
     let mut metadata = json!({});
     if let Some(revision) = revision {
         metadata["resourceVersion"] = json!(revision);
@@ -98,17 +99,17 @@ fn list_json(resource: &Resource, result: &ListResult, revision: Option<&str>) -
         metadata["remainingItemCount"] = json!(remaining);
     }
     let head = json!({"kind": resource.list_kind, "apiVersion": resource.api_version(), "metadata": metadata});
-    let head = serde_json::to_vec(&head).unwrap_or_default();
-    let size: usize = result.items.iter().map(|o| o.bytes.len() + 1).sum();
-    let mut out = BytesMut::with_capacity(head.len() + size + 16);
-    out.put_slice(&head[..head.len() - 1]);
-    out.put_slice(b",\"items\":[");
+    let mut head = serde_json::to_vec(&head).unwrap_or_default();
+    head.pop();
+    head.extend_from_slice(b",\"items\":[");
+    let mut pieces = Vec::with_capacity(2 * result.items.len() + 2);
+    pieces.push(Bytes::from(head));
     for (i, item) in result.items.iter().enumerate() {
         if i > 0 {
-            out.put_u8(b',');
+            pieces.push(Bytes::from_static(b","));
         }
-        out.put_slice(&item.bytes);
+        pieces.push(item.bytes.clone());
     }
-    out.put_slice(b"]}\n");
-    out.freeze()
+    pieces.push(Bytes::from_static(b"]}\n"));
+    pieces
 }
