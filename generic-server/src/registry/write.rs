@@ -260,7 +260,7 @@ impl Store {
             let mut errs =
                 validation::object_meta(&new, self.resource.namespaced, strategy.name_rule());
             errs.extend(validation::object_meta_update(&new, &old));
-            errs.extend(strategy.validate_update(&new, &old));
+            errs.extend(strategy.validate_subresource_update(subresource, &new, &old));
             if !errs.is_empty() {
                 return Err(self
                     .invalid(name, errs)
