@@ -25,6 +25,7 @@ mod limitrange;
 mod namespace;
 mod networkpolicy;
 mod node;
+mod pem;
 mod persistentvolume;
 mod persistentvolumeclaim;
 mod pod;
