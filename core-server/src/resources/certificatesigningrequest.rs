@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 use super::fields::{self, int, is_set, items, text};
 use super::pem;
 
+/// The signer of client certificates that kube-apiserver trusts.
+pub const KUBE_APISERVER_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";
 /// The signer name of requests made through v1beta1 without one.
 const LEGACY_UNKNOWN_SIGNER: &str = "kubernetes.io/legacy-unknown";
 /// The key usages a request may ask for.
@@ -127,7 +129,7 @@ fn conditions_of<'a>(obj: &'a Value, kind: &str) -> Vec<&'a Value> {
 
 /// The DER of the request in `spec.request`, as kube's `ParseCSR` finds
 /// it: the first PEM block, which must be a CERTIFICATE REQUEST.
-fn request_der(obj: &Value) -> Result<Vec<u8>, &'static str> {
+pub fn request_der(obj: &Value) -> Result<Vec<u8>, &'static str> {
     let pem = base64::engine::general_purpose::STANDARD
         .decode(text(obj, "/spec/request"))
         .unwrap_or_default();
