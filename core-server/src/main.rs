@@ -165,6 +165,13 @@ async fn run(options: Options) -> anyhow::Result<()> {
                 .await
                 .context("default storage class admission")?,
         ),
+        Arc::new(admission::certificates::approval::CertificateApproval {
+            policy: policy.clone(),
+        }),
+        Arc::new(admission::certificates::signing::CertificateSigning {
+            policy: policy.clone(),
+        }),
+        Arc::new(admission::certificates::subject_restriction::CertificateSubjectRestriction),
         Arc::new(allocator),
         Arc::new(resources::CsrRequester),
         Arc::new(escalation::Escalation {

@@ -54,6 +54,19 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Validates an update through `subresource` (`""` for the object
+    /// itself), for a resource whose subresources may each change different
+    /// fields (a CertificateSigningRequest's `approval` and `status`); by
+    /// default as [`Strategy::validate_update`].
+    fn validate_subresource_update(
+        &self,
+        _subresource: &str,
+        new: &Value,
+        old: &Value,
+    ) -> Vec<FieldError> {
+        self.validate_update(new, old)
+    }
+
     /// Non-fatal warnings returned to the client in `Warning` headers.
     fn warnings(&self, _obj: &Value) -> Vec<String> {
         Vec::new()

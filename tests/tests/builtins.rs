@@ -4,7 +4,8 @@
 //! explained, diffed and described; one object of every kind read back as
 //! sent; service IP and node port allocation; status subresources and
 //! generation; finalizers, graceful deletion and garbage collection;
-//! deletecollection, dry runs, warnings; a watch on deployments.
+//! deletecollection, dry runs, warnings; a watch on deployments; who may
+//! ask for, approve and sign certificates.
 
 use std::collections::BTreeSet;
 use std::io::Read as _;
@@ -2981,4 +2982,256 @@ fn watch_on_deployments_shows_changes() {
         ],
         "{seen}"
     );
+}
+
+/// The servers' pids, to show none of them restarted.
+fn server_pids(cluster: &Cluster) -> Vec<(String, u32)> {
+    let mut pids: Vec<_> = cluster
+        .children()
+        .into_iter()
+        .filter(|(name, _)| name.ends_with("-server") || name == "aggregator")
+        .collect();
+    pids.sort();
+    pids
+}
+
+/// A CertificateSigningRequest `name` for the kube-apiserver client
+/// signer, whose subject is in `organization`.
+fn client_csr(name: &str, organization: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "mallory");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, organization);
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let pem = params
+        .serialize_request(&key)
+        .expect("a request")
+        .pem()
+        .expect("PEM");
+    json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": name},
+        "spec": {"request": base64::engine::general_purpose::STANDARD.encode(pem),
+            "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}})
+    .to_string()
+    .into_bytes()
+}
+
+/// A self-signed certificate as `status.certificate` holds it (base64 of PEM).
+fn issued_certificate() -> String {
+    use base64::Engine as _;
+    let cert = rcgen::generate_simple_self_signed(vec!["mallory".to_string()])
+        .expect("a certificate")
+        .cert
+        .pem();
+    base64::engine::general_purpose::STANDARD.encode(cert)
+}
+
+#[test]
+fn certificate_signing_requests_take_signer_rights() {
+    use tests::As;
+    let cluster = Cluster::start();
+    let pids = server_pids(&cluster);
+    // A writer may create, read and update requests, their approval and
+    // their status, and holds nothing on signers.
+    let writer = cluster.service_account_token("csr-writer");
+    cluster
+        .kubectl(&[
+            "create",
+            "clusterrole",
+            "csr-writer",
+            "--verb=create,get,update",
+            "--resource=certificatesigningrequests,certificatesigningrequests/approval,certificatesigningrequests/status",
+        ])
+        .ok();
+    for account in ["csr-writer", "csr-signer"] {
+        cluster
+            .kubectl(&[
+                "create",
+                "clusterrolebinding",
+                account,
+                "--clusterrole=csr-writer",
+                &format!("--serviceaccount=default:{account}"),
+            ])
+            .ok();
+    }
+    // A signer also approves for the whole kubernetes.io domain and signs
+    // for the client signer by its name.
+    apply(
+        &cluster,
+        "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: client-signer}
+rules:
+- {apiGroups: [certificates.k8s.io], resources: [signers], resourceNames: [kubernetes.io/*], verbs: [approve]}
+- {apiGroups: [certificates.k8s.io], resources: [signers], resourceNames: [kubernetes.io/kube-apiserver-client], verbs: [sign]}
+",
+    )
+    .ok();
+    cluster
+        .kubectl(&[
+            "create",
+            "clusterrolebinding",
+            "client-signer",
+            "--clusterrole=client-signer",
+            "--serviceaccount=default:csr-signer",
+        ])
+        .ok();
+    let signer = cluster.service_account_token("csr-signer");
+    let writer_config = cluster.token_kubeconfig("csr-writer", &writer, "default");
+    let signer_config = cluster.token_kubeconfig("csr-signer", &signer, "default");
+    let csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
+    let json_body = ["Content-Type: application/json"];
+    let refused = |answer: &tests::Answer, code: u16, message: &str| {
+        assert_eq!(answer.code, code, "{}", answer.text);
+        assert_eq!(answer.json["message"], message, "{}", answer.text);
+    };
+
+    // No request for system:masters from the client signer, by anyone.
+    let masters = client_csr("masters", "system:masters");
+    let masters_message = "certificatesigningrequests.certificates.k8s.io \"masters\" is forbidden: use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed";
+    for who in [As::Token(&writer), As::Admin] {
+        let answer = cluster.curl(who, "POST", csrs, &json_body, Some(&masters));
+        refused(&answer, 403, masters_message);
+        assert_eq!(answer.json["reason"], "Forbidden");
+    }
+    assert_eq!(
+        cluster
+            .curl(As::Admin, "GET", &format!("{csrs}/masters"), &[], None)
+            .code,
+        404
+    );
+
+    // Another group may be asked for.
+    let created = cluster.curl(
+        As::Token(&writer),
+        "POST",
+        csrs,
+        &json_body,
+        Some(&client_csr("dev", "dev")),
+    );
+    assert_eq!(created.code, 201, "{}", created.text);
+    assert_eq!(
+        created.json["spec"]["username"],
+        "system:serviceaccount:default:csr-writer"
+    );
+
+    // The writer may not approve, with kubectl or by hand.
+    let approve_message = "certificatesigningrequests.certificates.k8s.io \"dev\" is forbidden: user not permitted to approve requests with signerName \"kubernetes.io/kube-apiserver-client\"";
+    let by_kubectl = cluster.kubectl_with(&writer_config, &["certificate", "approve", "dev"]);
+    assert_ne!(by_kubectl.code, 0, "{}", by_kubectl.stdout);
+    assert!(
+        by_kubectl.stderr.contains(approve_message),
+        "{}",
+        by_kubectl.stderr
+    );
+    let mut by_hand = created.json.clone();
+    by_hand["status"]["conditions"] =
+        json!([{"type": "Approved", "status": "True", "reason": "Mine", "message": "by hand"}]);
+    let answer = cluster.curl(
+        As::Token(&writer),
+        "PUT",
+        &format!("{csrs}/dev/approval"),
+        &json_body,
+        Some(by_hand.to_string().as_bytes()),
+    );
+    refused(&answer, 403, approve_message);
+
+    // Nor write a certificate: a real one takes `sign`, garbage is invalid.
+    // (Bodies carry no resourceVersion: the updates are unconditional, as
+    // CSRs allow.)
+    let with_certificate = |csr: &Value, certificate: &str| {
+        let mut csr = csr.clone();
+        csr["metadata"]
+            .as_object_mut()
+            .expect("metadata")
+            .remove("resourceVersion");
+        csr["status"]["certificate"] = json!(certificate);
+        csr.to_string().into_bytes()
+    };
+    let status = format!("{csrs}/dev/status");
+    let answer = cluster.curl(
+        As::Token(&writer),
+        "PUT",
+        &status,
+        &json_body,
+        Some(&with_certificate(&created.json, &issued_certificate())),
+    );
+    refused(
+        &answer,
+        403,
+        "certificatesigningrequests.certificates.k8s.io \"dev\" is forbidden: user not permitted to sign requests with signerName \"kubernetes.io/kube-apiserver-client\"",
+    );
+    let answer = cluster.curl(
+        As::Token(&writer),
+        "PUT",
+        &status,
+        &json_body,
+        Some(&with_certificate(&created.json, "notacert")),
+    );
+    refused(
+        &answer,
+        422,
+        "CertificateSigningRequest.certificates.k8s.io \"dev\" is invalid: status.certificate: Invalid value: \"<certificate data>\": must contain at least one CERTIFICATE PEM block",
+    );
+    assert_eq!(answer.json["reason"], "Invalid");
+    let stored = cluster.kubectl(&["get", "csr", "dev", "-o", "json"]).json();
+    assert_eq!(stored["status"], json!({}), "nothing was written");
+
+    // The signer approves (its right on kubernetes.io/*) and signs.
+    cluster
+        .kubectl_with(&signer_config, &["certificate", "approve", "dev"])
+        .ok();
+    let approved = cluster.kubectl(&["get", "csr", "dev", "-o", "json"]).json();
+    let certificate = issued_certificate();
+    let signed = cluster.curl(
+        As::Token(&signer),
+        "PUT",
+        &status,
+        &json_body,
+        Some(&with_certificate(&approved, &certificate)),
+    );
+    assert_eq!(signed.code, 200, "{}", signed.text);
+    assert_eq!(signed.json["status"]["certificate"], certificate);
+    assert_eq!(signed.json["status"]["conditions"][0]["type"], "Approved");
+    let listed = cluster
+        .kubectl(&["get", "csr", "dev", "--no-headers"])
+        .ok()
+        .to_string();
+    assert!(listed.contains("Approved,Issued"), "{listed}");
+
+    // Once set, the certificate stays, whoever writes, whatever they send.
+    let invalid = "CertificateSigningRequest.certificates.k8s.io \"dev\" is invalid";
+    let modify =
+        "status.certificate: Forbidden: updates may not modify existing certificate content";
+    let another = with_certificate(&signed.json, &issued_certificate());
+    for (who, body, message) in [
+        (
+            As::Token(&writer),
+            another.clone(),
+            format!("{invalid}: {modify}"),
+        ),
+        (
+            As::Token(&signer),
+            another.clone(),
+            format!("{invalid}: {modify}"),
+        ),
+        (As::Admin, another, format!("{invalid}: {modify}")),
+        (
+            As::Token(&writer),
+            with_certificate(&signed.json, "notacert"),
+            format!(
+                "{invalid}: [status.certificate: Invalid value: \"<certificate data>\": must contain at least one CERTIFICATE PEM block, {modify}]"
+            ),
+        ),
+    ] {
+        let answer = cluster.curl(who, "PUT", &status, &json_body, Some(&body));
+        refused(&answer, 422, &message);
+    }
+    let stored = cluster.kubectl(&["get", "csr", "dev", "-o", "json"]).json();
+    assert_eq!(stored["status"]["certificate"], certificate);
+
+    assert_eq!(server_pids(&cluster), pids);
 }

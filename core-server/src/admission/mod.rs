@@ -2,6 +2,7 @@
 //! each, named after kube's plugin; `main.rs` lists them in kube's order
 //! (generic-server holds the ones every server shares).
 
+pub mod certificates;
 pub mod default_storage_class;
 pub mod default_toleration_seconds;
 pub mod limit_ranger;

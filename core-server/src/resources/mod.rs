@@ -25,6 +25,7 @@ mod limitrange;
 mod namespace;
 mod networkpolicy;
 mod node;
+mod pem;
 mod persistentvolume;
 mod persistentvolumeclaim;
 mod pod;
@@ -43,7 +44,9 @@ mod statefulset;
 mod storageclass;
 mod workload;
 
-pub use certificatesigningrequest::CsrRequester;
+#[cfg(test)]
+pub use certificatesigningrequest::CertificateSigningRequestStrategy;
+pub use certificatesigningrequest::{CsrRequester, KUBE_APISERVER_CLIENT_SIGNER, request_der};
 pub use priorityclass::SYSTEM_CLASSES as SYSTEM_PRIORITY_CLASSES;
 
 use apimachinery::group_version::GroupVersionKind;

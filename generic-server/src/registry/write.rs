@@ -3,23 +3,27 @@
 use super::*;
 use crate::strategy::Strategy;
 
-/// A strategy's validation of a create (or, with `old`, an update); on the
+/// A strategy's validation of a create (or, with `old`, an update through
+/// `subresource`); on the
 /// blocking pool where it may be long (expressions with a cost budget), so
 /// that it never holds a thread that serves other requests.
 async fn validate(
     strategy: &Arc<dyn Strategy>,
+    subresource: &str,
     new: &Value,
     old: Option<&Value>,
 ) -> Vec<apimachinery::error::FieldError> {
-    let run = |strategy: &dyn Strategy, new: &Value, old: Option<&Value>| match old {
-        None => strategy.validate(new),
-        Some(old) => strategy.validate_update(new, old),
-    };
+    let run =
+        |strategy: &dyn Strategy, subresource: &str, new: &Value, old: Option<&Value>| match old {
+            None => strategy.validate(new),
+            Some(old) => strategy.validate_subresource_update(subresource, new, old),
+        };
     if !strategy.validation_is_costly() {
-        return run(strategy.as_ref(), new, old);
+        return run(strategy.as_ref(), subresource, new, old);
     }
     let (strategy, new, old) = (strategy.clone(), new.clone(), old.cloned());
-    crate::runtime::offload(move || run(strategy.as_ref(), &new, old.as_ref())).await
+    let subresource = subresource.to_string();
+    crate::runtime::offload(move || run(strategy.as_ref(), &subresource, &new, old.as_ref())).await
 }
 
 impl Store {
@@ -105,7 +109,7 @@ impl Store {
         self.admission.admit(&attrs, &mut obj).await?;
         let mut errs =
             validation::object_meta(&obj, self.resource.namespaced, strategy.name_rule());
-        errs.extend(validate(strategy, &obj, None).await);
+        errs.extend(validate(strategy, "", &obj, None).await);
         if !errs.is_empty() {
             return Err(self
                 .invalid(&name, errs)
@@ -280,7 +284,7 @@ impl Store {
             let mut errs =
                 validation::object_meta(&new, self.resource.namespaced, strategy.name_rule());
             errs.extend(validation::object_meta_update(&new, &old));
-            errs.extend(validate(strategy, &new, Some(&old)).await);
+            errs.extend(validate(strategy, subresource, &new, Some(&old)).await);
             if !errs.is_empty() {
                 return Err(self
                     .invalid(name, errs)
