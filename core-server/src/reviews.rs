@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use apimachinery::error::Result;
+use apimachinery::error::{Error, FieldError, Result};
 use apimachinery::group_version::GroupVersionKind;
 use apimachinery::rbac::Decision;
 use generic_server::filters::rbac::{Rbac, SUPERUSERS};
@@ -87,6 +87,11 @@ struct AccessReview(Arc<Rbac>);
 #[async_trait::async_trait]
 impl CreateOnly for AccessReview {
     async fn create(&self, req: &ApiRequest, mut obj: Value) -> Result<Value> {
+        let causes = invalid_access_review(&obj);
+        if !causes.is_empty() {
+            let kind = obj["kind"].as_str().unwrap_or_default().to_string();
+            return Err(Error::invalid("authorization.k8s.io", &kind, "", causes));
+        }
         let user = subject(req, &obj);
         let text = |v: &Value, k: &str| {
             v.get(k)
@@ -99,11 +104,7 @@ impl CreateOnly for AccessReview {
             obj.pointer("/spec/nonResourceAttributes"),
         ) {
             (Some(attrs), _) => {
-                let mut namespace = text(attrs, "namespace");
-                // A local review asks about its own namespace.
-                if obj["kind"] == "LocalSubjectAccessReview" && namespace.is_empty() {
-                    namespace = req.info.namespace.clone();
-                }
+                let namespace = text(attrs, "namespace");
                 let info = RequestInfo {
                     is_resource_request: true,
                     verb: text(attrs, "verb"),
@@ -133,6 +134,83 @@ impl CreateOnly for AccessReview {
             Decision::Deny(reason) => json!({"allowed": false, "reason": reason}),
         };
         Ok(obj)
+    }
+}
+
+/// What is wrong with an access review, as kube's validation says it: one
+/// of resource or non-resource attributes, someone to ask about, no
+/// metadata but a local review's namespace, which is the only namespace
+/// the local review may ask about.
+fn invalid_access_review(obj: &Value) -> Vec<FieldError> {
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    let local = kind == "LocalSubjectAccessReview";
+    let spec = &obj["spec"];
+    let present = |key: &str| spec.get(key).is_some_and(|v| !v.is_null());
+    let (resource, non_resource) = (present("resourceAttributes"), present("nonResourceAttributes"));
+    let mut causes = Vec::new();
+    if resource && non_resource {
+        causes.push(FieldError::invalid(
+            "spec.nonResourceAttributes",
+            spec["nonResourceAttributes"].clone(),
+            "cannot be specified in combination with resourceAttributes",
+        ));
+    }
+    if !resource && !non_resource {
+        causes.push(FieldError::invalid(
+            "spec.resourceAttributes",
+            Value::Null,
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        ));
+    }
+    let unnamed = |key: &str| spec[key].as_str().unwrap_or_default().is_empty();
+    let no_groups = spec["groups"].as_array().is_none_or(Vec::is_empty);
+    if !kind.starts_with("Self") && unnamed("user") && no_groups {
+        causes.push(FieldError::invalid(
+            "spec.user",
+            spec["user"].as_str().unwrap_or_default(),
+            "at least one of user or group must be specified",
+        ));
+    }
+    let namespace = obj["metadata"]["namespace"].as_str().unwrap_or_default();
+    let set_metadata = obj["metadata"].as_object().is_some_and(|meta| {
+        meta.iter().any(|(key, value)| {
+            key != "managedFields" && !(local && key == "namespace") && !is_zero(value)
+        })
+    });
+    if set_metadata {
+        let detail = if local { "must be empty except for namespace" } else { "must be empty" };
+        causes.push(FieldError::invalid("metadata", obj["metadata"].clone(), detail));
+    }
+    if local && resource {
+        let asked = spec["resourceAttributes"]["namespace"].as_str().unwrap_or_default();
+        if asked != namespace {
+            causes.push(FieldError::invalid(
+                "spec.resourceAttributes.namespace",
+                asked,
+                "must match metadata.namespace",
+            ));
+        }
+    }
+    if local && non_resource {
+        causes.push(FieldError::invalid(
+            "spec.nonResourceAttributes",
+            spec["nonResourceAttributes"].clone(),
+            "disallowed on this kind of request",
+        ));
+    }
+    causes
+}
+
+/// Whether a JSON value is its Go field's zero value (null, "", 0, false,
+/// or empty), which kube's semantic equality does not tell from unset.
+fn is_zero(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
     }
 }
 

@@ -40,10 +40,17 @@ pub struct Config {
     /// The certificate, key and CA of its links to etcd and the next server.
     #[command(flatten)]
     pub internal: InternalTlsOptions,
-    /// Where to serve this process's `/metrics`, `/livez` and `/readyz` over
-    /// plain HTTP, for Prometheus and for kubelet or docker probes.
+    /// Where to serve this process's `/livez`, `/readyz` and `/healthz`
+    /// over plain HTTP, for kubelet or docker probes (and `/metrics`, with
+    /// `--plain-metrics`).
     #[arg(long, env = "KUBECHAIN_METRICS_ADDRESS")]
     pub metrics_address: Option<SocketAddr>,
+    /// Also serve `/metrics` on `--metrics-address`, to anyone who reaches
+    /// it: only for a Prometheus on a network no one else does. Without it
+    /// `/metrics` is read over HTTPS behind RBAC, as kube serves it: at the
+    /// front door's `/metrics`, and `/metrics/<server>` for those behind it.
+    #[arg(long, env = "KUBECHAIN_PLAIN_METRICS")]
+    pub plain_metrics: bool,
     /// How the process logs.
     #[command(flatten)]
     pub logging: Logging,
@@ -95,6 +102,7 @@ pub struct CompletedConfig {
     pub delegate: Option<GrpcDelegate>,
     checks: Vec<(String, HealthCheck)>,
     metrics_address: Option<SocketAddr>,
+    plain_metrics: bool,
 }
 
 impl Config {
@@ -138,6 +146,7 @@ impl Config {
             delegate,
             checks,
             metrics_address: self.metrics_address,
+            plain_metrics: self.plain_metrics,
         })
     }
 }
@@ -154,7 +163,8 @@ impl CompletedConfig {
 
     /// The server named `name` (for logs and registration); what it does not
     /// serve goes to the delegate, or, at the end of the chain, gets a 404.
-    /// The metrics address, if any, serves its metrics and health from now on.
+    /// The metrics address, if any, serves its health (and metrics, if
+    /// asked) from now on.
     #[allow(clippy::new_ret_no_self)] // kube's `completedConfig.New(name, delegate)`
     pub fn new(self, name: &str) -> Result<GenericServer> {
         let delegate: Arc<dyn Handler> = match self.delegate {
@@ -168,7 +178,7 @@ impl CompletedConfig {
             self.checks,
         ));
         if let Some(addr) = self.metrics_address {
-            crate::metrics::serve(addr, server.clone())?;
+            crate::metrics::serve(addr, server.clone(), self.plain_metrics)?;
         }
         Ok(GenericServer {
             name: name.to_string(),

@@ -536,6 +536,29 @@ impl Documents {
     pub fn serves_group(&self, group: &str) -> bool {
         self.by_name.contains_key(group)
     }
+
+    /// Whether a resource (and its subresource, unless empty) is served in
+    /// a group/version.
+    pub fn serves(&self, group: &str, version: &str, resource: &str, subresource: &str) -> bool {
+        let Some(&at) = self.by_name.get(group) else {
+            return false;
+        };
+        let Some(version) = versions(&self.groups[at])
+            .iter()
+            .find(|v| v["version"] == version)
+        else {
+            return false;
+        };
+        resources(version)
+            .iter()
+            .find(|r| r["resource"] == resource)
+            .is_some_and(|r| {
+                subresource.is_empty()
+                    || r["subresources"]
+                        .as_array()
+                        .is_some_and(|subs| subs.iter().any(|s| s["subresource"] == subresource))
+            })
+    }
 }
 
 fn legacy_group(group: &Value) -> Value {
@@ -762,6 +785,12 @@ mod tests {
             .map(Group::new)
             .collect();
         let docs = Documents::new(merge_groups(&[&groups]));
+        assert!(docs.serves("", "v1", "configmaps", ""));
+        assert!(docs.serves("apps", "v1", "deployments", "status"));
+        assert!(!docs.serves("apps", "v1", "deployments", "scale"));
+        assert!(!docs.serves("apps", "v2", "deployments", ""));
+        assert!(!docs.serves("", "v1", "made-up", ""));
+        assert!(!docs.serves("made.up", "v1", "configmaps", ""));
         let api: Value =
             serde_json::from_slice(&docs.aggregated("/api", "v2").unwrap().body).unwrap();
         assert_eq!(api["items"][0]["metadata"]["name"], "");

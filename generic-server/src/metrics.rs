@@ -114,6 +114,8 @@ pub struct Metrics {
     etcd: Family<EtcdLabels, Histogram>,
     watch_events: Family<WatchLabels, Counter>,
     caches: Arc<Caches>,
+    /// What the process serves: requests for anything else share one label.
+    served: OnceLock<Arc<crate::discovery::Discovery>>,
     /// API Priority and Fairness's (`apiserver_flowcontrol_*`).
     pub flowcontrol: crate::filters::flowcontrol::FlowControlMetrics,
 }
@@ -176,6 +178,7 @@ impl Default for Metrics {
             etcd,
             watch_events,
             caches,
+            served: OnceLock::new(),
             flowcontrol,
         }
     }
@@ -200,9 +203,21 @@ impl Metrics {
         counted
     }
 
+    /// Labels requests by what `discovery` serves: a resource, version or
+    /// group it does not name is counted as `other`, so made-up names do
+    /// not grow a series each (the first server of a process sets it).
+    pub fn label_by(&self, discovery: Arc<crate::discovery::Discovery>) {
+        let _ = self.served.set(discovery);
+    }
+
     /// Starts counting a request delegated to this server.
     pub fn start_behind(&self, req: &ApiRequest) -> InFlight<'_> {
-        let labels = labels(req);
+        let served = self.served.get().map(|d| d.documents());
+        let labels = labels(req, |group, version, resource, subresource| {
+            served
+                .as_ref()
+                .is_some_and(|docs| docs.serves(group, version, resource, subresource))
+        });
         let kind = KindLabels {
             request_kind: match labels.verb {
                 "GET" | "LIST" | "WATCH" => "readOnly",
@@ -306,27 +321,29 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// Serves the process's metrics at `http://<addr>/metrics`, and its health
-/// (`/livez`, `/readyz`, `/healthz` and their single checks, answered by
-/// `health` as for an anonymous GET), over plain HTTP: what Prometheus
-/// scrapes and what kubelet or docker probes, for servers without an HTTPS
-/// listener of their own. Nothing else is served there; keep `addr` on a
-/// network only they reach. Returns once listening.
+/// Serves the process's health (`/livez`, `/readyz`, `/healthz` and their
+/// single checks, answered by `health` as for an anonymous GET) over plain
+/// HTTP, for kubelet or docker probes, and with `plain_metrics` its
+/// metrics at `/metrics`, for a Prometheus on a private network. Nothing
+/// else is served there. Returns once listening.
 pub fn serve(
     addr: std::net::SocketAddr,
     health: Arc<dyn crate::request::Handler>,
+    plain_metrics: bool,
 ) -> crate::Result<std::net::SocketAddr> {
     use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
     let server = HttpServer::new(move || {
         let health = health.clone();
+        let metrics = web::get().to(|| async {
+            HttpResponse::Ok()
+                .content_type(Metrics::CONTENT_TYPE)
+                .body(global().render())
+        });
         App::new()
-            .route(
-                "/metrics",
-                web::get().to(|| async {
-                    HttpResponse::Ok()
-                        .content_type(Metrics::CONTENT_TYPE)
-                        .body(global().render())
-                }),
+            .service(
+                web::resource("/metrics")
+                    .guard(actix_web::guard::fn_guard(move |_| plain_metrics))
+                    .route(metrics),
             )
             .default_service(web::get().to(move |req: HttpRequest| {
                 let health = health.clone();
@@ -339,7 +356,7 @@ pub fn serve(
     .map_err(|e| crate::Error::Listen(addr, Arc::new(e)))?;
     let bound = server.addrs().first().copied().unwrap_or(addr);
     actix_rt::spawn(server.run());
-    tracing::info!(listen = %bound, "serving metrics and health");
+    tracing::info!(listen = %bound, plain_metrics, "serving health over plain HTTP");
     Ok(bound)
 }
 
@@ -518,8 +535,12 @@ impl Collector for Process {
 }
 
 /// kube's labels for a request: the verb as it reports it (`LIST`,
-/// `WATCH`, `APPLY`), and the scope it was asked in.
-fn labels(req: &ApiRequest) -> RequestLabels {
+/// `WATCH`, `APPLY`), and the scope it was asked in; a resource that
+/// `served` does not know is `other`, in no group or version.
+fn labels(
+    req: &ApiRequest,
+    served: impl Fn(&str, &str, &str, &str) -> bool,
+) -> RequestLabels {
     let info: &RequestInfo = &req.info;
     let dry_run = if req.query.split('&').any(|p| p == "dryRun=All") {
         "All"
@@ -565,6 +586,18 @@ fn labels(req: &ApiRequest) -> RequestLabels {
     } else {
         "cluster"
     };
+    if !served(&info.api_group, &info.api_version, &info.resource, &info.subresource) {
+        return RequestLabels {
+            component: "apiserver",
+            dry_run,
+            group: String::new(),
+            resource: "other".into(),
+            scope,
+            subresource: String::new(),
+            verb,
+            version: String::new(),
+        };
+    }
     RequestLabels {
         component: "apiserver",
         dry_run,
@@ -595,6 +628,7 @@ mod tests {
     use super::*;
     use crate::request::UserInfo;
     use http::{HeaderMap, Method};
+    use serde_json::json;
 
     fn request(method: Method, path: &str, query: &str) -> ApiRequest {
         ApiRequest::new(
@@ -644,6 +678,25 @@ mod tests {
     #[test]
     fn requests_are_counted_under_kubes_names_and_labels() {
         let metrics = Metrics::default();
+        let discovery = Arc::new(crate::discovery::Discovery::default());
+        discovery.set_own([
+            json!({"metadata": {"name": ""}, "versions": [{"version": "v1", "resources": [
+                {"resource": "configmaps"}, {"resource": "pods", "subresources": [{"subresource": "log"}]}]}]}),
+            json!({"metadata": {"name": "apps"}, "versions": [{"version": "v1", "resources": [
+                {"resource": "deployments"}]}]}),
+        ]
+        .map(Arc::new));
+        metrics.label_by(discovery);
+        // Made-up resources, subresources, versions and groups: one series.
+        for path in [
+            "/api/v1/namespaces/team/made-up-1",
+            "/api/v1/namespaces/team/made-up-2/x",
+            "/api/v1/namespaces/team/pods/web/made-up",
+            "/apis/apps/v9/deployments",
+            "/apis/made.up/v1/things",
+        ] {
+            metrics.start(&request(Method::GET, path, "")).done(404);
+        }
         for _ in 0..2 {
             metrics
                 .start(&request(
@@ -682,9 +735,11 @@ mod tests {
             "apiserver_request_total{code=\"404\",component=\"\",dry_run=\"\",group=\"\",resource=\"\",scope=\"\",subresource=\"other\",verb=\"GET\",version=\"\"} 1",
             "apiserver_request_duration_seconds_count{component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 2",
             "apiserver_current_inflight_requests{request_kind=\"readOnly\"} 0",
+            "apiserver_request_total{code=\"404\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"other\",scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"\"} 1",
         ] {
             assert!(text.contains(line), "missing {line}\n{text}");
         }
+        assert!(!text.contains("made"), "{text}");
         assert!(
             !text.contains("verb=\"WATCH\",version=\"v1\",le="),
             "a watch's latency was observed"

@@ -44,6 +44,7 @@ impl ApiServer {
         delegate: Arc<dyn Handler>,
         checks: Vec<(String, HealthCheck)>,
     ) -> Self {
+        crate::metrics::global().label_by(discovery.clone());
         ApiServer {
             name: name.into(),
             rest: RwLock::default(),
@@ -506,6 +507,15 @@ impl Handler for ApiServer {
             "/api" | "/apis" => return self.discovery_root(&req, &path),
             "/openapi/v3" => return self.openapi_index(&req),
             _ => {}
+        }
+        // A server behind the front door serves its metrics there, at
+        // `/metrics/<name>`, to whoever RBAC lets read that path.
+        if path.strip_prefix("/metrics/") == Some(self.name.as_str()) && req.method == http::Method::GET {
+            return ApiResponse::bytes(
+                StatusCode::OK,
+                crate::metrics::Metrics::CONTENT_TYPE,
+                crate::metrics::global().render(),
+            );
         }
         for endpoint in ["/healthz/", "/livez/", "/readyz/"] {
             if let Some(check) = path.strip_prefix(endpoint) {

@@ -126,8 +126,7 @@ impl Pki {
         etcd_members: &[String],
         etcd_hosts: &[String],
     ) -> Result<()> {
-        std::fs::create_dir_all(&self.dir)
-            .with_context(|| format!("creating {}", self.dir.display()))?;
+        private_dir(&self.dir)?;
         let cluster = self.authority("ca", "kubechain-ca")?;
         let mut aggregator = local_names(&["aggregator"]);
         aggregator.extend(front_door_hosts.iter().cloned());
@@ -363,6 +362,19 @@ fn is_current(path: &Path, ca: &Authority, leaf: &Leaf<'_>) -> bool {
             && names.as_ref() == Some(&wanted)
     })
     .unwrap_or(false)
+}
+
+/// Creates `dir` (and its missing parents) 0700 and makes it 0700 if it
+/// was there: it holds keys, etcd's data or logs that only the cluster's
+/// owner may read.
+pub fn private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .and_then(|()| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)))
+        .with_context(|| format!("creating {}", dir.display()))
 }
 
 fn read(path: &Path) -> Result<String> {

@@ -108,9 +108,9 @@ struct Ports {
     metrics: u16,
     core: Vec<u16>,
     extension: Vec<u16>,
-    /// Each core-server replica's plain-HTTP `/metrics`.
+    /// Each core-server replica's plain-HTTP health port.
     core_metrics: Vec<u16>,
-    /// Each extension-server replica's plain-HTTP `/metrics`.
+    /// Each extension-server replica's plain-HTTP health port.
     extension_metrics: Vec<u16>,
 }
 
@@ -315,11 +315,10 @@ pub async fn up(args: UpArgs) -> Result<()> {
 pub async fn start(args: &UpArgs) -> Result<Cluster> {
     // A bad audit policy stops `up` before anything starts.
     audit_args(args, 0)?;
-    std::fs::create_dir_all(&args.data_dir)
-        .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    crate::pki::private_dir(&args.data_dir)?;
     let dir = std::fs::canonicalize(&args.data_dir)?;
     let logs = dir.join("logs");
-    std::fs::create_dir_all(&logs)?;
+    crate::pki::private_dir(&logs)?;
     let pki = Pki::new(&dir.join("pki"));
     pki.ensure(&[], &["etcd".into()], &[])
         .context("creating certificates")?;

@@ -53,10 +53,14 @@ struct Options {
     /// HTTP worker threads.
     #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
     workers: usize,
-    /// Where to serve `/metrics`, `/livez` and `/readyz` over plain HTTP
-    /// (for Prometheus and for kubelet or docker probes).
+    /// Where to serve `/livez`, `/readyz` and `/healthz` over plain HTTP,
+    /// for kubelet or docker probes (and `/metrics`, with `--plain-metrics`).
     #[arg(long, env = "KUBECHAIN_METRICS_ADDRESS")]
     metrics_address: Option<SocketAddr>,
+    /// Also serve `/metrics` on `--metrics-address`, to anyone who reaches
+    /// it; without it `/metrics` is served over HTTPS, behind RBAC.
+    #[arg(long, env = "KUBECHAIN_PLAIN_METRICS")]
+    plain_metrics: bool,
     /// The cluster's front door (the aggregator), the only server this one calls.
     #[arg(long, env = "KUBECHAIN_FRONT_DOOR")]
     front_door: String,
@@ -106,7 +110,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         usage,
     }));
     if let Some(addr) = options.metrics_address {
-        generic_server::metrics::serve(addr, server.clone())?;
+        generic_server::metrics::serve(addr, server.clone(), options.plain_metrics)?;
     }
 
     let authorizer = DelegatedAuthorizer::new(front_door);

@@ -669,3 +669,63 @@ fn without_a_policy_every_response_still_has_an_audit_id_and_a_bad_policy_stops_
     assert!(stderr.contains("Loud"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn the_audit_log_and_the_clusters_secrets_are_readable_only_by_their_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| {
+        std::fs::metadata(p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let dir = scratch();
+    // The shipped example policy, and a log in a directory that is not there yet.
+    let log = dir.join("logs/audit.log");
+    let policy = workspace().join("deploy/audit-policy.yaml");
+    let cluster = Cluster::start_with(&[
+        "--audit-policy-file",
+        policy.to_str().unwrap(),
+        "--audit-log-path",
+        log.to_str().unwrap(),
+    ]);
+    // A TokenReview names a live token in its request.
+    let token = cluster.service_account_token("reviewed");
+    let review = serde_json::json!({"apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview", "spec": {"token": token}});
+    let reviewed = cluster.curl(
+        As::Admin,
+        "POST",
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        &["Content-Type: application/json"],
+        Some(review.to_string().as_bytes()),
+    );
+    assert_eq!(reviewed.code, 201, "{}", reviewed.text);
+    assert!(reviewed.text.contains("\"authenticated\":true"), "{}", reviewed.text);
+    let event = find(&log, "the token review", |e| {
+        e["verb"] == "create" && e["objectRef"]["resource"] == "tokenreviews"
+    });
+    assert_eq!(event["level"], "Metadata", "{event}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(&token), "the audit log holds the token");
+    // The log and the directory made for it are the server's alone.
+    assert_eq!(mode(&log), 0o600);
+    assert_eq!(mode(log.parent().unwrap()), 0o700);
+    // So are the cluster's keys, kubeconfig and encryption config.
+    assert_eq!(mode(&cluster.dir), 0o700);
+    assert_eq!(mode(&cluster.dir.join("pki")), 0o700);
+    assert_eq!(mode(&cluster.dir.join("kubeconfig")), 0o600);
+    let mut keys = 0;
+    for entry in std::fs::read_dir(cluster.dir.join("pki")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if name.ends_with(".key") || name.contains("encryption") {
+            assert_eq!(mode(&path), 0o600, "{name}");
+            keys += 1;
+        }
+    }
+    assert!(keys > 5, "only {keys} secret files");
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(dir);
+}

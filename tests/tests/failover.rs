@@ -120,6 +120,10 @@ fn stored(cluster: &Cluster, prefix: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Each replica's metrics on its plain port, which these tests read to
+/// tell replicas apart (the front door's `/metrics/<server>` is any one's).
+const PLAIN_METRICS: &[(&str, &str)] = &[("KUBECHAIN_PLAIN_METRICS", "true")];
+
 /// Creates a server replica has served since it started (every
 /// `apiserver_request_total` sample of verb POST on its metrics port).
 fn creates_served(metrics_port: u64) -> f64 {
@@ -316,7 +320,7 @@ fn settle(kill: &Kill) {
 #[test]
 fn a_core_replica_killed_under_load_loses_no_acknowledged_write() {
     let _one = serial();
-    let cluster = Cluster::start_with(REPLICAS);
+    let cluster = Cluster::start_with_env(REPLICAS, PLAIN_METRICS);
     let api = Api::new(&cluster, 2 * CLIENTS);
     api.create_namespace("load");
     let cores = cluster.child_pids("core-server");
@@ -360,7 +364,7 @@ fn a_core_replica_killed_under_load_loses_no_acknowledged_write() {
 #[test]
 fn an_extension_replica_killed_under_load_loses_no_acknowledged_custom_resource() {
     let _one = serial();
-    let cluster = Cluster::start_with(REPLICAS);
+    let cluster = Cluster::start_with_env(REPLICAS, PLAIN_METRICS);
     let api = Api::new(&cluster, 2 * CLIENTS);
     api.create_namespace("load");
     let crd = json!({
@@ -426,7 +430,7 @@ fn an_extension_replica_killed_under_load_loses_no_acknowledged_custom_resource(
 #[test]
 fn a_watch_survives_the_death_of_every_core_replica_and_misses_no_event() {
     let _one = serial();
-    let cluster = Cluster::start_with(REPLICAS);
+    let cluster = Cluster::start_with_env(REPLICAS, PLAIN_METRICS);
     let api = Api::new(&cluster, 2 * CLIENTS);
     api.create_namespace("watched");
     let path = "/api/v1/namespaces/watched/configmaps";
@@ -606,7 +610,7 @@ fn creates_per_second_with_one_and_three_core_replicas() {
 #[test]
 fn kubectl_get_watch_across_the_death_of_its_replica() {
     let _one = serial();
-    let cluster = Cluster::start_with(REPLICAS);
+    let cluster = Cluster::start_with_env(REPLICAS, PLAIN_METRICS);
     cluster.create_namespace("kw");
     let originals = cluster.child_pids("core-server");
     assert!(

@@ -2,11 +2,12 @@
 //! roles, a `kubectl auth can-i` matrix for view, edit, admin and nobody,
 //! a ServiceAccount bound to edit doing its work with the Python client,
 //! escalation refused (and allowed with `escalate` and `bind`),
-//! impersonation allowed and refused, and aggregation extending `view`.
+//! impersonation allowed and refused, aggregation extending `view`, and
+//! local access reviews held to their own namespace.
 
 use std::time::Duration;
 
-use tests::{Cluster, eventually};
+use tests::{As, Cluster, eventually};
 
 const NS: &str = "team";
 
@@ -729,4 +730,83 @@ fn a_token_bound_to_a_pod_or_secret_dies_with_it() {
         .kubectl(&["delete", "secret", "handle", "-n", NS])
         .ok();
     until_refused(&cluster, &secret_config);
+}
+
+#[test]
+fn a_namespace_admin_asks_local_access_reviews_about_its_own_namespace_only() {
+    let cluster = with_team();
+    account(&cluster, "boss", Some("admin"));
+    let token = cluster
+        .kubectl(&["create", "token", "boss", "-n", NS])
+        .ok()
+        .trim()
+        .to_string();
+    let path = format!("/apis/authorization.k8s.io/v1/namespaces/{NS}/localsubjectaccessreviews");
+    let review = |spec: serde_json::Value, metadata: serde_json::Value| {
+        let body = serde_json::json!({"apiVersion": "authorization.k8s.io/v1",
+            "kind": "LocalSubjectAccessReview", "metadata": metadata, "spec": spec});
+        cluster.curl(
+            As::Token(&token),
+            "POST",
+            &path,
+            &["Content-Type: application/json"],
+            Some(body.to_string().as_bytes()),
+        )
+    };
+    let user = "system:serviceaccount:team:boss";
+    let about = |namespace: &str| {
+        serde_json::json!({"user": user, "resourceAttributes":
+            {"namespace": namespace, "verb": "get", "resource": "secrets"}})
+    };
+    // Its own namespace: answered.
+    let own = review(about(NS), serde_json::json!({}));
+    assert_eq!(own.code, 201, "{}", own.text);
+    assert_eq!(own.json["status"]["allowed"], true, "{}", own.text);
+    assert_eq!(own.json["metadata"]["namespace"], NS, "{}", own.text);
+    // Another namespace, the cluster scope, or non-resource attributes: refused.
+    for (spec, field, detail) in [
+        (about("kube-system"), "spec.resourceAttributes.namespace", "must match metadata.namespace"),
+        (about(""), "spec.resourceAttributes.namespace", "must match metadata.namespace"),
+        (
+            serde_json::json!({"user": user, "nonResourceAttributes": {"path": "/metrics", "verb": "get"}}),
+            "spec.nonResourceAttributes",
+            "disallowed on this kind of request",
+        ),
+    ] {
+        let refused = review(spec.clone(), serde_json::json!({}));
+        assert_eq!(refused.code, 422, "{spec}: {}", refused.text);
+        assert_eq!(refused.json["reason"], "Invalid", "{}", refused.text);
+        let causes = refused.json["details"]["causes"].as_array().expect("causes");
+        assert!(
+            causes.iter().any(|c| c["field"] == field
+                && c["message"].as_str().unwrap_or_default().contains(detail)),
+            "{}",
+            refused.text
+        );
+        assert!(refused.json.get("status").is_none_or(|s| s["allowed"].is_null()));
+    }
+    // A body that names another namespace than its path.
+    let elsewhere = review(about("kube-system"), serde_json::json!({"namespace": "kube-system"}));
+    assert_eq!(elsewhere.code, 400, "{}", elsewhere.text);
+    assert!(
+        elsewhere.text.contains("does not match the namespace sent on the request"),
+        "{}",
+        elsewhere.text
+    );
+    // Nobody to ask about, and metadata that is not allowed.
+    let nobody = review(
+        serde_json::json!({"resourceAttributes": {"namespace": NS, "verb": "get", "resource": "pods"}}),
+        serde_json::json!({"name": "named"}),
+    );
+    assert_eq!(nobody.code, 422, "{}", nobody.text);
+    for detail in [
+        "at least one of user or group must be specified",
+        "must be empty except for namespace",
+    ] {
+        assert!(nobody.text.contains(detail), "{detail}: {}", nobody.text);
+    }
+    // kubectl's own self review still works with a null creationTimestamp.
+    let me = cluster.token_kubeconfig("boss", &token, NS);
+    assert_eq!(can_i(&cluster, &me, &["get", "secrets"]), "yes");
+    assert_eq!(can_i(&cluster, &me, &["get", "secrets", "-n", "kube-system"]), "no");
 }

@@ -1,11 +1,12 @@
-//! Every server's Prometheus metrics, under kube-apiserver's names: the
-//! core and extension servers on their own metrics ports (from
-//! `ports.json`), the front door at `/metrics` with one latency histogram
-//! per hop (front door, delegation, proxy).
+//! Every server's Prometheus metrics, under kube-apiserver's names, read
+//! over HTTPS behind RBAC: the core and extension servers at
+//! `/metrics/<server>` through the front door, the front door at `/metrics`
+//! with one latency histogram per hop (front door, delegation, proxy). The
+//! plain ports serve health only; made-up resource names share one label.
 
 use std::time::Duration;
 
-use tests::{Cluster, eventually, sample, scrape};
+use tests::{As, Cluster, eventually, sample};
 
 const WIDGETS: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\n\
     spec: {group: example.com, scope: Namespaced, names: {plural: widgets, kind: Widget},\n\
@@ -14,13 +15,13 @@ const WIDGETS: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResource
 #[test]
 fn every_server_exposes_kubes_metrics() {
     let cluster = Cluster::start();
-    let ports = cluster.ports();
-    let core = ports["core-metrics-0"]
-        .as_u64()
-        .expect("core-server's metrics port");
-    let extension = ports["extension-metrics-0"]
-        .as_u64()
-        .expect("extension-server's metrics port");
+    let (core, extension) = ("core-server", "extension-server");
+    let scrape = |server: &str| {
+        cluster
+            .kubectl(&["get", "--raw", &format!("/metrics/{server}")])
+            .ok()
+            .to_string()
+    };
 
     cluster.kubectl(&["create", "namespace", "counted"]).ok();
     // A watch that sees the creates below.
@@ -135,4 +136,64 @@ fn every_server_exposes_kubes_metrics() {
     }
     // Not the other way round: core-server saw no front door.
     assert!(!scrape(core).contains("hop=\"front-door\""));
+}
+
+#[test]
+fn metrics_are_read_behind_rbac_and_made_up_names_share_one_series() {
+    let cluster = Cluster::start();
+    let ports = cluster.ports();
+    // The plain ports serve health, not metrics.
+    for port in ["core-metrics-0", "extension-metrics-0"] {
+        let port = ports[port].as_u64().expect("a plain port");
+        let code = |path: &str| {
+            let out = std::process::Command::new("curl")
+                .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+                .arg(format!("http://127.0.0.1:{port}{path}"))
+                .output()
+                .expect("curl");
+            String::from_utf8_lossy(&out.stdout).to_string()
+        };
+        assert_eq!(code("/metrics"), "404", "{port}");
+        assert_eq!(code("/readyz"), "200", "{port}");
+    }
+    // A user without a role for them is refused every server's metrics.
+    let token = cluster.service_account_token("viewer");
+    cluster
+        .kubectl(&[
+            "create",
+            "clusterrolebinding",
+            "viewer",
+            "--clusterrole=view",
+            "--serviceaccount=default:viewer",
+        ])
+        .ok();
+    for path in ["/metrics", "/metrics/core-server", "/metrics/extension-server"] {
+        let refused = cluster.curl(As::Token(&token), "GET", path, &[], None);
+        assert_eq!(refused.code, 403, "{path}: {}", refused.text);
+        let read = cluster.curl(As::Admin, "GET", path, &[], None);
+        assert_eq!(read.code, 200, "{path}: {}", read.text);
+        assert!(read.text.contains("apiserver_request_total"), "{path}");
+    }
+    // 300 made-up resources, subresources and groups, read by a user.
+    let base = format!("https://127.0.0.1:{}", cluster.port);
+    let mut curl = cluster.curl_command(As::Token(&token));
+    curl.args(["-o", "/dev/null"]);
+    for i in 0..100 {
+        curl.arg(format!("{base}/api/v1/namespaces/default/madeup{i}"));
+        curl.arg(format!("{base}/api/v1/namespaces/default/configmaps/x/madeup{i}"));
+        curl.arg(format!("{base}/apis/madeup{i}.example.com/v1/things"));
+    }
+    assert!(curl.output().expect("curl").status.success());
+    for path in ["/metrics", "/metrics/core-server", "/metrics/extension-server"] {
+        let text = cluster.curl(As::Admin, "GET", path, &[], None).text;
+        assert!(!text.contains("madeup"), "{path} labels a made-up name");
+        assert!(text.len() < 1 << 20, "{path}: {} bytes", text.len());
+    }
+    let front = cluster.curl(As::Admin, "GET", "/metrics", &[], None).text;
+    let other = front
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{") && l.contains("resource=\"other\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>();
+    assert!(other >= 300.0, "{other} requests counted as other\n{front}");
 }

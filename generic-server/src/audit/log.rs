@@ -196,14 +196,21 @@ impl RotatingFile {
         }
     }
 
-    /// Opens the log to append to it (creating it and its directory).
+    /// Opens the log to append to it, creating it 0600 and a missing
+    /// directory 0700, as kube does: the log holds who did what, and may
+    /// hold request bodies.
     pub fn open(&mut self) -> std::io::Result<()> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
         }
         let file = OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(&self.path)?;
         self.size = file.metadata()?.len();
         self.file = Some(BufWriter::new(file));
@@ -368,6 +375,22 @@ mod tests {
             backup_path(Path::new("audit"), at),
             Path::new("audit-2026-12-02T20-21-40.123")
         );
+    }
+
+    #[test]
+    fn a_new_log_and_its_new_directory_are_private_to_the_server() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = temp_dir();
+        let path = dir.join("made/for/audit.log");
+        let mut log = RotatingFile::new(path.clone(), Rotation::from_flags(1, 0, 0));
+        log.write(b"line\n").unwrap();
+        log.rotate().unwrap();
+        log.write(b"next\n").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        assert_eq!(mode(&dir.join("made")), 0o700);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

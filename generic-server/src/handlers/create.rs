@@ -59,6 +59,11 @@ pub async fn answer(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
     }
     map.insert("apiVersion".into(), json!(expected));
     map.insert("kind".into(), json!(kind.kind));
+    crate::registry::metadata::ensure_namespace(
+        &mut obj,
+        rest.resource().namespaced,
+        &req.info.namespace,
+    )?;
     let answer = rest.create(req, obj).await?;
     Ok(ApiResponse::json(StatusCode::CREATED, &answer))
 }

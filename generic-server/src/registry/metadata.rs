@@ -121,22 +121,29 @@ pub(super) fn encode(obj: &Value) -> Result<Bytes> {
         .map_err(Error::internal)
 }
 
+/// Puts a namespaced object in the request's namespace (one it names must
+/// be that one) and takes a cluster-scoped object out of any, as kube's
+/// create and update handlers do before anything else looks at it.
+pub(crate) fn ensure_namespace(obj: &mut Value, namespaced: bool, namespace: &str) -> Result<()> {
+    let meta = meta_mut(obj);
+    if !namespaced {
+        meta.remove("namespace");
+        return Ok(());
+    }
+    match meta.get("namespace").and_then(Value::as_str) {
+        Some(ns) if !ns.is_empty() && ns != namespace => Err(Error::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => {
+            meta.insert("namespace".into(), Value::String(namespace.into()));
+            Ok(())
+        }
+    }
+}
+
 impl Store {
     pub(super) fn set_namespace(&self, obj: &mut Value, namespace: &str) -> Result<()> {
-        let meta = meta_mut(obj);
-        if !self.resource.namespaced {
-            meta.remove("namespace");
-            return Ok(());
-        }
-        match meta.get("namespace").and_then(Value::as_str) {
-            Some(ns) if !ns.is_empty() && ns != namespace => Err(Error::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            )),
-            _ => {
-                meta.insert("namespace".into(), Value::String(namespace.into()));
-                Ok(())
-            }
-        }
+        ensure_namespace(obj, self.resource.namespaced, namespace)
     }
 
     /// What a write through a subresource may change: `status` changes only

@@ -34,7 +34,7 @@ use apimachinery::label_selector::LabelSelector;
 use apimachinery::patch::{self, PatchType};
 use apimachinery::validation;
 
-mod metadata;
+pub(crate) mod metadata;
 pub mod options;
 mod pagination;
 mod scale;
