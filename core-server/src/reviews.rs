@@ -146,7 +146,10 @@ fn invalid_access_review(obj: &Value) -> Vec<FieldError> {
     let local = kind == "LocalSubjectAccessReview";
     let spec = &obj["spec"];
     let present = |key: &str| spec.get(key).is_some_and(|v| !v.is_null());
-    let (resource, non_resource) = (present("resourceAttributes"), present("nonResourceAttributes"));
+    let (resource, non_resource) = (
+        present("resourceAttributes"),
+        present("nonResourceAttributes"),
+    );
     let mut causes = Vec::new();
     if resource && non_resource {
         causes.push(FieldError::invalid(
@@ -178,11 +181,21 @@ fn invalid_access_review(obj: &Value) -> Vec<FieldError> {
         })
     });
     if set_metadata {
-        let detail = if local { "must be empty except for namespace" } else { "must be empty" };
-        causes.push(FieldError::invalid("metadata", obj["metadata"].clone(), detail));
+        let detail = if local {
+            "must be empty except for namespace"
+        } else {
+            "must be empty"
+        };
+        causes.push(FieldError::invalid(
+            "metadata",
+            obj["metadata"].clone(),
+            detail,
+        ));
     }
     if local && resource {
-        let asked = spec["resourceAttributes"]["namespace"].as_str().unwrap_or_default();
+        let asked = spec["resourceAttributes"]["namespace"]
+            .as_str()
+            .unwrap_or_default();
         if asked != namespace {
             causes.push(FieldError::invalid(
                 "spec.resourceAttributes.namespace",

@@ -537,10 +537,7 @@ impl Collector for Process {
 /// kube's labels for a request: the verb as it reports it (`LIST`,
 /// `WATCH`, `APPLY`), and the scope it was asked in; a resource that
 /// `served` does not know is `other`, in no group or version.
-fn labels(
-    req: &ApiRequest,
-    served: impl Fn(&str, &str, &str, &str) -> bool,
-) -> RequestLabels {
+fn labels(req: &ApiRequest, served: impl Fn(&str, &str, &str, &str) -> bool) -> RequestLabels {
     let info: &RequestInfo = &req.info;
     let dry_run = if req.query.split('&').any(|p| p == "dryRun=All") {
         "All"
@@ -586,7 +583,12 @@ fn labels(
     } else {
         "cluster"
     };
-    if !served(&info.api_group, &info.api_version, &info.resource, &info.subresource) {
+    if !served(
+        &info.api_group,
+        &info.api_version,
+        &info.resource,
+        &info.subresource,
+    ) {
         return RequestLabels {
             component: "apiserver",
             dry_run,

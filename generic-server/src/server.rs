@@ -510,7 +510,9 @@ impl Handler for ApiServer {
         }
         // A server behind the front door serves its metrics there, at
         // `/metrics/<name>`, to whoever RBAC lets read that path.
-        if path.strip_prefix("/metrics/") == Some(self.name.as_str()) && req.method == http::Method::GET {
+        if path.strip_prefix("/metrics/") == Some(self.name.as_str())
+            && req.method == http::Method::GET
+        {
             return ApiResponse::bytes(
                 StatusCode::OK,
                 crate::metrics::Metrics::CONTENT_TYPE,

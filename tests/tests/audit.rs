@@ -702,7 +702,11 @@ fn the_audit_log_and_the_clusters_secrets_are_readable_only_by_their_owner() {
         Some(review.to_string().as_bytes()),
     );
     assert_eq!(reviewed.code, 201, "{}", reviewed.text);
-    assert!(reviewed.text.contains("\"authenticated\":true"), "{}", reviewed.text);
+    assert!(
+        reviewed.text.contains("\"authenticated\":true"),
+        "{}",
+        reviewed.text
+    );
     let event = find(&log, "the token review", |e| {
         e["verb"] == "create" && e["objectRef"]["resource"] == "tokenreviews"
     });

@@ -581,7 +581,11 @@ fn a_stopping_front_door_is_unready_and_serves_on_for_its_shutdown_delay() {
     assert!(body.contains("[+]etcd ok"), "{body}");
     assert_eq!(plain_get(core, "/livez/etcd").0, 200);
     assert_eq!(plain_get(core, "/api/v1/namespaces").0, 404);
-    assert_eq!(plain_get(core, "/metrics").0, 404, "metrics without --plain-metrics");
+    assert_eq!(
+        plain_get(core, "/metrics").0,
+        404,
+        "metrics without --plain-metrics"
+    );
     assert_eq!(plain_get(core, "/readyz").0, 200);
 
     let aggregator = cluster.child_pid("aggregator").expect("an aggregator");

@@ -507,6 +507,13 @@ fn deeply_nested_validation_rules_are_refused_without_a_crash() {
     assert_eq!(server_pids(&cluster), pids, "a server was restarted");
 }
 
+/// An admin's GET slower than this means the attack stalled the cluster.
+/// Not a speed target: it is far above an answer on a loaded 2-core CI
+/// machine in a debug build (2.4 s at worst, under 80 stalled readers) and
+/// far below what the attacks did before they were bounded (503s for every
+/// user, minutes of a server at 100% CPU).
+const STALLED: Duration = Duration::from_secs(10);
+
 /// The slowest of the admin's GETs, sent one after another while `attack`
 /// runs: what other users wait meanwhile.
 fn slowest_answer_during(cluster: &Cluster, attack: impl FnOnce()) -> Duration {
@@ -619,7 +626,7 @@ fn deep_yaml_from_any_user_is_refused_at_its_limit() {
         "8 deep YAML bodies answered in {:?}; the admin's slowest GET meanwhile {slowest:?}",
         started.elapsed()
     );
-    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+    assert!(slowest < STALLED, "{slowest:?}");
     assert_eq!(server_pids(&cluster), pids, "a server was restarted");
     assert_memory_within(&cluster, &memory, 256);
     // YAML within the limits is still read as kube reads it.
@@ -765,7 +772,7 @@ fn costly_validation_rules_are_refused_or_stopped_at_their_budget() {
         pairs.text
     );
     eprintln!("costly rules: the admin's slowest GET meanwhile {slowest:?}");
-    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+    assert!(slowest < STALLED, "{slowest:?}");
     assert_eq!(server_pids(&cluster), pids, "a server was restarted");
     assert_memory_within(&cluster, &memory, 256);
     // Fewer pairs are within the limit.
@@ -847,26 +854,6 @@ fn readers_that_never_read_hold_a_bounded_share_of_memory() {
         ])
         .ok();
     let memory = memory_mib(&cluster);
-    let cpu = |c: &Cluster| -> Vec<(String, u64)> {
-        server_pids(c)
-            .into_iter()
-            .map(|(n, p)| {
-                let st = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-                let f: Vec<&str> = st
-                    .rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .split_whitespace()
-                    .collect();
-                (
-                    n,
-                    f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
-                        + f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0),
-                )
-            })
-            .collect()
-    };
-    let cpu_before = cpu(&cluster);
     let mut readers = None;
     let slowest = slowest_answer_during(&cluster, || {
         readers = Some(stalled_readers(
@@ -878,11 +865,10 @@ fn readers_that_never_read_hold_a_bounded_share_of_memory() {
         std::thread::sleep(Duration::from_secs(5));
     });
     let during = memory_mib(&cluster);
-    eprintln!("cpu ticks {cpu_before:?} -> {:?}", cpu(&cluster));
     eprintln!(
         "80 stalled readers of a 27 MB LIST: memory {memory:?} -> {during:?}; the admin's slowest GET meanwhile {slowest:?}"
     );
-    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+    assert!(slowest < STALLED, "{slowest:?}");
     assert_memory_within(&cluster, &memory, 400);
     // Others still list; the readers give everything back when they go.
     let mut readers = readers.expect("the readers");

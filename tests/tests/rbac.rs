@@ -765,8 +765,16 @@ fn a_namespace_admin_asks_local_access_reviews_about_its_own_namespace_only() {
     assert_eq!(own.json["metadata"]["namespace"], NS, "{}", own.text);
     // Another namespace, the cluster scope, or non-resource attributes: refused.
     for (spec, field, detail) in [
-        (about("kube-system"), "spec.resourceAttributes.namespace", "must match metadata.namespace"),
-        (about(""), "spec.resourceAttributes.namespace", "must match metadata.namespace"),
+        (
+            about("kube-system"),
+            "spec.resourceAttributes.namespace",
+            "must match metadata.namespace",
+        ),
+        (
+            about(""),
+            "spec.resourceAttributes.namespace",
+            "must match metadata.namespace",
+        ),
         (
             serde_json::json!({"user": user, "nonResourceAttributes": {"path": "/metrics", "verb": "get"}}),
             "spec.nonResourceAttributes",
@@ -776,20 +784,32 @@ fn a_namespace_admin_asks_local_access_reviews_about_its_own_namespace_only() {
         let refused = review(spec.clone(), serde_json::json!({}));
         assert_eq!(refused.code, 422, "{spec}: {}", refused.text);
         assert_eq!(refused.json["reason"], "Invalid", "{}", refused.text);
-        let causes = refused.json["details"]["causes"].as_array().expect("causes");
+        let causes = refused.json["details"]["causes"]
+            .as_array()
+            .expect("causes");
         assert!(
             causes.iter().any(|c| c["field"] == field
                 && c["message"].as_str().unwrap_or_default().contains(detail)),
             "{}",
             refused.text
         );
-        assert!(refused.json.get("status").is_none_or(|s| s["allowed"].is_null()));
+        assert!(
+            refused
+                .json
+                .get("status")
+                .is_none_or(|s| s["allowed"].is_null())
+        );
     }
     // A body that names another namespace than its path.
-    let elsewhere = review(about("kube-system"), serde_json::json!({"namespace": "kube-system"}));
+    let elsewhere = review(
+        about("kube-system"),
+        serde_json::json!({"namespace": "kube-system"}),
+    );
     assert_eq!(elsewhere.code, 400, "{}", elsewhere.text);
     assert!(
-        elsewhere.text.contains("does not match the namespace sent on the request"),
+        elsewhere
+            .text
+            .contains("does not match the namespace sent on the request"),
         "{}",
         elsewhere.text
     );
@@ -808,5 +828,8 @@ fn a_namespace_admin_asks_local_access_reviews_about_its_own_namespace_only() {
     // kubectl's own self review still works with a null creationTimestamp.
     let me = cluster.token_kubeconfig("boss", &token, NS);
     assert_eq!(can_i(&cluster, &me, &["get", "secrets"]), "yes");
-    assert_eq!(can_i(&cluster, &me, &["get", "secrets", "-n", "kube-system"]), "no");
+    assert_eq!(
+        can_i(&cluster, &me, &["get", "secrets", "-n", "kube-system"]),
+        "no"
+    );
 }

@@ -167,24 +167,41 @@ fn metrics_are_read_behind_rbac_and_made_up_names_share_one_series() {
             "--serviceaccount=default:viewer",
         ])
         .ok();
-    for path in ["/metrics", "/metrics/core-server", "/metrics/extension-server"] {
+    for path in [
+        "/metrics",
+        "/metrics/core-server",
+        "/metrics/extension-server",
+    ] {
         let refused = cluster.curl(As::Token(&token), "GET", path, &[], None);
         assert_eq!(refused.code, 403, "{path}: {}", refused.text);
         let read = cluster.curl(As::Admin, "GET", path, &[], None);
         assert_eq!(read.code, 200, "{path}: {}", read.text);
-        assert!(read.text.contains("apiserver_request_total"), "{path}");
+        assert!(
+            read.text.contains("apiserver_current_inflight_requests"),
+            "{path}: {}",
+            &read.text[..read.text.len().min(2000)]
+        );
     }
-    // 300 made-up resources, subresources and groups, read by a user.
+    // 300 made-up resources, subresources and groups, read by a user
+    // (refused before they are counted) and by the admin (answered 404).
     let base = format!("https://127.0.0.1:{}", cluster.port);
-    let mut curl = cluster.curl_command(As::Token(&token));
-    curl.args(["-o", "/dev/null"]);
-    for i in 0..100 {
-        curl.arg(format!("{base}/api/v1/namespaces/default/madeup{i}"));
-        curl.arg(format!("{base}/api/v1/namespaces/default/configmaps/x/madeup{i}"));
-        curl.arg(format!("{base}/apis/madeup{i}.example.com/v1/things"));
+    for who in [As::Token(&token), As::Admin] {
+        let mut curl = cluster.curl_command(who);
+        curl.args(["-o", "/dev/null"]);
+        for i in 0..100 {
+            curl.arg(format!("{base}/api/v1/namespaces/default/madeup{i}"));
+            curl.arg(format!(
+                "{base}/api/v1/namespaces/default/configmaps/x/madeup{i}"
+            ));
+            curl.arg(format!("{base}/apis/madeup{i}.example.com/v1/things"));
+        }
+        assert!(curl.output().expect("curl").status.success());
     }
-    assert!(curl.output().expect("curl").status.success());
-    for path in ["/metrics", "/metrics/core-server", "/metrics/extension-server"] {
+    for path in [
+        "/metrics",
+        "/metrics/core-server",
+        "/metrics/extension-server",
+    ] {
         let text = cluster.curl(As::Admin, "GET", path, &[], None).text;
         assert!(!text.contains("madeup"), "{path} labels a made-up name");
         assert!(text.len() < 1 << 20, "{path}: {} bytes", text.len());
