@@ -258,6 +258,18 @@ impl Cluster {
         self.launcher.as_ref().map(Child::id)
     }
 
+    /// The servers' pids (the aggregator and every `*-server`), sorted: the
+    /// same before and after an attack shows none of them restarted.
+    pub fn server_pids(&self) -> Vec<(String, u32)> {
+        let mut pids: Vec<_> = self
+            .children()
+            .into_iter()
+            .filter(|(name, _)| name.ends_with("-server") || name == "aggregator")
+            .collect();
+        pids.sort();
+        pids
+    }
+
     /// The launcher's children: (program name, pid).
     pub fn children(&self) -> Vec<(String, u32)> {
         let Some(pid) = self.launcher_pid() else {

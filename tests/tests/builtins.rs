@@ -2984,17 +2984,6 @@ fn watch_on_deployments_shows_changes() {
     );
 }
 
-/// The servers' pids, to show none of them restarted.
-fn server_pids(cluster: &Cluster) -> Vec<(String, u32)> {
-    let mut pids: Vec<_> = cluster
-        .children()
-        .into_iter()
-        .filter(|(name, _)| name.ends_with("-server") || name == "aggregator")
-        .collect();
-    pids.sort();
-    pids
-}
-
 /// A CertificateSigningRequest `name` for the kube-apiserver client
 /// signer, whose subject is in `organization`.
 fn client_csr(name: &str, organization: &str) -> Vec<u8> {
@@ -3033,7 +3022,7 @@ fn issued_certificate() -> String {
 fn certificate_signing_requests_take_signer_rights() {
     use tests::As;
     let cluster = Cluster::start();
-    let pids = server_pids(&cluster);
+    let pids = cluster.server_pids();
     // A writer may create, read and update requests, their approval and
     // their status, and holds nothing on signers.
     let writer = cluster.service_account_token("csr-writer");
@@ -3233,5 +3222,5 @@ rules:
     let stored = cluster.kubectl(&["get", "csr", "dev", "-o", "json"]).json();
     assert_eq!(stored["status"]["certificate"], certificate);
 
-    assert_eq!(server_pids(&cluster), pids);
+    assert_eq!(cluster.server_pids(), pids);
 }

@@ -42,21 +42,10 @@ fn nested_envelopes(levels: usize) -> Vec<u8> {
     body
 }
 
-/// The pids of the servers, to show none of them was restarted.
-fn server_pids(cluster: &Cluster) -> Vec<(String, u32)> {
-    let mut pids: Vec<_> = cluster
-        .children()
-        .into_iter()
-        .filter(|(name, _)| name.ends_with("-server") || name == "aggregator")
-        .collect();
-    pids.sort();
-    pids
-}
-
 #[test]
 fn crafted_bodies_and_numbers_fail_one_request_not_a_server() {
     let cluster = Cluster::start();
-    let pids = server_pids(&cluster);
+    let pids = cluster.server_pids();
     assert!(pids.len() >= 3, "{pids:?}");
     let token = cluster.service_account_token("nobody");
     let protobuf = "Content-Type: application/vnd.kubernetes.protobuf";
@@ -147,7 +136,7 @@ fn crafted_bodies_and_numbers_fail_one_request_not_a_server() {
     assert_eq!(limit.code, 400, "{}", limit.text);
 
     // Every server is the one that started, and still serves.
-    assert_eq!(server_pids(&cluster), pids);
+    assert_eq!(cluster.server_pids(), pids);
     cluster
         .kubectl(&["create", "configmap", "after", "--from-literal=k=v"])
         .ok();
@@ -444,7 +433,7 @@ for t in threads: t.join()
 #[test]
 fn deeply_nested_validation_rules_are_refused_without_a_crash() {
     let cluster = Cluster::start();
-    let pids = server_pids(&cluster);
+    let pids = cluster.server_pids();
     let crd = |name: &str, rule: &str| {
         format!(
             "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: {name}s.example.com}}\n\
@@ -504,7 +493,7 @@ fn deeply_nested_validation_rules_are_refused_without_a_crash() {
         .ok();
     let denied = cluster.kubectl_stdin(&["apply", "-f", "-"], &object(-1));
     assert!(denied.err().contains("failed rule"), "{denied:?}");
-    assert_eq!(server_pids(&cluster), pids, "a server was restarted");
+    assert_eq!(cluster.server_pids(), pids, "a server was restarted");
 }
 
 /// An admin's GET slower than this means the attack stalled the cluster.
@@ -566,7 +555,7 @@ fn assert_memory_within(cluster: &Cluster, before: &[(String, u64)], limit_mib: 
 #[test]
 fn deep_yaml_from_any_user_is_refused_at_its_limit() {
     let cluster = Cluster::start();
-    let pids = server_pids(&cluster);
+    let pids = cluster.server_pids();
     let memory = memory_mib(&cluster);
     // Every authenticated user may create a SelfSubjectAccessReview: the
     // body of a ServiceAccount without bindings reaches the YAML reader.
@@ -627,7 +616,7 @@ fn deep_yaml_from_any_user_is_refused_at_its_limit() {
         started.elapsed()
     );
     assert!(slowest < STALLED, "{slowest:?}");
-    assert_eq!(server_pids(&cluster), pids, "a server was restarted");
+    assert_eq!(cluster.server_pids(), pids, "a server was restarted");
     assert_memory_within(&cluster, &memory, 256);
     // YAML within the limits is still read as kube reads it.
     let fine = cluster.curl(
@@ -674,7 +663,7 @@ fn crd_with_rules(plural: &str, rules: &[&str], bounds: Option<(u64, u64)>) -> S
 #[test]
 fn costly_validation_rules_are_refused_or_stopped_at_their_budget() {
     let cluster = Cluster::start();
-    let pids = server_pids(&cluster);
+    let pids = cluster.server_pids();
     // The red team's rules, on unbounded strings: refused when the CRD is
     // written, as their cost grows with what they build.
     let red_team = [
@@ -773,7 +762,7 @@ fn costly_validation_rules_are_refused_or_stopped_at_their_budget() {
     );
     eprintln!("costly rules: the admin's slowest GET meanwhile {slowest:?}");
     assert!(slowest < STALLED, "{slowest:?}");
-    assert_eq!(server_pids(&cluster), pids, "a server was restarted");
+    assert_eq!(cluster.server_pids(), pids, "a server was restarted");
     assert_memory_within(&cluster, &memory, 256);
     // Fewer pairs are within the limit.
     let spec = serde_json::json!({"l": [], "m": (0..300).collect::<Vec<_>>(), "s": "", "t": ""});
@@ -828,7 +817,7 @@ time.sleep(3600)
 #[test]
 fn readers_that_never_read_hold_a_bounded_share_of_memory() {
     let cluster = Cluster::start();
-    let pids = server_pids(&cluster);
+    let pids = cluster.server_pids();
     // 27 MB of ConfigMaps, as the red team's LIST.
     let value = "x".repeat(1_000_000);
     for i in 0..27 {
@@ -882,5 +871,5 @@ fn readers_that_never_read_hold_a_bounded_share_of_memory() {
         None,
     );
     assert_eq!(listed.code, 200, "{}", listed.text);
-    assert_eq!(server_pids(&cluster), pids, "a server was restarted");
+    assert_eq!(cluster.server_pids(), pids, "a server was restarted");
 }

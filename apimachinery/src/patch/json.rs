@@ -412,19 +412,7 @@ fn container_remove(container: &mut Value, key: &str) -> Result<Value, PatchErro
 
 /// Removes a member while keeping the order of the others.
 fn remove_member(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
-    if !map.contains_key(key) {
-        return None;
-    }
-    let mut removed = None;
-    let members = std::mem::take(map);
-    for (name, value) in members {
-        if name == key {
-            removed = Some(value);
-        } else {
-            map.insert(name, value);
-        }
-    }
-    removed
+    map.shift_remove(key)
 }
 
 /// An index of an existing element (negative counts from the end), as `get` checks it.

@@ -9,6 +9,8 @@
 //! it is copied as is. A patch that is `null` or a scalar is rejected (400); a
 //! patch that is a list replaces the whole document.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use super::PatchError;
@@ -26,11 +28,15 @@ pub fn apply(original: &Value, patch: &Value) -> Result<Value, PatchError> {
     }
 }
 
-/// Merges `patch` into `doc` member by member.
+/// Merges `patch` into `doc` member by member; the members it deletes go
+/// in one pass at the end (each removal on its own would shift the rest).
 fn merge_objects(doc: &mut Map<String, Value>, patch: &Map<String, Value>) {
+    let mut deleted = HashSet::new();
     for (key, value) in patch {
         if value.is_null() {
-            remove_member(doc, key);
+            if doc.contains_key(key) {
+                deleted.insert(key.as_str());
+            }
             continue;
         }
         match doc.get_mut(key) {
@@ -42,6 +48,9 @@ fn merge_objects(doc: &mut Map<String, Value>, patch: &Map<String, Value>) {
                 doc.insert(key.clone(), pruned(value.clone()));
             }
         }
+    }
+    if !deleted.is_empty() {
+        doc.retain(|name, _| !deleted.contains(name.as_str()));
     }
 }
 
@@ -74,13 +83,6 @@ fn pruned(value: Value) -> Value {
                 .collect(),
         ),
         other => other,
-    }
-}
-
-/// Removes a member while keeping the order of the others.
-fn remove_member(map: &mut Map<String, Value>, key: &str) {
-    if map.contains_key(key) {
-        map.retain(|name, _| name != key);
     }
 }
 

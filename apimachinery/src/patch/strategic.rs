@@ -48,6 +48,9 @@
 //! assert_eq!(patched["containers"].as_array().unwrap().len(), 2);
 //! ```
 
+use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+
 use serde_json::{Map, Value};
 
 use super::{PatchError, go_format, go_string, go_type, json_kind};
@@ -269,6 +272,9 @@ fn merge_map(
     }
     apply_retain_keys(&mut original, &mut patch)?;
     merge_ordered_lists(&mut original, &mut patch, schema)?;
+    // Removed members go in one pass at the end (each removal on its own
+    // would shift the rest).
+    let mut removed = HashSet::new();
     for (key, patch_value) in patch {
         let (key, is_delete_list) = if key.starts_with(DELETE_FROM_PRIMITIVE_LIST) {
             (field_of(&key, DELETE_FROM_PRIMITIVE_LIST)?, true)
@@ -276,10 +282,13 @@ fn merge_map(
             (key, false)
         };
         if patch_value.is_null() {
-            remove_member(&mut original, &key);
+            removed.insert(key);
             continue;
         }
-        let current = original.get_mut(&key).map(std::mem::take);
+        let current = match removed.contains(&key) {
+            true => None,
+            false => original.get_mut(&key).map(std::mem::take),
+        };
         let merged = match current {
             None if is_delete_list => None,
             None => take_patch_value(patch_value),
@@ -287,12 +296,16 @@ fn merge_map(
         };
         match merged {
             Some(value) => {
+                removed.remove(&key);
                 original.insert(key, value);
             }
             None => {
-                remove_member(&mut original, &key);
+                removed.insert(key);
             }
         }
+    }
+    if !removed.is_empty() {
+        original.retain(|key, _| !removed.contains(key));
     }
     Ok(original)
 }
@@ -363,7 +376,8 @@ fn apply_retain_keys(
     let Value::Array(retain) = retain else {
         return Err(PatchError::BadRetainKeysFormat);
     };
-    let retained = |key: &str| retain.iter().any(|item| item.as_str() == Some(key));
+    let retain: HashSet<&str> = retain.iter().filter_map(Value::as_str).collect();
+    let retained = |key: &str| retain.contains(key);
     let stray = patch.iter().any(|(key, value)| {
         !value.is_null()
             && !key.starts_with(DELETE_FROM_PRIMITIVE_LIST)
@@ -383,21 +397,22 @@ fn merge_ordered_lists(
     patch: &mut Map<String, Value>,
     schema: Schema<'_>,
 ) -> Result<(), PatchError> {
-    let keys: Vec<String> = patch
-        .keys()
-        .filter(|key| key.starts_with(SET_ELEMENT_ORDER))
-        .cloned()
-        .collect();
-    for key in keys {
-        let order = match remove_member(patch, &key) {
-            Some(Value::Array(order)) => order,
-            other => {
-                let actual = go_type(other.as_ref().unwrap_or(&Value::Null)).to_owned();
-                return Err(PatchError::BadArgType {
-                    expected: GO_LIST,
-                    actual,
-                });
-            }
+    if !patch.keys().any(|key| key.starts_with(SET_ELEMENT_ORDER)) {
+        return Ok(());
+    }
+    // The directives and the fields they order leave the patch in one pass
+    // each (removing members one by one would shift the rest every time).
+    let (orders, rest): (Map<String, Value>, Map<String, Value>) = std::mem::take(patch)
+        .into_iter()
+        .partition(|(key, _)| key.starts_with(SET_ELEMENT_ORDER));
+    *patch = rest;
+    let mut ordered_fields = HashSet::new();
+    for (key, order) in orders {
+        let Value::Array(order) = order else {
+            return Err(PatchError::BadArgType {
+                expected: GO_LIST,
+                actual: go_type(&order).to_owned(),
+            });
         };
         let field = field_of(&key, SET_ELEMENT_ORDER)?;
         if let Some(ordered) = ordered_list(
@@ -408,8 +423,11 @@ fn merge_ordered_lists(
             schema,
         )? {
             original.insert(field.clone(), Value::Array(ordered));
-            remove_member(patch, &field);
+            ordered_fields.insert(field);
         }
+    }
+    if !ordered_fields.is_empty() {
+        patch.retain(|key, _| !ordered_fields.contains(key));
     }
     Ok(())
 }
@@ -544,9 +562,10 @@ fn merge_list(
     let kind = element_kind(&[original.as_slice(), patch.as_slice()])?;
     let (original, patch, merged) = if kind != GO_MAP {
         if is_delete_list {
+            let deleted = Positions::by_value(&patch);
             return Ok(original
                 .into_iter()
-                .filter(|item| !patch.contains(item))
+                .filter(|item| deleted.first(item, |i| patch[i] == *item).is_none())
                 .collect());
         }
         let merged = dedup(original.iter().chain(&patch).cloned().collect());
@@ -574,6 +593,8 @@ fn apply_list_directives(
 ) -> Result<(Vec<Value>, Vec<Value>), PatchError> {
     let mut plain = Vec::new();
     let mut replace = false;
+    // The merge key values of `$patch: delete` items, removed in one pass.
+    let mut deleted = Vec::new();
     for item in patch {
         let Some(directive) = item.get(DIRECTIVE) else {
             plain.push(item);
@@ -581,8 +602,11 @@ fn apply_list_directives(
         };
         match directive.as_str() {
             Some("delete") => {
-                let key_value = merge_key_value(&item, merge_key)?;
-                original = delete_matching(original, merge_key, key_value)?;
+                let key_value = merge_key_value(&item, merge_key)?.clone();
+                if let (true, Some(index)) = (deleted.is_empty(), first_non_map(&original)) {
+                    return Err(PatchError::NotAMap(index));
+                }
+                deleted.push(key_value);
             }
             Some("replace") => replace = true,
             Some("merge") => return Err(PatchError::MergeDirectiveInList),
@@ -594,6 +618,13 @@ fn apply_list_directives(
             }
         }
     }
+    if !deleted.is_empty() {
+        let keys = Positions::by_value(&deleted);
+        original.retain(|item| {
+            item.get(merge_key)
+                .is_none_or(|key| keys.first(key, |i| deleted[i] == *key).is_none())
+        });
+    }
     Ok(if replace {
         (clean_list(plain), Vec::new())
     } else {
@@ -601,20 +632,9 @@ fn apply_list_directives(
     })
 }
 
-/// Removes every item whose merge key has the given value.
-fn delete_matching(
-    original: Vec<Value>,
-    merge_key: &str,
-    key_value: &Value,
-) -> Result<Vec<Value>, PatchError> {
-    let mut kept = Vec::with_capacity(original.len());
-    for (index, item) in original.into_iter().enumerate() {
-        let object = item.as_object().ok_or(PatchError::NotAMap(index))?;
-        if object.get(merge_key) != Some(key_value) {
-            kept.push(item);
-        }
-    }
-    Ok(kept)
+/// The index of the first item that is not an object.
+fn first_non_map(list: &[Value]) -> Option<usize> {
+    list.iter().position(|item| !item.is_object())
 }
 
 /// Merges plain patch items into the original by merge key (kube's `mergeSliceWithoutSpecialElements`).
@@ -624,33 +644,121 @@ fn merge_list_items(
     merge_key: &str,
     items: Schema<'_>,
 ) -> Result<Vec<Value>, PatchError> {
+    let mut keys = KeyedList::new(&original, merge_key);
     for item in patch {
         let key_value = merge_key_value(item, merge_key)?;
         let patch_item = item.as_object().cloned().unwrap_or_default();
-        match find_by_key(&original, merge_key, key_value)? {
+        match keys.find(&original, key_value)? {
             Some(index) => {
                 let current = original[index].as_object().cloned().unwrap_or_default();
                 original[index] = Value::Object(merge_map(current, patch_item, items)?);
             }
-            None => original.push(Value::Object(clean_map(patch_item))),
+            None => {
+                keys.positions.insert(key_value, original.len());
+                original.push(Value::Object(clean_map(patch_item)));
+            }
         }
     }
     Ok(original)
 }
 
-/// The index of the first object whose merge key has the given value.
-fn find_by_key(
-    list: &[Value],
-    merge_key: &str,
-    key_value: &Value,
-) -> Result<Option<usize>, PatchError> {
-    for (index, item) in list.iter().enumerate() {
-        let object = item.as_object().ok_or(PatchError::NotAMap(index))?;
-        if object.get(merge_key) == Some(key_value) {
-            return Ok(Some(index));
+/// A list of objects looked up by merge key value as kube's
+/// `findMapInSliceBasedOnKeyValue` scans it from the start (an item that
+/// is not an object before the match is an error), in constant time.
+struct KeyedList<'k> {
+    merge_key: &'k str,
+    positions: Positions,
+    first_non_map: Option<usize>,
+}
+
+impl<'k> KeyedList<'k> {
+    fn new(list: &[Value], merge_key: &'k str) -> Self {
+        let mut positions = Positions::default();
+        for (index, item) in list.iter().enumerate() {
+            if let Some(key) = item.get(merge_key) {
+                positions.insert(key, index);
+            }
+        }
+        KeyedList {
+            merge_key,
+            positions,
+            first_non_map: first_non_map(list),
         }
     }
-    Ok(None)
+
+    /// The index of the first object of `list` whose merge key is `key_value`.
+    fn find(&self, list: &[Value], key_value: &Value) -> Result<Option<usize>, PatchError> {
+        let found = self.positions.first(key_value, |i| {
+            list[i].get(self.merge_key) == Some(key_value)
+        });
+        match (found, self.first_non_map) {
+            (Some(found), Some(bad)) if bad < found => Err(PatchError::NotAMap(bad)),
+            (None, Some(bad)) => Err(PatchError::NotAMap(bad)),
+            (found, _) => Ok(found),
+        }
+    }
+}
+
+/// Where equal values sit in a list, found in constant time: indexes are
+/// bucketed by a hash that agrees with `==` on JSON values (object members
+/// in any order), and each candidate is confirmed by the caller.
+#[derive(Default)]
+struct Positions(HashMap<u64, Vec<usize>>);
+
+impl Positions {
+    /// Every item of `list` at its index.
+    fn by_value(list: &[Value]) -> Self {
+        let mut positions = Positions::default();
+        for (index, item) in list.iter().enumerate() {
+            positions.insert(item, index);
+        }
+        positions
+    }
+
+    /// Records that `index` holds `probe` (an item, or its merge key value).
+    fn insert(&mut self, probe: &Value, index: usize) {
+        self.0.entry(hash_value(probe)).or_default().push(index);
+    }
+
+    /// The first recorded index that may hold `probe` and that `is` confirms.
+    fn first(&self, probe: &Value, is: impl Fn(usize) -> bool) -> Option<usize> {
+        let candidates = self.0.get(&hash_value(probe))?;
+        candidates.iter().copied().find(|&index| is(index))
+    }
+}
+
+/// A hash of a JSON value equal for equal values: object members are
+/// combined in any order, numbers by their value.
+fn hash_value(value: &Value) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    feed(value, &mut hasher);
+    hasher.finish()
+}
+
+fn feed(value: &Value, hasher: &mut DefaultHasher) {
+    match value {
+        Value::Null => 0u8.hash(hasher),
+        Value::Bool(b) => (1u8, b).hash(hasher),
+        Value::Number(n) => {
+            // -0.0 == 0.0; integers too large for an f64 only collide.
+            let n = n.as_f64().unwrap_or(0.0);
+            (2u8, if n == 0.0 { 0 } else { n.to_bits() }).hash(hasher)
+        }
+        Value::String(text) => (3u8, text).hash(hasher),
+        Value::Array(items) => {
+            (4u8, items.len()).hash(hasher);
+            items.iter().for_each(|item| feed(item, hasher));
+        }
+        Value::Object(map) => {
+            let members = map.iter().fold(0u64, |sum, (key, value)| {
+                let mut member = DefaultHasher::new();
+                key.hash(&mut member);
+                feed(value, &mut member);
+                sum.wrapping_add(member.finish())
+            });
+            (5u8, map.len(), members).hash(hasher)
+        }
+    }
 }
 
 /// Splits `merged` into items found in `by` and items only the server has.
@@ -661,11 +769,13 @@ fn partition(
 ) -> Result<(Vec<Value>, Vec<Value>), PatchError> {
     let mut found = Vec::new();
     let mut server_only = Vec::new();
+    let values = Positions::by_value(if merge_key.is_empty() { by } else { &[] });
+    let keys = KeyedList::new(if merge_key.is_empty() { &[] } else { by }, merge_key);
     for item in merged {
         let present = if merge_key.is_empty() {
-            by.contains(&item)
+            values.first(&item, |i| by[i] == item).is_some()
         } else {
-            find_by_key(by, merge_key, merge_key_value(&item, merge_key)?)?.is_some()
+            keys.find(by, merge_key_value(&item, merge_key)?)?.is_some()
         };
         if present {
             found.push(item)
@@ -692,7 +802,8 @@ fn normalize_order(
 ) -> Result<Vec<Value>, PatchError> {
     let in_patch = sort_by_order(in_patch, patch_order, merge_key, kind)?;
     let server_only = sort_by_order(server_only, server_order, merge_key, kind)?;
-    let position = |item: &Value| position_in(server_order, item, merge_key, kind);
+    let server_positions = Order::new(server_order, merge_key, kind);
+    let position = |item: &Value| server_positions.of(item);
     let mut merged = Vec::with_capacity(in_patch.len() + server_only.len());
     let mut server_only = server_only.into_iter().peekable();
     for item in in_patch {
@@ -727,20 +838,47 @@ fn sort_by_order(
     } else {
         (items, Vec::new())
     };
-    kept.sort_by_key(|item| position_in(order, item, merge_key, kind).unwrap_or(usize::MAX));
+    let positions = Order::new(order, merge_key, kind);
+    kept.sort_by_cached_key(|item| positions.of(item).unwrap_or(usize::MAX));
     kept.extend(deleted);
     Ok(kept)
 }
 
-/// The position of an item in a list, by merge key for objects (kube's `index`).
-fn position_in(list: &[Value], item: &Value, merge_key: &str, kind: &str) -> Option<usize> {
-    if kind == GO_MAP {
-        let key_of = |value: &Value| value.get(merge_key).cloned().unwrap_or(Value::Null);
-        let wanted = key_of(item);
-        list.iter()
-            .position(|candidate| key_of(candidate) == wanted)
-    } else {
-        list.iter().position(|candidate| candidate == item)
+/// The positions of a list's items as kube's `index` finds them: by merge
+/// key value for objects (`null` when missing), by value otherwise.
+struct Order<'a> {
+    list: &'a [Value],
+    merge_key: Option<&'a str>,
+    positions: Positions,
+}
+
+impl<'a> Order<'a> {
+    fn new(list: &'a [Value], merge_key: &'a str, kind: &str) -> Self {
+        let merge_key = (kind == GO_MAP).then_some(merge_key);
+        let mut order = Order {
+            list,
+            merge_key,
+            positions: Positions::default(),
+        };
+        for (index, item) in list.iter().enumerate() {
+            order.positions.insert(order.probe(item), index);
+        }
+        order
+    }
+
+    /// What an item is found by: its merge key value, or itself.
+    fn probe<'v>(&self, item: &'v Value) -> &'v Value {
+        match self.merge_key {
+            Some(key) => item.get(key).unwrap_or(&Value::Null),
+            None => item,
+        }
+    }
+
+    /// The position of the first item found as `item` is.
+    fn of(&self, item: &Value) -> Option<usize> {
+        let wanted = self.probe(item);
+        self.positions
+            .first(wanted, |i| self.probe(&self.list[i]) == wanted)
     }
 }
 
@@ -785,8 +923,10 @@ fn element_kind(lists: &[&[Value]]) -> Result<&'static str, PatchError> {
 /// Removes repeated scalars, keeping the first of each.
 fn dedup(items: Vec<Value>) -> Vec<Value> {
     let mut unique: Vec<Value> = Vec::with_capacity(items.len());
+    let mut seen = Positions::default();
     for item in items {
-        if !unique.contains(&item) {
+        if seen.first(&item, |i| unique[i] == item).is_none() {
+            seen.insert(&item, unique.len());
             unique.push(item);
         }
     }
@@ -1364,6 +1504,62 @@ mod tests {
         let cleared = json!({"metadata": {"finalizers": null}});
         let patched = patch_deployment(original, cleared).unwrap();
         assert_eq!(patched["metadata"], json!({"name": "d"}));
+    }
+
+    #[test]
+    fn long_lists_merge_by_key_with_deletions_new_items_and_order() {
+        // 3,000 containers: every other one patched, every tenth deleted,
+        // two new ones (the second patched twice), and members whose
+        // objects list their keys in another order still match.
+        let n = 3000;
+        let containers: Vec<Value> = (0..n)
+            .map(|i| json!({"name": format!("c{i}"), "image": "old"}))
+            .collect();
+        let original = pod_template(json!({"containers": containers}));
+        let mut patched_items = vec![json!({"name": "new", "image": "a"})];
+        for i in (0..n).rev() {
+            if i % 10 == 0 {
+                patched_items.push(json!({"$patch": "delete", "name": format!("c{i}")}));
+            } else if i % 2 == 0 {
+                patched_items.push(json!({"image": "new", "name": format!("c{i}")}));
+            }
+        }
+        patched_items.push(json!({"name": "new", "args": ["x"]}));
+        let patch = json!({"spec": {"template": {"spec": {"containers": patched_items}}}});
+        let patched = patch_deployment(original, patch).unwrap();
+        let names: Vec<&str> = pod_spec(&patched)["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        let kept = (0..n).filter(|i| i % 10 != 0);
+        assert_eq!(names.len(), kept.clone().count() + 1);
+        assert_eq!(names.iter().filter(|name| **name == "new").count(), 1);
+        let containers = pod_spec(&patched)["containers"].as_array().unwrap();
+        let by_name = |name: &str| containers.iter().find(|c| c["name"] == name).unwrap();
+        assert_eq!(
+            by_name("new"),
+            &json!({"name": "new", "image": "a", "args": ["x"]})
+        );
+        assert_eq!(by_name("c2")["image"], "new");
+        assert_eq!(by_name("c3")["image"], "old");
+        // Patched items come in the patch's order (descending), the
+        // server's other items in theirs, interleaved as kube does.
+        let patched_order: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|name| by_name(name)["image"] != "old")
+            .collect();
+        let expected: Vec<String> = std::iter::once("new".to_string())
+            .chain(
+                (0..n)
+                    .rev()
+                    .filter(|i| i % 2 == 0 && i % 10 != 0)
+                    .map(|i| format!("c{i}")),
+            )
+            .collect();
+        assert_eq!(patched_order, expected);
     }
 
     #[test]

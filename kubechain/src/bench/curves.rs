@@ -1,4 +1,5 @@
-//! Cost curves (`kubechain bench --curve crds|watchers|objects`): how the
+//! Cost curves (`kubechain bench --curve crds|watchers|objects`; `parsers` is drawn in
+//! [`super::parsers`]): how the
 //! cost of CRDs, watchers and stored objects grows with their number, each
 //! printed as a small table.
 
@@ -28,6 +29,8 @@ pub enum Curve {
     Watchers,
     /// Stored configmaps.
     Objects,
+    /// Every parser of request bodies, up to the body limit (no cluster).
+    Parsers,
 }
 
 /// The group every benched CRD's group ends in.
@@ -71,6 +74,7 @@ pub async fn run(curves: &[Curve], size: Size, target: &mut Target) -> Result<Ve
                 };
                 objects(target, steps, &mut errors).await
             }
+            Curve::Parsers => continue,
         };
         match table {
             Ok(table) => println!("{table}"),

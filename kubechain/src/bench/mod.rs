@@ -17,6 +17,7 @@ pub mod client;
 mod curves;
 mod fairness;
 mod load;
+mod parsers;
 mod report;
 mod target;
 mod watch;
@@ -71,7 +72,9 @@ pub struct BenchArgs {
     etcd_prefix: String,
     /// Draw this cost curve instead of the table (repeatable): `crds`
     /// (1,000 in one `kubectl apply`), `watchers` (100, 1,000, 5,000) or
-    /// `objects` (10k, 100k, 300k configmaps); `--size small` draws them small.
+    /// `objects` (10k, 100k, 300k configmaps), or `parsers` (every body
+    /// parser up to the 3 MiB limit, in this process, without a cluster);
+    /// `--size small` draws them small.
     #[arg(long = "curve", value_enum)]
     curves: Vec<curves::Curve>,
 }
@@ -149,6 +152,23 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
     raise_open_files_limit();
     let plan = Plan::new(args.size);
+    if args.curves.contains(&curves::Curve::Parsers) {
+        let size = args.size;
+        // On a thread with the servers' stack size (generic-server's runtime).
+        let table = std::thread::Builder::new()
+            .stack_size(parsers::SERVER_STACK_BYTES)
+            .spawn(move || {
+                parsers::measure_one_call_if_asked()
+                    .then(String::new)
+                    .unwrap_or_else(|| parsers::curve(size))
+            })?
+            .join()
+            .map_err(|_| anyhow!("the parser curve panicked"))?;
+        print!("{table}");
+        if args.curves.iter().all(|c| *c == curves::Curve::Parsers) {
+            return Ok(());
+        }
+    }
     match &args.target {
         Some(url) => eprintln!("bench: targeting {url}"),
         None => eprintln!("bench: starting a cluster"),
