@@ -82,6 +82,18 @@ const META_KINDS: &[&str] = &[
 /// build, so the bound keeps it within a worker thread's stack.
 pub const MAX_DEPTH: usize = 64;
 
+/// The most envelope bytes one body may have decoded, summed over its
+/// nested envelopes. Each level holds the bytes of the levels inside it
+/// while they decode, so without a bound a 3 MiB body of envelopes nested
+/// 64 deep held 64 copies of itself (788 MiB). A real object's nested
+/// envelope (a ControllerRevision's data) is decoded once or twice.
+pub const MAX_DECODED_BYTES: usize = 16 << 20;
+
+thread_local! {
+    /// Envelope bytes decoded so far for the body this thread decodes.
+    static DECODED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// Why a body could not be decoded.
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
@@ -113,6 +125,9 @@ pub enum DecodeError {
     /// envelopes, or JSON inside a `RawExtension`).
     #[error("the object nests more than {MAX_DEPTH} levels deep")]
     TooDeep,
+    /// The object's nested envelopes add up to more than [`MAX_DECODED_BYTES`].
+    #[error("the object's nested envelopes hold more than {} MiB", MAX_DECODED_BYTES >> 20)]
+    TooLarge,
     /// A value inside the object is malformed; the envelope reports it as
     /// [`DecodeError::MalformedObject`], naming the kind.
     #[error("{0}")]
@@ -129,6 +144,7 @@ pub fn decode(body: &[u8]) -> Result<Json, DecodeError> {
     let schemas = SCHEMAS
         .as_ref()
         .map_err(|e| DecodeError::Schemas(e.to_string()))?;
+    DECODED.with(|decoded| decoded.set(0));
     schemas.decode_envelope(envelope, 0)
 }
 
@@ -211,6 +227,13 @@ impl Schemas {
     fn decode_envelope(&self, envelope: &[u8], depth: usize) -> Result<Json, DecodeError> {
         if depth > MAX_DEPTH {
             return Err(DecodeError::TooDeep);
+        }
+        let decoded = DECODED.with(|decoded| {
+            decoded.set(decoded.get() + envelope.len());
+            decoded.get()
+        });
+        if decoded > MAX_DECODED_BYTES {
+            return Err(DecodeError::TooLarge);
         }
         let unknown = DynamicMessage::decode(self.unknown.clone(), envelope)
             .map_err(|e| DecodeError::MalformedEnvelope(e.to_string()))?;
@@ -532,6 +555,7 @@ fn string_list_wrapper(message: &DynamicMessage) -> Option<Json> {
 fn nested(e: DecodeError) -> DecodeError {
     match e {
         DecodeError::TooDeep => DecodeError::TooDeep,
+        DecodeError::TooLarge => DecodeError::TooLarge,
         other => DecodeError::Malformed(other.to_string()),
     }
 }
@@ -1071,10 +1095,20 @@ mod tests {
         assert_eq!(ok["data"]["data"]["kind"], "ControllerRevision");
         let err = decode(&nested_revisions(MAX_DEPTH + 1, b"")).unwrap_err();
         assert!(matches!(err, DecodeError::TooDeep), "{err}");
-        // The crafted request of the hardening issue: thousands of levels, ~800 KB.
+        // The crafted request of the hardening issue: thousands of levels,
+        // ~800 KB, refused by depth or by the bytes its levels hold.
         let body = nested_revisions(20_000, b"");
         assert!(body.len() > 500_000, "{}", body.len());
-        assert!(matches!(decode(&body).unwrap_err(), DecodeError::TooDeep));
+        let err = decode(&body).unwrap_err();
+        assert!(
+            matches!(err, DecodeError::TooDeep | DecodeError::TooLarge),
+            "{err}"
+        );
+        // Big levels: what they hold together is bounded, not only their depth.
+        let big = nested_revisions(10, &vec![b' '; 2 << 20]);
+        assert!(matches!(decode(&big).unwrap_err(), DecodeError::TooLarge));
+        let one = decode(&nested_revisions(2, &vec![b' '; 2 << 20])).unwrap();
+        assert_eq!(one["kind"], "ControllerRevision");
     }
 
     #[test]

@@ -603,7 +603,10 @@ fn apply_list_directives(
         match directive.as_str() {
             Some("delete") => {
                 let key_value = merge_key_value(&item, merge_key)?.clone();
-                if let (true, Some(index)) = (deleted.is_empty(), first_non_map(&original)) {
+                // kube's deletion scans the original once: it must hold objects.
+                if deleted.is_empty()
+                    && let Some(index) = first_non_map(&original)
+                {
                     return Err(PatchError::NotAMap(index));
                 }
                 deleted.push(key_value);
