@@ -59,6 +59,11 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
     serde_saphyr::from_str_with_options(text, options()).map_err(|e| YamlError(describe(&e)))
 }
 
+/// Writes a value as one YAML document (what `kubectl -o yaml` prints).
+pub fn to_string(value: &Value) -> Result<String, YamlError> {
+    serde_saphyr::to_string(value).map_err(|e| YamlError(e.to_string()))
+}
+
 /// go-yaml v2's reading (YAML 1.1 booleans, octal with a leading zero, merge
 /// keys, the last of duplicate keys wins) within the limits above.
 fn options() -> Options {
@@ -124,6 +129,14 @@ fn limit_message(message: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn what_is_written_reads_back_the_same() {
+        let object = serde_json::json!({"kind": "APIService", "spec": {"caBundle": "LS0t", "n": 1,
+            "yes": "yes", "list": [{"a": null}, "08"], "empty": {}}});
+        let text = super::to_string(&object).unwrap();
+        assert_eq!(super::to_json(text.as_bytes()).unwrap(), object, "{text}");
+    }
+
     use super::*;
     use serde_json::json;
 

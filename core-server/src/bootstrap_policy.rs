@@ -392,6 +392,30 @@ pub fn cluster_role_bindings() -> Vec<Value> {
     .collect()
 }
 
+/// The default Roles and RoleBindings of `kube-system` that aggregated
+/// servers need (kube's `namespace-roles.yaml`): every server built on
+/// k8s.io/apiserver reads the front-proxy trust it is given from the
+/// `extension-apiserver-authentication` ConfigMap, bound to this Role.
+pub fn namespace_policy() -> Vec<Value> {
+    let metadata = |name: &str| {
+        json!({"name": name, "namespace": "kube-system",
+               "labels": {BOOTSTRAPPING.0: BOOTSTRAPPING.1},
+               "annotations": {AUTOUPDATE: "true"}})
+    };
+    let reader = "extension-apiserver-authentication-reader";
+    let users = ["system:kube-controller-manager", "system:kube-scheduler"];
+    vec![
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": metadata(reader),
+               "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                          "resourceNames": ["extension-apiserver-authentication"], "verbs": READ}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": metadata(&format!("system::{reader}")),
+               "roleRef": {"apiGroup": GROUP, "kind": "Role", "name": reader},
+               "subjects": users.iter().map(|u| json!({"apiGroup": GROUP, "kind": "User", "name": u})).collect::<Vec<_>>()}),
+    ]
+}
+
 fn rules_of(object: &Value) -> Vec<PolicyRule> {
     serde_json::from_value(object["rules"].clone()).unwrap_or_default()
 }
@@ -423,7 +447,7 @@ fn reconciled(existing: &Value, wanted: &Value) -> Option<Value> {
         }
     }
     match wanted["kind"].as_str() {
-        Some("ClusterRole") => {
+        Some("ClusterRole" | "Role") => {
             let missing = rbac::uncovered(&rules_of(existing), &rules_of(wanted));
             if !missing.is_empty() {
                 let mut rules = rules_of(existing);
@@ -494,10 +518,22 @@ async fn ensure(client: &Loopback, collection: &str, wanted: &Value) -> Result<(
 pub async fn bootstrap(client: Loopback) {
     const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
     const BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
-    let objects: Vec<(&str, Value)> = cluster_roles()
+    const KUBE_SYSTEM: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system";
+    let objects: Vec<(String, Value)> = cluster_roles()
         .into_iter()
-        .map(|r| (ROLES, r))
-        .chain(cluster_role_bindings().into_iter().map(|b| (BINDINGS, b)))
+        .map(|r| (ROLES.to_string(), r))
+        .chain(
+            cluster_role_bindings()
+                .into_iter()
+                .map(|b| (BINDINGS.to_string(), b)),
+        )
+        .chain(namespace_policy().into_iter().map(|object| {
+            let collection = match object["kind"].as_str() {
+                Some("Role") => "roles",
+                _ => "rolebindings",
+            };
+            (format!("{KUBE_SYSTEM}/{collection}"), object)
+        }))
         .collect();
     for (collection, wanted) in &objects {
         let mut delay = std::time::Duration::from_millis(100);
@@ -537,6 +573,17 @@ mod tests {
                 typed.role_ref.name
             );
         }
+        let [role, binding] = &namespace_policy()[..] else {
+            panic!("a Role and its RoleBinding");
+        };
+        let role: k8s_openapi::api::rbac::v1::Role =
+            serde_json::from_value(role.clone()).expect("a Role");
+        let binding: k8s_openapi::api::rbac::v1::RoleBinding =
+            serde_json::from_value(binding.clone()).expect("a RoleBinding");
+        assert_eq!(
+            binding.role_ref.name,
+            role.metadata.name.unwrap_or_default()
+        );
     }
 
     #[test]

@@ -2,69 +2,28 @@
 //! host is (with its real capacity), and metrics-server's Service,
 //! EndpointSlice and APIService, as a real cluster's add-on manifests would.
 
-use anyhow::{Context, Result, bail};
-use base64::Engine;
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
+use crate::client::{Api, Credentials};
 use crate::pki::Pki;
+use crate::register::{Registration, ensure, subject};
 
 /// The user metrics-server's client certificate names.
 const METRICS_SERVER_USER: &str = "kubechain-metrics-server";
 
-/// An HTTPS client authenticated as the cluster admin.
-fn admin_client(pki: &Pki) -> Result<reqwest::Client> {
+/// A client of the front door at `base`, authenticated as the cluster admin.
+fn admin_api(pki: &Pki, base: &str) -> Result<Api> {
     let admin = pki.files("admin");
     let (cert, key) = (std::fs::read(&admin.cert)?, std::fs::read(&admin.key)?);
-    let tls = crate::bench::client::tls_config(&std::fs::read(pki.ca())?, Some((&cert, &key)))?;
-    Ok(reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .build()?)
-}
-
-/// Creates an object, or replaces what exists; Ok once it is stored.
-async fn ensure(
-    client: &reqwest::Client,
-    base: &str,
-    collection: &str,
-    object: &Value,
-) -> Result<()> {
-    let url = format!("{base}{collection}");
-    let body = object.to_string();
-    let created = client
-        .post(&url)
-        .header("Content-Type", "application/json")
-        .body(body.clone())
-        .send()
-        .await?;
-    match created.status().as_u16() {
-        200..=299 => return Ok(()),
-        409 => {}
-        code => bail!(
-            "creating {collection}: {code} {}",
-            created.text().await.unwrap_or_default()
-        ),
+    let ca = std::fs::read(pki.ca())?;
+    let tls = crate::client::tls_config(&ca, Some((&cert, &key)))?;
+    Credentials {
+        server: base.to_string(),
+        tls,
+        ca,
     }
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let item = format!("{url}/{name}");
-    let current: Value = serde_json::from_slice(&client.get(&item).send().await?.bytes().await?)?;
-    let mut replacement = object.clone();
-    replacement["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-    let updated = client
-        .put(&item)
-        .header("Content-Type", "application/json")
-        .body(replacement.to_string())
-        .send()
-        .await?;
-    if !updated.status().is_success() {
-        bail!(
-            "updating {collection}/{name}: {}",
-            updated.text().await.unwrap_or_default()
-        );
-    }
-    Ok(())
+    .api()
 }
 
 /// The host's CPU count and memory (KiB) from `/proc`.
@@ -124,49 +83,23 @@ fn host_node(name: &str) -> Value {
 }
 
 /// Registers, through the front door at `base`, the host's Node and
-/// metrics-server with its replicas at `metrics` (all on one port).
+/// metrics-server with its replicas at `metrics` (all on one port), the way
+/// `kubechain register` registers any aggregated server.
 pub async fn register(
     pki: &Pki,
     base: &str,
     node: &str,
     metrics: &[std::net::SocketAddr],
 ) -> Result<()> {
-    let client = admin_client(pki)?;
-    let metrics_port = metrics.first().context("no metrics-server address")?.port();
-    let addresses: Vec<String> = metrics.iter().map(|a| a.ip().to_string()).collect();
-    let address_type = if metrics[0].is_ipv6() { "IPv6" } else { "IPv4" };
-    ensure(&client, base, "/api/v1/nodes", &host_node(node))
+    let api = admin_api(pki, base)?;
+    ensure(&api, "/api/v1/nodes", &host_node(node))
         .await
         .context("registering the host's Node")?;
-    let ca = base64::engine::general_purpose::STANDARD.encode(std::fs::read(pki.ca())?);
-    let objects = [
-        (
-            "/api/v1/namespaces/kube-system/services",
-            json!({"apiVersion": "v1", "kind": "Service",
-                   "metadata": {"name": "metrics-server", "namespace": "kube-system", "labels": {"k8s-app": "metrics-server"}},
-                   "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": metrics_port}]}}),
-        ),
-        (
-            "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices",
-            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                   "metadata": {"name": "metrics-server", "namespace": "kube-system", "labels": {"kubernetes.io/service-name": "metrics-server"}},
-                   "addressType": address_type,
-                   "endpoints": addresses.iter().map(|a| json!({"addresses": [a], "conditions": {"ready": true}})).collect::<Vec<_>>(),
-                   "ports": [{"name": "https", "port": metrics_port, "protocol": "TCP"}]}),
-        ),
-        (
-            "/apis/apiregistration.k8s.io/v1/apiservices",
-            json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-                   "metadata": {"name": "v1beta1.metrics.k8s.io", "labels": {"k8s-app": "metrics-server"}},
-                   "spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
-                            "caBundle": ca, "service": {"namespace": "kube-system", "name": "metrics-server", "port": 443}}}),
-        ),
-    ];
-    // What metrics-server's manifest grants it: to delegate its decisions
-    // (system:auth-delegator) and to read what it measures.
+    let user = subject(&format!("user:{METRICS_SERVER_USER}"))?;
+    // What metrics-server's manifest grants it beyond any aggregated
+    // server's: to read what it measures.
     let rbac = "/apis/rbac.authorization.k8s.io/v1";
-    let user = json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": METRICS_SERVER_USER}]);
-    let grants = [
+    let mut objects = vec![
         (
             format!("{rbac}/clusterroles"),
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -178,23 +111,23 @@ pub async fn register(
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                    "metadata": {"name": "system:metrics-server", "labels": {"k8s-app": "metrics-server"}},
                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:metrics-server"},
-                   "subjects": user}),
-        ),
-        (
-            format!("{rbac}/clusterrolebindings"),
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                   "metadata": {"name": "metrics-server:system:auth-delegator", "labels": {"k8s-app": "metrics-server"}},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
-                   "subjects": user}),
+                   "subjects": [user]}),
         ),
     ];
-    for (collection, object) in &grants {
-        ensure(&client, base, collection, object)
-            .await
-            .with_context(|| format!("registering {collection}"))?;
-    }
+    let registration = Registration {
+        group: "metrics.k8s.io".to_string(),
+        versions: vec!["v1beta1".to_string()],
+        service: ("kube-system".to_string(), "metrics-server".to_string()),
+        service_port: 443,
+        addresses: metrics.to_vec(),
+        ca: std::fs::read(pki.ca())?,
+        subject: user,
+        group_priority_minimum: 100,
+        version_priority: 100,
+    };
+    objects.extend(registration.objects()?);
     for (collection, object) in &objects {
-        ensure(&client, base, collection, object)
+        ensure(&api, collection, object)
             .await
             .with_context(|| format!("registering {collection}"))?;
     }

@@ -5,7 +5,9 @@
 
 mod bench;
 mod bootstrap;
+mod client;
 mod pki;
+mod register;
 mod supervisor;
 mod up;
 
@@ -28,6 +30,9 @@ enum Command {
     Up(up::UpArgs),
     /// Measure raw etcd and the same work through kubechain, in one run.
     Bench(bench::BenchArgs),
+    /// Register an aggregated API server (APIService, its Service and
+    /// EndpointSlice, and the RBAC it needs); idempotent.
+    Register(register::RegisterArgs),
     /// Write the cluster certificates (for docker-compose) into a directory.
     Certs {
         /// Where to write them.
@@ -73,6 +78,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Up(args) => runtime.block_on(up::up(args)),
         Command::Bench(args) => runtime.block_on(bench::run(args)),
+        Command::Register(args) => runtime.block_on(register::run(args)),
         Command::Certs {
             dir,
             hosts,

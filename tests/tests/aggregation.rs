@@ -446,3 +446,217 @@ fn kubectl_top_node_through_the_launchers_metrics_server() {
     ]);
     assert!(missing.err().contains("NotFound"), "{}", missing.stderr);
 }
+
+/// Runs `kubechain register` against the cluster with `args`.
+fn register(cluster: &Cluster, args: &[&str]) -> tests::Run {
+    let out = Command::new(tests::bin_dir().join("kubechain"))
+        .arg("register")
+        .args(args)
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .output()
+        .expect("kubechain runs");
+    tests::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn kubechain_register_adds_an_aggregated_server_with_one_command() {
+    let cluster = Cluster::start();
+    // The launcher registers metrics-server the way `kubechain register`
+    // does: registering it again by hand changes nothing.
+    let metrics_port = cluster
+        .kubectl(&[
+            "get",
+            "endpointslice",
+            "metrics-server",
+            "-n",
+            "kube-system",
+            "-o",
+            "jsonpath={.ports[0].port}",
+        ])
+        .ok()
+        .trim()
+        .to_string();
+    let ca = cluster.dir.join("pki/ca.crt");
+    let ca = ca.to_str().unwrap();
+    let metrics_address = format!("127.0.0.1:{metrics_port}");
+    let again = register(
+        &cluster,
+        &[
+            "--group=metrics.k8s.io",
+            "--version=v1beta1",
+            "--service=kube-system/metrics-server",
+            "--address",
+            &metrics_address,
+            "--ca-file",
+            ca,
+            "--identity=user:kubechain-metrics-server",
+            "--group-priority-minimum=100",
+            "--version-priority=100",
+        ],
+    );
+    let lines: Vec<&str> = again.ok().lines().collect();
+    assert!(lines.len() >= 8, "{}", again.stdout);
+    assert!(
+        lines.iter().all(|l| l.ends_with(" unchanged")),
+        "{}",
+        again.stdout
+    );
+    assert!(lines.contains(&"apiservice.apiregistration.k8s.io/v1beta1.metrics.k8s.io unchanged"));
+    // What it granted: the authentication ConfigMap every aggregated server
+    // reads at start-up, to its identity and nobody else.
+    let can_read = |user: &str| {
+        cluster
+            .kubectl(&[
+                "auth",
+                "can-i",
+                "get",
+                "configmap/extension-apiserver-authentication",
+                "-n",
+                "kube-system",
+                "--as",
+                user,
+            ])
+            .stdout
+            .trim()
+            .to_string()
+    };
+    assert_eq!(can_read("kubechain-metrics-server"), "yes");
+    assert_eq!(can_read("someone-else"), "no");
+
+    // A third party's server, known only by its address and CA.
+    let ca_bundle = server_certificates(&cluster.dir);
+    let wardle_ca = cluster.dir.join("wardle-ca.crt");
+    std::fs::write(
+        &wardle_ca,
+        base64::engine::general_purpose::STANDARD
+            .decode(ca_bundle)
+            .unwrap(),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut server = start_server(&cluster, port);
+    let address = format!("127.0.0.1:{port}");
+    let wardle = |extra: &[&str]| {
+        let mut args = vec![
+            "--group=wardle.example.com",
+            "--version=v1",
+            "--service=wardle/wardle-server",
+            "--address",
+            &address,
+            "--ca-file",
+            wardle_ca.to_str().unwrap(),
+            "--identity=serviceaccount:wardle:apiserver",
+        ];
+        args.extend_from_slice(extra);
+        register(&cluster, &args)
+    };
+    // --dry-run=client prints what it would write, and writes nothing.
+    let dry = wardle(&["--dry-run=client", "-o", "yaml"]);
+    let text = dry.ok();
+    for kind in [
+        "kind: Namespace",
+        "kind: Service",
+        "kind: EndpointSlice",
+        "kind: ClusterRoleBinding",
+        "kind: RoleBinding",
+        "kind: APIService",
+        "caBundle:",
+    ] {
+        assert!(text.contains(kind), "{kind} missing from\n{text}");
+    }
+    assert!(!text.contains("insecureSkipTLSVerify"));
+    let listed = wardle(&["--dry-run=client", "-o", "json"]).json();
+    assert_eq!(listed["kind"], "List");
+    assert_eq!(listed["items"].as_array().unwrap().len(), 8, "{listed}");
+    cluster
+        .kubectl(&["get", "apiservice", "v1.wardle.example.com"])
+        .err();
+
+    let first = wardle(&[]);
+    assert!(
+        first.ok().lines().all(|l| l.ends_with(" created")),
+        "{}",
+        first.stdout
+    );
+    assert!(eventually(Duration::from_secs(20), || available(&cluster)
+        .as_deref()
+        == Some("True")));
+    let echo = cluster
+        .kubectl(&["get", "flunders", "-n", "team", "-o", "json"])
+        .json();
+    assert_eq!(
+        echo["items"][0]["spec"]["user"],
+        serde_json::json!(["kubernetes-admin"])
+    );
+    let stored_version = || {
+        cluster
+            .kubectl(&[
+                "get",
+                "apiservice",
+                "v1.wardle.example.com",
+                "-o",
+                "jsonpath={.metadata.resourceVersion}",
+            ])
+            .ok()
+            .to_string()
+    };
+    let before = stored_version();
+    let second = wardle(&[]);
+    assert!(
+        second.ok().lines().all(|l| l.ends_with(" unchanged")),
+        "{}",
+        second.stdout
+    );
+    assert_eq!(stored_version(), before);
+    let moved = wardle(&["--version-priority=20"]);
+    assert!(
+        moved
+            .ok()
+            .contains("apiservice.apiregistration.k8s.io/v1.wardle.example.com configured"),
+        "{}",
+        moved.stdout
+    );
+    assert_eq!(
+        cluster
+            .kubectl(&[
+                "get",
+                "apiservice",
+                "v1.wardle.example.com",
+                "-o",
+                "jsonpath={.spec.versionPriority}"
+            ])
+            .ok(),
+        "20"
+    );
+    // The server's identity may delegate (TokenReview, SubjectAccessReview).
+    let delegate = cluster.kubectl(&[
+        "auth",
+        "can-i",
+        "create",
+        "subjectaccessreviews",
+        "--as=system:serviceaccount:wardle:apiserver",
+    ]);
+    assert_eq!(delegate.stdout.trim(), "yes");
+    // Refused input says what is wrong and writes nothing.
+    let bad = register(
+        &cluster,
+        &[
+            "--group=x.example.com",
+            "--version=v1",
+            "--ca-file",
+            ca,
+            "--identity=wardle",
+        ],
+    );
+    assert!(
+        bad.err().contains("--identity is user:<name>"),
+        "{}",
+        bad.stderr
+    );
+    server.kill().ok();
+    server.wait().ok();
+}

@@ -11,10 +11,10 @@ use anyhow::Result;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::client::Api;
 use super::load::Throughput;
 use super::report::{CpuTable, Table};
 use super::{alternating, create_configmaps};
+use crate::client::Api;
 
 /// How many webhooks, and how many policies, that match nothing.
 const UNMATCHED: usize = 20;

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use super::client::Api;
 use super::load::Throughput;
 use super::report::{CpuTable, Table};
 use super::target::AUDITED;
 use super::{alternating, create_configmaps};
+use crate::client::Api;
 
 /// The least creates through the auditing front door may keep (≥ 0.90×).
 const AUDIT_RATIO: f64 = 0.90;

@@ -13,12 +13,12 @@ use futures::StreamExt;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::client::Api;
 use super::load::for_each;
 use super::report::CpuTable;
 use super::target::{self, Target};
 use super::watch::{self, WatchPlan};
 use super::{Size, configmap, create_namespace, print_errors};
+use crate::client::Api;
 
 /// A cost curve the bench can draw.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

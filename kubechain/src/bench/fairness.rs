@@ -11,8 +11,8 @@ use anyhow::{Context, Result};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::client::{Api, Credentials};
 use super::report::Table;
+use crate::client::{Api, Credentials};
 
 /// How many clients flood.
 const FLOODERS: usize = 64;

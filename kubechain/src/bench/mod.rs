@@ -13,7 +13,6 @@
 
 mod admission;
 mod audit;
-pub mod client;
 mod curves;
 mod fairness;
 mod load;
@@ -32,7 +31,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::signal::unix::{SignalKind, signal};
 
-use client::Api;
+use crate::client::{self, Api};
 use load::{Throughput, closed_loop, for_each};
 use report::{CpuTable, Table};
 use target::Target;

@@ -365,10 +365,12 @@ fn shapes() -> Vec<Shape> {
         },
         Shape {
             parser: "protobuf",
-            input: "envelopes nested in RawExtensions",
+            input: "100 envelopes nested in RawExtensions",
             make: |b| {
-                let mut body = proto_envelope("apps/v1", "ControllerRevision", b"");
-                while body.len() < b {
+                // The innermost holds what the 100 levels (~60 bytes each) leave.
+                let core = vec![b' '; b.saturating_sub(6000)];
+                let mut body = proto_envelope("apps/v1", "ControllerRevision", &core);
+                for _ in 0..100 {
                     let data = proto_field(2, &proto_field(1, &body));
                     body = proto_envelope("apps/v1", "ControllerRevision", &data);
                 }

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::BenchArgs;
-use super::client::Credentials;
+use crate::client::Credentials;
 use crate::pki::Pki;
 use crate::up::{self, UpArgs};
 

@@ -14,7 +14,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, watch};
 
-use super::client::{Api, Credentials};
+use crate::client::{Api, Credentials};
 
 /// The data key that carries the send time (Unix nanoseconds, as a string).
 const SENT_AT: &[u8] = b"\"sentAt\":\"";

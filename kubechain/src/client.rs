@@ -1,5 +1,6 @@
-//! The bench's clients: the front door over HTTPS (reqwest on rustls with
-//! ring, the admin client certificate from a kubeconfig) and raw etcd.
+//! Clients of the front door over HTTPS (reqwest on rustls with ring,
+//! authenticated by the client certificate of a kubeconfig) and of raw etcd,
+//! for the bench, registration and the launcher.
 
 use std::path::Path;
 use std::sync::Arc;
