@@ -63,17 +63,21 @@ impl TlsFiles {
         &self,
         extra_cas: &[&[u8]],
     ) -> Result<rustls::ServerConfig, Error> {
+        let roots = ClientRoots::new(&self.ca)?;
+        roots.trust(extra_cas)?;
+        self.https_server_with(Arc::new(roots))
+    }
+
+    /// An HTTPS server configuration whose client certificates are checked
+    /// by `roots`, which may change while the server runs (a front-proxy CA
+    /// followed in the cluster); none is required.
+    pub fn https_server_with(
+        &self,
+        roots: Arc<ClientRoots>,
+    ) -> Result<rustls::ServerConfig, Error> {
         install_crypto_provider();
-        let mut roots = roots_of(&self.ca)?;
-        for pem in extra_cas {
-            roots.roots.extend(roots_of(pem)?.roots);
-        }
-        let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
-            .allow_unauthenticated()
-            .build()
-            .map_err(|e| Error::Tls(format!("client verifier: {e}")))?;
         let mut config = rustls::ServerConfig::builder()
-            .with_client_cert_verifier(verifier)
+            .with_client_cert_verifier(roots)
             .with_single_cert(parse_certs(&self.cert)?, parse_key(&self.key)?)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(config)
@@ -128,6 +132,107 @@ fn roots_of(pem: &[u8]) -> Result<rustls::RootCertStore, Error> {
             .map_err(|e| Error::Tls(format!("CA certificate: {e}")))?;
     }
     Ok(roots)
+}
+
+/// The CAs an HTTPS server accepts client certificates from: its own CA and
+/// others set while it runs. A handshake uses the CAs of its moment; no CA
+/// names are sent as hints, so a client presents its certificate whatever
+/// CA signed it (Go's client withholds one that matches no hint).
+pub struct ClientRoots {
+    own: Vec<u8>,
+    current: std::sync::RwLock<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+}
+
+impl std::fmt::Debug for ClientRoots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientRoots")
+    }
+}
+
+impl ClientRoots {
+    /// Trusts the CAs of the PEM bundle `own`, and no other yet.
+    pub fn new(own: &[u8]) -> Result<Self, Error> {
+        Ok(ClientRoots {
+            own: own.to_vec(),
+            current: std::sync::RwLock::new(verifier_of(own, &[])?),
+        })
+    }
+
+    /// From now on trusts `own` and the CAs of the PEM bundles `extra`.
+    pub fn trust(&self, extra: &[&[u8]]) -> Result<(), Error> {
+        let verifier = verifier_of(&self.own, extra)?;
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = verifier;
+        Ok(())
+    }
+
+    fn current(&self) -> Arc<dyn rustls::server::danger::ClientCertVerifier> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// A verifier of optional client certificates signed by `own` or `extra`.
+fn verifier_of(
+    own: &[u8],
+    extra: &[&[u8]],
+) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, Error> {
+    let mut roots = roots_of(own)?;
+    for pem in extra {
+        roots.roots.extend(roots_of(pem)?.roots);
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| Error::Tls(format!("client verifier: {e}")))
+}
+
+impl rustls::server::danger::ClientCertVerifier for ClientRoots {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        self.current()
+            .verify_client_cert(end_entity, intermediates, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.current().verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.current().verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.current().supported_verify_schemes()
+    }
 }
 
 /// Checks client certificate chains against one CA bundle after the

@@ -498,14 +498,9 @@ pub async fn start(args: &UpArgs) -> Result<Cluster> {
         "--front-door".to_string(),
         format!("https://127.0.0.1:{}", args.port),
     ]);
+    // It follows the front proxy's CA and names the aggregator publishes in
+    // kube-system/extension-apiserver-authentication, as stock ones do.
     metrics.extend(tls_args(&pki, "metrics-server", &pki.ca()));
-    metrics.extend([
-        "--requestheader-client-ca-file".to_string(),
-        pki.path("front-proxy-ca.crt").display().to_string(),
-        // Only the aggregator's proxy certificate may name the user.
-        "--requestheader-allowed-names".to_string(),
-        "front-proxy-client".to_string(),
-    ]);
     metrics.extend(logging);
     children.spawn(spec("metrics-server", sibling("metrics-server")?, metrics))?;
 

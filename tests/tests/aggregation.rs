@@ -660,3 +660,77 @@ fn kubechain_register_adds_an_aggregated_server_with_one_command() {
     server.kill().ok();
     server.wait().ok();
 }
+
+#[test]
+fn metrics_server_follows_the_published_front_proxy_trust_without_a_restart() {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let cluster = Cluster::start();
+    let metrics = || cluster.kubectl(&["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes"]);
+    assert!(
+        eventually(Duration::from_secs(30), || metrics().code == 0),
+        "{}",
+        metrics().stderr
+    );
+    let pid = cluster
+        .child_pid("metrics-server")
+        .expect("metrics-server runs");
+    let published = cluster
+        .kubectl(&[
+            "get",
+            "configmap",
+            "extension-apiserver-authentication",
+            "-n",
+            "kube-system",
+            "-o",
+            "json",
+        ])
+        .json();
+    let publish = |change: &dyn Fn(&mut Value)| {
+        let mut config_map = published.clone();
+        config_map["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("resourceVersion");
+        change(&mut config_map["data"]);
+        cluster
+            .kubectl_stdin(&["replace", "-f", "-"], &config_map.to_string())
+            .ok();
+    };
+    // Another allowed name: the aggregator's proxy is nobody to it now.
+    publish(&|data| data["requestheader-allowed-names"] = "[\"someone-else\"]".into());
+    assert!(eventually(Duration::from_secs(30), || metrics().code != 0));
+    // The CA rotated to one that did not sign the aggregator's certificate.
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "front-proxy-ca-next");
+    let next_ca = params.self_signed(&key).unwrap().pem();
+    let followed = || {
+        std::fs::read_to_string(cluster.dir.join("logs/metrics-server.log"))
+            .unwrap_or_default()
+            .matches("following the front proxy's published trust")
+            .count()
+    };
+    let before = followed();
+    publish(&|data| data["requestheader-client-ca-file"] = next_ca.clone().into());
+    assert!(eventually(Duration::from_secs(30), || followed() > before));
+    assert_ne!(
+        metrics().code,
+        0,
+        "a CA that did not sign the proxy's certificate"
+    );
+    // Both CAs while the proxy's certificate is renewed: accepted again.
+    let old_ca = published["data"]["requestheader-client-ca-file"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    publish(&|data| data["requestheader-client-ca-file"] = format!("{next_ca}{old_ca}").into());
+    assert!(
+        eventually(Duration::from_secs(30), || metrics().code == 0),
+        "{}",
+        metrics().stderr
+    );
+    assert_eq!(cluster.child_pid("metrics-server"), Some(pid), "no restart");
+}

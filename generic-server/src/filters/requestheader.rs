@@ -2,35 +2,54 @@
 //! trusts the aggregator, as kube's `x509request` and `headerrequest`
 //! authenticators do (`k8s.io/apiserver/pkg/authentication/request/headerrequest`).
 //!
-//! A request whose client certificate chains to the front-proxy CA
-//! (`--requestheader-client-ca-file`) and whose common name is allowed
-//! (`--requestheader-allowed-names`, empty: any) acts as the user its
-//! headers name: `X-Remote-User`, `X-Remote-Uid`, `X-Remote-Group`
-//! (repeated), `X-Remote-Extra-<key>` (percent-encoded keys). A certificate
-//! signed by the cluster CA authenticates as its own subject, so an admin
-//! can call the server directly; bearer tokens are asked about at the front
-//! door (a TokenReview, [`DelegatedTokens`]) when it is given, and anonymous
-//! requests are decided as by [`Authenticator`]. Identity headers on any other request are
+//! A request whose client certificate chains to the front-proxy CA and
+//! whose common name is allowed (empty: any) acts as the user its headers
+//! name: `X-Remote-User`, `X-Remote-Uid`, `X-Remote-Group` (repeated),
+//! `X-Remote-Extra-<key>` (percent-encoded keys). The CA, names and headers
+//! come from flags (`--requestheader-client-ca-file`, ...) or, as
+//! k8s.io/apiserver does by default, from the ConfigMap the front door
+//! publishes, `kube-system/extension-apiserver-authentication`, followed
+//! while the server runs ([`RequestHeaderAuthenticator::follow`]). A
+//! certificate signed by the cluster CA authenticates as its own subject,
+//! so an admin can call the server directly; bearer tokens are asked about
+//! at the front door (a TokenReview, [`DelegatedTokens`]) when it is given,
+//! and anonymous requests are decided as by [`Authenticator`]. Identity
+//! headers on any other request are
 //! never trusted (the front door strips them).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use http::HeaderMap;
+use serde_json::Value;
 
 use super::authentication::{Authenticate, Authenticator, bearer_token, unauthorized};
-use super::delegated::DelegatedTokens;
+use super::delegated::{DelegatedTokens, FrontDoor};
+use crate::health::HealthCheck;
 use crate::request::UserInfo;
-use crate::tls::{self, ChainVerifier};
+use crate::tls::{self, ChainVerifier, ClientRoots};
 use apimachinery::error::Result;
+
+/// Where the front door publishes how it proxies (kube's name and place).
+pub const AUTHENTICATION_CONFIG_MAP: &str =
+    "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
+/// How often the published configuration is read again.
+const FOLLOW_PERIOD: Duration = Duration::from_secs(5);
+/// How long the front door may be unreachable before `/readyz` fails.
+const STALE_AFTER: Duration = Duration::from_secs(30);
 
 /// An aggregated server's front-proxy options, with kube's names and its
 /// defaults for delegated authentication.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RequestHeaderOptions {
-    /// PEM CA that signs the front proxy's (the aggregator's) client certificate.
+    /// PEM CA that signs the front proxy's (the aggregator's) client
+    /// certificate. Without it, the CA, the allowed names and the headers
+    /// are read from `kube-system/extension-apiserver-authentication` at
+    /// the front door, and followed while the server runs.
     #[arg(long, env = "KUBECHAIN_REQUESTHEADER_CLIENT_CA_FILE")]
-    pub requestheader_client_ca_file: PathBuf,
+    pub requestheader_client_ca_file: Option<PathBuf>,
     /// Common names the front proxy's certificate may have, comma-separated; empty: any the CA signed.
     #[arg(
         long,
@@ -53,15 +72,66 @@ pub struct RequestHeaderOptions {
 }
 
 impl RequestHeaderOptions {
-    /// Reads the front-proxy CA and builds the authenticator; `client_ca`
-    /// (PEM, the cluster CA) signs the certificates that authenticate as
-    /// their own subject.
+    /// Builds the authenticator; `client_ca` (PEM, the cluster CA) signs
+    /// the certificates that authenticate as their own subject. With a
+    /// front-proxy CA file the trust is fixed here; without one it is
+    /// unknown (front-proxy requests refused) until [`RequestHeaderAuthenticator::follow`]
+    /// reads it.
     pub fn authenticator(
         &self,
         client_ca: &[u8],
     ) -> std::result::Result<RequestHeaderAuthenticator, crate::Error> {
-        let path = &self.requestheader_client_ca_file;
-        let ca = std::fs::read(path).map_err(|source| crate::Error::read(path, source))?;
+        let roots = Arc::new(ClientRoots::new(client_ca)?);
+        let trust = match &self.requestheader_client_ca_file {
+            Some(path) => {
+                let ca = std::fs::read(path).map_err(|source| crate::Error::read(path, source))?;
+                let trust = FrontProxyTrust::new(
+                    ca,
+                    &self.requestheader_allowed_names,
+                    &self.requestheader_username_headers,
+                    &self.requestheader_uid_headers,
+                    &self.requestheader_group_headers,
+                    &self.requestheader_extra_headers_prefix,
+                )?;
+                roots.trust(&[&trust.ca])?;
+                Some(Arc::new(trust))
+            }
+            None => None,
+        };
+        Ok(RequestHeaderAuthenticator {
+            trust: Arc::new(RwLock::new(trust)),
+            roots,
+            client_ca: ChainVerifier::new(client_ca)?,
+            fallback: Authenticator::default(),
+            tokens: None,
+        })
+    }
+}
+
+/// What makes a request the front proxy's: the CA of its certificate, the
+/// names it may have, and the headers it names the user in (the
+/// `requestheader-*` keys of kube's published ConfigMap).
+#[derive(Debug)]
+pub struct FrontProxyTrust {
+    ca: Vec<u8>,
+    verifier: ChainVerifier,
+    allowed_names: Vec<String>,
+    username_headers: Vec<String>,
+    uid_headers: Vec<String>,
+    group_headers: Vec<String>,
+    extra_prefixes: Vec<String>,
+}
+
+impl FrontProxyTrust {
+    /// Trust in the front proxy from its CA (PEM), allowed names and headers.
+    pub fn new(
+        ca: Vec<u8>,
+        allowed_names: &[String],
+        username_headers: &[String],
+        uid_headers: &[String],
+        group_headers: &[String],
+        extra_prefixes: &[String],
+    ) -> std::result::Result<Self, crate::Error> {
         let lower = |names: &[String]| {
             names
                 .iter()
@@ -69,53 +139,56 @@ impl RequestHeaderOptions {
                 .filter(|n| !n.is_empty())
                 .collect()
         };
-        Ok(RequestHeaderAuthenticator {
-            front_proxy: ChainVerifier::new(&ca)?,
-            front_proxy_ca: ca,
-            client_ca: ChainVerifier::new(client_ca)?,
-            allowed_names: self
-                .requestheader_allowed_names
+        Ok(FrontProxyTrust {
+            verifier: ChainVerifier::new(&ca)?,
+            ca,
+            allowed_names: allowed_names
                 .iter()
                 .map(|n| n.trim().to_string())
                 .filter(|n| !n.is_empty())
                 .collect(),
-            username_headers: lower(&self.requestheader_username_headers),
-            uid_headers: lower(&self.requestheader_uid_headers),
-            group_headers: lower(&self.requestheader_group_headers),
-            extra_prefixes: lower(&self.requestheader_extra_headers_prefix),
-            fallback: Authenticator::default(),
-            tokens: None,
+            username_headers: lower(username_headers),
+            uid_headers: lower(uid_headers),
+            group_headers: lower(group_headers),
+            extra_prefixes: lower(extra_prefixes),
         })
     }
-}
 
-/// Authenticates the front proxy's requests by its certificate and headers,
-/// and everyone else as [`Authenticator`] does.
-pub struct RequestHeaderAuthenticator {
-    front_proxy: ChainVerifier,
-    front_proxy_ca: Vec<u8>,
-    client_ca: ChainVerifier,
-    allowed_names: Vec<String>,
-    username_headers: Vec<String>,
-    uid_headers: Vec<String>,
-    group_headers: Vec<String>,
-    extra_prefixes: Vec<String>,
-    fallback: Authenticator,
-    /// Where bearer tokens are asked about (the front door), if anywhere.
-    tokens: Option<DelegatedTokens>,
-}
-
-impl RequestHeaderAuthenticator {
-    /// Also authenticates bearer tokens, by asking the front door.
-    pub fn with_token_reviews(mut self, tokens: DelegatedTokens) -> Self {
-        self.tokens = Some(tokens);
-        self
-    }
-
-    /// The front-proxy CA (PEM), which the TLS configuration must also trust
-    /// ([`crate::tls::TlsFiles::https_server_trusting`]).
-    pub fn front_proxy_ca(&self) -> &[u8] {
-        &self.front_proxy_ca
+    /// Trust as `kube-system/extension-apiserver-authentication` publishes
+    /// it (its `data`); `None` when it names no front-proxy CA.
+    pub fn from_published(data: &Value) -> std::result::Result<Option<Self>, crate::Error> {
+        let Some(ca) = data["requestheader-client-ca-file"]
+            .as_str()
+            .filter(|ca| !ca.trim().is_empty())
+        else {
+            return Ok(None);
+        };
+        // Each list is a JSON array in a string, as kube writes them.
+        let list = |key: &str| -> std::result::Result<Vec<String>, crate::Error> {
+            match data[key].as_str() {
+                None | Some("") => Ok(Vec::new()),
+                Some(text) => serde_json::from_str(text)
+                    .map_err(|e| crate::Error::Tls(format!("{key} is not a JSON list: {e}"))),
+            }
+        };
+        let headers =
+            |key: &str, default: &str| -> std::result::Result<Vec<String>, crate::Error> {
+                let found = list(key)?;
+                Ok(if found.is_empty() {
+                    vec![default.to_string()]
+                } else {
+                    found
+                })
+            };
+        Self::new(
+            ca.as_bytes().to_vec(),
+            &list("requestheader-allowed-names")?,
+            &headers("requestheader-username-headers", "X-Remote-User")?,
+            &headers("requestheader-uid-headers", "X-Remote-Uid")?,
+            &headers("requestheader-group-headers", "X-Remote-Group")?,
+            &headers("requestheader-extra-headers-prefix", "X-Remote-Extra-")?,
+        )
+        .map(Some)
     }
 
     /// Whether the leaf's common name may act as the front proxy.
@@ -124,6 +197,16 @@ impl RequestHeaderAuthenticator {
             return false;
         };
         self.allowed_names.is_empty() || self.allowed_names.contains(&subject.common_name)
+    }
+
+    /// Whether both hold the same CA, names and headers.
+    fn same(&self, other: &FrontProxyTrust) -> bool {
+        self.ca == other.ca
+            && self.allowed_names == other.allowed_names
+            && self.username_headers == other.username_headers
+            && self.uid_headers == other.uid_headers
+            && self.group_headers == other.group_headers
+            && self.extra_prefixes == other.extra_prefixes
     }
 
     /// The user the headers name; `None` without a user name.
@@ -167,6 +250,124 @@ impl RequestHeaderAuthenticator {
     }
 }
 
+/// Authenticates the front proxy's requests by its certificate and headers,
+/// and everyone else as [`Authenticator`] does.
+pub struct RequestHeaderAuthenticator {
+    /// The front proxy's trust; `None` until known (front-proxy requests refused).
+    trust: Arc<RwLock<Option<Arc<FrontProxyTrust>>>>,
+    /// The TLS listener's client CAs: the cluster's and the front proxy's.
+    roots: Arc<ClientRoots>,
+    client_ca: ChainVerifier,
+    fallback: Authenticator,
+    /// Where bearer tokens are asked about (the front door), if anywhere.
+    tokens: Option<DelegatedTokens>,
+}
+
+impl RequestHeaderAuthenticator {
+    /// Also authenticates bearer tokens, by asking the front door.
+    pub fn with_token_reviews(mut self, tokens: DelegatedTokens) -> Self {
+        self.tokens = Some(tokens);
+        self
+    }
+
+    /// The client CAs the HTTPS listener must check certificates with
+    /// ([`crate::tls::TlsFiles::https_server_with`]): they follow the trust.
+    pub fn client_roots(&self) -> Arc<ClientRoots> {
+        self.roots.clone()
+    }
+
+    /// The trust in force now, if known.
+    fn current(&self) -> Option<Arc<FrontProxyTrust>> {
+        self.trust.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Reads the trust the front door publishes now and every few seconds
+    /// from then on, in a task, as kube's delegated authentication follows
+    /// `kube-system/extension-apiserver-authentication`: a rotated CA or
+    /// changed names take effect without a restart. Until it is first
+    /// read, front-proxy requests are refused; when it cannot be read, the
+    /// last trust read stays. The check it returns passes while it is known
+    /// and the front door answered within the last 30 s.
+    pub fn follow(&self, front_door: Arc<FrontDoor>) -> HealthCheck {
+        let (trust, roots) = (self.trust.clone(), self.roots.clone());
+        let last_read = Arc::new(std::sync::Mutex::new(None::<std::time::Instant>));
+        let read_at = last_read.clone();
+        tokio::spawn(async move {
+            let mut complained = false;
+            loop {
+                match read_published(&front_door).await {
+                    Ok(found) => {
+                        complained = false;
+                        *read_at.lock().unwrap_or_else(|e| e.into_inner()) =
+                            Some(std::time::Instant::now());
+                        let known = trust.read().unwrap_or_else(|e| e.into_inner()).clone();
+                        let changed = match (&known, &found) {
+                            (Some(known), Some(found)) => !known.same(found),
+                            (None, None) => false,
+                            _ => true,
+                        };
+                        if changed {
+                            let cas: Vec<&[u8]> = found.iter().map(|t| t.ca.as_slice()).collect();
+                            match roots.trust(&cas) {
+                                Ok(()) => {
+                                    tracing::info!(
+                                        known = found.is_some(),
+                                        "following the front proxy's published trust"
+                                    );
+                                    *trust.write().unwrap_or_else(|e| e.into_inner()) =
+                                        found.map(Arc::new);
+                                }
+                                Err(error) => {
+                                    tracing::warn!(%error, "the published front-proxy CA")
+                                }
+                            }
+                        }
+                    }
+                    Err(error) if !complained => {
+                        complained = true;
+                        tracing::warn!(%error, "reading {AUTHENTICATION_CONFIG_MAP} (kubechain register binds extension-apiserver-authentication-reader)");
+                    }
+                    Err(_) => {}
+                }
+                // Until the trust is known, ask again soon.
+                let known = trust.read().unwrap_or_else(|e| e.into_inner()).is_some();
+                let wait = if known { FOLLOW_PERIOD } else { Duration::from_secs(1) };
+                tokio::time::sleep(wait).await;
+            }
+        });
+        let trust = self.trust.clone();
+        Arc::new(move || {
+            let known = trust.read().unwrap_or_else(|e| e.into_inner()).is_some();
+            let age = last_read
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .map(|at| at.elapsed());
+            Box::pin(async move {
+                match age {
+                    _ if !known => Err(crate::Error::NotReady(format!(
+                        "the front proxy's trust ({AUTHENTICATION_CONFIG_MAP}) is not known yet"
+                    ))),
+                    Some(age) if age <= STALE_AFTER => Ok(()),
+                    _ => Err(crate::Error::NotReady(format!(
+                        "the front door has not answered for {STALE_AFTER:?}"
+                    ))),
+                }
+            })
+        })
+    }
+}
+
+/// The trust published at the front door now.
+async fn read_published(
+    front_door: &FrontDoor,
+) -> std::result::Result<Option<FrontProxyTrust>, String> {
+    let config_map = front_door
+        .get(AUTHENTICATION_CONFIG_MAP)
+        .await
+        .map_err(|e| e.to_string())?;
+    FrontProxyTrust::from_published(&config_map["data"]).map_err(|e| e.to_string())
+}
+
 #[async_trait::async_trait]
 impl Authenticate for RequestHeaderAuthenticator {
     async fn authenticate(
@@ -176,9 +377,10 @@ impl Authenticate for RequestHeaderAuthenticator {
         path: &str,
     ) -> Result<UserInfo> {
         if let Some(chain) = peer_certs.filter(|c| !c.is_empty()) {
-            if self.front_proxy.verifies(chain)
-                && self.allowed(chain)
-                && let Some(user) = self.user_from_headers(headers)
+            if let Some(trust) = self.current()
+                && trust.verifier.verifies(chain)
+                && trust.allowed(chain)
+                && let Some(user) = trust.user_from_headers(headers)
             {
                 return Ok(user);
             }
@@ -287,6 +489,52 @@ mod tests {
             cluster,
             auth,
         }
+    }
+
+    #[tokio::test]
+    async fn published_trust_is_followed_and_unknown_trust_refuses_the_front_proxy() {
+        let (front_pem, front_proxy) = ca("front-proxy-ca");
+        let (cluster_pem, _) = ca("cluster-ca");
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Args {
+            #[command(flatten)]
+            requestheader: RequestHeaderOptions,
+        }
+        let auth = Args::parse_from(["test"])
+            .requestheader
+            .authenticator(cluster_pem.as_bytes())
+            .unwrap();
+        let cert = client(&front_proxy, "front-proxy-client", &[]);
+        let h = headers(&[("X-Remote-User", "alice")]);
+        // Not known yet: the front proxy is nobody.
+        assert!(auth.authenticate(Some(&cert), &h, "/apis").await.is_err());
+        let published = serde_json::json!({
+            "requestheader-client-ca-file": front_pem,
+            "requestheader-allowed-names": "[\"front-proxy-client\"]",
+            "requestheader-username-headers": "[\"X-Remote-User\"]",
+            "requestheader-group-headers": "[\"X-Remote-Group\"]",
+            "requestheader-extra-headers-prefix": "[\"X-Remote-Extra-\"]",
+        });
+        let trust = FrontProxyTrust::from_published(&published)
+            .unwrap()
+            .unwrap();
+        assert_eq!(trust.uid_headers, ["x-remote-uid"]);
+        *auth.trust.write().unwrap() = Some(Arc::new(trust));
+        let user = auth.authenticate(Some(&cert), &h, "/apis").await.unwrap();
+        assert_eq!(user.name, "alice");
+        // Another name than the allowed one is refused.
+        let other = client(&front_proxy, "someone", &[]);
+        assert!(auth.authenticate(Some(&other), &h, "/apis").await.is_err());
+        // Nothing published, or a list that is not JSON: no trust, or an error.
+        assert!(
+            FrontProxyTrust::from_published(&serde_json::json!({}))
+                .unwrap()
+                .is_none()
+        );
+        let mut broken = published.clone();
+        broken["requestheader-allowed-names"] = "front-proxy-client".into();
+        assert!(FrontProxyTrust::from_published(&broken).is_err());
     }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {

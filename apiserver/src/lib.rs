@@ -1,0 +1,224 @@
+//! Build your own aggregated API server: the API a cluster's front door
+//! proxies to behind an APIService, as Kubernetes' `k8s.io/apiserver` lets
+//! Go authors do. You bring the group, its kinds and how each is served;
+//! [`Server`] brings the rest, the same way kubechain's own metrics-server
+//! gets it:
+//!
+//! - options with kube's names and `KUBECHAIN_*` environment fallbacks
+//!   ([`ServerOptions`], flattened into your clap parser);
+//! - HTTPS (rustls, HTTP/2 and HTTP/1.1) with the cluster CA's and the
+//!   front proxy's client certificates;
+//! - delegated authentication and authorization: the front proxy's CA,
+//!   names and headers read from `kube-system/extension-apiserver-authentication`
+//!   and followed while it runs, bearer tokens asked about with
+//!   TokenReviews and every request with a SubjectAccessReview (answers
+//!   remembered for 10 s), failing closed when the front door is away;
+//! - discovery, OpenAPI, Table output, `/livez`, `/readyz`, `/metrics`,
+//!   audit ids and a graceful stop.
+//!
+//! Register it with `kubechain register` (the APIService with its
+//! `caBundle`, its Service and the RBAC it needs).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use kubechain_apiserver::{ReadOnly, Resource, Server, ServerOptions};
+//!
+//! /// The server's command line: kube's options and our own.
+//! #[derive(clap::Parser)]
+//! struct Options {
+//!     #[command(flatten)]
+//!     server: ServerOptions,
+//! }
+//!
+//! fn main() -> anyhow::Result<()> {
+//!     let options: Options = kubechain_apiserver::parse();
+//!     kubechain_apiserver::run(options.server.logging, async move {
+//!         let server = Server::new("hello-server", options.server)?;
+//!         let resources: Vec<(Resource, Arc<dyn ReadOnly>)> = Vec::new();
+//!         server.with_read_only(resources).serve().await?;
+//!         Ok(())
+//!     })
+//! }
+//! ```
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use generic_server::config::{Logging, TlsOptions};
+use generic_server::discovery::Discovery;
+use generic_server::filters::delegated::{DelegatedAuthorizer, DelegatedTokens};
+use generic_server::filters::requestheader::{RequestHeaderAuthenticator, RequestHeaderOptions};
+use generic_server::pipeline::{self, Pipeline};
+use generic_server::request::NotFoundHandler;
+use generic_server::server::ApiServer;
+use generic_server::tls::TlsFiles;
+
+pub use apimachinery;
+pub use generic_server;
+pub use generic_server::filters::delegated::FrontDoor;
+pub use generic_server::health::HealthCheck;
+pub use generic_server::resource::Resource;
+pub use generic_server::rest::ReadOnly;
+
+/// What can stop a server from starting or serving.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Its TLS files, or the front door's client, could not be set up.
+    #[error("setting up {what}: {source}")]
+    Setup {
+        /// What was being set up.
+        what: &'static str,
+        /// Why it failed.
+        source: generic_server::Error,
+    },
+    /// Its listeners could not be opened or failed.
+    #[error("serving: {0}")]
+    Serve(#[from] std::io::Error),
+}
+
+/// The options every aggregated server takes, with kube's names; flatten
+/// them into your own clap parser.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServerOptions {
+    /// Address of the HTTPS server.
+    #[arg(long, env = "KUBECHAIN_LISTEN", default_value = "0.0.0.0:8443")]
+    pub listen: SocketAddr,
+    /// HTTP worker threads.
+    #[arg(long, env = "KUBECHAIN_WORKERS", default_value_t = 2)]
+    pub workers: usize,
+    /// Where to serve `/livez`, `/readyz` and `/healthz` over plain HTTP,
+    /// for kubelet or docker probes (and `/metrics`, with `--plain-metrics`).
+    #[arg(long, env = "KUBECHAIN_METRICS_ADDRESS")]
+    pub metrics_address: Option<SocketAddr>,
+    /// Also serve `/metrics` on `--metrics-address`, to anyone who reaches
+    /// it; without it `/metrics` is served over HTTPS, behind RBAC.
+    #[arg(long, env = "KUBECHAIN_PLAIN_METRICS")]
+    pub plain_metrics: bool,
+    /// The cluster's front door (the aggregator), the only server this one calls.
+    #[arg(long, env = "KUBECHAIN_FRONT_DOOR")]
+    pub front_door: String,
+    /// The serving certificate and the cluster CA.
+    #[command(flatten)]
+    pub tls: TlsOptions,
+    /// How the front proxy is trusted (default: as the cluster publishes it).
+    #[command(flatten)]
+    pub requestheader: RequestHeaderOptions,
+    /// How the process logs.
+    #[command(flatten)]
+    pub logging: Logging,
+}
+
+/// Parses the command line into `O`, after answering `probe <url>` (a
+/// container's health probe: images built `FROM scratch` have no curl) if
+/// that is what was asked.
+pub fn parse<O: clap::Parser>() -> O {
+    generic_server::health::probe_if_asked();
+    O::parse()
+}
+
+/// Runs a server's `main` future with logging set up and kubechain's
+/// runtime (actix on tokio), as every kubechain server runs.
+pub fn run<E>(logging: Logging, main: impl Future<Output = Result<(), E>>) -> Result<(), E> {
+    generic_server::config::run(logging, main)
+}
+
+/// An aggregated API server being built: add resources and health checks,
+/// then [`Server::serve`].
+pub struct Server {
+    name: &'static str,
+    options: ServerOptions,
+    tls: TlsFiles,
+    front_door: Arc<FrontDoor>,
+    authenticator: RequestHeaderAuthenticator,
+    api: Arc<ApiServer>,
+}
+
+impl Server {
+    /// Reads the TLS files and prepares the front door's client and the
+    /// authenticator; nothing listens yet.
+    pub fn new(name: &'static str, options: ServerOptions) -> Result<Server, Error> {
+        let setup = |what| move |source| Error::Setup { what, source };
+        let tls = options.tls.load().map_err(setup("the TLS files"))?;
+        let front_door = Arc::new(
+            FrontDoor::new(&options.front_door, &tls).map_err(setup("the front door's client"))?,
+        );
+        let authenticator = options
+            .requestheader
+            .authenticator(&tls.ca)
+            .map_err(setup("the front proxy's trust"))?
+            .with_token_reviews(DelegatedTokens::new(front_door.clone()));
+        let api = Arc::new(ApiServer::new(
+            name,
+            Arc::new(Discovery::default()),
+            Arc::new(NotFoundHandler),
+            Vec::new(),
+        ));
+        Ok(Server {
+            name,
+            options,
+            tls,
+            front_door,
+            authenticator,
+            api,
+        })
+    }
+
+    /// The cluster's front door, called as this server: where it reads
+    /// what it follows (its identity needs the RBAC `kubechain register` grants).
+    pub fn front_door(&self) -> Arc<FrontDoor> {
+        self.front_door.clone()
+    }
+
+    /// Adds a check `/readyz` runs (and lists, by `name`, with `?verbose`).
+    pub fn with_check(self, name: &str, check: HealthCheck) -> Self {
+        self.api.add_health_check(name, check);
+        self
+    }
+
+    /// Serves resources computed on each request (get and list), with
+    /// discovery and OpenAPI for each.
+    pub fn with_read_only(self, resources: Vec<(Resource, Arc<dyn ReadOnly>)>) -> Self {
+        self.api.install_read_only(resources);
+        self
+    }
+
+    /// Listens and serves until the process is asked to stop.
+    pub async fn serve(self) -> Result<(), Error> {
+        let options = &self.options;
+        if options.requestheader.requestheader_client_ca_file.is_none() {
+            let check = self.authenticator.follow(self.front_door.clone());
+            self.api.add_health_check("front-proxy-trust", check);
+        }
+        let https = self
+            .tls
+            .https_server_with(self.authenticator.client_roots())
+            .map_err(|source| Error::Setup {
+                what: "the HTTPS listener",
+                source,
+            })?;
+        if let Some(addr) = options.metrics_address {
+            generic_server::metrics::serve(addr, self.api.clone(), options.plain_metrics).map_err(
+                |source| Error::Setup {
+                    what: "the health listener",
+                    source,
+                },
+            )?;
+        }
+        let authorizer = DelegatedAuthorizer::new(self.front_door.clone());
+        let door = Arc::new(
+            Pipeline::new(self.authenticator, Box::new(authorizer), self.api).named(self.name),
+        );
+        tracing::info!(listen = %options.listen, name = self.name, "serving");
+        pipeline::serve_https(
+            options.listen,
+            https,
+            door,
+            options.workers,
+            std::time::Duration::ZERO,
+        )
+        .await?;
+        Ok(())
+    }
+}
