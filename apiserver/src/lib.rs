@@ -44,8 +44,10 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use generic_server::admission::Admission;
 use generic_server::config::{Logging, TlsOptions};
 use generic_server::discovery::Discovery;
 use generic_server::filters::delegated::{DelegatedAuthorizer, DelegatedTokens};
@@ -53,14 +55,21 @@ use generic_server::filters::requestheader::{RequestHeaderAuthenticator, Request
 use generic_server::pipeline::{self, Pipeline};
 use generic_server::request::NotFoundHandler;
 use generic_server::server::ApiServer;
+use generic_server::storage::Storage;
+use generic_server::storage::cacher::Cacher;
+use generic_server::storage::etcd::EtcdStorage;
+use generic_server::storage::memory::MemoryStorage;
 use generic_server::tls::TlsFiles;
 
 pub use apimachinery;
 pub use generic_server;
+pub use generic_server::admission::{AdmissionPlugin, Attributes, Operation};
 pub use generic_server::filters::delegated::FrontDoor;
 pub use generic_server::health::HealthCheck;
 pub use generic_server::resource::Resource;
 pub use generic_server::rest::ReadOnly;
+pub use generic_server::strategy::Strategy;
+pub use k8s_openapi;
 
 /// What can stop a server from starting or serving.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +81,14 @@ pub enum Error {
         what: &'static str,
         /// Why it failed.
         source: generic_server::Error,
+    },
+    /// Its storage could not be reached, or its resources not installed.
+    #[error("storing {what}: {source}")]
+    Storage {
+        /// What was being stored or reached.
+        what: String,
+        /// Why it failed.
+        source: apimachinery::error::Error,
     },
     /// Its listeners could not be opened or failed.
     #[error("serving: {0}")]
@@ -110,6 +127,103 @@ pub struct ServerOptions {
     pub logging: Logging,
 }
 
+/// Where a server keeps the objects it stores, with kube's flag names:
+/// etcd, or, with no `--etcd-servers`, memory (lost when it stops: for
+/// trying things and tests).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct StorageOptions {
+    /// etcd client URLs, comma-separated (`https://` ones with the
+    /// `--etcd-*file` certificate); none: objects are kept in memory.
+    #[arg(long, env = "KUBECHAIN_ETCD_SERVERS", value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+    /// The key prefix of every object (`<prefix>/<group>/<resource>/...`).
+    #[arg(long, env = "KUBECHAIN_ETCD_PREFIX", default_value = "/registry")]
+    pub etcd_prefix: String,
+    /// PEM client certificate presented to etcd.
+    #[arg(long, env = "KUBECHAIN_ETCD_CERTFILE", requires_all = ["etcd_keyfile", "etcd_cafile"])]
+    pub etcd_certfile: Option<PathBuf>,
+    /// Its private key.
+    #[arg(long, env = "KUBECHAIN_ETCD_KEYFILE")]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// PEM CA that verifies etcd.
+    #[arg(long, env = "KUBECHAIN_ETCD_CAFILE")]
+    pub etcd_cafile: Option<PathBuf>,
+}
+
+impl StorageOptions {
+    /// Connects the storage the options name.
+    async fn connect(&self) -> Result<Arc<dyn Storage>, Error> {
+        if self.etcd_servers.is_empty() {
+            tracing::warn!(
+                "no --etcd-servers: objects are kept in memory and lost when the server stops"
+            );
+            return Ok(Arc::new(MemoryStorage::default()));
+        }
+        let tls = match (&self.etcd_certfile, &self.etcd_keyfile, &self.etcd_cafile) {
+            (Some(cert), Some(key), Some(ca)) => Some(
+                TlsFiles::load(cert, key, ca)
+                    .map_err(|source| Error::Setup {
+                        what: "etcd's TLS files",
+                        source,
+                    })?
+                    .etcd_client(),
+            ),
+            _ => None,
+        };
+        let storage = EtcdStorage::connect_tls(&self.etcd_servers, tls)
+            .await
+            .map_err(|source| Error::Storage {
+                what: self.etcd_servers.join(","),
+                source: source.into(),
+            })?;
+        Ok(Arc::new(storage))
+    }
+}
+
+/// Declares a Rust type as a Kubernetes kind of an API group: the names
+/// and scope the builder serves it under, as k8s-openapi's types carry
+/// them. The type has a `metadata: ObjectMeta` field and derives serde's
+/// traits and schemars' `JsonSchema`.
+///
+/// ```
+/// use kubechain_apiserver::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+///
+/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// pub struct Flunder {
+///     #[serde(default)]
+///     pub metadata: ObjectMeta,
+/// }
+/// kubechain_apiserver::kind!(Flunder, "wardle.example.com", "v1alpha1", "flunders", Namespaced);
+/// ```
+#[macro_export]
+macro_rules! kind {
+    ($kind:ident, $group:literal, $version:literal, $plural:literal, Namespaced) => {
+        $crate::kind!(@impl $kind, $group, $version, $plural, $crate::k8s_openapi::NamespaceResourceScope);
+    };
+    ($kind:ident, $group:literal, $version:literal, $plural:literal, Cluster) => {
+        $crate::kind!(@impl $kind, $group, $version, $plural, $crate::k8s_openapi::ClusterResourceScope);
+    };
+    (@impl $kind:ident, $group:literal, $version:literal, $plural:literal, $scope:ty) => {
+        impl $crate::k8s_openapi::Resource for $kind {
+            const API_VERSION: &'static str = concat!($group, "/", $version);
+            const GROUP: &'static str = $group;
+            const KIND: &'static str = stringify!($kind);
+            const VERSION: &'static str = $version;
+            const URL_PATH_SEGMENT: &'static str = $plural;
+            type Scope = $scope;
+        }
+        impl $crate::k8s_openapi::Metadata for $kind {
+            type Ty = $crate::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+            fn metadata(&self) -> &Self::Ty {
+                &self.metadata
+            }
+            fn metadata_mut(&mut self) -> &mut Self::Ty {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
 /// Parses the command line into `O`, after answering `probe <url>` (a
 /// container's health probe: images built `FROM scratch` have no curl) if
 /// that is what was asked.
@@ -133,6 +247,8 @@ pub struct Server {
     front_door: Arc<FrontDoor>,
     authenticator: RequestHeaderAuthenticator,
     api: Arc<ApiServer>,
+    stored: Vec<(Vec<Resource>, StorageOptions)>,
+    admission: Vec<Arc<dyn AdmissionPlugin>>,
 }
 
 impl Server {
@@ -162,6 +278,8 @@ impl Server {
             front_door,
             authenticator,
             api,
+            stored: Vec::new(),
+            admission: Vec::new(),
         })
     }
 
@@ -169,6 +287,11 @@ impl Server {
     /// what it follows (its identity needs the RBAC `kubechain register` grants).
     pub fn front_door(&self) -> Arc<FrontDoor> {
         self.front_door.clone()
+    }
+
+    /// The server's resources, for admission plugins that read them.
+    pub fn api(&self) -> Arc<ApiServer> {
+        self.api.clone()
     }
 
     /// Adds a check `/readyz` runs (and lists, by `name`, with `?verbose`).
@@ -184,8 +307,44 @@ impl Server {
         self
     }
 
+    /// Stores resources (every verb: get, list, watch with bookmarks,
+    /// create, update, patch of each type, server-side apply, delete and
+    /// deletecollection), in etcd or memory as `storage` says.
+    pub fn with_stored(mut self, resources: Vec<Resource>, storage: &StorageOptions) -> Self {
+        self.stored.push((resources, storage.clone()));
+        self
+    }
+
+    /// Adds an admission plugin: its `admit` (mutating) and `validate`
+    /// run on every write to the stored resources, in the order added.
+    pub fn with_admission(mut self, plugin: Arc<dyn AdmissionPlugin>) -> Self {
+        self.admission.push(plugin);
+        self
+    }
+
     /// Listens and serves until the process is asked to stop.
     pub async fn serve(self) -> Result<(), Error> {
+        let admission = Admission::new(self.admission.clone());
+        for (resources, storage) in &self.stored {
+            let cacher = Cacher::start(storage.connect().await?)
+                .await
+                .map_err(|source| Error::Storage {
+                    what: "the watch cache".into(),
+                    source: source.into(),
+                })?;
+            self.api
+                .install(
+                    resources.clone(),
+                    &cacher,
+                    &admission,
+                    storage.etcd_prefix.trim_end_matches('/'),
+                )
+                .await
+                .map_err(|source| Error::Storage {
+                    what: "the resources".into(),
+                    source: source.into(),
+                })?;
+        }
         let options = &self.options;
         if options.requestheader.requestheader_client_ca_file.is_none() {
             let check = self.authenticator.follow(self.front_door.clone());

@@ -186,7 +186,16 @@ impl<K: Serialize + DeserializeOwned + 'static> Codec for TypedCodec<K> {
         let decode = |e: serde_json::Error| crate::Error::Decode(e.to_string());
         unwrap_base64(&mut obj);
         let typed: K = K::deserialize(&obj).map_err(decode)?;
-        let object = serde_json::to_value(&typed).map_err(decode)?;
+        let mut object = serde_json::to_value(&typed).map_err(decode)?;
+        // A type that does not carry its apiVersion and kind (an author's
+        // kind; k8s-openapi's carry them) keeps the ones it was sent with.
+        if let (Value::Object(out), Value::Object(sent)) = (&mut object, &obj) {
+            for key in ["apiVersion", "kind"] {
+                if let (false, Some(value)) = (out.contains_key(key), sent.get(key)) {
+                    out.insert(key.to_string(), value.clone());
+                }
+            }
+        }
         let mut unknown_fields = Vec::new();
         diff_unknown(&obj, &object, "", &mut unknown_fields);
         Ok(Normalized {

@@ -439,6 +439,24 @@ fn complete_kind_schema(components: &mut Components, name: &str, r: &Resource) {
         return;
     }
     schema["x-kubernetes-group-version-kind"] = json!([r.gvk().to_value()]);
+    // A kind declared outside k8s-openapi (an aggregated server's) has no
+    // apiVersion and kind fields of its own: every object has them.
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for (field, what) in [
+            (
+                "apiVersion",
+                "APIVersion defines the versioned schema of this representation of an object.",
+            ),
+            (
+                "kind",
+                "Kind is a string value representing the REST resource this object represents.",
+            ),
+        ] {
+            properties
+                .entry(field)
+                .or_insert_with(|| json!({"type": "string", "description": what}));
+        }
+    }
     components.insert(name, schema);
     if r.supports("list") && !components.contains(&format!("{name}List")) {
         components.add_list(

@@ -181,6 +181,7 @@ impl Components {
 
     /// Rewrites one schemars definition into kube's form and stores it.
     fn insert_generated(&mut self, name: String, mut schema: Value) {
+        drop_null(&mut schema, 0);
         wrap_refs(&mut schema);
         if let Some(kind) = kind_meta(&name) {
             mark_kind(&mut schema, kind);
@@ -202,6 +203,44 @@ impl Components {
                 &GroupVersionKind::new(kind.group, kind.version, list_kind),
             );
         }
+    }
+}
+
+/// Drops the `null` schemars adds to an `Option`'s type (`["string",
+/// "null"]`, or `anyOf` a `$ref` and `{"type": "null"}`): kube's OpenAPI
+/// says an optional field by leaving it out of `required`, and kubectl
+/// explain reads `type` as one string.
+fn drop_null(schema: &mut Value, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    let Some(object) = schema.as_object_mut() else {
+        if let Value::Array(items) = schema {
+            items.iter_mut().for_each(|item| drop_null(item, depth + 1));
+        }
+        return;
+    };
+    if let Some(Value::Array(types)) = object.get("type") {
+        let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if kept.len() == 1 {
+            object.insert("type".into(), kept[0].clone());
+        }
+    }
+    let is_null = |s: &Value| s.get("type").is_some_and(|t| t == "null");
+    for key in ["anyOf", "oneOf"] {
+        let Some(Value::Array(options)) = object.get(key) else {
+            continue;
+        };
+        if options.len() == 2 && options.iter().any(is_null) {
+            let kept = options.iter().find(|s| !is_null(s)).cloned();
+            object.remove(key);
+            if let Some(Value::Object(kept)) = kept {
+                object.extend(kept);
+            }
+        }
+    }
+    for value in object.values_mut() {
+        drop_null(value, depth + 1);
     }
 }
 
@@ -370,6 +409,31 @@ pub(crate) fn collect_refs(value: &Value, f: &mut dyn FnMut(&str)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_option_is_an_optional_field_not_a_null_type() {
+        let mut schema = serde_json::json!({"properties": {
+            "reference": {"type": ["string", "null"]},
+            "spec": {"anyOf": [{"$ref": "#/components/schemas/Spec"}, {"type": "null"}]},
+            "both": {"type": ["string", "integer"]},
+        }});
+        drop_null(&mut schema, 0);
+        assert_eq!(
+            schema["properties"]["reference"],
+            serde_json::json!({"type": "string"})
+        );
+        assert_eq!(
+            schema["properties"]["spec"],
+            serde_json::json!({"$ref": "#/components/schemas/Spec"})
+        );
+        assert_eq!(
+            schema["properties"]["both"]["type"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+    }
     use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap, core::v1::Pod};
 
     fn components_with<K: JsonSchema>() -> (Components, String) {

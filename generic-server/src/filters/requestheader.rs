@@ -331,7 +331,11 @@ impl RequestHeaderAuthenticator {
                 }
                 // Until the trust is known, ask again soon.
                 let known = trust.read().unwrap_or_else(|e| e.into_inner()).is_some();
-                let wait = if known { FOLLOW_PERIOD } else { Duration::from_secs(1) };
+                let wait = if known {
+                    FOLLOW_PERIOD
+                } else {
+                    Duration::from_secs(1)
+                };
                 tokio::time::sleep(wait).await;
             }
         });

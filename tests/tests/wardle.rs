@@ -1,0 +1,382 @@
+//! The wardle sample (kube's sample-apiserver on kubechain-apiserver):
+//! started as its own process on the cluster's etcd, registered with
+//! `kubechain register`, and driven with kubectl through the front door as
+//! a user with only the RBAC an admin would give.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tests::{Cluster, bin_dir, eventually};
+
+const GROUP: &str = "wardle.example.com";
+
+/// Writes `pki/<file>.crt` and `.key`, signed by the cluster CA, for
+/// serving as `sans` and authenticating as `cn`.
+fn issue_from_cluster_ca(pki: &Path, file: &str, cn: &str, sans: &[&str]) {
+    use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair};
+    let read = |name: &str| std::fs::read_to_string(pki.join(name)).expect("the cluster CA");
+    let issuer = Issuer::from_ca_cert_pem(
+        &read("ca.crt"),
+        KeyPair::from_pem(&read("ca.key")).expect("the CA key"),
+    )
+    .expect("the CA");
+    let key = KeyPair::generate().expect("a key");
+    let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
+    let mut params = CertificateParams::new(sans).expect("names");
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    let cert = params.signed_by(&key, &issuer).expect("a certificate");
+    std::fs::write(pki.join(format!("{file}.crt")), cert.pem()).unwrap();
+    std::fs::write(pki.join(format!("{file}.key")), key.serialize_pem()).unwrap();
+}
+
+/// Starts wardle-server on `port`, storing in the cluster's etcd.
+fn start_wardle(cluster: &Cluster, port: u16) -> Child {
+    let pki = cluster.dir.join("pki");
+    let log = std::fs::File::create(cluster.dir.join("logs/wardle-server.log")).unwrap();
+    Command::new(bin_dir().join("wardle-server"))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "--front-door",
+            &format!("https://127.0.0.1:{}", cluster.port),
+        ])
+        .arg("--tls-cert-file")
+        .arg(pki.join("wardle.crt"))
+        .arg("--tls-private-key-file")
+        .arg(pki.join("wardle.key"))
+        .arg("--client-ca-file")
+        .arg(pki.join("ca.crt"))
+        .args(["--etcd-servers", &cluster.etcd_endpoint()])
+        .arg("--etcd-certfile")
+        .arg(pki.join("etcd.crt"))
+        .arg("--etcd-keyfile")
+        .arg(pki.join("etcd.key"))
+        .arg("--etcd-cafile")
+        .arg(pki.join("internal-ca.crt"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("wardle-server starts")
+}
+
+/// Stops the server when the test ends, passed or not.
+struct Stopped(Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        self.0.kill().ok();
+        self.0.wait().ok();
+    }
+}
+
+#[test]
+fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
+    let cluster = Cluster::start();
+    let pki = cluster.dir.join("pki");
+    issue_from_cluster_ca(
+        &pki,
+        "wardle",
+        "wardle-apiserver",
+        &["wardle-server.wardle.svc", "localhost", "127.0.0.1"],
+    );
+    let port = tests::free_port();
+    let _server = Stopped(start_wardle(&cluster, port));
+    let registered = Command::new(bin_dir().join("kubechain"))
+        .args(["register", "--group", GROUP, "--version", "v1alpha1"])
+        .args(["--address", &format!("127.0.0.1:{port}")])
+        .args(["--service", "wardle/wardle-server"])
+        .arg("--ca-file")
+        .arg(pki.join("ca.crt"))
+        .args(["--identity", "user:wardle-apiserver"])
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .output()
+        .expect("kubechain register");
+    assert!(
+        registered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&registered.stderr)
+    );
+    let available = || {
+        cluster
+            .kubectl(&[
+                "get",
+                "apiservice",
+                "v1alpha1.wardle.example.com",
+                "-o",
+                "jsonpath={.status.conditions[0].status}",
+            ])
+            .stdout
+            .trim()
+            == "True"
+    };
+    assert!(
+        eventually(Duration::from_secs(30), available),
+        "not Available; logs in {}",
+        cluster.dir.join("logs").display()
+    );
+    assert!(eventually(Duration::from_secs(10), || {
+        cluster
+            .kubectl(&["api-resources", "--api-group", GROUP, "-o", "name"])
+            .stdout
+            .contains("flunders.wardle.example.com")
+    }));
+
+    // Wendy may write flunders in her namespace and read fischers; nothing more.
+    cluster.create_namespace("team");
+    cluster
+        .kubectl(&[
+            "create",
+            "role",
+            "flunders",
+            "-n",
+            "team",
+            "--verb=*",
+            "--resource=flunders.wardle.example.com",
+        ])
+        .ok();
+    cluster
+        .kubectl(&[
+            "create",
+            "rolebinding",
+            "wendy",
+            "-n",
+            "team",
+            "--role=flunders",
+            "--user=wendy",
+        ])
+        .ok();
+    cluster
+        .kubectl(&[
+            "create",
+            "clusterrole",
+            "fischer-reader",
+            "--verb=get,list,watch",
+            "--resource=fischers.wardle.example.com",
+        ])
+        .ok();
+    cluster
+        .kubectl(&[
+            "create",
+            "clusterrolebinding",
+            "wendy-fischers",
+            "--clusterrole=fischer-reader",
+            "--user=wendy",
+        ])
+        .ok();
+    let wendy = |args: &[&str]| {
+        let mut all = vec!["--as=wendy", "-n", "team"];
+        all.extend_from_slice(args);
+        cluster.kubectl(&all)
+    };
+    let wendy_stdin = |args: &[&str], input: &str| {
+        let mut all = vec!["--as=wendy", "-n", "team"];
+        all.extend_from_slice(args);
+        cluster.kubectl_stdin(&all, input)
+    };
+
+    // Create: defaulted and stored in etcd under kube's key.
+    let flunder = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+        "metadata": {"name": "first", "labels": {"app": "one"}}, "spec": {"reference": "other"}});
+    wendy_stdin(&["create", "-f", "-"], &flunder.to_string()).ok();
+    let stored = wendy(&["get", "flunder", "first", "-o", "json"]).json();
+    assert_eq!(stored["apiVersion"], "wardle.example.com/v1alpha1");
+    assert_eq!(stored["kind"], "Flunder");
+    assert_eq!(stored["spec"]["referenceType"], "Flunder");
+    assert_eq!(stored["status"], json!({}));
+    let in_etcd = cluster.etcdctl(&[
+        "get",
+        "/registry/wardle.example.com/flunders/team/first",
+        "--print-value-only",
+    ]);
+    assert!(
+        in_etcd.ok().contains("\"reference\":\"other\""),
+        "{}",
+        in_etcd.stdout
+    );
+    let rv = stored["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Table output, selectors, explain.
+    let table = wendy(&["get", "flunders"]);
+    assert!(table.ok().starts_with("NAME"), "{}", table.stdout);
+    assert!(table.stdout.contains("first"));
+    assert!(
+        wendy(&["get", "flunders", "-l", "app=two", "-o", "name"])
+            .ok()
+            .trim()
+            .is_empty()
+    );
+    let explained = cluster.kubectl(&["explain", "flunders.spec"]);
+    assert!(explained.ok().contains("reference"), "{}", explained.stdout);
+
+    // Every patch type, and server-side apply.
+    wendy(&[
+        "patch",
+        "flunder",
+        "first",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"labels":{"merge":"yes"}}}"#,
+    ])
+    .ok();
+    wendy(&[
+        "patch",
+        "flunder",
+        "first",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/metadata/labels/json","value":"yes"}]"#,
+    ])
+    .ok();
+    wendy(&[
+        "patch",
+        "flunder",
+        "first",
+        "-p",
+        r#"{"spec":{"referenceType":"Fischer"}}"#,
+    ])
+    .ok();
+    let applied = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+        "metadata": {"name": "first", "labels": {"applied": "yes"}}});
+    wendy_stdin(
+        &["apply", "--server-side", "--field-manager=wendy", "-f", "-"],
+        &applied.to_string(),
+    )
+    .ok();
+    let patched = wendy(&[
+        "get",
+        "flunder",
+        "first",
+        "-o",
+        "json",
+        "--show-managed-fields",
+    ])
+    .json();
+    let labels = &patched["metadata"]["labels"];
+    for key in ["merge", "json", "applied"] {
+        assert_eq!(labels[key], "yes", "{labels}");
+    }
+    assert_eq!(patched["spec"]["referenceType"], "Fischer");
+    assert!(
+        patched["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["manager"] == "wendy" && m["operation"] == "Apply"),
+        "{patched}"
+    );
+
+    // A watch from the recorded resourceVersion sees what happened since, in order.
+    wendy_stdin(
+        &["create", "-f", "-"],
+        &json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                "metadata": {"name": "second"}})
+        .to_string(),
+    )
+    .ok();
+    let events = wendy(&[
+        "get",
+        "--raw",
+        &format!(
+            "/apis/wardle.example.com/v1alpha1/namespaces/team/flunders?watch=true&resourceVersion={rv}&timeoutSeconds=2"
+        ),
+    ]);
+    let events: Vec<Value> = events
+        .ok()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a watch event"))
+        .collect();
+    let seen: Vec<(String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_string(),
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen.last(),
+        Some(&("ADDED".to_string(), "second".to_string())),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.iter().filter(|(t, _)| t == "MODIFIED").count(),
+        4,
+        "{seen:?}"
+    );
+
+    // Validation answers kube's 422.
+    let odd = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+        "metadata": {"name": "odd"}, "spec": {"reference": "x", "referenceType": "Fish"}});
+    let refused = wendy_stdin(&["create", "-f", "-"], &odd.to_string());
+    assert!(
+        refused.err().contains("Unsupported value: \"Fish\""),
+        "{}",
+        refused.stderr
+    );
+
+    // BanFlunder: a name a Fischer disallows is refused.
+    let fischer = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Fischer",
+        "metadata": {"name": "strict"}, "disallowedFlunders": ["banned"]});
+    let not_hers =
+        cluster.kubectl_stdin(&["--as=wendy", "create", "-f", "-"], &fischer.to_string());
+    assert!(not_hers.err().contains("forbidden"), "{}", not_hers.stderr);
+    cluster
+        .kubectl_stdin(&["create", "-f", "-"], &fischer.to_string())
+        .ok();
+    assert_eq!(
+        cluster
+            .kubectl(&["--as=wendy", "get", "fischers", "-o", "name"])
+            .ok()
+            .trim(),
+        "fischer.wardle.example.com/strict"
+    );
+    let banned = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+        "metadata": {"name": "banned"}});
+    let refused = wendy_stdin(&["create", "-f", "-"], &banned.to_string());
+    assert!(
+        refused
+            .err()
+            .contains("this name may not be used, please change the resource name"),
+        "{}",
+        refused.stderr
+    );
+    wendy(&["get", "flunder", "banned"]).err();
+
+    // Someone with no binding is refused by the front door's decision.
+    let stranger = cluster.kubectl(&["--as=stranger", "-n", "team", "get", "flunders"]);
+    assert!(stranger.err().contains("forbidden"), "{}", stranger.stderr);
+    // Outside her namespace Wendy is nobody.
+    let elsewhere = cluster.kubectl(&["--as=wendy", "-n", "default", "get", "flunders"]);
+    assert!(
+        elsewhere.err().contains("forbidden"),
+        "{}",
+        elsewhere.stderr
+    );
+
+    // Delete, and it is gone from etcd.
+    wendy(&["delete", "flunder", "first"]).ok();
+    wendy(&["get", "flunder", "first"]).err();
+    assert!(
+        cluster
+            .etcdctl(&[
+                "get",
+                "/registry/wardle.example.com/flunders/team/first",
+                "--print-value-only"
+            ])
+            .ok()
+            .trim()
+            .is_empty()
+    );
+}
