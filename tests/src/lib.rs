@@ -253,6 +253,26 @@ impl Cluster {
         Run::from(output)
     }
 
+    /// A field of the APIService `name` (a JSONPath such as
+    /// `{.spec.versionPriority}`), trimmed; empty when it does not exist.
+    pub fn apiservice_field(&self, name: &str, jsonpath: &str) -> String {
+        self.kubectl(&[
+            "get",
+            "apiservice",
+            name,
+            "-o",
+            &format!("jsonpath={jsonpath}"),
+        ])
+        .stdout
+        .trim()
+        .to_string()
+    }
+
+    /// Whether the APIService `name` is Available.
+    pub fn apiservice_available(&self, name: &str) -> bool {
+        self.apiservice_field(name, "{.status.conditions[0].status}") == "True"
+    }
+
     /// The launcher's process id.
     pub fn launcher_pid(&self) -> Option<u32> {
         self.launcher.as_ref().map(Child::id)

@@ -396,17 +396,7 @@ fn kubectl_top_node_through_the_launchers_metrics_server() {
         .json();
     assert_eq!(apiservice["spec"]["service"]["name"], "metrics-server");
     assert!(eventually(Duration::from_secs(20), || {
-        cluster
-            .kubectl(&[
-                "get",
-                "apiservice",
-                "v1beta1.metrics.k8s.io",
-                "-o",
-                "jsonpath={.status.conditions[0].status}",
-            ])
-            .stdout
-            .trim()
-            == "True"
+        cluster.apiservice_available("v1beta1.metrics.k8s.io")
     }));
     let node = cluster
         .kubectl(&["get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"])
@@ -592,18 +582,8 @@ fn kubechain_register_adds_an_aggregated_server_with_one_command() {
         echo["items"][0]["spec"]["user"],
         serde_json::json!(["kubernetes-admin"])
     );
-    let stored_version = || {
-        cluster
-            .kubectl(&[
-                "get",
-                "apiservice",
-                "v1.wardle.example.com",
-                "-o",
-                "jsonpath={.metadata.resourceVersion}",
-            ])
-            .ok()
-            .to_string()
-    };
+    let stored_version =
+        || cluster.apiservice_field("v1.wardle.example.com", "{.metadata.resourceVersion}");
     let before = stored_version();
     let second = wardle(&[]);
     assert!(
@@ -621,15 +601,7 @@ fn kubechain_register_adds_an_aggregated_server_with_one_command() {
         moved.stdout
     );
     assert_eq!(
-        cluster
-            .kubectl(&[
-                "get",
-                "apiservice",
-                "v1.wardle.example.com",
-                "-o",
-                "jsonpath={.spec.versionPriority}"
-            ])
-            .ok(),
+        cluster.apiservice_field("v1.wardle.example.com", "{.spec.versionPriority}"),
         "20"
     );
     // The server's identity may delegate (TokenReview, SubjectAccessReview).

@@ -281,15 +281,10 @@ fn what_is_authorized_is_what_is_served() {
 }
 
 fn condition(cluster: &Cluster, field: &str) -> String {
-    cluster
-        .kubectl(&[
-            "get",
-            "apiservice",
-            "v1.wardle.example.com",
-            "-o",
-            &format!("jsonpath={{.status.conditions[0].{field}}}"),
-        ])
-        .stdout
+    cluster.apiservice_field(
+        "v1.wardle.example.com",
+        &format!("{{.status.conditions[0].{field}}}"),
+    )
 }
 
 #[test]

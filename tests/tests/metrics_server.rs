@@ -153,18 +153,7 @@ fn start(extra_nodes: &[&str]) -> Setup {
     );
     // And behind its APIService once the aggregator has seen it answer.
     let available = eventually(Duration::from_secs(20), || {
-        setup
-            .cluster
-            .kubectl(&[
-                "get",
-                "apiservice",
-                "v1beta1.metrics.k8s.io",
-                "-o",
-                "jsonpath={.status.conditions[0].status}",
-            ])
-            .stdout
-            .trim()
-            == "True"
+        setup.cluster.apiservice_available("v1beta1.metrics.k8s.io")
     });
     assert!(available, "v1beta1.metrics.k8s.io is not Available");
     setup

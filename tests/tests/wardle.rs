@@ -101,19 +101,7 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
         "{}",
         String::from_utf8_lossy(&registered.stderr)
     );
-    let available = || {
-        cluster
-            .kubectl(&[
-                "get",
-                "apiservice",
-                "v1alpha1.wardle.example.com",
-                "-o",
-                "jsonpath={.status.conditions[0].status}",
-            ])
-            .stdout
-            .trim()
-            == "True"
-    };
+    let available = || cluster.apiservice_available("v1alpha1.wardle.example.com");
     assert!(
         eventually(Duration::from_secs(30), available),
         "not Available; logs in {}",
