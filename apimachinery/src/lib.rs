@@ -19,6 +19,7 @@ pub mod flowcontrol;
 pub mod group_version;
 pub mod jsonpath;
 pub mod keys;
+pub mod kubeconfig;
 pub mod label_selector;
 pub mod limit_range;
 pub mod openapi;

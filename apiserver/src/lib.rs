@@ -48,7 +48,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use generic_server::admission::Admission;
-use generic_server::config::{Logging, TlsOptions};
+use generic_server::config::Logging;
 use generic_server::discovery::Discovery;
 use generic_server::filters::delegated::{DelegatedAuthorizer, DelegatedTokens};
 use generic_server::filters::requestheader::{RequestHeaderAuthenticator, RequestHeaderOptions};
@@ -60,6 +60,8 @@ use generic_server::storage::cacher::Cacher;
 use generic_server::storage::etcd::EtcdStorage;
 use generic_server::storage::memory::MemoryStorage;
 use generic_server::tls::TlsFiles;
+
+mod certificates;
 
 pub use apimachinery;
 pub use generic_server;
@@ -90,6 +92,14 @@ pub enum Error {
         /// Why it failed.
         source: apimachinery::error::Error,
     },
+    /// A serving certificate could not be generated or kept.
+    #[error("generating a serving certificate in {dir}: {source}")]
+    Certificates {
+        /// The certificate directory.
+        dir: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
     /// Its listeners could not be opened or failed.
     #[error("serving: {0}")]
     Serve(#[from] std::io::Error),
@@ -113,18 +123,82 @@ pub struct ServerOptions {
     /// it; without it `/metrics` is served over HTTPS, behind RBAC.
     #[arg(long, env = "KUBECHAIN_PLAIN_METRICS")]
     pub plain_metrics: bool,
-    /// The cluster's front door (the aggregator), the only server this one calls.
-    #[arg(long, env = "KUBECHAIN_FRONT_DOOR")]
-    pub front_door: String,
-    /// The serving certificate and the cluster CA.
+    /// The cluster's front door (the aggregator), called with the serving
+    /// certificate as this server's identity; see `--kubeconfig` for others.
+    #[arg(long, env = "KUBECHAIN_FRONT_DOOR", conflicts_with = "kubeconfig")]
+    pub front_door: Option<String>,
+    /// A kubeconfig naming the front door and this server's identity (a
+    /// client certificate or a token). Without it or `--front-door`, the
+    /// in-cluster ServiceAccount is used.
+    #[arg(long, env = "KUBECHAIN_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The serving certificate (given or generated) and the cluster CA.
     #[command(flatten)]
-    pub tls: TlsOptions,
+    pub tls: ServingOptions,
     /// How the front proxy is trusted (default: as the cluster publishes it).
     #[command(flatten)]
     pub requestheader: RequestHeaderOptions,
     /// How the process logs.
     #[command(flatten)]
     pub logging: Logging,
+}
+
+/// How the server serves HTTPS: its certificate, given or generated.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServingOptions {
+    /// PEM certificate to serve with; without it one is generated in `--cert-dir`.
+    #[arg(
+        long,
+        env = "KUBECHAIN_TLS_CERT_FILE",
+        requires = "tls_private_key_file"
+    )]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key of `--tls-cert-file`.
+    #[arg(
+        long,
+        env = "KUBECHAIN_TLS_PRIVATE_KEY_FILE",
+        requires = "tls_cert_file"
+    )]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Where a generated certificate (`tls.crt`, `tls.key`) and the CA that
+    /// signed it (`ca.crt`: what `kubechain register --ca-file` reads) are
+    /// kept, and reused while they name the same hosts.
+    #[arg(
+        long,
+        env = "KUBECHAIN_CERT_DIR",
+        default_value = "apiserver.local.config/certificates"
+    )]
+    pub cert_dir: PathBuf,
+    /// Host names or IPs the generated certificate is for, besides
+    /// `localhost` and `127.0.0.1` (the Service's `<name>.<namespace>.svc`).
+    #[arg(long = "tls-san", value_delimiter = ',')]
+    pub tls_sans: Vec<String>,
+    /// PEM CA whose client certificates authenticate as their subject (the cluster CA).
+    #[arg(long, env = "KUBECHAIN_CLIENT_CA_FILE")]
+    pub client_ca_file: PathBuf,
+}
+
+impl ServingOptions {
+    /// The serving certificate, key and client CA: read, or generated.
+    fn load(&self) -> Result<TlsFiles, Error> {
+        let read = |path: &PathBuf| {
+            std::fs::read(path).map_err(|source| Error::Setup {
+                what: "the TLS files",
+                source: generic_server::Error::read(path, source),
+            })
+        };
+        let ca = read(&self.client_ca_file)?;
+        let (cert, key) = match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => (read(cert)?, read(key)?),
+            _ => certificates::generated(&self.cert_dir, &self.tls_sans).map_err(|source| {
+                Error::Certificates {
+                    dir: self.cert_dir.clone(),
+                    source,
+                }
+            })?,
+        };
+        Ok(TlsFiles { cert, key, ca })
+    }
 }
 
 /// Where a server keeps the objects it stores, with kube's flag names:
@@ -256,10 +330,13 @@ impl Server {
     /// authenticator; nothing listens yet.
     pub fn new(name: &'static str, options: ServerOptions) -> Result<Server, Error> {
         let setup = |what| move |source| Error::Setup { what, source };
-        let tls = options.tls.load().map_err(setup("the TLS files"))?;
-        let front_door = Arc::new(
-            FrontDoor::new(&options.front_door, &tls).map_err(setup("the front door's client"))?,
-        );
+        let tls = options.tls.load()?;
+        let front_door = match (&options.kubeconfig, &options.front_door) {
+            (Some(kubeconfig), _) => FrontDoor::from_kubeconfig(kubeconfig),
+            (None, Some(url)) => FrontDoor::new(url, &tls),
+            (None, None) => FrontDoor::in_cluster(),
+        };
+        let front_door = Arc::new(front_door.map_err(setup("the front door's client"))?);
         let authenticator = options
             .requestheader
             .authenticator(&tls.ca)

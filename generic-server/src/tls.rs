@@ -42,10 +42,7 @@ impl TlsFiles {
     /// A rustls client configuration that presents this certificate and
     /// trusts only the CA: a server's own HTTPS calls to the front door.
     pub fn https_client(&self) -> Result<rustls::ClientConfig, Error> {
-        install_crypto_provider();
-        Ok(rustls::ClientConfig::builder()
-            .with_root_certificates(roots_of(&self.ca)?)
-            .with_client_auth_cert(parse_certs(&self.cert)?, parse_key(&self.key)?)?)
+        client_config(&self.ca, Some((&self.cert, &self.key)))
     }
 
     /// A rustls server configuration that asks for (but does not require)
@@ -103,6 +100,20 @@ impl TlsFiles {
             .identity(tonic::transport::Identity::from_pem(&self.cert, &self.key))
             .timeout(HANDSHAKE_TIMEOUT)
     }
+}
+
+/// A rustls client configuration trusting only `ca` (PEM) and presenting
+/// `identity`'s certificate and key (PEM), if given.
+pub fn client_config(
+    ca: &[u8],
+    identity: Option<(&[u8], &[u8])>,
+) -> Result<rustls::ClientConfig, Error> {
+    install_crypto_provider();
+    let builder = rustls::ClientConfig::builder().with_root_certificates(roots_of(ca)?);
+    Ok(match identity {
+        Some((cert, key)) => builder.with_client_auth_cert(parse_certs(cert)?, parse_key(key)?)?,
+        None => builder.with_no_client_auth(),
+    })
 }
 
 /// Parses every certificate in a PEM bundle.

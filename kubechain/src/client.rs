@@ -6,10 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use base64::Engine;
 use bytes::Bytes;
 use reqwest::{Method, StatusCode};
-use serde_json::Value;
 
 /// Where the front door is and how to prove who we are to it.
 pub struct Credentials {
@@ -24,41 +22,33 @@ pub struct Credentials {
 impl Credentials {
     /// Reads the current context of a kubeconfig; `server` overrides its URL.
     pub fn from_kubeconfig(path: &Path, server: Option<&str>) -> Result<Credentials> {
+        use apimachinery::kubeconfig::{self, Material};
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let config: Value = apimachinery::yaml::from_str(&text)
+        let config = kubeconfig::parse(&text, path.parent().unwrap_or(Path::new(".")))
             .with_context(|| format!("parsing {}", path.display()))?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        let context_name = config["current-context"].as_str().unwrap_or_default();
-        let context = named(&config["contexts"], context_name).map(|c| &c["context"]);
-        let cluster = named(
-            &config["clusters"],
-            context
-                .and_then(|c| c["cluster"].as_str())
-                .unwrap_or_default(),
-        )
-        .or_else(|| config["clusters"].get(0))
-        .map(|c| &c["cluster"])
-        .context("kubeconfig has no cluster")?;
-        let user = named(
-            &config["users"],
-            context.and_then(|c| c["user"].as_str()).unwrap_or_default(),
-        )
-        .or_else(|| config["users"].get(0))
-        .map(|u| &u["user"])
-        .context("kubeconfig has no user")?;
-        let server = match server {
-            Some(s) => s.to_string(),
-            None => cluster["server"]
-                .as_str()
-                .context("kubeconfig cluster has no server")?
-                .to_string(),
+        let bytes = |material: &Material| match material {
+            Material::Inline(bytes) => Ok(bytes.clone()),
+            Material::File(file) => {
+                std::fs::read(file).with_context(|| format!("reading {}", file.display()))
+            }
         };
-        let ca = pem_field(cluster, "certificate-authority", base)?;
-        let cert = pem_field(user, "client-certificate", base)?;
-        let key = pem_field(user, "client-key", base)?;
+        let ca = bytes(
+            config
+                .ca
+                .as_ref()
+                .context("kubeconfig has no certificate-authority")?,
+        )?;
+        let (cert, key) = config
+            .identity
+            .as_ref()
+            .context("kubeconfig has no client-certificate (the bench authenticates with a client certificate)")?;
+        let (cert, key) = (bytes(cert)?, bytes(key)?);
         Ok(Credentials {
-            server: server.trim_end_matches('/').to_string(),
+            server: server
+                .unwrap_or(&config.server)
+                .trim_end_matches('/')
+                .to_string(),
             tls: tls_config(&ca, Some((&cert, &key)))?,
             ca,
         })
@@ -106,27 +96,6 @@ impl Credentials {
             http,
         })
     }
-}
-
-/// The entry of a kubeconfig list (`clusters`, `users`, `contexts`) with a name.
-fn named<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
-    list.as_array()?
-        .iter()
-        .find(|entry| entry["name"].as_str() == Some(name))
-}
-
-/// A PEM field of a kubeconfig entry: inline (`<field>-data`, base64) or a file.
-fn pem_field(entry: &Value, field: &str, base: &Path) -> Result<Vec<u8>> {
-    if let Some(data) = entry[format!("{field}-data")].as_str() {
-        return base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-            .with_context(|| format!("decoding {field}-data"));
-    }
-    if let Some(file) = entry[field].as_str() {
-        let path = base.join(file);
-        return std::fs::read(&path).with_context(|| format!("reading {}", path.display()));
-    }
-    bail!("kubeconfig has no {field} (the bench authenticates with a client certificate)")
 }
 
 /// A rustls client configuration (ring) trusting only `ca`, presenting the

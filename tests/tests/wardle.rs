@@ -1,7 +1,8 @@
 //! The wardle sample (kube's sample-apiserver on kubechain-apiserver):
-//! started as its own process on the cluster's etcd, registered with
-//! `kubechain register`, and driven with kubectl through the front door as
-//! a user with only the RBAC an admin would give.
+//! started as its own process on the cluster's etcd, as a ServiceAccount,
+//! with a serving certificate it makes itself, registered with `kubechain
+//! register`, and driven with kubectl through the front door as a user
+//! with only the RBAC an admin would give.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -12,43 +13,19 @@ use tests::{Cluster, bin_dir, eventually};
 
 const GROUP: &str = "wardle.example.com";
 
-/// Writes `pki/<file>.crt` and `.key`, signed by the cluster CA, for
-/// serving as `sans` and authenticating as `cn`.
-fn issue_from_cluster_ca(pki: &Path, file: &str, cn: &str, sans: &[&str]) {
-    use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair};
-    let read = |name: &str| std::fs::read_to_string(pki.join(name)).expect("the cluster CA");
-    let issuer = Issuer::from_ca_cert_pem(
-        &read("ca.crt"),
-        KeyPair::from_pem(&read("ca.key")).expect("the CA key"),
-    )
-    .expect("the CA");
-    let key = KeyPair::generate().expect("a key");
-    let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
-    let mut params = CertificateParams::new(sans).expect("names");
-    params.distinguished_name.push(DnType::CommonName, cn);
-    params.extended_key_usages = vec![
-        ExtendedKeyUsagePurpose::ServerAuth,
-        ExtendedKeyUsagePurpose::ClientAuth,
-    ];
-    let cert = params.signed_by(&key, &issuer).expect("a certificate");
-    std::fs::write(pki.join(format!("{file}.crt")), cert.pem()).unwrap();
-    std::fs::write(pki.join(format!("{file}.key")), key.serialize_pem()).unwrap();
-}
-
-/// Starts wardle-server on `port`, storing in the cluster's etcd.
-fn start_wardle(cluster: &Cluster, port: u16) -> Child {
+/// Starts wardle-server on `port` as a ServiceAccount (the kubeconfig
+/// `identity`), with a certificate it makes itself in `cert_dir`, storing
+/// in the cluster's etcd.
+fn start_wardle(cluster: &Cluster, port: u16, identity: &Path, cert_dir: &Path) -> Child {
     let pki = cluster.dir.join("pki");
     let log = std::fs::File::create(cluster.dir.join("logs/wardle-server.log")).unwrap();
     Command::new(bin_dir().join("wardle-server"))
         .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args([
-            "--front-door",
-            &format!("https://127.0.0.1:{}", cluster.port),
-        ])
-        .arg("--tls-cert-file")
-        .arg(pki.join("wardle.crt"))
-        .arg("--tls-private-key-file")
-        .arg(pki.join("wardle.key"))
+        .arg("--kubeconfig")
+        .arg(identity)
+        .arg("--cert-dir")
+        .arg(cert_dir)
+        .args(["--tls-san", "wardle-server.wardle.svc"])
         .arg("--client-ca-file")
         .arg(pki.join("ca.crt"))
         .args(["--etcd-servers", &cluster.etcd_endpoint()])
@@ -77,22 +54,38 @@ impl Drop for Stopped {
 #[test]
 fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
     let cluster = Cluster::start();
-    let pki = cluster.dir.join("pki");
-    issue_from_cluster_ca(
-        &pki,
-        "wardle",
-        "wardle-apiserver",
-        &["wardle-server.wardle.svc", "localhost", "127.0.0.1"],
-    );
+    // The server's identity: a ServiceAccount's token in a kubeconfig.
+    cluster.create_namespace("wardle");
+    cluster
+        .kubectl(&["create", "serviceaccount", "apiserver", "-n", "wardle"])
+        .ok();
+    let token = cluster
+        .kubectl(&[
+            "create",
+            "token",
+            "apiserver",
+            "-n",
+            "wardle",
+            "--duration=1h",
+        ])
+        .ok()
+        .trim()
+        .to_string();
+    let identity = cluster.token_kubeconfig("wardle-apiserver", &token, "wardle");
+    let cert_dir = cluster.dir.join("wardle-certs");
     let port = tests::free_port();
-    let _server = Stopped(start_wardle(&cluster, port));
+    let _server = Stopped(start_wardle(&cluster, port, &identity, &cert_dir));
+    // It made its serving certificate under a CA of its own, for the registration.
+    assert!(eventually(Duration::from_secs(10), || cert_dir
+        .join("ca.crt")
+        .exists()));
     let registered = Command::new(bin_dir().join("kubechain"))
         .args(["register", "--group", GROUP, "--version", "v1alpha1"])
         .args(["--address", &format!("127.0.0.1:{port}")])
         .args(["--service", "wardle/wardle-server"])
         .arg("--ca-file")
-        .arg(pki.join("ca.crt"))
-        .args(["--identity", "user:wardle-apiserver"])
+        .arg(cert_dir.join("ca.crt"))
+        .args(["--identity", "serviceaccount:wardle:apiserver"])
         .env("KUBECONFIG", cluster.kubeconfig())
         .output()
         .expect("kubechain register");

@@ -29,24 +29,144 @@ const MOST_ANSWERS: usize = 10_000;
 /// How long one call to the front door may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The cluster's front door, called with this server's client certificate.
+/// The cluster's front door, called as this server: with its client
+/// certificate, or a bearer token (a kubeconfig's, or the in-cluster
+/// ServiceAccount's, re-read as it rotates).
 pub struct FrontDoor {
     client: reqwest::Client,
     base: String,
+    token: Option<Token>,
+}
+
+/// How often a token file is read again (kubelet rotates bound tokens).
+const TOKEN_REREAD: Duration = Duration::from_secs(60);
+/// Where a pod's ServiceAccount credentials are mounted.
+const IN_CLUSTER: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// A bearer token: fixed, or read from a file now and then.
+enum Token {
+    Fixed(String),
+    File {
+        path: std::path::PathBuf,
+        read: Mutex<(Instant, String)>,
+    },
+}
+
+impl Token {
+    fn file(path: std::path::PathBuf) -> std::result::Result<Token, crate::Error> {
+        let token = read_token(&path)?;
+        Ok(Token::File {
+            path,
+            read: Mutex::new((Instant::now(), token)),
+        })
+    }
+
+    fn current(&self) -> String {
+        match self {
+            Token::Fixed(token) => token.clone(),
+            Token::File { path, read } => {
+                let mut read = read.lock().unwrap_or_else(|e| e.into_inner());
+                if read.0.elapsed() > TOKEN_REREAD {
+                    match read_token(path) {
+                        Ok(token) => *read = (Instant::now(), token),
+                        Err(error) => {
+                            tracing::warn!(%error, "re-reading the token; the last one is kept")
+                        }
+                    }
+                }
+                read.1.clone()
+            }
+        }
+    }
+}
+
+fn read_token(path: &std::path::Path) -> std::result::Result<String, crate::Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| crate::Error::read(path, source))?;
+    Ok(text.trim().to_string())
 }
 
 impl FrontDoor {
     /// A client of the front door at `base` (`https://host:6443`) that
     /// presents `tls`'s certificate and trusts `tls`'s CA.
     pub fn new(base: &str, tls: &TlsFiles) -> std::result::Result<FrontDoor, crate::Error> {
+        Self::with(base, tls.https_client()?, None)
+    }
+
+    /// A client of the server a kubeconfig's current context names, with
+    /// its CA and its user's certificate or token.
+    pub fn from_kubeconfig(path: &std::path::Path) -> std::result::Result<FrontDoor, crate::Error> {
+        use apimachinery::kubeconfig::{self, Material};
+        let text =
+            std::fs::read_to_string(path).map_err(|source| crate::Error::read(path, source))?;
+        let base = path.parent().unwrap_or(std::path::Path::new("."));
+        let config = kubeconfig::parse(&text, base)
+            .map_err(|e| crate::Error::Tls(format!("{}: {e}", path.display())))?;
+        let bytes = |material: &Material| match material {
+            Material::Inline(bytes) => Ok(bytes.clone()),
+            Material::File(file) => {
+                std::fs::read(file).map_err(|source| crate::Error::read(file, source))
+            }
+        };
+        let ca = config.ca.as_ref().map(bytes).transpose()?.ok_or_else(|| {
+            crate::Error::Tls(format!("{} names no certificate-authority", path.display()))
+        })?;
+        let identity = match &config.identity {
+            Some((cert, key)) => Some((bytes(cert)?, bytes(key)?)),
+            None => None,
+        };
+        let tls = crate::tls::client_config(
+            &ca,
+            identity.as_ref().map(|(c, k)| (c.as_slice(), k.as_slice())),
+        )?;
+        let token = match config.token {
+            Some(Material::Inline(token)) => Some(Token::Fixed(
+                String::from_utf8_lossy(&token).trim().to_string(),
+            )),
+            Some(Material::File(file)) => Some(Token::file(file)?),
+            None => None,
+        };
+        Self::with(&config.server, tls, token)
+    }
+
+    /// A client of the cluster a pod runs in: `KUBERNETES_SERVICE_HOST`
+    /// and `_PORT`, and the pod's ServiceAccount token and CA.
+    pub fn in_cluster() -> std::result::Result<FrontDoor, crate::Error> {
+        let host = std::env::var("KUBERNETES_SERVICE_HOST").map_err(|_| {
+            crate::Error::Tls(
+                "no front door: give --kubeconfig or --front-door, or run in a cluster (KUBERNETES_SERVICE_HOST)"
+                    .into(),
+            )
+        })?;
+        let port = std::env::var("KUBERNETES_SERVICE_PORT").unwrap_or_else(|_| "443".into());
+        let dir = std::path::Path::new(IN_CLUSTER);
+        let ca_path = dir.join("ca.crt");
+        let ca = std::fs::read(&ca_path).map_err(|source| crate::Error::read(&ca_path, source))?;
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host
+        };
+        Self::with(
+            &format!("https://{host}:{port}"),
+            crate::tls::client_config(&ca, None)?,
+            Some(Token::file(dir.join("token"))?),
+        )
+    }
+
+    fn with(
+        base: &str,
+        tls: rustls::ClientConfig,
+        token: Option<Token>,
+    ) -> std::result::Result<FrontDoor, crate::Error> {
         let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls.https_client()?)
+            .tls_backend_preconfigured(tls)
             .timeout(CALL_TIMEOUT)
             .build()
             .map_err(|e| crate::Error::Tls(format!("front door client: {e}")))?;
         Ok(FrontDoor {
             client,
             base: base.trim_end_matches('/').to_string(),
+            token,
         })
     }
 
@@ -66,7 +186,10 @@ impl FrontDoor {
         self.call(request).await
     }
 
-    async fn call(&self, request: reqwest::RequestBuilder) -> Result<Value> {
+    async fn call(&self, mut request: reqwest::RequestBuilder) -> Result<Value> {
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token.current());
+        }
         let unreachable = |e: reqwest::Error| {
             Error::unavailable(format!(
                 "the front door: {}",
