@@ -735,7 +735,7 @@ mod tests {
     }
 
     /// What a Metadata-level create costs the request path (run with
-    /// `cargo test --release -p generic-server --lib audit::tests::cost -- --ignored --nocapture`).
+    /// `cargo test --release -p kubechain-generic-server --lib audit::tests::cost -- --ignored --nocapture`).
     #[test]
     #[ignore]
     fn cost_of_a_create_at_metadata() {

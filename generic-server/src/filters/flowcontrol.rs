@@ -1033,7 +1033,7 @@ mod tests {
 
     /// What admission costs per request with kube's bootstrap objects: an
     /// admin's (exempt) and a ServiceAccount's (workload-low, uncongested).
-    /// Run with `cargo test --release -p generic-server --lib admission_cost -- --ignored --nocapture`.
+    /// Run with `cargo test --release -p kubechain-generic-server --lib admission_cost -- --ignored --nocapture`.
     #[tokio::test]
     #[ignore]
     async fn admission_cost() {
