@@ -322,6 +322,7 @@ pub struct Server {
     authenticator: RequestHeaderAuthenticator,
     api: Arc<ApiServer>,
     stored: Vec<(Vec<Resource>, StorageOptions)>,
+    computed: Vec<(Vec<(Resource, Arc<dyn ReadOnly>)>, std::time::Duration)>,
     admission: Vec<Arc<dyn AdmissionPlugin>>,
 }
 
@@ -356,6 +357,7 @@ impl Server {
             authenticator,
             api,
             stored: Vec::new(),
+            computed: Vec::new(),
             admission: Vec::new(),
         })
     }
@@ -377,10 +379,23 @@ impl Server {
         self
     }
 
-    /// Serves resources computed on each request (get and list), with
-    /// discovery and OpenAPI for each.
+    /// Serves resources computed on each request, for that caller (get
+    /// and list, no watch), with discovery and OpenAPI for each.
     pub fn with_read_only(self, resources: Vec<(Resource, Arc<dyn ReadOnly>)>) -> Self {
         self.api.install_read_only(resources);
+        self
+    }
+
+    /// Serves resources computed by their endpoints with get, list and
+    /// watch: each endpoint is listed every `period` (as the server itself,
+    /// so its answer is the same for every caller) and what changed is
+    /// served as MODIFIED, ADDED and DELETED events with resourceVersions.
+    pub fn with_computed(
+        mut self,
+        resources: Vec<(Resource, Arc<dyn ReadOnly>)>,
+        period: std::time::Duration,
+    ) -> Self {
+        self.computed.push((resources, period));
         self
     }
 
@@ -420,6 +435,15 @@ impl Server {
                 .map_err(|source| Error::Storage {
                     what: "the resources".into(),
                     source: source.into(),
+                })?;
+        }
+        for (resources, period) in self.computed.iter() {
+            self.api
+                .install_computed(resources.clone(), *period)
+                .await
+                .map_err(|source| Error::Storage {
+                    what: "the computed resources".into(),
+                    source,
                 })?;
         }
         let options = &self.options;

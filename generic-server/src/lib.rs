@@ -21,6 +21,7 @@ pub mod jwt;
 pub mod leader;
 pub mod loopback;
 pub mod metrics;
+pub mod mirror;
 pub mod pipeline;
 pub mod registration;
 pub mod registry;

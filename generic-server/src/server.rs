@@ -122,6 +122,38 @@ impl ApiServer {
         Ok(())
     }
 
+    /// Serves computed resources with get, list and watch: each endpoint
+    /// is listed every `period` and mirrored into memory, where the
+    /// generic store serves it with resourceVersions ([`crate::mirror`]).
+    pub async fn install_computed(
+        &self,
+        resources: Vec<(Resource, Arc<dyn ReadOnly>)>,
+        period: std::time::Duration,
+    ) -> Result<()> {
+        use crate::mirror::{self, Mirror};
+        let storage: Arc<dyn crate::storage::Storage> =
+            Arc::new(crate::storage::memory::MemoryStorage::default());
+        let mut mirrors = Vec::new();
+        let mut served = Vec::new();
+        for (resource, endpoint) in resources {
+            let resource = resource.verbs(&["get", "list", "watch"]);
+            mirrors.push(Mirror::new(resource.clone(), endpoint, storage.clone()));
+            served.push(resource);
+        }
+        for mirror in &mirrors {
+            if let Err(error) = mirror.sync().await {
+                tracing::warn!(%error, "listing a computed resource");
+            }
+        }
+        let cacher = Cacher::start(storage).await?;
+        self.install(served, &cacher, &Admission::default(), mirror::ROOT)
+            .await?;
+        for mirror in mirrors {
+            mirror.follow(period);
+        }
+        Ok(())
+    }
+
     /// Serves read-only resources computed on request (an aggregated
     /// server's metrics): their discovery, OpenAPI documents, `get` and `list`.
     pub fn install_read_only(&self, resources: Vec<(Resource, Arc<dyn ReadOnly>)>) {

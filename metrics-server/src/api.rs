@@ -135,7 +135,8 @@ impl ReadOnly for Nodes {
             metadata: ObjectMeta {
                 name: node.metadata.name,
                 labels: node.metadata.labels,
-                creation_timestamp: Some(crate::sampler::now()),
+                // Of the measurement: an object changes only when it is measured again.
+                creation_timestamp: Some(usage.timestamp.clone()),
                 ..Default::default()
             },
             timestamp: usage.timestamp,

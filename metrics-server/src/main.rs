@@ -64,7 +64,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     tracing::info!(%node, "measuring the host");
     server
         .with_check("metric-collection", sampler::check(usage, resolution))
-        .with_read_only(api::resources(nodes))
+        // Listed every second: a new measurement is served (and watched)
+        // within a second of being taken; an unchanged one is no event.
+        .with_computed(api::resources(nodes), Duration::from_secs(1))
         .serve()
         .await
         .context("serving metrics.k8s.io")

@@ -370,8 +370,8 @@ fn discovery_and_openapi_describe_the_metrics_group() {
     assert_eq!(
         entries,
         [
-            ("nodes".into(), false, json!(["get", "list"])),
-            ("pods".into(), true, json!(["get", "list"]))
+            ("nodes".into(), false, json!(["get", "list", "watch"])),
+            ("pods".into(), true, json!(["get", "list", "watch"]))
         ]
     );
 
@@ -478,6 +478,58 @@ fn metrics_server_leaves_its_decisions_to_the_front_door() {
     let refused = cluster.kubectl_with(&stranger_config, &["top", "node"]);
     assert!(
         refused.err().contains("nodes.metrics.k8s.io is forbidden: User \"system:serviceaccount:default:stranger\" cannot list resource \"nodes\" in API group \"metrics.k8s.io\" at the cluster scope"),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
+fn a_watch_on_node_metrics_sees_each_new_measurement() {
+    let host = hostname();
+    let setup = start(&[]);
+    let cluster = &setup.cluster;
+    let list = cluster
+        .kubectl(&["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes"])
+        .json();
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("a list resourceVersion")
+        .to_string();
+    let first = list["items"][0]["timestamp"].as_str().unwrap().to_string();
+    // The next measurement (every 10 s) arrives as a MODIFIED event.
+    let watched = cluster.kubectl(&[
+        "get",
+        "--raw",
+        &format!(
+            "/apis/metrics.k8s.io/v1beta1/nodes?watch=true&resourceVersion={rv}&timeoutSeconds=30"
+        ),
+    ]);
+    let events: Vec<Value> = watched
+        .ok()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a watch event"))
+        .collect();
+    let modified = events
+        .iter()
+        .find(|e| e["type"] == "MODIFIED")
+        .unwrap_or_else(|| panic!("no MODIFIED event in {events:?}"));
+    assert_eq!(modified["object"]["kind"], "NodeMetrics");
+    assert_eq!(modified["object"]["metadata"]["name"], host.as_str());
+    assert_ne!(modified["object"]["timestamp"].as_str().unwrap(), first);
+    let event_rv: u64 = modified["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(event_rv > rv.parse::<u64>().unwrap());
+    // Writes are not served: the metrics are the server's.
+    let refused = cluster.kubectl(&[
+        "delete",
+        "--raw",
+        &format!("/apis/metrics.k8s.io/v1beta1/nodes/{host}"),
+    ]);
+    assert!(
+        refused.err().contains("MethodNotAllowed") || refused.stderr.contains("not allowed"),
         "{}",
         refused.stderr
     );
