@@ -2620,13 +2620,33 @@ fn finalizers_graceful_deletion_and_garbage_collection() {
 // ---------------------------------------------------------------------------
 
 /// etcd's current revision: unchanged means nothing was written.
+/// The newest write to any object in etcd, leaving out what the cluster
+/// writes on its own while it runs (leases, APIService availability,
+/// server registrations), which may happen at any moment.
 fn etcd_revision(cluster: &Cluster) -> i64 {
-    let status = cluster
-        .etcdctl(&["endpoint", "status", "-w", "json"])
+    use base64::Engine;
+    let keys = cluster
+        .etcdctl(&["get", "/registry/", "--prefix", "--keys-only", "-w", "json"])
         .json();
-    status[0]["Status"]["header"]["revision"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("no revision: {status}"))
+    let background = [
+        "/registry/leases/",
+        "/registry/coordination.k8s.io/",
+        "/registry/apiregistration.k8s.io/",
+    ];
+    keys["kvs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|kv| {
+            let key = base64::engine::general_purpose::STANDARD
+                .decode(kv["key"].as_str().unwrap_or_default())
+                .unwrap_or_default();
+            let key = String::from_utf8_lossy(&key);
+            !background.iter().any(|prefix| key.starts_with(prefix))
+        })
+        .filter_map(|kv| kv["mod_revision"].as_i64())
+        .max()
+        .unwrap_or_else(|| panic!("no objects: {keys}"))
 }
 
 #[test]
