@@ -179,6 +179,14 @@ pub struct ServingOptions {
 }
 
 impl ServingOptions {
+    /// The files of the serving certificate and key: given, or generated.
+    fn files(&self) -> (PathBuf, PathBuf) {
+        match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => (cert.clone(), key.clone()),
+            _ => (self.cert_dir.join("tls.crt"), self.cert_dir.join("tls.key")),
+        }
+    }
+
     /// The serving certificate, key and client CA: read, or generated.
     fn load(&self) -> Result<TlsFiles, Error> {
         let read = |path: &PathBuf| {
@@ -317,7 +325,6 @@ pub fn run<E>(logging: Logging, main: impl Future<Output = Result<(), E>>) -> Re
 pub struct Server {
     name: &'static str,
     options: ServerOptions,
-    tls: TlsFiles,
     front_door: Arc<FrontDoor>,
     authenticator: RequestHeaderAuthenticator,
     api: Arc<ApiServer>,
@@ -352,7 +359,6 @@ impl Server {
         Ok(Server {
             name,
             options,
-            tls,
             front_door,
             authenticator,
             api,
@@ -408,7 +414,8 @@ impl Server {
     }
 
     /// Adds an admission plugin: its `admit` (mutating) and `validate`
-    /// run on every write to the stored resources, in the order added.
+    /// run on every write to the stored resources, in the order added,
+    /// after kube's NamespaceLifecycle (namespaces read at the front door).
     pub fn with_admission(mut self, plugin: Arc<dyn AdmissionPlugin>) -> Self {
         self.admission.push(plugin);
         self
@@ -416,7 +423,12 @@ impl Server {
 
     /// Listens and serves until the process is asked to stop.
     pub async fn serve(self) -> Result<(), Error> {
-        let admission = Admission::new(self.admission.clone());
+        // kube's default first: no objects in missing or terminating namespaces.
+        let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![Arc::new(
+            generic_server::admission::NamespaceLifecycle::reading(self.front_door.clone()),
+        )];
+        plugins.extend(self.admission.iter().cloned());
+        let admission = Admission::new(plugins);
         for (resources, storage) in &self.stored {
             let cacher = Cacher::start(storage.connect().await?)
                 .await
@@ -451,13 +463,16 @@ impl Server {
             let check = self.authenticator.follow(self.front_door.clone());
             self.api.add_health_check("front-proxy-trust", check);
         }
-        let https = self
-            .tls
-            .https_server_with(self.authenticator.client_roots())
-            .map_err(|source| Error::Setup {
-                what: "the HTTPS listener",
-                source,
-            })?;
+        let (cert, key) = options.tls.files();
+        let https = generic_server::tls::https_server_reloading(
+            self.authenticator.client_roots(),
+            &cert,
+            &key,
+        )
+        .map_err(|source| Error::Setup {
+            what: "the HTTPS listener",
+            source,
+        })?;
         if let Some(addr) = options.metrics_address {
             generic_server::metrics::serve(addr, self.api.clone(), options.plain_metrics).map_err(
                 |source| Error::Setup {

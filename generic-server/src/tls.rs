@@ -116,6 +116,119 @@ pub fn client_config(
     })
 }
 
+/// An HTTPS server configuration serving the certificate in the files
+/// `cert` and `key`, read again when they change ([`ReloadingCert`]),
+/// with client certificates checked by `roots`.
+pub fn https_server_reloading(
+    roots: Arc<ClientRoots>,
+    cert: &Path,
+    key: &Path,
+) -> Result<rustls::ServerConfig, Error> {
+    install_crypto_provider();
+    let mut config = rustls::ServerConfig::builder()
+        .with_client_cert_verifier(roots)
+        .with_cert_resolver(Arc::new(ReloadingCert::new(cert, key)?));
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// How often a served certificate's files are looked at again.
+const RELOAD_CHECK: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A serving certificate from files, read again when their modification
+/// times change (looked at, on a handshake, at most every 5 s): a renewed
+/// certificate is served to new connections without a restart and without
+/// dropping the open ones. Files that do not parse leave the last good
+/// certificate in place.
+pub struct ReloadingCert {
+    cert: std::path::PathBuf,
+    key: std::path::PathBuf,
+    state: std::sync::Mutex<Served>,
+}
+
+/// What is served now, and the files' times when it was read.
+struct Served {
+    certified: Arc<rustls::sign::CertifiedKey>,
+    stamps: (Option<std::time::SystemTime>, Option<std::time::SystemTime>),
+    checked: std::time::Instant,
+}
+
+impl std::fmt::Debug for ReloadingCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ReloadingCert({})", self.cert.display())
+    }
+}
+
+impl ReloadingCert {
+    /// Reads the certificate chain and key (PEM) now.
+    pub fn new(cert: &Path, key: &Path) -> Result<Self, Error> {
+        let stamps = (modified(cert), modified(key));
+        Ok(ReloadingCert {
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+            state: std::sync::Mutex::new(Served {
+                certified: certified(&read(cert)?, &read(key)?)?,
+                stamps,
+                checked: std::time::Instant::now(),
+            }),
+        })
+    }
+
+    /// The certificate to serve, read again if its files changed.
+    fn current(&self) -> Arc<rustls::sign::CertifiedKey> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.checked.elapsed() >= RELOAD_CHECK {
+            state.checked = std::time::Instant::now();
+            let stamps = (modified(&self.cert), modified(&self.key));
+            if stamps != state.stamps {
+                let loaded = read(&self.cert)
+                    .and_then(|cert| Ok((cert, read(&self.key)?)))
+                    .and_then(|(cert, key)| certified(&cert, &key));
+                match loaded {
+                    Ok(certified) => {
+                        tracing::info!(cert = %self.cert.display(), "serving the renewed certificate");
+                        state.certified = certified;
+                        state.stamps = stamps;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, cert = %self.cert.display(), "the changed certificate files do not load; the last one is served")
+                    }
+                }
+            }
+        }
+        state.certified.clone()
+    }
+}
+
+impl rustls::server::ResolvesServerCert for ReloadingCert {
+    fn resolve(
+        &self,
+        _hello: rustls::server::ClientHello<'_>,
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.current())
+    }
+}
+
+/// A file's modification time, if it can be read.
+fn modified(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// A certificate chain and its key (PEM), as rustls serves them; the key
+/// must match the certificate.
+fn certified(cert: &[u8], key: &[u8]) -> Result<Arc<rustls::sign::CertifiedKey>, Error> {
+    let provider = rustls::crypto::ring::default_provider();
+    let signing = provider
+        .key_provider
+        .load_private_key(parse_key(key)?)
+        .map_err(|e| Error::Tls(format!("private key: {e}")))?;
+    let certified = rustls::sign::CertifiedKey::new(parse_certs(cert)?, signing);
+    certified
+        .keys_match()
+        .map_err(|e| Error::Tls(format!("the key does not match the certificate: {e}")))?;
+    Ok(Arc::new(certified))
+}
+
 /// Parses every certificate in a PEM bundle.
 pub fn parse_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, Error> {
     let certs: Vec<_> = rustls_pemfile::certs(&mut &pem[..])

@@ -41,6 +41,32 @@ fn start_wardle(cluster: &Cluster, port: u16, identity: &Path, cert_dir: &Path) 
         .expect("wardle-server starts")
 }
 
+/// Writes a new serving certificate and key into `cert_dir`, under the
+/// CA kept there, as a renewal would.
+fn renew(cert_dir: &Path) {
+    use rcgen::{CertificateParams, ExtendedKeyUsagePurpose, Issuer, KeyPair};
+    let read = |name: &str| std::fs::read_to_string(cert_dir.join(name)).expect("the server's CA");
+    let issuer = Issuer::from_ca_cert_pem(
+        &read("ca.crt"),
+        KeyPair::from_pem(&read("ca.key")).expect("the CA key"),
+    )
+    .expect("the CA");
+    let key = KeyPair::generate().expect("a key");
+    let names = vec![
+        "127.0.0.1".to_string(),
+        "localhost".to_string(),
+        "wardle-server.wardle.svc".to_string(),
+    ];
+    let mut params = CertificateParams::new(names).expect("names");
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = params.signed_by(&key, &issuer).expect("a certificate");
+    // The key first: a handshake between the two writes keeps the old pair.
+    std::fs::write(cert_dir.join("tls.key.new"), key.serialize_pem()).unwrap();
+    std::fs::write(cert_dir.join("tls.crt.new"), cert.pem()).unwrap();
+    std::fs::rename(cert_dir.join("tls.key.new"), cert_dir.join("tls.key")).unwrap();
+    std::fs::rename(cert_dir.join("tls.crt.new"), cert_dir.join("tls.crt")).unwrap();
+}
+
 /// Stops the server when the test ends, passed or not.
 struct Stopped(Child);
 
@@ -297,6 +323,19 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
         "{seen:?}"
     );
 
+    // NamespaceLifecycle: no flunder in a namespace that does not exist.
+    let nowhere = cluster.kubectl_stdin(
+        &["create", "-n", "nowhere", "-f", "-"],
+        &json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                "metadata": {"name": "lost"}})
+        .to_string(),
+    );
+    assert!(
+        nowhere.err().contains("namespaces \"nowhere\" not found"),
+        "{}",
+        nowhere.stderr
+    );
+
     // Validation answers kube's 422.
     let odd = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
         "metadata": {"name": "odd"}, "spec": {"reference": "x", "referenceType": "Fish"}});
@@ -345,6 +384,35 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
         "{}",
         elsewhere.stderr
     );
+
+    // A renewed certificate is served without a restart (same CA, new key).
+    let served = || {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "openssl s_client -connect 127.0.0.1:{port} -servername localhost </dev/null 2>/dev/null \
+                 | openssl x509 -noout -fingerprint -sha256"
+            ))
+            .output()
+            .expect("openssl");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let before = served();
+    assert!(before.contains("Fingerprint"), "{before:?}");
+    renew(&cert_dir);
+    let renewed = Command::new("openssl")
+        .args(["x509", "-noout", "-fingerprint", "-sha256", "-in"])
+        .arg(cert_dir.join("tls.crt"))
+        .output()
+        .expect("openssl");
+    let renewed = String::from_utf8_lossy(&renewed.stdout).trim().to_string();
+    assert_ne!(renewed, before);
+    assert!(
+        eventually(Duration::from_secs(30), || served() == renewed),
+        "still serving {}",
+        served()
+    );
+    assert!(wendy(&["get", "flunders"]).ok().contains("first"));
 
     // Delete, and it is gone from etcd.
     wendy(&["delete", "flunder", "first"]).ok();

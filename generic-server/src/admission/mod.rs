@@ -203,18 +203,47 @@ pub async fn dynamic(
 /// Namespaces that may never be deleted.
 const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
+/// Where NamespaceLifecycle reads a namespace: the server's own watch
+/// cache, or the front door (an aggregated server's).
+#[async_trait::async_trait]
+pub trait NamespaceSource: Send + Sync + 'static {
+    /// The Namespace `name`, `None` when there is none.
+    async fn lookup(&self, name: &str) -> Result<Option<Value>>;
+}
+
+#[async_trait::async_trait]
+impl<S: NamespaceSource + ?Sized> NamespaceSource for Arc<S> {
+    async fn lookup(&self, name: &str) -> Result<Option<Value>> {
+        (**self).lookup(name).await
+    }
+}
+
+#[async_trait::async_trait]
+impl NamespaceSource for matching::Namespaces {
+    async fn lookup(&self, name: &str) -> Result<Option<Value>> {
+        self.get(name).await
+    }
+}
+
 /// kube's NamespaceLifecycle: no objects in missing or terminating
 /// namespaces, and the system namespaces cannot be deleted.
 pub struct NamespaceLifecycle {
-    namespaces: matching::Namespaces,
+    namespaces: Box<dyn NamespaceSource>,
 }
 
 impl NamespaceLifecycle {
     /// Watches namespaces through the server's cache.
     pub async fn new(cacher: Arc<Cacher>, etcd_prefix: &str) -> Result<Self> {
-        Ok(NamespaceLifecycle {
-            namespaces: matching::Namespaces::new(cacher, etcd_prefix).await?,
-        })
+        Ok(Self::reading(
+            matching::Namespaces::new(cacher, etcd_prefix).await?,
+        ))
+    }
+
+    /// Reads namespaces from `source`.
+    pub fn reading(source: impl NamespaceSource) -> Self {
+        NamespaceLifecycle {
+            namespaces: Box::new(source),
+        }
     }
 
     /// Refuses a create in a missing or terminating namespace, and the
@@ -233,7 +262,7 @@ impl NamespaceLifecycle {
         {
             return Ok(());
         }
-        match self.namespaces.get(attrs.namespace).await? {
+        match self.namespaces.lookup(attrs.namespace).await? {
             None => Err(Error::NotFound {
                 resource: apimachinery::group_version::GroupResource::new("", "namespaces"),
                 name: attrs.namespace.into(),

@@ -215,6 +215,19 @@ impl FrontDoor {
     }
 }
 
+/// An aggregated server's NamespaceLifecycle reads namespaces at the front
+/// door, live: one created a moment ago is there, one deleted is gone.
+#[async_trait::async_trait]
+impl crate::admission::NamespaceSource for FrontDoor {
+    async fn lookup(&self, name: &str) -> Result<Option<Value>> {
+        match self.get(&format!("/api/v1/namespaces/{name}")).await {
+            Ok(namespace) => Ok(Some(namespace)),
+            Err(error) if error.code() == 404 => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+}
+
 /// Answers remembered for [`ANSWER_TTL`].
 struct Answers<K, V> {
     entries: Mutex<HashMap<K, (Instant, V)>>,
