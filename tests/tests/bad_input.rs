@@ -250,6 +250,31 @@ fn bad_requests_get_statuses_and_change_nothing() {
     assert_eq!(current.0, 200, "{}", current.1);
     assert_eq!(current.1["metadata"]["resourceVersion"], rv);
 
+    // YAML sent as JSON (`kubectl create --raw -f file.yaml`): kube's words,
+    // with the kind expected and the body's start in hex.
+    let yaml = cluster.dir.join("namespace.yaml");
+    std::fs::write(
+        &yaml,
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: raw}\n",
+    )
+    .unwrap();
+    let raw = cluster.kubectl(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces",
+        "-f",
+        yaml.to_str().unwrap(),
+    ]);
+    let said = raw.err();
+    assert!(
+        said.contains("the object provided is unrecognized (must be of type Namespace): couldn't get version/kind; json parse error: "),
+        "{said}"
+    );
+    assert!(
+        said.contains("(61706956657273696f6e3a2076310a6b696e643a204e616d657370616365 ...)"),
+        "{said}"
+    );
+
     let after = cluster
         .kubectl(&["get", "cm", "precious", "-o", "json"])
         .json();

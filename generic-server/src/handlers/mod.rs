@@ -153,15 +153,25 @@ pub(crate) fn output(req: &ApiRequest) -> Result<Output> {
 /// Decodes a request body per its Content-Type.
 async fn body(resource: &Resource, req: &ApiRequest) -> Result<Value> {
     let media = MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
-    let obj = codec::decode(media, &req.body).await?;
+    // kube's transformDecodeError: a body whose kind could not be read
+    // (YAML sent as JSON, say) names the kind expected and the body's start.
+    let unrecognized = |why: &str| {
+        Error::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): {why} ({})",
+            resource.kind,
+            summarize(&req.body)
+        ))
+    };
+    let obj = match codec::decode(media, &req.body).await {
+        Ok(obj) => obj,
+        Err(error) if media == MediaType::Json && error.code() == 400 => {
+            return Err(unrecognized(&error.to_string()));
+        }
+        Err(error) => return Err(error),
+    };
     if !obj.is_object() && media != MediaType::Protobuf {
         // kube could read no apiVersion and kind from it.
-        return Err(Error::bad_request(format!(
-            "the object provided is unrecognized (must be of type {}): {} ({})",
-            resource.kind,
-            apimachinery::patch::no_version_kind(&obj),
-            summarize(&req.body)
-        )));
+        return Err(unrecognized(&apimachinery::patch::no_version_kind(&obj)));
     }
     Ok(obj)
 }
