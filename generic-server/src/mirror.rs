@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::{Map, Value, json};
 
 use crate::request::{ApiRequest, UserInfo};
 use crate::resource::Resource;
@@ -76,7 +75,7 @@ impl Mirror {
                 }
                 _ => format!("{prefix}{name}"),
             };
-            wanted.insert(key, self.typed(object));
+            wanted.insert(key, crate::rest::typed_bytes(&self.resource, object));
         }
         let held = self
             .storage
@@ -101,22 +100,6 @@ impl Mirror {
             changed += 1;
         }
         Ok(changed)
-    }
-
-    /// The object with the resource's `kind` and `apiVersion` first, as bytes.
-    fn typed(&self, object: Value) -> Bytes {
-        let mut typed = Map::from_iter([
-            ("kind".to_string(), json!(self.resource.kind)),
-            ("apiVersion".to_string(), json!(self.resource.api_version())),
-        ]);
-        if let Value::Object(fields) = object {
-            typed.extend(
-                fields
-                    .into_iter()
-                    .filter(|(k, _)| k != "kind" && k != "apiVersion"),
-            );
-        }
-        Bytes::from(serde_json::to_vec(&Value::Object(typed)).unwrap_or_default())
     }
 
     /// Syncs every `period` until the process ends; a failed listing keeps

@@ -170,19 +170,25 @@ impl Computed {
 
     /// An object with this resource's `kind` and `apiVersion` first, ingested.
     fn typed(&self, obj: Value) -> Option<Arc<CachedObject>> {
-        let mut typed = Map::from_iter([
-            ("kind".to_string(), json!(self.resource.kind)),
-            ("apiVersion".to_string(), json!(self.resource.api_version())),
-        ]);
-        let rest = obj
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| *k != "kind" && *k != "apiVersion");
-        typed.extend(rest.map(|(k, v)| (k.clone(), v.clone())));
-        let bytes = serde_json::to_vec(&Value::Object(typed)).ok()?;
-        (self.ingest)("", &bytes, 0).map(Arc::new)
+        let typed = typed_bytes(&self.resource, obj);
+        (self.ingest)("", &typed, 0).map(Arc::new)
     }
+}
+
+/// A computed object as bytes, with `resource`'s `kind` and `apiVersion` first.
+pub(crate) fn typed_bytes(resource: &Resource, obj: Value) -> bytes::Bytes {
+    let mut typed = Map::from_iter([
+        ("kind".to_string(), json!(resource.kind)),
+        ("apiVersion".to_string(), json!(resource.api_version())),
+    ]);
+    if let Value::Object(fields) = obj {
+        typed.extend(
+            fields
+                .into_iter()
+                .filter(|(k, _)| k != "kind" && k != "apiVersion"),
+        );
+    }
+    bytes::Bytes::from(serde_json::to_vec(&Value::Object(typed)).unwrap_or_default())
 }
 
 #[async_trait::async_trait]

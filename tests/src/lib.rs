@@ -92,6 +92,16 @@ impl Run {
         &self.stderr
     }
 
+    /// Parses stdout as watch events, one JSON object per line.
+    pub fn events(&self) -> Vec<Value> {
+        self.ok()
+            .lines()
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not a watch event ({e}): {l}"))
+            })
+            .collect()
+    }
+
     /// Parses stdout as JSON.
     pub fn json(&self) -> Value {
         serde_json::from_str(self.ok())

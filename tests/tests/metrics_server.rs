@@ -504,11 +504,7 @@ fn a_watch_on_node_metrics_sees_each_new_measurement() {
             "/apis/metrics.k8s.io/v1beta1/nodes?watch=true&resourceVersion={rv}&timeoutSeconds=30"
         ),
     ]);
-    let events: Vec<Value> = watched
-        .ok()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a watch event"))
-        .collect();
+    let events = watched.events();
     let modified = events
         .iter()
         .find(|e| e["type"] == "MODIFIED")

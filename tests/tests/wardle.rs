@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tests::{Cluster, bin_dir, eventually};
 
 const GROUP: &str = "wardle.example.com";
@@ -295,11 +295,7 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
             "/apis/wardle.example.com/v1alpha1/namespaces/team/flunders?watch=true&resourceVersion={rv}&timeoutSeconds=2"
         ),
     ]);
-    let events: Vec<Value> = events
-        .ok()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a watch event"))
-        .collect();
+    let events = events.events();
     let seen: Vec<(String, String)> = events
         .iter()
         .map(|e| {
