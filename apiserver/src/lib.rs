@@ -47,7 +47,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use generic_server::admission::Admission;
+use generic_server::admission::policy::Policies;
+use generic_server::admission::webhook::Webhooks;
+use generic_server::admission::{Admission, NamespaceLifecycle};
+use generic_server::replica::{self, Replica};
 use generic_server::config::Logging;
 use generic_server::discovery::Discovery;
 use generic_server::filters::delegated::{DelegatedAuthorizer, DelegatedTokens};
@@ -62,6 +65,7 @@ use generic_server::storage::memory::MemoryStorage;
 use generic_server::tls::TlsFiles;
 
 mod certificates;
+mod conversion;
 
 pub use apimachinery;
 pub use generic_server;
@@ -70,7 +74,8 @@ pub use generic_server::filters::delegated::FrontDoor;
 pub use generic_server::health::HealthCheck;
 pub use generic_server::resource::Resource;
 pub use generic_server::rest::ReadOnly;
-pub use generic_server::strategy::Strategy;
+pub use conversion::{Conversion, Versioned};
+pub use generic_server::strategy::{Converter, Strategy};
 pub use k8s_openapi;
 
 /// What can stop a server from starting or serving.
@@ -421,14 +426,40 @@ impl Server {
         self
     }
 
+    /// kube's order: NamespaceLifecycle (namespaces read at the front
+    /// door), the cluster's ValidatingAdmissionPolicies and webhooks (their
+    /// configuration followed through the front door), then the author's
+    /// plugins.
+    async fn admission_chain(&self) -> Result<Admission, Error> {
+        let failed = |source: apimachinery::error::Error| Error::Storage {
+            what: "the cluster's admission configuration".into(),
+            source,
+        };
+        let replica = Replica::start(self.front_door.clone(), replica::ADMISSION);
+        self.api
+            .add_health_check("admission-configuration", replica.check());
+        let cacher = Cacher::start(replica.storage())
+            .await
+            .map_err(|e| failed(e.into()))?;
+        let policies = Policies::new(cacher.clone(), replica::ROOT, Vec::new())
+            .await
+            .map_err(failed)?;
+        let webhooks = Webhooks::new(cacher, replica::ROOT)
+            .await
+            .map_err(failed)?
+            .resolving_services(self.front_door.clone());
+        let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![
+            Arc::new(NamespaceLifecycle::reading(self.front_door.clone())),
+            replica.guard(Arc::new(policies)),
+            replica.guard(Arc::new(webhooks)),
+        ];
+        plugins.extend(self.admission.iter().cloned());
+        Ok(Admission::new(plugins))
+    }
+
     /// Listens and serves until the process is asked to stop.
     pub async fn serve(self) -> Result<(), Error> {
-        // kube's default first: no objects in missing or terminating namespaces.
-        let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![Arc::new(
-            generic_server::admission::NamespaceLifecycle::reading(self.front_door.clone()),
-        )];
-        plugins.extend(self.admission.iter().cloned());
-        let admission = Admission::new(plugins);
+        let admission = self.admission_chain().await?;
         for (resources, storage) in &self.stored {
             let cacher = Cacher::start(storage.connect().await?)
                 .await

@@ -173,6 +173,7 @@ pub fn resource(crd: &Value, version: &Value) -> Resource {
         strategic_merge_patch: false,
         schema: None,
         scale,
+        converter: None,
     }
 }
 

@@ -25,6 +25,7 @@ pub mod mirror;
 pub mod pipeline;
 pub mod registration;
 pub mod registry;
+pub mod replica;
 pub mod request;
 pub mod request_info;
 pub mod resource;

@@ -77,28 +77,8 @@ impl Mirror {
             };
             wanted.insert(key, crate::rest::typed_bytes(&self.resource, object));
         }
-        let held = self
-            .storage
-            .range(&prefix, &crate::storage::prefix_end(&prefix), 0, 0)
-            .await?;
-        let mut changed = 0;
-        for kv in &held.kvs {
-            match wanted.remove(&kv.key) {
-                Some(value) if value == kv.value => {}
-                Some(value) => {
-                    self.storage.update(&kv.key, value, kv.mod_revision).await?;
-                    changed += 1;
-                }
-                None => {
-                    self.storage.delete(&kv.key, Some(kv.mod_revision)).await?;
-                    changed += 1;
-                }
-            }
-        }
-        for (key, value) in wanted {
-            self.storage.create(&key, value).await?;
-            changed += 1;
-        }
+        let changed =
+            crate::storage::replace_prefix(self.storage.as_ref(), &prefix, wanted).await?;
         Ok(changed)
     }
 

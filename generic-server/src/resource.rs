@@ -16,7 +16,7 @@ use apimachinery::keys::key_prefix;
 use apimachinery::openapi::Components;
 
 use crate::codec::{Codec, TypedCodec};
-use crate::strategy::Strategy;
+use crate::strategy::{Converter, Strategy};
 
 /// The verbs a resource supports, in discovery order (OpenAPI's list).
 pub const ALL_VERBS: &[&str] = &apimachinery::openapi::ALL_VERBS;
@@ -74,6 +74,9 @@ pub struct Resource {
     /// The group, version and kind its objects are stored as (kube's
     /// storage version), if it stores any.
     pub storage: Option<GroupVersionKind>,
+    /// Converts between the versions of one kind that share its storage:
+    /// set on each served version ([`Resource::converted_by`]).
+    pub converter: Option<Arc<dyn Converter>>,
 }
 
 /// Where a resource keeps what its `scale` subresource shows (JSON pointers).
@@ -151,7 +154,20 @@ impl Resource {
             schema: Some(add_schema::<K>),
             scale: None,
             storage: Some(GroupVersionKind::new(K::GROUP, K::VERSION, K::KIND)),
+            converter: None,
         }
+    }
+
+    /// Serves this version of a kind whose versions share one storage:
+    /// objects are stored in `converter`'s storage version and converted
+    /// on the way in and out (kube's conversion between a group's versions).
+    /// Give every served version of the kind the same converter.
+    pub fn converted_by(mut self, converter: Arc<dyn Converter>) -> Self {
+        let stored = converter.storage_version();
+        let version = stored.rsplit('/').next().unwrap_or(&stored);
+        self.storage = Some(GroupVersionKind::new(&self.group, version, &self.kind));
+        self.converter = Some(converter);
+        self
     }
 
     /// Declares the group, version and kind its objects are stored as,

@@ -115,6 +115,19 @@ impl ApiServer {
                 patch_schema,
             )
             .await?;
+            let store = match &r.converter {
+                // Admission rules naming another version match (Equivalent).
+                Some(converter) => store.with_equivalents(crate::admission::Equivalents {
+                    versions: resources
+                        .iter()
+                        .filter(|o| o.group == r.group && o.plural == r.plural)
+                        .filter(|o| o.version != r.version)
+                        .map(|o| o.version.clone())
+                        .collect(),
+                    converter: converter.clone(),
+                }),
+                None => store,
+            };
             self.add_store(Arc::new(store));
         }
         tracing::info!(server = %self.name, resources = resources.len(), "installed resources");

@@ -10,7 +10,8 @@
 //!   `system:auth-delegator` (TokenReviews and SubjectAccessReviews), the
 //!   `extension-apiserver-authentication-reader` Role in `kube-system` (the
 //!   front-proxy CA and names it trusts), and reads of what such a server
-//!   follows (namespaces, admission configuration, priority and fairness).
+//!   follows (namespaces, admission configuration and the Services its
+//!   webhooks name, priority and fairness).
 //!
 //! Each object is created, or updated where a field it sets differs, or left
 //! alone: running it twice changes nothing the second time. `--dry-run=client`
@@ -209,6 +210,9 @@ impl Registration {
                         "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations",
                                       "validatingadmissionpolicies", "validatingadmissionpolicybindings"],
                         "verbs": ["get", "list", "watch"]},
+                       // Where an admission webhook's Service sends its calls.
+                       {"apiGroups": [""], "resources": ["services"], "verbs": ["get"]},
+                       {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list"]},
                        {"apiGroups": ["flowcontrol.apiserver.k8s.io"],
                         "resources": ["flowschemas", "prioritylevelconfigurations"],
                         "verbs": ["get", "list", "watch"]}]}),

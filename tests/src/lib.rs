@@ -849,6 +849,37 @@ pub fn start_aggregated_server(cluster: &Cluster, port: u16, cert: &str) -> Chil
     )
 }
 
+/// Starts the test webhook (`tests/python/admission_webhook.py`) on
+/// `port` with the certificate `<dir>/hook.crt`, logging the reviews it
+/// gets to `log`.
+pub fn start_webhook(dir: &Path, port: u16, log: &Path) -> Child {
+    spawn_ready(
+        Command::new("python3")
+            .arg(workspace().join("tests/python/admission_webhook.py"))
+            .arg(port.to_string())
+            .arg(dir.join("hook.crt"))
+            .arg(dir.join("hook.key"))
+            .arg(log),
+    )
+}
+
+/// The test webhook with an `openssl req -x509` certificate, behind the
+/// Service `webhooks/hook`: its CA bundle, the log of its reviews, its process.
+pub fn webhook_behind_service(cluster: &Cluster) -> (String, PathBuf, Child) {
+    let dir = &cluster.dir;
+    let ca = openssl_self_signed(dir, "hook", "hook.webhooks.svc");
+    let port = free_port();
+    let log = dir.join("webhook-reviews.jsonl");
+    let webhook = start_webhook(dir, port, &log);
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            &local_service("webhooks", "hook", port),
+        )
+        .ok();
+    (ca, log, webhook)
+}
+
 /// Spawns a test server and returns once its first line says `ready`.
 pub fn spawn_ready(command: &mut Command) -> Child {
     let mut child = command

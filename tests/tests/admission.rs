@@ -7,48 +7,10 @@
 //! stopped webhook, and a timeout.
 
 use std::path::Path;
-use std::process::{Child, Command};
 use std::time::Duration;
 
 use serde_json::Value;
-use tests::{As, Cluster, eventually, local_service, openssl_self_signed, spawn_ready, workspace};
-
-/// A port nothing listens on (bound, then released).
-fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// Starts the test webhook on `port`, logging the reviews it gets to `log`.
-fn start_webhook(dir: &Path, port: u16, log: &Path) -> Child {
-    spawn_ready(
-        Command::new("python3")
-            .arg(workspace().join("tests/python/admission_webhook.py"))
-            .arg(port.to_string())
-            .arg(dir.join("hook.crt"))
-            .arg(dir.join("hook.key"))
-            .arg(log),
-    )
-}
-
-/// The test webhook with an `openssl req -x509` certificate, behind the
-/// Service `webhooks/hook`: its CA bundle, the log of its reviews, its process.
-fn webhook_behind_service(cluster: &Cluster) -> (String, std::path::PathBuf, Child) {
-    let dir = &cluster.dir;
-    let ca = openssl_self_signed(dir, "hook", "hook.webhooks.svc");
-    let port = closed_port();
-    let log = dir.join("webhook-reviews.jsonl");
-    let webhook = start_webhook(dir, port, &log);
-    cluster
-        .kubectl_stdin(
-            &["apply", "-f", "-"],
-            &local_service("webhooks", "hook", port),
-        )
-        .ok();
-    (ca, log, webhook)
-}
+use tests::{As, Cluster, eventually, webhook_behind_service};
 
 /// The reviews the webhook logged for objects named `name`.
 fn reviews_of(log: &Path, name: &str) -> Vec<Value> {
@@ -412,7 +374,7 @@ fn webhooks_deny_mutate_and_warn_for_every_server() {
 
     // A webhook that is down: Ignore lets the write through, Fail refuses
     // it with kube's 500; a slow one times out.
-    let down = closed_port();
+    let down = tests::free_port();
     let secrets =
         "[{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [secrets]}]";
     let broken = |policy: &str| {

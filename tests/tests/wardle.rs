@@ -106,7 +106,8 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
         .join("ca.crt")
         .exists()));
     let registered = Command::new(bin_dir().join("kubechain"))
-        .args(["register", "--group", GROUP, "--version", "v1alpha1"])
+        .args(["register", "--group", GROUP])
+        .args(["--version", "v1alpha1", "--version", "v1beta1"])
         .args(["--address", &format!("127.0.0.1:{port}")])
         .args(["--service", "wardle/wardle-server"])
         .arg("--ca-file")
@@ -120,7 +121,10 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
         "{}",
         String::from_utf8_lossy(&registered.stderr)
     );
-    let available = || cluster.apiservice_available("v1alpha1.wardle.example.com");
+    let available = || {
+        cluster.apiservice_available("v1alpha1.wardle.example.com")
+            && cluster.apiservice_available("v1beta1.wardle.example.com")
+    };
     assert!(
         eventually(Duration::from_secs(30), available),
         "not Available; logs in {}",
@@ -186,25 +190,76 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
         cluster.kubectl_stdin(&all, input)
     };
 
-    // Create: defaulted and stored in etcd under kube's key.
+    // Create in v1alpha1: defaulted, converted, and stored as v1beta1 (the
+    // preferred version, kubectl's default) under kube's key.
     let flunder = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
         "metadata": {"name": "first", "labels": {"app": "one"}}, "spec": {"reference": "other"}});
     wendy_stdin(&["create", "-f", "-"], &flunder.to_string()).ok();
     let stored = wendy(&["get", "flunder", "first", "-o", "json"]).json();
-    assert_eq!(stored["apiVersion"], "wardle.example.com/v1alpha1");
+    assert_eq!(stored["apiVersion"], "wardle.example.com/v1beta1");
     assert_eq!(stored["kind"], "Flunder");
-    assert_eq!(stored["spec"]["referenceType"], "Flunder");
+    assert_eq!(
+        stored["spec"],
+        json!({"flunderReference": "other", "referenceType": "Flunder"})
+    );
     assert_eq!(stored["status"], json!({}));
+    let alpha = wendy(&[
+        "get",
+        "flunders.v1alpha1.wardle.example.com",
+        "first",
+        "-o",
+        "json",
+    ])
+    .json();
+    assert_eq!(alpha["apiVersion"], "wardle.example.com/v1alpha1");
+    assert_eq!(
+        alpha["spec"],
+        json!({"reference": "other", "referenceType": "Flunder"})
+    );
+    assert_eq!(
+        alpha["metadata"]["resourceVersion"],
+        stored["metadata"]["resourceVersion"]
+    );
     let in_etcd = cluster.etcdctl(&[
         "get",
         "/registry/wardle.example.com/flunders/team/first",
         "--print-value-only",
     ]);
+    let in_etcd = in_etcd.ok();
     assert!(
-        in_etcd.ok().contains("\"reference\":\"other\""),
-        "{}",
-        in_etcd.stdout
+        in_etcd.contains("\"flunderReference\":\"other\"")
+            && in_etcd.contains("wardle.example.com/v1beta1"),
+        "{in_etcd}"
     );
+    // Created in v1beta1, read in v1alpha1; v1beta1's own rules refuse a
+    // reference its type does not name.
+    let beta = json!({"apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+        "metadata": {"name": "fishy"},
+        "spec": {"fischerReference": "strict", "referenceType": "Fischer"}});
+    wendy_stdin(&["create", "-f", "-"], &beta.to_string()).ok();
+    let alpha = wendy(&[
+        "get",
+        "flunders.v1alpha1.wardle.example.com",
+        "fishy",
+        "-o",
+        "json",
+    ])
+    .json();
+    assert_eq!(
+        alpha["spec"],
+        json!({"reference": "strict", "referenceType": "Fischer"})
+    );
+    let untyped = json!({"apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+        "metadata": {"name": "untyped"}, "spec": {"flunderReference": "x"}});
+    let refused = wendy_stdin(&["create", "-f", "-"], &untyped.to_string());
+    assert!(
+        refused
+            .err()
+            .contains("cannot be set if referenceType is not Flunder"),
+        "{}",
+        refused.stderr
+    );
+    wendy(&["delete", "flunder", "fishy"]).ok();
     let rv = stored["metadata"]["resourceVersion"]
         .as_str()
         .unwrap()
@@ -247,7 +302,7 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
         "flunder",
         "first",
         "-p",
-        r#"{"spec":{"referenceType":"Fischer"}}"#,
+        r#"{"spec":{"referenceType":"Fischer","flunderReference":null,"fischerReference":"other"}}"#,
     ])
     .ok();
     let applied = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
@@ -270,7 +325,10 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
     for key in ["merge", "json", "applied"] {
         assert_eq!(labels[key], "yes", "{labels}");
     }
-    assert_eq!(patched["spec"]["referenceType"], "Fischer");
+    assert_eq!(
+        patched["spec"],
+        json!({"fischerReference": "other", "referenceType": "Fischer"})
+    );
     assert!(
         patched["metadata"]["managedFields"]
             .as_array()
@@ -369,6 +427,89 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
         refused.stderr
     );
     wendy(&["get", "flunder", "banned"]).err();
+
+    // The cluster's admission applies to flunders too: a webhook behind a
+    // Service (mutating, then validating) and a ValidatingAdmissionPolicy,
+    // their configuration followed through the front door.
+    let (ca, log, _webhook) = tests::webhook_behind_service(&cluster);
+    let hook = |name: &str, path: &str| {
+        format!(
+            "- name: {name}\n  admissionReviewVersions: [v1]\n  sideEffects: None\n  failurePolicy: Fail\n\
+             \x20 clientConfig:\n    caBundle: {ca}\n    service: {{namespace: webhooks, name: hook, path: {path}}}\n\
+             \x20 rules: [{{operations: [CREATE], apiGroups: [{GROUP}], apiVersions: [\"*\"], resources: [flunders]}}]\n"
+        )
+    };
+    let configurations = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n\
+         metadata: {{name: flunder-mutator}}\nwebhooks:\n{}---\n\
+         apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n\
+         metadata: {{name: flunder-validator}}\nwebhooks:\n{}---\n\
+         apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n\
+         metadata: {{name: no-vetoed-flunders}}\nspec:\n  failurePolicy: Fail\n\
+         \x20 matchConstraints: {{resourceRules: [{{apiGroups: [{GROUP}], apiVersions: [\"*\"], operations: [CREATE, UPDATE], resources: [flunders]}}]}}\n\
+         \x20 validations: [{{expression: \"!object.metadata.name.startsWith('vetoed')\", message: flunders may not be vetoed}}]\n---\n\
+         apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+         metadata: {{name: no-vetoed-flunders}}\nspec: {{policyName: no-vetoed-flunders, validationActions: [Deny]}}\n",
+        hook("mutate.flunders.example.com", "/mutate"),
+        hook("validate.flunders.example.com", "/validate"),
+    );
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &configurations)
+        .ok();
+    let flunder_named = |name: &str| {
+        json!({"apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+               "metadata": {"name": name}})
+        .to_string()
+    };
+    // Each try has its own name: one admitted before the policy applied stays.
+    let tries = std::cell::Cell::new(0);
+    let vetoed = || {
+        tries.set(tries.get() + 1);
+        let name = format!("vetoed-{}", tries.get());
+        wendy_stdin(&["create", "-f", "-"], &flunder_named(&name))
+            .stderr
+            .contains("flunders may not be vetoed")
+    };
+    assert!(
+        eventually(Duration::from_secs(20), vetoed),
+        "the policy never applied; logs in {}",
+        cluster.dir.join("logs").display()
+    );
+    let bad = wendy_stdin(&["create", "-f", "-"], &flunder_named("bad-flunder"));
+    assert!(
+        bad.err().contains("names with bad- are not allowed"),
+        "{}",
+        bad.stderr
+    );
+    wendy_stdin(&["create", "-f", "-"], &flunder_named("hooked")).ok();
+    let hooked = wendy(&["get", "flunder", "hooked", "-o", "json"]).json();
+    assert_eq!(hooked["metadata"]["labels"]["mutated-by"], "webhook");
+    let reviews: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .filter(|r: &serde_json::Value| r["request"]["name"] == "hooked")
+        .collect();
+    assert_eq!(reviews.len(), 2, "one mutating and one validating call");
+    for review in &reviews {
+        let request = &review["request"];
+        assert_eq!(request["resource"]["group"], GROUP);
+        assert_eq!(request["resource"]["resource"], "flunders");
+        assert_eq!(request["userInfo"]["username"], "wendy");
+        assert_eq!(request["namespace"], "team");
+    }
+    cluster
+        .kubectl_stdin(&["delete", "-f", "-"], &configurations)
+        .ok();
+    assert!(
+        eventually(Duration::from_secs(20), || wendy_stdin(
+            &["create", "-f", "-"],
+            &flunder_named("vetoed-after")
+        )
+        .code
+            == 0),
+        "the policy's deletion was not followed"
+    );
 
     // Someone with no binding is refused by the front door's decision.
     let stranger = cluster.kubectl(&["--as=stranger", "-n", "team", "get", "flunders"]);

@@ -104,6 +104,13 @@ impl Webhooks {
         })
     }
 
+    /// Resolves the Services webhooks name through `reader` instead of
+    /// storage (an aggregated server asks the front door).
+    pub fn resolving_services(mut self, reader: Arc<dyn ObjectReader>) -> Self {
+        self.reader = reader;
+        self
+    }
+
     /// The webhooks as the caches hold them now.
     fn configured(&self) -> Arc<Configured> {
         self.configured.get(|caches| {

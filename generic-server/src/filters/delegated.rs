@@ -186,32 +186,95 @@ impl FrontDoor {
         self.call(request).await
     }
 
-    async fn call(&self, mut request: reqwest::RequestBuilder) -> Result<Value> {
-        if let Some(token) = &self.token {
-            request = request.bearer_auth(token.current());
+    /// Watches `path` (a collection, with `watch=true` and its other
+    /// parameters in the query) for at most `longest`, handing each event
+    /// to `each` as it comes; a refusal is its Status as an error.
+    pub async fn watch(
+        &self,
+        path: &str,
+        longest: Duration,
+        mut each: impl FnMut(Value) -> Result<()>,
+    ) -> Result<()> {
+        let request = self
+            .authorized(self.client.get(format!("{}{path}", self.base)))
+            .timeout(longest);
+        let mut response = request.send().await.map_err(unreachable)?;
+        if !response.status().is_success() {
+            let status = response.status();
+            let body = response.bytes().await.map_err(unreachable)?;
+            return Err(refusal(status, &body));
         }
-        let unreachable = |e: reqwest::Error| {
-            Error::unavailable(format!(
-                "the front door: {}",
-                crate::service_client::describe(&e)
-            ))
-        };
-        let response = request.send().await.map_err(unreachable)?;
+        let mut pending: Vec<u8> = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
+            pending.extend_from_slice(&chunk);
+            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let event = serde_json::from_slice(&line).map_err(|e| {
+                    Error::internal(format!("a watch event from the front door: {e}"))
+                })?;
+                each(event)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.token {
+            Some(token) => request.bearer_auth(token.current()),
+            None => request,
+        }
+    }
+
+    async fn call(&self, request: reqwest::RequestBuilder) -> Result<Value> {
+        let response = self.authorized(request).send().await.map_err(unreachable)?;
         let status = response.status();
         let body = response.bytes().await.map_err(unreachable)?;
-        let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if status.is_success() {
-            return Ok(value);
+            return Ok(serde_json::from_slice(&body).unwrap_or(Value::Null));
         }
-        let message = value["message"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("the front door answered {status}"));
-        let reason = value["reason"]
-            .as_str()
-            .and_then(Reason::parse)
-            .unwrap_or_else(|| apimachinery::error::reason_for_code(status.as_u16()));
-        Err(Error::new(reason, message))
+        Err(refusal(status, &body))
+    }
+}
+
+/// The front door could not be reached, or stopped answering.
+fn unreachable(e: reqwest::Error) -> Error {
+    Error::unavailable(format!(
+        "the front door: {}",
+        crate::service_client::describe(&e)
+    ))
+}
+
+/// A non-2xx answer of the front door as its Status.
+fn refusal(status: http::StatusCode, body: &[u8]) -> Error {
+    let value: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let message = value["message"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("the front door answered {status}"));
+    let reason = value["reason"]
+        .as_str()
+        .and_then(Reason::parse)
+        .unwrap_or_else(|| apimachinery::error::reason_for_code(status.as_u16()));
+    Error::new(reason, message)
+}
+
+/// An aggregated server resolves an admission webhook's Service at the
+/// front door (its endpoints, as the chain's own servers read them).
+#[async_trait::async_trait]
+impl crate::service_client::ObjectReader for FrontDoor {
+    async fn get(&self, path: &str) -> Result<Value> {
+        FrontDoor::get(self, path).await
+    }
+
+    async fn list(&self, path: &str, label_selector: &str) -> Result<Vec<Value>> {
+        let query: String = form_urlencoded::Serializer::new(String::new())
+            .append_pair("labelSelector", label_selector)
+            .finish();
+        let list = FrontDoor::get(self, &format!("{path}?{query}")).await?;
+        Ok(list["items"].as_array().cloned().unwrap_or_default())
     }
 }
 

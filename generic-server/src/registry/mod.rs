@@ -159,12 +159,14 @@ impl Store {
             equivalents: None,
             field_label: None,
         };
-        Ok(match shared {
-            Some(shared) => Store {
+        let own = store.resource.converter.clone();
+        Ok(match (shared, own) {
+            (Some(shared), _) => Store {
                 field_label: Some(shared.field_label),
                 ..store.with_converter(shared.converter)
             },
-            None => store,
+            (None, Some(converter)) => store.with_converter(converter),
+            (None, None) => store,
         })
     }
 

@@ -116,6 +116,37 @@ pub fn prefix_end(prefix: &str) -> String {
     "\0".into()
 }
 
+/// Makes what `storage` holds under `prefix` exactly `wanted` (key to
+/// value), writing only what differs; returns how many keys were written
+/// or removed. For copies kept of objects read elsewhere (computed
+/// resources, the front door's objects), not for the cluster's own.
+pub async fn replace_prefix(
+    storage: &dyn Storage,
+    prefix: &str,
+    mut wanted: std::collections::BTreeMap<String, Bytes>,
+) -> Result<usize> {
+    let held = storage.range(prefix, &prefix_end(prefix), 0, 0).await?;
+    let mut changed = 0;
+    for kv in &held.kvs {
+        match wanted.remove(&kv.key) {
+            Some(value) if value == kv.value => {}
+            Some(value) => {
+                storage.update(&kv.key, value, kv.mod_revision).await?;
+                changed += 1;
+            }
+            None => {
+                storage.delete(&kv.key, Some(kv.mod_revision)).await?;
+                changed += 1;
+            }
+        }
+    }
+    for (key, value) in wanted {
+        storage.create(&key, value).await?;
+        changed += 1;
+    }
+    Ok(changed)
+}
+
 /// A storage conformance suite run against every implementation.
 #[cfg(test)]
 pub mod conformance {

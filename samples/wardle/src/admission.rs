@@ -9,7 +9,8 @@ use kubechain_apiserver::generic_server::server::ApiServer;
 use kubechain_apiserver::{AdmissionPlugin, Attributes, Operation};
 use serde_json::Value;
 
-use crate::types::{GROUP, VERSION};
+use crate::types::GROUP;
+use crate::types::v1alpha1::VERSION;
 
 /// Refuses a Flunder created with a name a Fischer disallows.
 pub struct BanFlunder {

@@ -7,8 +7,16 @@ use serde_json::{Value, json};
 /// The reference types a Flunder may name.
 const REFERENCE_TYPES: [&str; 2] = ["Flunder", "Fischer"];
 
-/// Flunders: a reference defaults its type to `Flunder`; the type must be
-/// one of the two, and needs a reference; the status is the server's.
+/// A Flunder's status is the server's: empty on create, kept on update.
+fn server_status(new: &mut Value, old: Option<&Value>) {
+    new["status"] = old
+        .and_then(|old| old.get("status"))
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+}
+
+/// v1alpha1 Flunders: a reference defaults its type to `Flunder`; the type
+/// must be one of the two, and needs a reference.
 pub struct Flunders;
 
 impl Strategy for Flunders {
@@ -21,11 +29,11 @@ impl Strategy for Flunders {
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
-        obj["status"] = json!({});
+        server_status(obj, None);
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        new["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
+        server_status(new, Some(old));
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
@@ -45,6 +53,66 @@ impl Strategy for Flunders {
                     "a reference type needs a reference",
                 ));
             }
+        }
+        errors
+    }
+}
+
+/// v1beta1 Flunders, kube's sample's validation: the reference type names
+/// which of the two references is set, and only that one.
+pub struct BetaFlunders;
+
+impl Strategy for BetaFlunders {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        server_status(obj, None);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        server_status(new, Some(old));
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        let text = |field: &str| obj["spec"][field].as_str().unwrap_or_default();
+        let (flunder, fischer, kind) = (
+            text("flunderReference"),
+            text("fischerReference"),
+            text("referenceType"),
+        );
+        let mut errors = Vec::new();
+        let invalid = |field: &str, value: &str, message: &str| {
+            FieldError::invalid(&format!("spec.{field}"), json!(value), message)
+        };
+        if !flunder.is_empty() && !fischer.is_empty() {
+            errors.push(invalid(
+                "fischerReference",
+                fischer,
+                "cannot be set with flunderReference at the same time",
+            ));
+        } else if !flunder.is_empty() && kind != "Flunder" {
+            errors.push(invalid(
+                "flunderReference",
+                flunder,
+                "cannot be set if referenceType is not Flunder",
+            ));
+        } else if !fischer.is_empty() && kind != "Fischer" {
+            errors.push(invalid(
+                "fischerReference",
+                fischer,
+                "cannot be set if referenceType is not Fischer",
+            ));
+        } else if fischer.is_empty() && kind == "Fischer" {
+            errors.push(FieldError::required(
+                "spec.fischerReference",
+                "cannot be empty if referenceType is Fischer",
+            ));
+        } else if flunder.is_empty() && kind == "Flunder" {
+            errors.push(FieldError::required(
+                "spec.flunderReference",
+                "cannot be empty if referenceType is Flunder",
+            ));
+        }
+        if !kind.is_empty() && !REFERENCE_TYPES.contains(&kind) {
+            errors.push(invalid("referenceType", kind, "must be Flunder or Fischer"));
         }
         errors
     }
@@ -74,5 +142,25 @@ mod tests {
         let mut bare = json!({"spec": {}});
         Flunders.defaults(&mut bare);
         assert!(bare["spec"].get("referenceType").is_none());
+    }
+
+    #[test]
+    fn a_beta_flunder_sets_the_one_reference_its_type_names() {
+        let fields = |spec: Value| -> Vec<String> {
+            BetaFlunders
+                .validate(&json!({"spec": spec}))
+                .into_iter()
+                .map(|e| e.field)
+                .collect()
+        };
+        assert!(fields(json!({"flunderReference": "a", "referenceType": "Flunder"})).is_empty());
+        assert!(fields(json!({})).is_empty());
+        assert_eq!(
+            fields(json!({"flunderReference": "a", "fischerReference": "b", "referenceType": "Flunder"})),
+            ["spec.fischerReference"]
+        );
+        assert_eq!(fields(json!({"flunderReference": "a"})), ["spec.flunderReference"]);
+        assert_eq!(fields(json!({"referenceType": "Fischer"})), ["spec.fischerReference"]);
+        assert_eq!(fields(json!({"referenceType": "Fish"})), ["spec.referenceType"]);
     }
 }

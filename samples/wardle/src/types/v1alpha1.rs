@@ -1,13 +1,11 @@
-//! `wardle.example.com/v1alpha1`: the kinds, as kube's sample-apiserver
-//! declares them (`pkg/apis/wardle/v1alpha1/types.go`).
+//! `wardle.example.com/v1alpha1`: Flunders and Fischers, as kube's
+//! sample-apiserver declares them (`pkg/apis/wardle/v1alpha1/types.go`).
 
 use kubechain_apiserver::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The API group.
-pub const GROUP: &str = "wardle.example.com";
-/// The version served.
+/// The version.
 pub const VERSION: &str = "v1alpha1";
 
 /// A Flunder: a thing that refers to another flunder or to a fischer.
