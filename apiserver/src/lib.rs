@@ -459,7 +459,11 @@ impl Server {
 
     /// Listens and serves until the process is asked to stop.
     pub async fn serve(self) -> Result<(), Error> {
-        let admission = self.admission_chain().await?;
+        // Only stored resources are written, and so admitted.
+        let admission = match self.stored.is_empty() {
+            true => Admission::default(),
+            false => self.admission_chain().await?,
+        };
         for (resources, storage) in &self.stored {
             let cacher = Cacher::start(storage.connect().await?)
                 .await
