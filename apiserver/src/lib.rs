@@ -7,12 +7,19 @@
 //! - options with kube's names and `KUBECHAIN_*` environment fallbacks
 //!   ([`ServerOptions`], flattened into your clap parser);
 //! - HTTPS (rustls, HTTP/2 and HTTP/1.1) with the cluster CA's and the
-//!   front proxy's client certificates;
-//! - delegated authentication and authorization: the front proxy's CA,
-//!   names and headers read from `kube-system/extension-apiserver-authentication`
-//!   and followed while it runs, bearer tokens asked about with
+//!   front proxy's client certificates, its own certificate generated
+//!   when none is given and read again when its files change;
+//! - delegated authentication and authorization: the cluster's client CA
+//!   and the front proxy's CA, names and headers read from
+//!   `kube-system/extension-apiserver-authentication` (unless given by
+//!   flags) and followed while it runs, bearer tokens asked about with
 //!   TokenReviews and every request with a SubjectAccessReview (answers
 //!   remembered for 10 s), failing closed when the front door is away;
+//! - storage in etcd or memory, or objects computed by your function and
+//!   watched; versions converted with your `From` impls
+//!   ([`Conversion`]);
+//! - admission: NamespaceLifecycle, the cluster's ValidatingAdmissionPolicies
+//!   and webhooks (followed through the front door), then your plugins;
 //! - discovery, OpenAPI, Table output, `/livez`, `/readyz`, `/metrics`,
 //!   audit ids and a graceful stop.
 //!
@@ -129,8 +136,14 @@ pub struct ServerOptions {
     #[arg(long, env = "KUBECHAIN_PLAIN_METRICS")]
     pub plain_metrics: bool,
     /// The cluster's front door (the aggregator), called with the serving
-    /// certificate as this server's identity; see `--kubeconfig` for others.
-    #[arg(long, env = "KUBECHAIN_FRONT_DOOR", conflicts_with = "kubeconfig")]
+    /// certificate as this server's identity and verified with
+    /// `--client-ca-file`; see `--kubeconfig` for others.
+    #[arg(
+        long,
+        env = "KUBECHAIN_FRONT_DOOR",
+        conflicts_with = "kubeconfig",
+        requires = "client_ca_file"
+    )]
     pub front_door: Option<String>,
     /// A kubeconfig naming the front door and this server's identity (a
     /// client certificate or a token). Without it or `--front-door`, the
@@ -178,9 +191,11 @@ pub struct ServingOptions {
     /// `localhost` and `127.0.0.1` (the Service's `<name>.<namespace>.svc`).
     #[arg(long = "tls-san", value_delimiter = ',')]
     pub tls_sans: Vec<String>,
-    /// PEM CA whose client certificates authenticate as their subject (the cluster CA).
+    /// PEM CA whose client certificates authenticate as their subject (the
+    /// cluster CA). Without it, the one the cluster publishes in
+    /// `kube-system/extension-apiserver-authentication` is followed.
     #[arg(long, env = "KUBECHAIN_CLIENT_CA_FILE")]
-    pub client_ca_file: PathBuf,
+    pub client_ca_file: Option<PathBuf>,
 }
 
 impl ServingOptions {
@@ -200,7 +215,10 @@ impl ServingOptions {
                 source: generic_server::Error::read(path, source),
             })
         };
-        let ca = read(&self.client_ca_file)?;
+        let ca = match &self.client_ca_file {
+            Some(path) => read(path)?,
+            None => Vec::new(),
+        };
         let (cert, key) = match (&self.tls_cert_file, &self.tls_private_key_file) {
             (Some(cert), Some(key)) => (read(cert)?, read(key)?),
             _ => certificates::generated(&self.cert_dir, &self.tls_sans).map_err(|source| {
@@ -352,7 +370,7 @@ impl Server {
         let front_door = Arc::new(front_door.map_err(setup("the front door's client"))?);
         let authenticator = options
             .requestheader
-            .authenticator(&tls.ca)
+            .authenticator(Some(tls.ca.as_slice()).filter(|ca| !ca.is_empty()))
             .map_err(setup("the front proxy's trust"))?
             .with_token_reviews(DelegatedTokens::new(front_door.clone()));
         let api = Arc::new(ApiServer::new(
@@ -494,7 +512,7 @@ impl Server {
                 })?;
         }
         let options = &self.options;
-        if options.requestheader.requestheader_client_ca_file.is_none() {
+        if !self.authenticator.is_fixed() {
             let check = self.authenticator.follow(self.front_door.clone());
             self.api.add_health_check("front-proxy-trust", check);
         }

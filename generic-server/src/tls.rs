@@ -60,9 +60,9 @@ impl TlsFiles {
         &self,
         extra_cas: &[&[u8]],
     ) -> Result<rustls::ServerConfig, Error> {
-        let roots = ClientRoots::new(&self.ca)?;
-        roots.trust(extra_cas)?;
-        self.https_server_with(Arc::new(roots))
+        let mut bundles = vec![self.ca.as_slice()];
+        bundles.extend_from_slice(extra_cas);
+        self.https_server_with(Arc::new(ClientRoots::new(&bundles)?))
     }
 
     /// An HTTPS server configuration whose client certificates are checked
@@ -263,8 +263,8 @@ fn roots_of(pem: &[u8]) -> Result<rustls::RootCertStore, Error> {
 /// names are sent as hints, so a client presents its certificate whatever
 /// CA signed it (Go's client withholds one that matches no hint).
 pub struct ClientRoots {
-    own: Vec<u8>,
-    current: std::sync::RwLock<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+    /// `None` while no CA is known.
+    current: std::sync::RwLock<Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>>,
 }
 
 impl std::fmt::Debug for ClientRoots {
@@ -274,45 +274,59 @@ impl std::fmt::Debug for ClientRoots {
 }
 
 impl ClientRoots {
-    /// Trusts the CAs of the PEM bundle `own`, and no other yet.
-    pub fn new(own: &[u8]) -> Result<Self, Error> {
+    /// Trusts the CAs of the PEM bundles (none: no client certificate yet).
+    pub fn new(bundles: &[&[u8]]) -> Result<Self, Error> {
         Ok(ClientRoots {
-            own: own.to_vec(),
-            current: std::sync::RwLock::new(verifier_of(own, &[])?),
+            current: std::sync::RwLock::new(verifier_of(bundles)?),
         })
     }
 
-    /// From now on trusts `own` and the CAs of the PEM bundles `extra`.
-    pub fn trust(&self, extra: &[&[u8]]) -> Result<(), Error> {
-        let verifier = verifier_of(&self.own, extra)?;
+    /// From now on trusts the CAs of these PEM bundles, and no others.
+    pub fn trust(&self, bundles: &[&[u8]]) -> Result<(), Error> {
+        let verifier = verifier_of(bundles)?;
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = verifier;
         Ok(())
     }
 
-    fn current(&self) -> Arc<dyn rustls::server::danger::ClientCertVerifier> {
+    fn current(&self) -> Option<Arc<dyn rustls::server::danger::ClientCertVerifier>> {
         self.current
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
+
 }
 
-/// A verifier of optional client certificates signed by `own` or `extra`.
+/// The signature algorithms a handshake's proof of key is checked with
+/// while no CA is known.
+fn algorithms() -> rustls::crypto::WebPkiSupportedAlgorithms {
+    rustls::crypto::ring::default_provider().signature_verification_algorithms
+}
+
+/// A verifier of optional client certificates signed by the CAs of the
+/// PEM `bundles`; `None` when there are none.
 fn verifier_of(
-    own: &[u8],
-    extra: &[&[u8]],
-) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, Error> {
-    let mut roots = roots_of(own)?;
-    for pem in extra {
+    bundles: &[&[u8]],
+) -> Result<Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>, Error> {
+    let mut roots = rustls::RootCertStore::empty();
+    for pem in bundles.iter().filter(|pem| !pem.is_empty()) {
         roots.roots.extend(roots_of(pem)?.roots);
+    }
+    if roots.is_empty() {
+        return Ok(None);
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
         .allow_unauthenticated()
         .build()
+        .map(Some)
         .map_err(|e| Error::Tls(format!("client verifier: {e}")))
 }
 
+/// While no CA is known, a client certificate is taken at the handshake
+/// with only its key proven; its chain is checked when the request is
+/// authenticated, against what is trusted then (a connection made before
+/// the cluster's CAs were read is not left without its certificate).
 impl rustls::server::danger::ClientCertVerifier for ClientRoots {
     fn offer_client_auth(&self) -> bool {
         true
@@ -332,8 +346,10 @@ impl rustls::server::danger::ClientCertVerifier for ClientRoots {
         intermediates: &[CertificateDer<'_>],
         now: rustls::pki_types::UnixTime,
     ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
-        self.current()
-            .verify_client_cert(end_entity, intermediates, now)
+        match self.current() {
+            Some(verifier) => verifier.verify_client_cert(end_entity, intermediates, now),
+            None => Ok(rustls::server::danger::ClientCertVerified::assertion()),
+        }
     }
 
     fn verify_tls12_signature(
@@ -342,7 +358,10 @@ impl rustls::server::danger::ClientCertVerifier for ClientRoots {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.current().verify_tls12_signature(message, cert, dss)
+        match self.current() {
+            Some(verifier) => verifier.verify_tls12_signature(message, cert, dss),
+            None => rustls::crypto::verify_tls12_signature(message, cert, dss, &algorithms()),
+        }
     }
 
     fn verify_tls13_signature(
@@ -351,11 +370,14 @@ impl rustls::server::danger::ClientCertVerifier for ClientRoots {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.current().verify_tls13_signature(message, cert, dss)
+        match self.current() {
+            Some(verifier) => verifier.verify_tls13_signature(message, cert, dss),
+            None => rustls::crypto::verify_tls13_signature(message, cert, dss, &algorithms()),
+        }
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.current().supported_verify_schemes()
+        algorithms().supported_schemes()
     }
 }
 

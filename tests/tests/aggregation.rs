@@ -682,7 +682,7 @@ fn metrics_server_follows_the_published_front_proxy_trust_without_a_restart() {
     let followed = || {
         std::fs::read_to_string(cluster.dir.join("logs/metrics-server.log"))
             .unwrap_or_default()
-            .matches("following the front proxy's published trust")
+            .matches("following the cluster's published trust")
             .count()
     };
     let before = followed();

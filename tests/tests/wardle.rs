@@ -15,7 +15,8 @@ const GROUP: &str = "wardle.example.com";
 
 /// Starts wardle-server on `port` as a ServiceAccount (the kubeconfig
 /// `identity`), with a certificate it makes itself in `cert_dir`, storing
-/// in the cluster's etcd.
+/// in the cluster's etcd; the CAs it trusts are the ones the cluster
+/// publishes.
 fn start_wardle(cluster: &Cluster, port: u16, identity: &Path, cert_dir: &Path) -> Child {
     let pki = cluster.dir.join("pki");
     let log = std::fs::File::create(cluster.dir.join("logs/wardle-server.log")).unwrap();
@@ -26,8 +27,6 @@ fn start_wardle(cluster: &Cluster, port: u16, identity: &Path, cert_dir: &Path) 
         .arg("--cert-dir")
         .arg(cert_dir)
         .args(["--tls-san", "wardle-server.wardle.svc"])
-        .arg("--client-ca-file")
-        .arg(pki.join("ca.crt"))
         .args(["--etcd-servers", &cluster.etcd_endpoint()])
         .arg("--etcd-certfile")
         .arg(pki.join("etcd.crt"))
@@ -510,6 +509,23 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
             == 0),
         "the policy's deletion was not followed"
     );
+
+    // The cluster's client CA, read from the published ConfigMap: the
+    // admin's certificate reaches the server directly, a stranger's not.
+    let direct = |who: tests::As<'_>| {
+        let out = cluster
+            .curl_command(who)
+            .args(["-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
+            .arg(cert_dir.join("ca.crt"))
+            .arg(format!(
+                "https://127.0.0.1:{port}/apis/{GROUP}/v1beta1/namespaces/team/flunders"
+            ))
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert_eq!(direct(tests::As::Admin), "200");
+    assert_eq!(direct(tests::As::Anonymous), "401");
 
     // Someone with no binding is refused by the front door's decision.
     let stranger = cluster.kubectl(&["--as=stranger", "-n", "team", "get", "flunders"]);

@@ -73,39 +73,92 @@ pub struct RequestHeaderOptions {
 
 impl RequestHeaderOptions {
     /// Builds the authenticator; `client_ca` (PEM, the cluster CA) signs
-    /// the certificates that authenticate as their own subject. With a
-    /// front-proxy CA file the trust is fixed here; without one it is
-    /// unknown (front-proxy requests refused) until [`RequestHeaderAuthenticator::follow`]
+    /// the certificates that authenticate as their own subject. Without it
+    /// the CA is the one the cluster publishes (`client-ca-file`), and
+    /// without a front-proxy CA file the front proxy's trust is too: each
+    /// is unknown (refused) until [`RequestHeaderAuthenticator::follow`]
     /// reads it.
     pub fn authenticator(
         &self,
-        client_ca: &[u8],
+        client_ca: Option<&[u8]>,
     ) -> std::result::Result<RequestHeaderAuthenticator, crate::Error> {
-        let roots = Arc::new(ClientRoots::new(client_ca)?);
-        let trust = match &self.requestheader_client_ca_file {
-            Some(path) => {
-                let ca = std::fs::read(path).map_err(|source| crate::Error::read(path, source))?;
-                let trust = FrontProxyTrust::new(
-                    ca,
-                    &self.requestheader_allowed_names,
-                    &self.requestheader_username_headers,
-                    &self.requestheader_uid_headers,
-                    &self.requestheader_group_headers,
-                    &self.requestheader_extra_headers_prefix,
-                )?;
-                roots.trust(&[&trust.ca])?;
-                Some(Arc::new(trust))
-            }
-            None => None,
-        };
+        let mut trusted = Trusted::default();
+        if let Some(pem) = client_ca {
+            trusted.client_ca = Some(ClientCa::new(pem.to_vec())?);
+        }
+        if let Some(path) = &self.requestheader_client_ca_file {
+            let ca = std::fs::read(path).map_err(|source| crate::Error::read(path, source))?;
+            trusted.front_proxy = Some(Arc::new(FrontProxyTrust::new(
+                ca,
+                &self.requestheader_allowed_names,
+                &self.requestheader_username_headers,
+                &self.requestheader_uid_headers,
+                &self.requestheader_group_headers,
+                &self.requestheader_extra_headers_prefix,
+            )?));
+        }
         Ok(RequestHeaderAuthenticator {
-            trust: Arc::new(RwLock::new(trust)),
-            roots,
-            client_ca: ChainVerifier::new(client_ca)?,
+            roots: Arc::new(ClientRoots::new(&trusted.bundles())?),
+            fixed: Fixed {
+                front_proxy: trusted.front_proxy.is_some(),
+                client_ca: trusted.client_ca.is_some(),
+            },
+            trusted: Arc::new(RwLock::new(trusted)),
             fallback: Authenticator::default(),
             tokens: None,
         })
     }
+}
+
+/// What a server trusts now: the front proxy, and the CA whose client
+/// certificates authenticate as their subject (kube's `client-ca-file`).
+#[derive(Default, Clone)]
+struct Trusted {
+    front_proxy: Option<Arc<FrontProxyTrust>>,
+    client_ca: Option<ClientCa>,
+}
+
+impl Trusted {
+    /// The CAs the TLS listener accepts client certificates of.
+    fn bundles(&self) -> Vec<&[u8]> {
+        let front_proxy = self.front_proxy.as_ref().map(|t| t.ca.as_slice());
+        let client_ca = self.client_ca.as_ref().map(|c| c.pem.as_slice());
+        front_proxy.into_iter().chain(client_ca).collect()
+    }
+
+    /// Whether both trust the same CAs, names and headers.
+    fn same(&self, other: &Trusted) -> bool {
+        let proxies = match (&self.front_proxy, &other.front_proxy) {
+            (Some(a), Some(b)) => a.same(b),
+            (None, None) => true,
+            _ => false,
+        };
+        let pem = |t: &Trusted| t.client_ca.as_ref().map(|c| c.pem.clone());
+        proxies && pem(self) == pem(other)
+    }
+}
+
+/// The CA whose client certificates authenticate as their subject.
+#[derive(Clone)]
+struct ClientCa {
+    pem: Vec<u8>,
+    verifier: ChainVerifier,
+}
+
+impl ClientCa {
+    fn new(pem: Vec<u8>) -> std::result::Result<Self, crate::Error> {
+        Ok(ClientCa {
+            verifier: ChainVerifier::new(&pem)?,
+            pem,
+        })
+    }
+}
+
+/// Which trust came from flags, and so is not followed.
+#[derive(Debug, Clone, Copy)]
+struct Fixed {
+    front_proxy: bool,
+    client_ca: bool,
 }
 
 /// What makes a request the front proxy's: the CA of its certificate, the
@@ -253,11 +306,13 @@ impl FrontProxyTrust {
 /// Authenticates the front proxy's requests by its certificate and headers,
 /// and everyone else as [`Authenticator`] does.
 pub struct RequestHeaderAuthenticator {
-    /// The front proxy's trust; `None` until known (front-proxy requests refused).
-    trust: Arc<RwLock<Option<Arc<FrontProxyTrust>>>>,
+    /// The trust in force: the front proxy's (`None` until known: its
+    /// requests refused) and the client CA's.
+    trusted: Arc<RwLock<Trusted>>,
+    /// What came from flags.
+    fixed: Fixed,
     /// The TLS listener's client CAs: the cluster's and the front proxy's.
     roots: Arc<ClientRoots>,
-    client_ca: ChainVerifier,
     fallback: Authenticator,
     /// Where bearer tokens are asked about (the front door), if anywhere.
     tokens: Option<DelegatedTokens>,
@@ -276,9 +331,14 @@ impl RequestHeaderAuthenticator {
         self.roots.clone()
     }
 
-    /// The trust in force now, if known.
-    fn current(&self) -> Option<Arc<FrontProxyTrust>> {
-        self.trust.read().unwrap_or_else(|e| e.into_inner()).clone()
+    /// Whether everything trusted came from flags: nothing to follow.
+    pub fn is_fixed(&self) -> bool {
+        self.fixed.front_proxy && self.fixed.client_ca
+    }
+
+    /// The trust in force now.
+    fn current(&self) -> Trusted {
+        self.trusted.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Reads the trust the front door publishes now and every few seconds
@@ -289,36 +349,30 @@ impl RequestHeaderAuthenticator {
     /// last trust read stays. The check it returns passes while it is known
     /// and the front door answered within the last 30 s.
     pub fn follow(&self, front_door: Arc<FrontDoor>) -> HealthCheck {
-        let (trust, roots) = (self.trust.clone(), self.roots.clone());
+        let (trusted, roots, fixed) = (self.trusted.clone(), self.roots.clone(), self.fixed);
         let last_read = Arc::new(std::sync::Mutex::new(None::<std::time::Instant>));
         let read_at = last_read.clone();
         tokio::spawn(async move {
             let mut complained = false;
             loop {
-                match read_published(&front_door).await {
+                let known = trusted.read().unwrap_or_else(|e| e.into_inner()).clone();
+                match read_published(&front_door, &known, fixed).await {
                     Ok(found) => {
                         complained = false;
                         *read_at.lock().unwrap_or_else(|e| e.into_inner()) =
                             Some(std::time::Instant::now());
-                        let known = trust.read().unwrap_or_else(|e| e.into_inner()).clone();
-                        let changed = match (&known, &found) {
-                            (Some(known), Some(found)) => !known.same(found),
-                            (None, None) => false,
-                            _ => true,
-                        };
-                        if changed {
-                            let cas: Vec<&[u8]> = found.iter().map(|t| t.ca.as_slice()).collect();
-                            match roots.trust(&cas) {
+                        if !known.same(&found) {
+                            match roots.trust(&found.bundles()) {
                                 Ok(()) => {
                                     tracing::info!(
-                                        known = found.is_some(),
-                                        "following the front proxy's published trust"
+                                        front_proxy = found.front_proxy.is_some(),
+                                        client_ca = found.client_ca.is_some(),
+                                        "following the cluster's published trust"
                                     );
-                                    *trust.write().unwrap_or_else(|e| e.into_inner()) =
-                                        found.map(Arc::new);
+                                    *trusted.write().unwrap_or_else(|e| e.into_inner()) = found;
                                 }
                                 Err(error) => {
-                                    tracing::warn!(%error, "the published front-proxy CA")
+                                    tracing::warn!(%error, "the published CAs")
                                 }
                             }
                         }
@@ -329,8 +383,12 @@ impl RequestHeaderAuthenticator {
                     }
                     Err(_) => {}
                 }
-                // Until the trust is known, ask again soon.
-                let known = trust.read().unwrap_or_else(|e| e.into_inner()).is_some();
+                // Until the front proxy's trust is known, ask again soon.
+                let known = trusted
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .front_proxy
+                    .is_some();
                 let wait = if known {
                     FOLLOW_PERIOD
                 } else {
@@ -339,9 +397,13 @@ impl RequestHeaderAuthenticator {
                 tokio::time::sleep(wait).await;
             }
         });
-        let trust = self.trust.clone();
+        let trusted = self.trusted.clone();
         Arc::new(move || {
-            let known = trust.read().unwrap_or_else(|e| e.into_inner()).is_some();
+            let known = trusted
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .front_proxy
+                .is_some();
             let age = last_read
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -361,15 +423,33 @@ impl RequestHeaderAuthenticator {
     }
 }
 
-/// The trust published at the front door now.
+/// The trust published at the front door now, with what came from flags
+/// kept as `known` holds it.
 async fn read_published(
     front_door: &FrontDoor,
-) -> std::result::Result<Option<FrontProxyTrust>, String> {
+    known: &Trusted,
+    fixed: Fixed,
+) -> std::result::Result<Trusted, String> {
     let config_map = front_door
         .get(AUTHENTICATION_CONFIG_MAP)
         .await
         .map_err(|e| e.to_string())?;
-    FrontProxyTrust::from_published(&config_map["data"]).map_err(|e| e.to_string())
+    let data = &config_map["data"];
+    let mut found = known.clone();
+    if !fixed.front_proxy {
+        found.front_proxy = FrontProxyTrust::from_published(data)
+            .map_err(|e| e.to_string())?
+            .map(Arc::new);
+    }
+    if !fixed.client_ca {
+        found.client_ca = match data["client-ca-file"].as_str() {
+            Some(pem) if !pem.trim().is_empty() => {
+                Some(ClientCa::new(pem.as_bytes().to_vec()).map_err(|e| e.to_string())?)
+            }
+            _ => None,
+        };
+    }
+    Ok(found)
 }
 
 #[async_trait::async_trait]
@@ -381,14 +461,18 @@ impl Authenticate for RequestHeaderAuthenticator {
         path: &str,
     ) -> Result<UserInfo> {
         if let Some(chain) = peer_certs.filter(|c| !c.is_empty()) {
-            if let Some(trust) = self.current()
+            let trusted = self.current();
+            if let Some(trust) = &trusted.front_proxy
                 && trust.verifier.verifies(chain)
                 && trust.allowed(chain)
                 && let Some(user) = trust.user_from_headers(headers)
             {
                 return Ok(user);
             }
-            if !self.client_ca.verifies(chain) {
+            if !trusted
+                .client_ca
+                .is_some_and(|ca| ca.verifier.verifies(chain))
+            {
                 tracing::debug!(
                     path,
                     "client certificate is neither an allowed front proxy nor signed by the client CA"
@@ -485,7 +569,7 @@ mod tests {
         argv.extend(extra_args.iter().map(|a| a.to_string()));
         let auth = Args::parse_from(argv)
             .requestheader
-            .authenticator(cluster_pem.as_bytes())
+            .authenticator(Some(cluster_pem.as_bytes()))
             .unwrap();
         std::fs::remove_file(file).unwrap();
         Fixture {
@@ -507,7 +591,7 @@ mod tests {
         }
         let auth = Args::parse_from(["test"])
             .requestheader
-            .authenticator(cluster_pem.as_bytes())
+            .authenticator(Some(cluster_pem.as_bytes()))
             .unwrap();
         let cert = client(&front_proxy, "front-proxy-client", &[]);
         let h = headers(&[("X-Remote-User", "alice")]);
@@ -524,7 +608,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(trust.uid_headers, ["x-remote-uid"]);
-        *auth.trust.write().unwrap() = Some(Arc::new(trust));
+        auth.trusted.write().unwrap().front_proxy = Some(Arc::new(trust));
         let user = auth.authenticate(Some(&cert), &h, "/apis").await.unwrap();
         assert_eq!(user.name, "alice");
         // Another name than the allowed one is refused.
@@ -539,6 +623,36 @@ mod tests {
         let mut broken = published.clone();
         broken["requestheader-allowed-names"] = "front-proxy-client".into();
         assert!(FrontProxyTrust::from_published(&broken).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_client_ca_not_given_is_nobody_until_published() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Args {
+            #[command(flatten)]
+            requestheader: RequestHeaderOptions,
+        }
+        let (cluster_pem, cluster) = ca("cluster-ca");
+        let auth = Args::parse_from(["test"])
+            .requestheader
+            .authenticator(None)
+            .unwrap();
+        assert!(!auth.is_fixed());
+        let admin = client(&cluster, "admin", &["system:masters"]);
+        let none = HeaderMap::new();
+        assert!(auth.authenticate(Some(&admin), &none, "/apis").await.is_err());
+        let published = serde_json::json!({"client-ca-file": cluster_pem});
+        let known = auth.current();
+        let found = Trusted {
+            client_ca: Some(ClientCa::new(published["client-ca-file"].as_str().unwrap().into()).unwrap()),
+            ..known.clone()
+        };
+        assert!(!known.same(&found));
+        *auth.trusted.write().unwrap() = found;
+        let user = auth.authenticate(Some(&admin), &none, "/apis").await.unwrap();
+        assert_eq!(user.name, "admin");
+        assert!(user.groups.contains(&"system:masters".to_string()));
     }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
