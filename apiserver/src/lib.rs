@@ -57,7 +57,7 @@ use std::sync::Arc;
 use generic_server::admission::policy::Policies;
 use generic_server::admission::webhook::Webhooks;
 use generic_server::admission::{Admission, NamespaceLifecycle};
-use generic_server::replica::{self, Replica};
+use generic_server::replica::{self, Replica, ReplicatedNamespaces};
 use generic_server::config::Logging;
 use generic_server::discovery::Discovery;
 use generic_server::filters::delegated::{DelegatedAuthorizer, DelegatedTokens};
@@ -444,8 +444,8 @@ impl Server {
         self
     }
 
-    /// kube's order: NamespaceLifecycle (namespaces read at the front
-    /// door), the cluster's ValidatingAdmissionPolicies and webhooks (their
+    /// kube's order: NamespaceLifecycle (namespaces followed through the
+    /// front door, one not yet seen asked for there), the cluster's ValidatingAdmissionPolicies and webhooks (their
     /// configuration followed through the front door), then the author's
     /// plugins.
     async fn admission_chain(&self) -> Result<Admission, Error> {
@@ -462,12 +462,15 @@ impl Server {
         let policies = Policies::new(cacher.clone(), replica::ROOT, Vec::new())
             .await
             .map_err(failed)?;
-        let webhooks = Webhooks::new(cacher, replica::ROOT)
+        let webhooks = Webhooks::new(cacher.clone(), replica::ROOT)
             .await
             .map_err(failed)?
             .resolving_services(self.front_door.clone());
+        let namespaces = ReplicatedNamespaces::new(cacher, self.front_door.clone())
+            .await
+            .map_err(failed)?;
         let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![
-            Arc::new(NamespaceLifecycle::reading(self.front_door.clone())),
+            Arc::new(NamespaceLifecycle::reading(namespaces)),
             replica.guard(Arc::new(policies)),
             replica.guard(Arc::new(webhooks)),
         ];

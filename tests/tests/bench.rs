@@ -37,6 +37,10 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
         "GET/s as a ServiceAccount (1000 RoleBindings)",
         "LIST/s (200 objects)",
         "aggregated API GET/s (metrics-server)",
+        "aggregated API creates/s (wardle Flunder, etcd)",
+        "aggregated API GET/s (wardle Flunder)",
+        "requests per SubjectAccessReview (wardle, one ServiceAccount)",
+        "memory wardle-server",
         "core-server growth for its cache",
         "watch p50, 5 watchers",
         "watch p99, 5 watchers",
@@ -62,6 +66,19 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
         );
     }
     assert!(stdout.contains("errors: none"), "{stdout}");
+    // An aggregated server asks once for many requests of one user.
+    let shared = stdout
+        .lines()
+        .find(|l| l.starts_with("requests per SubjectAccessReview"))
+        .unwrap();
+    let numbers: Vec<u64> = shared
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(':').parse().ok())
+        .collect();
+    let [gets, reviews] = numbers[..] else {
+        panic!("{shared}")
+    };
+    assert!(reviews >= 1 && reviews * 10 <= gets, "{shared}");
     // The CPU per operation table judges the two hops against their targets.
     assert!(
         stdout.contains("CPU µs per operation, per process")

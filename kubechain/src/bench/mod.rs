@@ -12,6 +12,7 @@
 //! ```
 
 mod admission;
+mod aggregated;
 mod audit;
 mod curves;
 mod fairness;
@@ -321,6 +322,8 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         ),
         None => None,
     };
+    // An author's aggregated server, beside a cluster the bench started.
+    let wardle = aggregated::start(target, &target.credentials.api()?).await?;
     let credentials = &target.credentials;
     let admin = credentials.api()?;
     let http_version = admin.http_version().await?;
@@ -658,6 +661,24 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         }
     }
 
+    let flunder_phases = match &wardle {
+        Some(wardle) => {
+            aggregated::measure(
+                wardle,
+                &admin,
+                &apis,
+                &readers[0],
+                &names.list_ns,
+                plan.phase,
+                &mut cpu,
+                &mut table,
+                &mut errors,
+            )
+            .await?
+        }
+        None => Vec::new(),
+    };
+
     // The cache's growth, measured before watchers add their buffers.
     if let (Some(before), Some(after)) = (idle.0, target.rss("core-server")) {
         let added = stored_json(&etcds[0], &format!("{}/", args.etcd_prefix))
@@ -759,17 +780,16 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         )
     );
     println!();
-    print!(
-        "{}",
-        cpu.per_op(&[
-            ("raw etcd creates", etcd_creates.ops, None),
-            ("kubechain creates", chain_creates.ops, Some(CREATE_CPU_US)),
-            ("raw etcd GETs", etcd_gets.ops, None),
-            ("kubechain GETs", chain_gets.ops, Some(GET_CPU_US)),
-            ("raw etcd LISTs", etcd_lists.ops, None),
-            ("kubechain LISTs", chain_lists.ops, Some(LIST_CPU_US)),
-        ])
-    );
+    let mut per_op = vec![
+        ("raw etcd creates", etcd_creates.ops, None),
+        ("kubechain creates", chain_creates.ops, Some(CREATE_CPU_US)),
+        ("raw etcd GETs", etcd_gets.ops, None),
+        ("kubechain GETs", chain_gets.ops, Some(GET_CPU_US)),
+        ("raw etcd LISTs", etcd_lists.ops, None),
+        ("kubechain LISTs", chain_lists.ops, Some(LIST_CPU_US)),
+    ];
+    per_op.extend(flunder_phases.iter().map(|(name, ops)| (*name, *ops, None)));
+    print!("{}", cpu.per_op(&per_op));
     println!();
     print_errors(&errors);
 
@@ -840,17 +860,7 @@ async fn service_account_apis(
     count: usize,
 ) -> Result<Vec<Api>> {
     eprintln!("bench: creating {RBAC_BINDINGS} RoleBindings");
-    let accounts = format!("/api/v1/namespaces/{namespace}/serviceaccounts");
-    let account =
-        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bench-reader"}});
-    admin
-        .call(
-            Method::POST,
-            &accounts,
-            Some(account.to_string().into()),
-            StatusCode::CREATED,
-        )
-        .await?;
+    create_service_account(admin, namespace, "bench-reader").await?;
     let bindings =
         format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings");
     let others = (0..count).map(|_| admin.clone()).collect::<Vec<_>>();
@@ -874,23 +884,7 @@ async fn service_account_apis(
             StatusCode::CREATED,
         )
         .await?;
-    let request =
-        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
-    let answer: Value = serde_json::from_slice(
-        &admin
-            .call(
-                Method::POST,
-                &format!("{accounts}/bench-reader/token"),
-                Some(request.to_string().into()),
-                StatusCode::CREATED,
-            )
-            .await
-            .context("requesting a ServiceAccount token")?,
-    )?;
-    let token = answer["status"]["token"]
-        .as_str()
-        .context("a token")?
-        .to_string();
+    let token = token_of(admin, namespace, "bench-reader").await?;
     let apis = (0..count)
         .map(|_| credentials.bearer(&token))
         .collect::<Result<Vec<_>>>()?;
@@ -908,9 +902,44 @@ async fn service_account_apis(
     bail!("the ServiceAccount could not read {probe} within 5 s")
 }
 
+/// Creates the ServiceAccount `namespace/name`.
+async fn create_service_account(admin: &Api, namespace: &str, name: &str) -> Result<()> {
+    let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}});
+    admin
+        .call(
+            Method::POST,
+            &format!("/api/v1/namespaces/{namespace}/serviceaccounts"),
+            Some(account.to_string().into()),
+            StatusCode::CREATED,
+        )
+        .await
+        .map(drop)
+}
+
+/// A token of the ServiceAccount `namespace/name` (a TokenRequest).
+async fn token_of(admin: &Api, namespace: &str, name: &str) -> Result<String> {
+    let request =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    let answer: Value = serde_json::from_slice(
+        &admin
+            .call(
+                Method::POST,
+                &format!("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"),
+                Some(request.to_string().into()),
+                StatusCode::CREATED,
+            )
+            .await
+            .context("requesting a ServiceAccount token")?,
+    )?;
+    Ok(answer["status"]["token"]
+        .as_str()
+        .context("a token")?
+        .to_string())
+}
+
 /// A client of the cluster's metrics-server as the aggregator's proxy is
-/// one (its front-proxy certificate), from the data directory `kubechain up`
-/// keeps; `None` when the cluster runs none.
+/// one, from the data directory `kubechain up` keeps; `None` when the
+/// cluster runs none.
 fn metrics_server_client(dir: &std::path::Path) -> Result<Option<client::Credentials>> {
     let Ok(ports) = std::fs::read_to_string(dir.join("ports.json")) else {
         return Ok(None);
@@ -918,10 +947,21 @@ fn metrics_server_client(dir: &std::path::Path) -> Result<Option<client::Credent
     let Some(port) = serde_json::from_str::<Value>(&ports)?["metrics"].as_u64() else {
         return Ok(None);
     };
+    let ca = std::fs::read(dir.join("pki/ca.crt")).context("reading ca.crt")?;
+    front_proxy_client(dir, &format!("https://127.0.0.1:{port}"), ca).map(Some)
+}
+
+/// A client of an aggregated server at `server` (whose certificate `ca`
+/// signed) as the aggregator's proxy is one: its front-proxy certificate,
+/// from the data directory `kubechain up` keeps.
+fn front_proxy_client(
+    dir: &std::path::Path,
+    server: &str,
+    ca: Vec<u8>,
+) -> Result<client::Credentials> {
     let pki = dir.join("pki");
     let read =
         |name: &str| std::fs::read(pki.join(name)).with_context(|| format!("reading {name}"));
-    let ca = read("ca.crt")?;
     let tls = client::tls_config(
         &ca,
         Some((
@@ -929,11 +969,11 @@ fn metrics_server_client(dir: &std::path::Path) -> Result<Option<client::Credent
             &read("front-proxy-client.key")?,
         )),
     )?;
-    Ok(Some(client::Credentials {
-        server: format!("https://127.0.0.1:{port}"),
+    Ok(client::Credentials {
+        server: server.to_string(),
         tls,
         ca,
-    }))
+    })
 }
 
 /// The identity the aggregator's proxy asserts for the admin.

@@ -17,6 +17,8 @@ pub const SERVERS: &[&str] = &["aggregator", "core-server", "extension-server", 
 /// The bench's second front door, which audits every request (a link to
 /// the aggregator's binary under this name, so its CPU is told apart).
 pub const AUDITED: &str = "aggregator-audited";
+/// The aggregated server the bench measures: the wardle sample.
+pub const AGGREGATED: &str = "wardle-server";
 /// The audit policy of [`AUDITED`]: every request at Metadata level.
 const METADATA_POLICY: &str =
     "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n";
@@ -180,19 +182,47 @@ impl Target {
         Ok(Some(format!("https://127.0.0.1:{port}")))
     }
 
+    /// Starts the aggregated server the bench measures (the wardle
+    /// sample, found next to this program) as a child of a cluster the
+    /// bench started, with `args`; false for `--target` or without the
+    /// program.
+    pub fn start_aggregated(&mut self, args: Vec<String>) -> Result<bool> {
+        let Some(started) = self.started.as_mut() else {
+            return Ok(false);
+        };
+        let program = std::env::current_exe()?.with_file_name(AGGREGATED);
+        if !program.exists() {
+            eprintln!(
+                "bench: no {} next to this program: no aggregated server rows",
+                program.display()
+            );
+            return Ok(false);
+        }
+        started.cluster.children.spawn(crate::supervisor::ChildSpec {
+            name: AGGREGATED.to_string(),
+            program,
+            args,
+        })?;
+        Ok(true)
+    }
+
     /// The process of each server, by name; `Err` says why it is unknown.
-    /// The audited front door is among them once it runs.
+    /// The audited front door and the aggregated server are among them
+    /// once they run.
     pub fn pids(&self) -> Vec<(&'static str, Result<u32, String>)> {
-        let audited =
-            self.started.is_some() && own_children().iter().any(|(name, _)| name == AUDITED);
-        let names = SERVERS.iter().chain(audited.then_some(&AUDITED));
+        let children = own_children();
+        let running = |name: &&&str| {
+            self.started.is_some() && children.iter().any(|(child, _)| child == **name)
+        };
+        let extra = [AUDITED, AGGREGATED];
+        let names = SERVERS.iter().chain(extra.iter().filter(running));
         names
             .map(|name| {
                 let pid = match &self.started {
-                    Some(_) => own_children()
-                        .into_iter()
+                    Some(_) => children
+                        .iter()
                         .find(|(n, _)| n == name)
-                        .map(|(_, pid)| pid)
+                        .map(|(_, pid)| *pid)
                         .ok_or_else(|| "not running".to_string()),
                     None => by_name(name, self.cluster_dir.as_deref()),
                 };
