@@ -99,7 +99,7 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
     let identity = cluster.token_kubeconfig("wardle-apiserver", &token, "wardle");
     let cert_dir = cluster.dir.join("wardle-certs");
     let port = tests::free_port();
-    let _server = Stopped(start_wardle(&cluster, port, &identity, &cert_dir));
+    let mut server = Stopped(start_wardle(&cluster, port, &identity, &cert_dir));
     // It made its serving certificate under a CA of its own, for the registration.
     assert!(eventually(Duration::from_secs(10), || cert_dir
         .join("ca.crt")
@@ -581,4 +581,77 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
             .trim()
             .is_empty()
     );
+
+    // Bad input and faults. An object in storage that does not decode is
+    // a 500 naming its key, for a read of it and for a list; the others
+    // and the process are fine.
+    let garbage = "/registry/wardle.example.com/flunders/team/garbage";
+    cluster.etcdctl(&["put", garbage, "{not json"]).ok();
+    let pid = server.0.id();
+    for read in [
+        wendy(&["get", "flunder", "garbage"]),
+        wendy(&["get", "flunders"]),
+    ] {
+        let said = read.err();
+        assert!(
+            said.contains("InternalError") && said.contains(garbage),
+            "{said}"
+        );
+    }
+    assert_eq!(
+        wendy(&["get", "flunder", "hooked", "-o", "name"]).ok().trim(),
+        "flunder.wardle.example.com/hooked"
+    );
+    cluster.etcdctl(&["del", garbage]).ok();
+    assert!(wendy(&["get", "flunders"]).ok().contains("hooked"));
+    assert_eq!(server.0.id(), pid);
+    // A version the server does not serve is a 404.
+    let unserved = wendy(&[
+        "get",
+        "--raw",
+        &format!("/apis/{GROUP}/v1/namespaces/team/flunders"),
+    ]);
+    assert!(unserved.err().contains("NotFound"), "{}", unserved.stderr);
+    // A body over the limit is a 413, from the server itself too.
+    let big = json!({"apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+        "metadata": {"name": "big", "annotations": {"a": "x".repeat((3 << 20) + 100)}}})
+    .to_string();
+    let body = cluster.dir.join("big-flunder.json");
+    std::fs::write(&body, big).unwrap();
+    let posted = cluster
+        .curl_command(tests::As::Admin)
+        .args(["-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
+        .arg(cert_dir.join("ca.crt"))
+        .args(["-H", "Content-Type: application/json", "--data-binary"])
+        .arg(format!("@{}", body.display()))
+        .arg(format!(
+            "https://127.0.0.1:{port}/apis/{GROUP}/v1beta1/namespaces/team/flunders"
+        ))
+        .output()
+        .expect("curl");
+    assert_eq!(String::from_utf8_lossy(&posted.stdout), "413");
+    let through = cluster.kubectl(&["create", "-n", "team", "-f", &body.display().to_string()]);
+    assert!(
+        through.err().contains("Request entity too large"),
+        "{}",
+        through.stderr
+    );
+
+    // Killed, only its group is unavailable; restarted, it is back.
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
+    let unavailable = || !cluster.apiservice_available("v1beta1.wardle.example.com");
+    assert!(eventually(Duration::from_secs(30), unavailable));
+    let down = wendy(&["get", "flunders"]);
+    assert!(down.err().contains("ServiceUnavailable"), "{}", down.stderr);
+    cluster.kubectl(&["get", "configmaps", "-A"]).ok();
+    cluster
+        .kubectl(&["get", "apiservices", "v1.apps", "-o", "name"])
+        .ok();
+    let _restarted = Stopped(start_wardle(&cluster, port, &identity, &cert_dir));
+    assert!(
+        eventually(Duration::from_secs(30), available),
+        "not Available again"
+    );
+    assert!(wendy(&["get", "flunders"]).ok().contains("hooked"));
 }

@@ -290,8 +290,14 @@ impl Store {
                     .get(&key)
                     .await
                     .map_err(|e| storage_error(self, name, e))?;
-                kv.and_then(|kv| self.cache.ingest(&kv.key, &kv.value, kv.mod_revision))
-                    .map(Arc::new)
+                match kv {
+                    Some(kv) => Some(Arc::new(
+                        self.cache
+                            .ingest(&kv.key, &kv.value, kv.mod_revision)
+                            .ok_or_else(|| undecodable(&[key.clone()]))?,
+                    )),
+                    None => None,
+                }
             }
             None | Some("0") => self.cache.get(&key),
             Some(rv) => {
@@ -300,9 +306,14 @@ impl Store {
                 self.cache.get(&key)
             }
         };
-        one(self
-            .present(vec![obj.ok_or_else(|| self.not_found(name))?])
-            .await?)
+        let obj = match obj {
+            Some(obj) => obj,
+            None => match self.cache.undecodable(&key).contains(&key) {
+                true => return Err(undecodable(&[key])),
+                false => return Err(self.not_found(name)),
+            },
+        };
+        one(self.present(vec![obj]).await?)
     }
 
     /// Waits until the cache has reached `revision`; a 504 "Too large
@@ -412,6 +423,10 @@ impl Store {
         let page = self
             .cached_page(&prefix, &prefix, None, opts)
             .ok_or_else(|| Error::internal("the cache has no latest page"))?;
+        let unreadable = self.cache.undecodable(&prefix);
+        if !unreadable.is_empty() {
+            return Err(undecodable(&unreadable));
+        }
         self.from_page(page).await
     }
 
@@ -463,10 +478,12 @@ impl Store {
                 revision = page.revision;
             }
             for kv in &page.kvs {
-                if let Some(obj) = self.cache.ingest(&kv.key, &kv.value, kv.mod_revision) {
-                    if self.matches(&obj, opts) {
-                        items.push(Arc::new(obj));
-                    }
+                let obj = self
+                    .cache
+                    .ingest(&kv.key, &kv.value, kv.mod_revision)
+                    .ok_or_else(|| undecodable(std::slice::from_ref(&kv.key)))?;
+                if self.matches(&obj, opts) {
+                    items.push(Arc::new(obj));
                 }
             }
             let full = opts.limit > 0 && items.len() > opts.limit;
@@ -487,6 +504,25 @@ impl Store {
     pub fn progress(&self) -> i64 {
         self.cacher.progress()
     }
+}
+
+/// A 500 naming the keys whose stored values do not decode (kube's
+/// StorageReadError): the request fails, the process and the other
+/// objects do not.
+fn undecodable(keys: &[String]) -> Error {
+    const NAMED: usize = 10;
+    let mut named = keys
+        .iter()
+        .take(NAMED)
+        .map(|key| format!("{key:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if keys.len() > NAMED {
+        named.push_str(&format!(" and {} more", keys.len() - NAMED));
+    }
+    Error::internal(format!(
+        "the data stored at {named} cannot be decoded (corrupt objects in storage)"
+    ))
 }
 
 /// The only element of a one-element vector.

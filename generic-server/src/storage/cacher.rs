@@ -7,7 +7,7 @@
 //! its revision (one cheap read, shared by every request that arrived before
 //! it was sent) and waits until the dispatcher has applied it.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
@@ -267,8 +267,19 @@ pub struct ResourceCache {
     state: RwLock<CacheState>,
 }
 
+/// What an initial list found: the objects, and the keys whose values do
+/// not decode.
+#[derive(Default)]
+struct Loaded {
+    objects: BTreeMap<Arc<str>, Arc<CachedObject>>,
+    undecodable: BTreeSet<Arc<str>>,
+}
+
 struct CacheState {
     objects: BTreeMap<Arc<str>, Arc<CachedObject>>,
+    /// Keys whose stored values do not decode: never served, and named in
+    /// the error a read of them gets.
+    undecodable: BTreeSet<Arc<str>>,
     /// The last revision applied to this cache.
     applied: i64,
     /// The ring holds every event after this revision.
@@ -281,9 +292,10 @@ struct CacheState {
 
 impl CacheState {
     /// The state of a cache just loaded at `revision`.
-    fn new(objects: BTreeMap<Arc<str>, Arc<CachedObject>>, revision: i64) -> CacheState {
+    fn new(loaded: Loaded, revision: i64) -> CacheState {
         CacheState {
-            objects,
+            objects: loaded.objects,
+            undecodable: loaded.undecodable,
             applied: revision,
             ring_start: revision,
             ring: VecDeque::with_capacity(64),
@@ -338,9 +350,12 @@ impl ResourceCache {
         let watch_event = match event.kind {
             EventKind::Put => {
                 let Some(object) = self.ingest(&event.kv.key, &event.kv.value, revision) else {
-                    tracing::warn!(key = %event.kv.key, "skipping undecodable object");
+                    tracing::warn!(key = %event.kv.key, "an object that does not decode was stored");
+                    state.objects.remove(event.kv.key.as_str());
+                    state.undecodable.insert(event.kv.key.as_str().into());
                     return;
                 };
+                state.undecodable.remove(event.kv.key.as_str());
                 let object = Arc::new(object);
                 state.objects.insert(object.key.clone(), object.clone());
                 let kind = if prev.is_some() {
@@ -352,6 +367,7 @@ impl ResourceCache {
             }
             EventKind::Delete => {
                 state.objects.remove(event.kv.key.as_str());
+                state.undecodable.remove(event.kv.key.as_str());
                 let Some(prev) = prev else { return };
                 let Some(last) = self.ingest(&prev.key, &prev_value(&prev), revision) else {
                     return;
@@ -435,6 +451,17 @@ impl ResourceCache {
     /// One object by key.
     pub fn get(&self, key: &str) -> Option<Arc<CachedObject>> {
         self.read().objects.get(key).cloned()
+    }
+
+    /// The keys under `prefix` whose stored values do not decode.
+    pub fn undecodable(&self, prefix: &str) -> Vec<String> {
+        let state = self.read();
+        let end = prefix_end(prefix);
+        state
+            .undecodable
+            .range::<str, _>((Bound::Included(prefix), Bound::Excluded(end.as_str())))
+            .map(|key| key.to_string())
+            .collect()
     }
 
     /// The last revision that changed this cache (a cheap change check).
@@ -578,8 +605,8 @@ impl Cacher {
         prefix: &str,
         ingest: &Ingest,
         revision: i64,
-    ) -> Result<BTreeMap<Arc<str>, Arc<CachedObject>>, Error> {
-        let mut objects = BTreeMap::new();
+    ) -> Result<Loaded, Error> {
+        let mut loaded = Loaded::default();
         let end = prefix_end(prefix);
         let mut start = prefix.to_string();
         let (mut limit, mut ceiling) = (LIST_PAGE, LOAD_PAGE_MAX);
@@ -596,14 +623,20 @@ impl Cacher {
             };
             let bytes: usize = page.kvs.iter().map(|kv| kv.value.len()).sum();
             for kv in &page.kvs {
-                if let Some(obj) = ingest(&kv.key, &kv.value, kv.mod_revision) {
-                    objects.insert(obj.key.clone(), Arc::new(obj));
+                match ingest(&kv.key, &kv.value, kv.mod_revision) {
+                    Some(obj) => {
+                        loaded.objects.insert(obj.key.clone(), Arc::new(obj));
+                    }
+                    None => {
+                        tracing::warn!(key = %kv.key, "a stored object does not decode");
+                        loaded.undecodable.insert(kv.key.as_str().into());
+                    }
                 }
             }
             limit = next_load_page(bytes, page.kvs.len()).min(ceiling);
             match page.kvs.last() {
                 Some(last) if page.more => start = format!("{}\0", last.key),
-                _ => return Ok(objects),
+                _ => return Ok(loaded),
             }
         }
     }
