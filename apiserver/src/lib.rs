@@ -61,6 +61,7 @@ use generic_server::replica::{self, Replica, ReplicatedNamespaces};
 use generic_server::config::Logging;
 use generic_server::discovery::Discovery;
 use generic_server::filters::delegated::{DelegatedAuthorizer, DelegatedTokens};
+use generic_server::filters::flowcontrol::PriorityAndFairness;
 use generic_server::filters::requestheader::{RequestHeaderAuthenticator, RequestHeaderOptions};
 use generic_server::pipeline::{self, Pipeline};
 use generic_server::request::NotFoundHandler;
@@ -84,6 +85,11 @@ pub use generic_server::rest::ReadOnly;
 pub use conversion::{Conversion, Versioned};
 pub use generic_server::strategy::{Converter, Strategy};
 pub use k8s_openapi;
+
+/// Seats shared by priority and fairness's levels: kube's defaults of
+/// `--max-requests-inflight` (400) and `--max-mutating-requests-inflight`
+/// (200).
+const SEATS: u32 = 600;
 
 /// What can stop a server from starting or serving.
 #[derive(Debug, thiserror::Error)]
@@ -445,30 +451,19 @@ impl Server {
     }
 
     /// kube's order: NamespaceLifecycle (namespaces followed through the
-    /// front door, one not yet seen asked for there), the cluster's ValidatingAdmissionPolicies and webhooks (their
-    /// configuration followed through the front door), then the author's
-    /// plugins.
-    async fn admission_chain(&self) -> Result<Admission, Error> {
-        let failed = |source: apimachinery::error::Error| Error::Storage {
-            what: "the cluster's admission configuration".into(),
-            source,
-        };
-        let replica = Replica::start(self.front_door.clone(), replica::ADMISSION);
-        self.api
-            .add_health_check("admission-configuration", replica.check());
-        let cacher = Cacher::start(replica.storage())
-            .await
-            .map_err(|e| failed(e.into()))?;
-        let policies = Policies::new(cacher.clone(), replica::ROOT, Vec::new())
-            .await
-            .map_err(failed)?;
+    /// front door, one not yet seen asked for there), the cluster's
+    /// ValidatingAdmissionPolicies and webhooks (their configuration
+    /// followed through the front door), then the author's plugins.
+    async fn admission_chain(
+        &self,
+        replica: &Replica,
+        cacher: &Arc<Cacher>,
+    ) -> Result<Admission, apimachinery::error::Error> {
+        let policies = Policies::new(cacher.clone(), replica::ROOT, Vec::new()).await?;
         let webhooks = Webhooks::new(cacher.clone(), replica::ROOT)
-            .await
-            .map_err(failed)?
+            .await?
             .resolving_services(self.front_door.clone());
-        let namespaces = ReplicatedNamespaces::new(cacher, self.front_door.clone())
-            .await
-            .map_err(failed)?;
+        let namespaces = ReplicatedNamespaces::new(cacher.clone(), self.front_door.clone()).await?;
         let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![
             Arc::new(NamespaceLifecycle::reading(namespaces)),
             replica.guard(Arc::new(policies)),
@@ -480,11 +475,32 @@ impl Server {
 
     /// Listens and serves until the process is asked to stop.
     pub async fn serve(self) -> Result<(), Error> {
-        // Only stored resources are written, and so admitted.
+        // What the server follows of the cluster: priority and fairness,
+        // and for what it stores (and so admits), admission configuration.
+        let followed: Vec<replica::Followed> = match self.stored.is_empty() {
+            true => replica::FLOW_CONTROL.to_vec(),
+            false => [replica::FLOW_CONTROL, replica::ADMISSION].concat(),
+        };
+        let replica = Replica::start(self.front_door.clone(), &followed);
+        self.api
+            .add_health_check("cluster-configuration", replica.check());
+        let failed = |source: apimachinery::error::Error| Error::Storage {
+            what: "the cluster's configuration".into(),
+            source,
+        };
+        let followed = Cacher::start(replica.storage())
+            .await
+            .map_err(|e| failed(e.into()))?;
         let admission = match self.stored.is_empty() {
             true => Admission::default(),
-            false => self.admission_chain().await?,
+            false => self
+                .admission_chain(&replica, &followed)
+                .await
+                .map_err(failed)?,
         };
+        let flow_control = PriorityAndFairness::new(&followed, replica::ROOT, None, SEATS)
+            .await
+            .map_err(|e| failed(e.into()))?;
         for (resources, storage) in &self.stored {
             let cacher = Cacher::start(storage.connect().await?)
                 .await
@@ -539,7 +555,9 @@ impl Server {
         }
         let authorizer = DelegatedAuthorizer::new(self.front_door.clone());
         let door = Arc::new(
-            Pipeline::new(self.authenticator, Box::new(authorizer), self.api).named(self.name),
+            Pipeline::new(self.authenticator, Box::new(authorizer), self.api)
+                .with_flow_control(flow_control)
+                .named(self.name),
         );
         tracing::info!(listen = %options.listen, name = self.name, "serving");
         pipeline::serve_https(

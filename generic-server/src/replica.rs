@@ -1,9 +1,9 @@
 //! Cluster objects an aggregated server follows through the front door
-//! (admission configuration, namespaces), replicated into memory storage
-//! under the chain's keys, so that what follows them through a
-//! [`Cacher`](crate::storage::cacher::Cacher) (admission webhooks,
-//! ValidatingAdmissionPolicies, namespaceSelectors) works there as in the
-//! chain's own servers. Each resource is listed, then watched from the
+//! (admission configuration, namespaces, priority and fairness), replicated
+//! into memory storage under the chain's keys, so that what follows them
+//! through a [`Cacher`](crate::storage::cacher::Cacher) (admission
+//! webhooks, ValidatingAdmissionPolicies, namespaceSelectors, FlowSchemas)
+//! works there as in the chain's own servers. Each resource is listed, then watched from the
 //! list's resourceVersion; a watch that ends is resumed from its last
 //! resourceVersion, and one that fails (410 Gone, the front door away)
 //! starts over with a list after a pause, as kube's reflectors do. While
@@ -87,6 +87,21 @@ pub const ADMISSION: &[Followed] = &[
     },
 ];
 
+/// What priority and fairness classifies requests by: FlowSchemas and
+/// PriorityLevelConfigurations.
+pub const FLOW_CONTROL: &[Followed] = &[
+    Followed {
+        group: "flowcontrol.apiserver.k8s.io",
+        version: "v1",
+        plural: "flowschemas",
+    },
+    Followed {
+        group: "flowcontrol.apiserver.k8s.io",
+        version: "v1",
+        plural: "prioritylevelconfigurations",
+    },
+];
+
 /// The followed resources' objects, kept in memory storage.
 #[derive(Clone)]
 pub struct Replica {
@@ -136,7 +151,7 @@ impl Replica {
                 match synced {
                     true => Ok(()),
                     false => Err(crate::Error::Unavailable(
-                        "the cluster's admission configuration is not read yet".into(),
+                        "the cluster's configuration (admission, priority and fairness) is not read yet".into(),
                     )),
                 }
             })

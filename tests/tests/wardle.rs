@@ -526,6 +526,21 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
     };
     assert_eq!(direct(tests::As::Admin), "200");
     assert_eq!(direct(tests::As::Anonymous), "401");
+    // Priority and fairness classifies its requests by the cluster's
+    // FlowSchemas, followed through the front door (kube's headers).
+    let classified = || {
+        let out = cluster
+            .curl_command(tests::As::Admin)
+            .args(["-D", "-", "-o", "/dev/null", "--cacert"])
+            .arg(cert_dir.join("ca.crt"))
+            .arg(format!("https://127.0.0.1:{port}/apis/{GROUP}/v1beta1"))
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&out.stdout)
+            .to_ascii_lowercase()
+            .contains("x-kubernetes-pf-flowschema-uid")
+    };
+    assert!(classified(), "no priority and fairness on the server");
 
     // Someone with no binding is refused by the front door's decision.
     let stranger = cluster.kubectl(&["--as=stranger", "-n", "team", "get", "flunders"]);
