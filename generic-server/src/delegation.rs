@@ -802,7 +802,7 @@ impl ResumingWatch {
         let Some(version) = self
             .last
             .as_deref()
-            .and_then(crate::watch_hub::last_resource_version)
+            .and_then(crate::watch_event::last_resource_version)
         else {
             // Nothing passed through yet: the original request starts afresh.
             return Some(request);
@@ -853,11 +853,10 @@ impl ResumingWatch {
                     let body: Vec<Bytes> = chunks(frames).collect().await;
                     let status: serde_json::Value =
                         serde_json::from_slice(&body.concat()).unwrap_or_default();
-                    let mut line =
-                        serde_json::to_vec(&serde_json::json!({"type": "ERROR", "object": status}))
-                            .unwrap_or_default();
-                    line.push(b'\n');
-                    return Some(line.into());
+                    return Some(crate::watch_event::value_line(
+                        crate::watch_event::ERROR,
+                        &status,
+                    ));
                 }
                 Err(why) => {
                     tracing::debug!(delegate = %self.delegate.name, replica = %replica.address, %why, "cannot resume the watch here");
@@ -1094,16 +1093,16 @@ mod tests {
         let plain = b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}\n\
                       {\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}\n";
         assert_eq!(
-            crate::watch_hub::last_resource_version(plain).as_deref(),
+            crate::watch_event::last_resource_version(plain).as_deref(),
             Some("9")
         );
         let table = br#"{"type":"ADDED","object":{"kind":"Table","metadata":{"resourceVersion":"12"},"rows":[]}}"#;
         assert_eq!(
-            crate::watch_hub::last_resource_version(table).as_deref(),
+            crate::watch_event::last_resource_version(table).as_deref(),
             Some("12")
         );
         assert_eq!(
-            crate::watch_hub::last_resource_version(
+            crate::watch_event::last_resource_version(
                 b"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\"}}\n"
             ),
             None

@@ -41,6 +41,7 @@ pub mod testing;
 pub mod tls;
 pub mod trace;
 pub mod version;
+pub mod watch_event;
 pub mod watch_hub;
 
 pub use error::{Error, Result};

@@ -22,6 +22,7 @@ use crate::filters::delegated::FrontDoor;
 use crate::health::HealthCheck;
 use crate::storage::Storage;
 use crate::storage::memory::MemoryStorage;
+use crate::watch_event;
 use apimachinery::error::{Error, Result};
 
 /// The key root of replicated objects (in the replica's own storage).
@@ -275,7 +276,7 @@ impl Follower {
                 "{}?watch=true&allowWatchBookmarks=true&resourceVersion={version}&timeoutSeconds={WATCH_SECONDS}",
                 self.resource.path()
             );
-            let (sender, mut events) = tokio::sync::mpsc::unbounded_channel::<Value>();
+            let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
             let watching = self.front_door.watch(
                 &path,
                 Duration::from_secs(WATCH_SECONDS + 30),
@@ -298,9 +299,9 @@ impl Follower {
     }
 
     /// Applies one watch event to the replica, noting its resourceVersion.
-    async fn apply(&self, event: &Value, version: &mut String) -> Result<()> {
-        let object = &event["object"];
-        match event["type"].as_str().unwrap_or_default() {
+    async fn apply(&self, event: &watch_event::Event, version: &mut String) -> Result<()> {
+        let object = &event.object;
+        match event.kind.as_str() {
             "ADDED" | "MODIFIED" => {
                 let key = self.key(object);
                 let value = encode(object)?;
@@ -315,7 +316,7 @@ impl Follower {
                     self.storage.delete(&key, None).await?;
                 }
             }
-            "BOOKMARK" => {}
+            watch_event::BOOKMARK => {}
             _ => {
                 let message = object["message"].as_str().unwrap_or("a watch error");
                 return Err(Error::new(apimachinery::error::Reason::Gone, message));

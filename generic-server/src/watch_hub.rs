@@ -156,8 +156,8 @@ impl Shared {
             if bytes.len() <= 1 {
                 continue;
             }
-            let error = bytes.starts_with(br#"{"type":"ERROR""#);
-            let revision = last_resource_version(&bytes)
+            let error = crate::watch_event::is_error(&bytes);
+            let revision = crate::watch_event::last_resource_version(&bytes)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(state.last);
             let line = Line {
@@ -383,21 +383,6 @@ fn subscription(
     }
 }
 
-/// newline-terminated JSON events, plain or as Table rows).
-pub(crate) fn last_resource_version(chunk: &[u8]) -> Option<String> {
-    let line = chunk
-        .strip_suffix(b"\n")
-        .unwrap_or(chunk)
-        .rsplit(|b| *b == b'\n')
-        .next()?;
-    let event: serde_json::Value = serde_json::from_slice(line).ok()?;
-    event
-        .pointer("/object/metadata/resourceVersion")?
-        .as_str()
-        .filter(|v| !v.is_empty())
-        .map(str::to_string)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,7 +470,7 @@ mod tests {
                 .expect("an event in time")
                 .expect("the watch still open");
             for l in chunk.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-                let v = last_resource_version(l).unwrap();
+                let v = crate::watch_event::last_resource_version(l).unwrap();
                 got.push(v.parse().unwrap());
             }
         }

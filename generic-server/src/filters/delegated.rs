@@ -193,7 +193,7 @@ impl FrontDoor {
         &self,
         path: &str,
         longest: Duration,
-        mut each: impl FnMut(Value) -> Result<()>,
+        mut each: impl FnMut(crate::watch_event::Event) -> Result<()>,
     ) -> Result<()> {
         let request = self
             .authorized(self.client.get(format!("{}{path}", self.base)))
@@ -207,12 +207,8 @@ impl FrontDoor {
         let mut pending: Vec<u8> = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
             pending.extend_from_slice(&chunk);
-            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = pending.drain(..=end).collect();
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let event = serde_json::from_slice(&line).map_err(|e| {
+            for line in crate::watch_event::take_lines(&mut pending) {
+                let event = crate::watch_event::parse(&line).map_err(|e| {
                     Error::internal(format!("a watch event from the front door: {e}"))
                 })?;
                 each(event)?;

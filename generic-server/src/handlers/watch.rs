@@ -5,13 +5,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::StreamExt;
 use http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{Output, check_verb, list_options, namespace, output};
 use crate::registry::{Store, WatchItem};
 use crate::request::{ApiRequest, ApiResponse};
 use crate::resource::Resource;
-use crate::storage::cacher::encode_line;
+use crate::watch_event;
 use apimachinery::error::Result;
 use apimachinery::table;
 
@@ -39,26 +39,19 @@ pub async fn watch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> 
     Ok(ApiResponse::stream(StatusCode::OK, content_type, stream))
 }
 
-fn line(kind: &str, object: &Value) -> Bytes {
-    let mut bytes =
-        serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
-    bytes.push(b'\n');
-    bytes.into()
-}
-
 /// Encodes one watch item for the negotiated output.
 fn encode(resource: &Resource, out: Output, item: WatchItem) -> Bytes {
     match item {
         WatchItem::Event(kind, object, shared) => match (out, shared) {
             // The cache's own encoding, shared by every watcher that sees the event as it is.
             (Output::Json, Some(event)) if event.kind == kind => event.json_line(),
-            (Output::Json, _) => encode_line(kind, &object.bytes),
+            (Output::Json, _) => watch_event::line(kind.as_str(), &object.bytes),
             (Output::Table(include), _) => {
                 let obj = object.value();
                 let row = table::row(resource.strategy.cells(&obj), &obj, include);
                 let columns = resource.strategy.columns();
                 let t = table::table(Some(&columns), vec![row], &object.revision.to_string(), "");
-                line(kind.as_str(), &t)
+                watch_event::value_line(kind.as_str(), &t)
             }
         },
         WatchItem::Bookmark {
@@ -77,10 +70,10 @@ fn encode(resource: &Resource, out: Output, item: WatchItem) -> Bytes {
                     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": null, "rows": null})
                 }
             };
-            line("BOOKMARK", &object)
+            watch_event::value_line(watch_event::BOOKMARK, &object)
         }
-        WatchItem::Error(err) => line(
-            "ERROR",
+        WatchItem::Error(err) => watch_event::value_line(
+            watch_event::ERROR,
             &serde_json::to_value(err.to_status()).unwrap_or_default(),
         ),
     }

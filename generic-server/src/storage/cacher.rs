@@ -208,20 +208,9 @@ impl WatchEvent {
     /// The JSON watch line for this event, encoded once.
     pub fn json_line(&self) -> Bytes {
         self.encoded
-            .get_or_init(|| encode_line(self.kind, &self.object.bytes))
+            .get_or_init(|| crate::watch_event::line(self.kind.as_str(), &self.object.bytes))
             .clone()
     }
-}
-
-/// Encodes one watch event line from an object's JSON.
-pub fn encode_line(kind: WatchEventType, object: &[u8]) -> Bytes {
-    let mut line = Vec::with_capacity(object.len() + 32);
-    line.extend_from_slice(b"{\"type\":\"");
-    line.extend_from_slice(kind.as_str().as_bytes());
-    line.extend_from_slice(b"\",\"object\":");
-    line.extend_from_slice(object);
-    line.extend_from_slice(b"}\n");
-    line.into()
 }
 
 /// A cache read: objects and the revision they are exact at.
