@@ -546,7 +546,7 @@ impl Server {
             source,
         })?;
         if let Some(addr) = options.metrics_address {
-            generic_server::metrics::serve(addr, self.api.clone(), options.plain_metrics).map_err(
+            generic_server::plain_listener::serve(addr, self.api.clone(), options.plain_metrics).map_err(
                 |source| Error::Setup {
                     what: "the health listener",
                     source,

@@ -178,7 +178,7 @@ impl CompletedConfig {
             self.checks,
         ));
         if let Some(addr) = self.metrics_address {
-            crate::metrics::serve(addr, server.clone(), self.plain_metrics)?;
+            crate::plain_listener::serve(addr, server.clone(), self.plain_metrics)?;
         }
         Ok(GenericServer {
             name: name.to_string(),

@@ -23,6 +23,7 @@ pub mod loopback;
 pub mod metrics;
 pub mod mirror;
 pub mod pipeline;
+pub mod plain_listener;
 pub mod registration;
 pub mod registry;
 pub mod replica;
