@@ -20,7 +20,8 @@ use generic_server::admission::{self, Admission};
 use generic_server::audit::{AuditOptions, Auditor};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
-use generic_server::filters::flowcontrol::{DebugHandler, PriorityAndFairness};
+use generic_server::filters::flowcontrol::{self, PriorityAndFairness, PriorityLevelsDump};
+use generic_server::router::Router;
 use generic_server::filters::rbac::Rbac;
 use generic_server::loopback::Loopback;
 use generic_server::pipeline::{self, Pipeline};
@@ -156,9 +157,30 @@ async fn run(options: Options) -> anyhow::Result<()> {
         &apimachinery::keys::lease("aggregator-controllers"),
         &format!("{host}-{}", std::process::id()),
     );
-    let handler = Arc::new(openapi_v2::OpenApiV2::new(Arc::new(
-        proxy::Aggregator::new(server.server.clone(), routes.clone(), clients.clone()),
-    )));
+    let flow_control = PriorityAndFairness::new(
+        &server.cacher,
+        &server.etcd_root,
+        Some(server.etcd.clone()),
+        options.max_requests_inflight + options.max_mutating_requests_inflight,
+    )
+    .await
+    .context("following the flow control configuration")?;
+    let proxy: Arc<dyn generic_server::request::Handler> = Arc::new(proxy::Aggregator::new(
+        server.server.clone(),
+        routes.clone(),
+        clients.clone(),
+    ));
+    let mut router = Router::new(proxy.clone()).route(
+        "/openapi/v2",
+        Arc::new(openapi_v2::OpenApiV2::new(proxy)),
+    );
+    if options.enable_priority_and_fairness {
+        router = router.route(
+            flowcontrol::DUMP_PRIORITY_LEVELS,
+            Arc::new(PriorityLevelsDump(flow_control.clone())),
+        );
+    }
+    let handler = Arc::new(router);
     controllers::add_post_start_hooks(
         &mut server,
         controllers::Shared {
@@ -207,14 +229,6 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let rbac = Rbac::new(&server.cacher, &server.etcd_root)
         .await
         .context("following the RBAC policy")?;
-    let flow_control = PriorityAndFairness::new(
-        &server.cacher,
-        &server.etcd_root,
-        Some(server.etcd.clone()),
-        options.max_requests_inflight + options.max_mutating_requests_inflight,
-    )
-    .await
-    .context("following the flow control configuration")?;
     // kube's hook of the same name: ready once the configuration in etcd is in effect.
     let (consumer, cacher) = (flow_control.clone(), server.cacher.clone());
     server.add_post_start_hook("priority-and-fairness-config-consumer", async move {
@@ -224,11 +238,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
         tracing::info!(levels = ?consumer.nominal_limits(), "priority and fairness: nominal seats");
     });
     tokio::spawn(server.start_post_start_hooks());
-    let door = if options.enable_priority_and_fairness {
-        let handler = Arc::new(DebugHandler::new(flow_control.clone(), handler));
-        Pipeline::new(authenticator, Box::new(rbac), handler).with_flow_control(flow_control)
-    } else {
-        Pipeline::new(authenticator, Box::new(rbac), handler)
+    let door = Pipeline::new(authenticator, Box::new(rbac), handler);
+    let door = match options.enable_priority_and_fairness {
+        true => door.with_flow_control(flow_control),
+        false => door,
     };
     let door = Arc::new(door.with_audit(auditor));
     tracing::info!(listen = %options.listen, "aggregator serving");

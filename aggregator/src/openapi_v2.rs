@@ -18,9 +18,10 @@ use serde_json::{Map, Value};
 /// older spelling, `…spec.v2@v1.0+protobuf`, which Go cannot parse back).
 const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
-/// Serves `/openapi/v2` in front of `inner`, which serves everything else.
+/// Serves `/openapi/v2` (a route of the front door's router), built from
+/// the v3 documents `sources` serves.
 pub struct OpenApiV2 {
-    inner: Arc<dyn Handler>,
+    sources: Arc<dyn Handler>,
     cache: tokio::sync::Mutex<Cache>,
 }
 
@@ -35,10 +36,10 @@ struct Cache {
 }
 
 impl OpenApiV2 {
-    /// Answers `/openapi/v2` from what `inner` serves.
-    pub fn new(inner: Arc<dyn Handler>) -> Self {
+    /// Answers `/openapi/v2` from what `sources` serves.
+    pub fn new(sources: Arc<dyn Handler>) -> Self {
         OpenApiV2 {
-            inner,
+            sources,
             cache: Default::default(),
         }
     }
@@ -57,7 +58,7 @@ impl OpenApiV2 {
             Bytes::new(),
             req.user.clone(),
         );
-        self.inner.handle(sub).await
+        self.sources.handle(sub).await
     }
 
     async fn serve(&self, req: ApiRequest) -> ApiResponse {
@@ -128,10 +129,6 @@ impl OpenApiV2 {
 #[async_trait::async_trait]
 impl Handler for OpenApiV2 {
     async fn handle(&self, req: ApiRequest) -> ApiResponse {
-        let path = req.path.trim_end_matches('/');
-        if path == "/openapi/v2" && req.method == Method::GET {
-            return self.serve(req).await;
-        }
-        self.inner.handle(req).await
+        self.serve(req).await
     }
 }

@@ -31,6 +31,7 @@ pub mod request;
 pub mod request_info;
 pub mod resource;
 pub mod rest;
+pub mod router;
 pub mod runtime;
 pub mod server;
 pub mod service_client;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use apimachinery::flowcontrol::queueset::{self, Place, QueueSet, RejectReason, Ticket};
 use apimachinery::flowcontrol::{self, Digest, bootstrap};
-use http::{HeaderName, HeaderValue, Method};
+use http::{HeaderName, HeaderValue};
 use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -684,30 +684,18 @@ impl ObjectCounts {
 }
 
 /// Serves `/debug/api_priority_and_fairness/dump_priority_levels` (to those
-/// the pipeline authorized for it) and hands everything else to `next`.
-pub struct DebugHandler {
-    filter: Arc<PriorityAndFairness>,
-    next: Arc<dyn Handler>,
-}
-
-impl DebugHandler {
-    /// `next`, with the dump in front of it.
-    pub fn new(filter: Arc<PriorityAndFairness>, next: Arc<dyn Handler>) -> DebugHandler {
-        DebugHandler { filter, next }
-    }
-}
+/// the pipeline authorized for it): a route of the server's
+/// [`Router`](crate::router::Router) at [`DUMP_PRIORITY_LEVELS`].
+pub struct PriorityLevelsDump(pub Arc<PriorityAndFairness>);
 
 #[async_trait::async_trait]
-impl Handler for DebugHandler {
-    async fn handle(&self, req: ApiRequest) -> ApiResponse {
-        if req.path == DUMP_PRIORITY_LEVELS && req.method == Method::GET {
-            return ApiResponse::bytes(
-                http::StatusCode::OK,
-                "text/plain; charset=utf-8",
-                self.filter.dump_priority_levels(),
-            );
-        }
-        self.next.handle(req).await
+impl Handler for PriorityLevelsDump {
+    async fn handle(&self, _req: ApiRequest) -> ApiResponse {
+        ApiResponse::bytes(
+            http::StatusCode::OK,
+            "text/plain; charset=utf-8",
+            self.0.dump_priority_levels(),
+        )
     }
 }
 
@@ -870,7 +858,7 @@ mod tests {
 
     fn request(user: &str, groups: &[&str], path: &str) -> ApiRequest {
         ApiRequest::new(
-            Method::GET,
+            http::Method::GET,
             path,
             "",
             HeaderMap::new(),
