@@ -298,6 +298,19 @@ impl Resource {
         self.subresources.iter().find(|s| s.name == name)
     }
 
+    /// A Status for a completed delete of `obj`, as kube returns when it
+    /// does not return the object.
+    pub fn deleted_status(&self, obj: &serde_json::Value) -> apimachinery::error::Status {
+        let meta = |field: &str| obj["metadata"][field].as_str().unwrap_or_default().to_string();
+        apimachinery::error::Status::success(apimachinery::error::StatusDetails {
+            name: Some(meta("name")),
+            group: (!self.group.is_empty()).then(|| self.group.clone()),
+            kind: Some(self.plural.clone()),
+            uid: Some(meta("uid")).filter(|u| !u.is_empty()),
+            ..Default::default()
+        })
+    }
+
     /// The etcd key prefix of its objects, ending in `/`:
     /// `/registry/<resource>/` for core, `/registry/<group>/<resource>/` otherwise.
     pub fn key_prefix(&self, root: &str) -> String {

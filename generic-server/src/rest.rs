@@ -8,14 +8,19 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::registry::{ListOptions, ListResult, Store};
+use crate::registry::{
+    DeleteOptions, Deleted, ListOptions, ListResult, Store, WatchStream, WriteOptions, Written,
+};
+use apimachinery::patch::PatchType;
+use crate::handlers::namespace;
 use crate::request::ApiRequest;
 use crate::resource::Resource;
 use crate::storage::cacher::{CachedObject, Ingest};
 use apimachinery::error::{Error, Result};
-use apimachinery::group_version::GroupVersionKind;
 
-/// What serves one resource path: its verbs, each optional.
+/// What serves one resource path: its verbs, each optional (kube's
+/// `rest.Getter`, `rest.Lister`, `rest.Watcher`, `rest.Creater`, ...). A
+/// verb a path lacks answers 405; the handlers call nothing else.
 #[async_trait::async_trait]
 pub trait Rest: Send + Sync + 'static {
     /// The resource served (names, scope, verbs, strategy).
@@ -41,25 +46,75 @@ pub trait Rest: Send + Sync + 'static {
         Err(Error::method_not_allowed())
     }
 
-    /// Answers a create: the object decoded, its kind checked; what to return.
-    async fn create(&self, _req: &ApiRequest, _obj: Value) -> Result<Value> {
+    /// The changes to the objects `opts` selects (`watch`).
+    async fn watch(&self, _namespace: &str, _opts: ListOptions) -> Result<WatchStream> {
         Err(Error::method_not_allowed())
     }
 
-    /// The kind a create takes, when it is not the resource's own (a
-    /// subresource's, such as `TokenRequest` at `serviceaccounts/token`).
-    fn create_kind(&self) -> GroupVersionKind {
-        self.resource().gvk()
+    /// The body of a create, decoded and checked as this path takes it.
+    async fn decode(&self, req: &ApiRequest) -> Result<Value> {
+        crate::handlers::body(self.resource(), req).await
     }
 
-    /// The generic store behind this path, for the verbs only it has:
-    /// update, patch, delete, watch, scale and connect.
+    /// A create (`create`) of `obj`, decoded by [`Rest::decode`].
+    async fn create(&self, _req: &ApiRequest, _obj: Value, _opts: &WriteOptions) -> Result<Written> {
+        Err(Error::method_not_allowed())
+    }
+
+    /// A replacement (`update`) of an object or its subresource.
+    async fn update(
+        &self,
+        _req: &ApiRequest,
+        _obj: Value,
+        _opts: &WriteOptions,
+    ) -> Result<Written> {
+        Err(Error::method_not_allowed())
+    }
+
+    /// A patch (`patch`) of an object or its subresource.
+    async fn patch(
+        &self,
+        _req: &ApiRequest,
+        _kind: PatchType,
+        _opts: &WriteOptions,
+    ) -> Result<Written> {
+        Err(Error::method_not_allowed())
+    }
+
+    /// A delete (`delete`) of one object.
+    async fn delete(&self, _req: &ApiRequest, _opts: &DeleteOptions) -> Result<Deleted> {
+        Err(Error::method_not_allowed())
+    }
+
+    /// A delete of every object `list` selects (`deletecollection`): what
+    /// was deleted, and the revision the answer is current at.
+    async fn delete_collection(
+        &self,
+        _req: &ApiRequest,
+        _list: &ListOptions,
+        _opts: &DeleteOptions,
+    ) -> Result<(Vec<Value>, i64)> {
+        Err(Error::method_not_allowed())
+    }
+
+    /// A connect subresource (`pods/log`, `pods/exec`).
+    async fn connect(&self, _req: &ApiRequest) -> Result<crate::request::ApiResponse> {
+        Err(Error::method_not_allowed())
+    }
+
+    /// An object seen through its `scale` subresource.
+    fn scale(&self, _obj: &Value) -> Result<Value> {
+        Err(Error::method_not_allowed())
+    }
+
+    /// The generic store behind this path, for the server's own readers
+    /// (admission plugins, garbage collection); requests use the verbs.
     fn store(&self) -> Option<&Arc<Store>> {
         None
     }
 }
 
-/// The generic store, as a [`Rest`].
+/// The generic store, as a [`Rest`]: every verb.
 pub struct Stored(pub Arc<Store>);
 
 #[async_trait::async_trait]
@@ -87,6 +142,80 @@ impl Rest for Stored {
         self.0.list(namespace, opts).await
     }
 
+    async fn watch(&self, namespace: &str, opts: ListOptions) -> Result<WatchStream> {
+        self.0.watch(namespace, opts).await
+    }
+
+    async fn create(&self, req: &ApiRequest, obj: Value, opts: &WriteOptions) -> Result<Written> {
+        // Objects are created in their collection.
+        if !req.info.name.is_empty() || !req.info.subresource.is_empty() {
+            return Err(Error::method_not_allowed());
+        }
+        self.0
+            .create(namespace(self.resource(), req), obj, opts)
+            .await
+    }
+
+    async fn update(&self, req: &ApiRequest, obj: Value, opts: &WriteOptions) -> Result<Written> {
+        let info = &req.info;
+        self.0
+            .update(
+                namespace(self.resource(), req),
+                &info.name,
+                &info.subresource,
+                obj,
+                opts,
+            )
+            .await
+    }
+
+    async fn patch(&self, req: &ApiRequest, kind: PatchType, opts: &WriteOptions) -> Result<Written> {
+        let info = &req.info;
+        self.0
+            .patch(
+                namespace(self.resource(), req),
+                &info.name,
+                &info.subresource,
+                kind,
+                &req.body,
+                opts,
+            )
+            .await
+    }
+
+    async fn delete(&self, req: &ApiRequest, opts: &DeleteOptions) -> Result<Deleted> {
+        self.0
+            .delete(namespace(self.resource(), req), &req.info.name, opts)
+            .await
+    }
+
+    async fn delete_collection(
+        &self,
+        req: &ApiRequest,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<(Vec<Value>, i64)> {
+        let items = self
+            .0
+            .delete_collection(namespace(self.resource(), req), list, opts)
+            .await?;
+        Ok((items, self.0.progress()))
+    }
+
+    async fn connect(&self, req: &ApiRequest) -> Result<crate::request::ApiResponse> {
+        let obj = self
+            .0
+            .get(namespace(self.resource(), req), &req.info.name, None)
+            .await?;
+        self.resource()
+            .strategy
+            .connect(&req.info.subresource, &obj.value(), req)
+    }
+
+    fn scale(&self, obj: &Value) -> Result<Value> {
+        self.0.to_scale(obj)
+    }
+
     fn store(&self) -> Option<&Arc<Store>> {
         Some(&self.0)
     }
@@ -110,7 +239,7 @@ pub struct Answered {
     /// The resource it lives at.
     pub resource: Resource,
     /// The kind it takes.
-    pub kind: GroupVersionKind,
+    pub kind: apimachinery::group_version::GroupVersionKind,
     /// What answers.
     pub endpoint: Arc<dyn CreateOnly>,
 }
@@ -121,12 +250,48 @@ impl Rest for Answered {
         &self.resource
     }
 
-    async fn create(&self, req: &ApiRequest, obj: Value) -> Result<Value> {
-        self.endpoint.create(req, obj).await
+    /// The body must be this endpoint's kind; it is completed with its
+    /// apiVersion, kind and the path's namespace.
+    async fn decode(&self, req: &ApiRequest) -> Result<Value> {
+        let kind = &self.kind;
+        let media = crate::codec::MediaType::from_content_type(
+            req.header(http::header::CONTENT_TYPE),
+        )?;
+        let mut obj = crate::codec::decode(media, &req.body).await?;
+        let Some(map) = obj.as_object_mut() else {
+            return Err(Error::bad_request("the body must be an object"));
+        };
+        let expected = kind.api_version();
+        let other_version = map
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| v != expected);
+        let other_kind = map
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k != kind.kind);
+        if other_version || other_kind {
+            return Err(Error::bad_request(format!(
+                "the body must be a {} of {expected}",
+                kind.kind
+            )));
+        }
+        map.insert("apiVersion".into(), json!(expected));
+        map.insert("kind".into(), json!(kind.kind));
+        crate::registry::metadata::ensure_namespace(
+            &mut obj,
+            self.resource.namespaced,
+            &req.info.namespace,
+        )?;
+        Ok(obj)
     }
 
-    fn create_kind(&self) -> GroupVersionKind {
-        self.kind.clone()
+    async fn create(&self, req: &ApiRequest, obj: Value, _opts: &WriteOptions) -> Result<Written> {
+        Ok(Written {
+            object: self.endpoint.create(req, obj).await?,
+            created: true,
+            warnings: Vec::new(),
+        })
     }
 }
 

@@ -138,6 +138,19 @@ fn bad_requests_get_statuses_and_change_nothing() {
         b"",
     );
     assert_status(&selector, 400, "BadRequest");
+
+    // Paths no resource has: a subresource it lacks, a namespace in the
+    // path of a cluster-scoped one.
+    for path in [
+        format!("{item}/bogus"),
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/clusterroles/admin".to_string(),
+    ] {
+        assert_status(
+            &request(&cluster, "GET", &path, "application/json", b""),
+            404,
+            "NotFound",
+        );
+    }
     let fields = request(
         &cluster,
         "GET",

@@ -1,46 +1,43 @@
 //! DELETE of one object, and DELETECOLLECTION.
 
-use std::sync::Arc;
-
 use http::{StatusCode, header};
 use serde_json::{Value, json};
 
-use super::{check_verb, list_options, namespace, object_response, output, with_warnings};
+use super::{check_verb, list_options, object_response, output, with_warnings};
 use crate::codec::{self, MediaType};
-use crate::registry::{DeleteOptions, Store};
+use crate::registry::DeleteOptions;
 use crate::request::{ApiRequest, ApiResponse};
+use crate::rest::Rest;
 use apimachinery::error::{Error, Result};
 
 /// DELETE one object.
-pub async fn delete(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    check_verb(&store.resource, req)?;
+pub async fn delete(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
+    let resource = rest.resource();
+    check_verb(resource, req)?;
     let out = output(req)?;
     let opts = delete_options(req).await?;
-    let deleted = store
-        .delete(namespace(&store.resource, req), &req.info.name, &opts)
-        .await?;
+    let deleted = rest.delete(req, &opts).await?;
     let response = if !deleted.gone {
-        object_response(&store.resource, StatusCode::ACCEPTED, &deleted.object, out)
-    } else if store.resource.strategy.return_deleted_object() {
-        object_response(&store.resource, StatusCode::OK, &deleted.object, out)
+        object_response(resource, StatusCode::ACCEPTED, &deleted.object, out)
+    } else if resource.strategy.return_deleted_object() {
+        object_response(resource, StatusCode::OK, &deleted.object, out)
     } else {
-        ApiResponse::json(StatusCode::OK, &store.deleted_status(&deleted.object))
+        ApiResponse::json(StatusCode::OK, &resource.deleted_status(&deleted.object))
     };
     Ok(with_warnings(response, &deleted.warnings))
 }
 
 /// DELETE every object matching the selectors.
-pub async fn delete_collection(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    check_verb(&store.resource, req)?;
+pub async fn delete_collection(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
+    let resource = rest.resource();
+    check_verb(resource, req)?;
     let list = list_options(req)?;
     let opts = delete_options(req).await?;
-    let items = store
-        .delete_collection(namespace(&store.resource, req), &list, &opts)
-        .await?;
+    let (items, revision) = rest.delete_collection(req, &list, &opts).await?;
     let body = json!({
-        "kind": store.resource.list_kind,
-        "apiVersion": store.resource.api_version(),
-        "metadata": {"resourceVersion": store.progress().to_string()},
+        "kind": resource.list_kind,
+        "apiVersion": resource.api_version(),
+        "metadata": {"resourceVersion": revision.to_string()},
         "items": items,
     });
     Ok(ApiResponse::json(StatusCode::OK, &body))

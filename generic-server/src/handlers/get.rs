@@ -9,7 +9,7 @@ use crate::registry::ListResult;
 use crate::request::{ApiRequest, ApiResponse};
 use crate::resource::Resource;
 use crate::rest::Rest;
-use apimachinery::error::{Error, Result};
+use apimachinery::error::Result;
 use apimachinery::table;
 
 /// GET one object (or its subresource).
@@ -21,11 +21,7 @@ pub async fn get(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
         .get(req, namespace(resource, req), &req.info.name)
         .await?;
     if req.info.subresource == "scale" {
-        let store = rest.store().ok_or_else(Error::method_not_allowed)?;
-        return Ok(ApiResponse::json(
-            StatusCode::OK,
-            &store.to_scale(&obj.value())?,
-        ));
+        return Ok(ApiResponse::json(StatusCode::OK, &rest.scale(&obj.value())?));
     }
     match out {
         Output::Json => {

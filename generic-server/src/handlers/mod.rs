@@ -9,13 +9,11 @@ mod patch;
 mod update;
 mod watch;
 
-use std::sync::Arc;
-
 use http::{StatusCode, header};
 use serde_json::Value;
 
 use crate::codec::{self, MediaType};
-use crate::registry::{FieldValidation, ListOptions, Store, WriteOptions};
+use crate::registry::{FieldValidation, ListOptions, WriteOptions};
 use crate::request::{ApiRequest, ApiResponse};
 use crate::resource::Resource;
 use crate::rest::Rest;
@@ -24,67 +22,38 @@ use apimachinery::field_selector::FieldSelector;
 use apimachinery::label_selector::LabelSelector;
 use apimachinery::table::{self, IncludeObject};
 
-/// Serves a resource request, by verb. The generic store has every verb;
-/// other [`Rest`] implementations are served by the same `get`, `list` and
-/// `create` handlers, and answer 405 to the rest.
+/// Serves a resource request, by verb, through the path's [`Rest`]: a
+/// verb it lacks answers 405, a subresource it does not have or a
+/// namespace on a cluster-scoped resource 404.
 pub async fn serve(rest: &dyn Rest, req: ApiRequest) -> ApiResponse {
-    let result = match rest.store() {
-        Some(store) => serve_store(rest, store, &req).await,
-        None => serve_unstored(rest, &req).await,
-    };
-    result.unwrap_or_else(ApiResponse::from)
+    verb(rest, &req).await.unwrap_or_else(ApiResponse::from)
 }
 
-/// The generic store's verbs; `rest` is the store, as a [`Rest`].
-async fn serve_store(rest: &dyn Rest, store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    let connects = store
-        .resource
-        .find_subresource(&req.info.subresource)
-        .is_some_and(|s| s.connect);
-    if connects {
-        return connect(store, req).await;
-    }
-    match req.info.verb.as_str() {
-        "get" => get::get(rest, req).await,
-        "list" => get::list(rest, req).await,
-        "watch" => watch::watch(store, req).await,
-        "create" => create::create(store, req).await,
-        "update" => update::update(store, req).await,
-        "patch" => patch::patch(store, req).await,
-        "delete" => delete::delete(store, req).await,
-        "deletecollection" => delete::delete_collection(store, req).await,
-        _ => Err(Error::method_not_allowed()),
-    }
-}
-
-/// A resource with no store: computed objects (`get`, `list`) or a
-/// create-only endpoint (at the resource or at one of its subresources).
-async fn serve_unstored(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
+async fn verb(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
     let (r, info) = (rest.resource(), &req.info);
-    let unknown_subresource =
-        !info.subresource.is_empty() && r.find_subresource(&info.subresource).is_none();
-    if unknown_subresource || (!r.namespaced && !info.namespace.is_empty()) {
+    let subresource = r.find_subresource(&info.subresource);
+    let unknown_subresource = !info.subresource.is_empty() && subresource.is_none();
+    // A Namespace's name is its request's namespace, as in kube's RequestInfo.
+    let is_namespace = r.group.is_empty() && r.plural == "namespaces";
+    let namespaced_path = !info.namespace.is_empty() && !is_namespace;
+    if unknown_subresource || (!r.namespaced && namespaced_path) {
         return Err(Error::path_not_found());
     }
-    check_verb(r, req)?;
+    if subresource.is_some_and(|s| s.connect) {
+        check_verb(r, req)?;
+        return rest.connect(req).await;
+    }
     match info.verb.as_str() {
-        "create" => create::answer(rest, req).await,
         "get" => get::get(rest, req).await,
         "list" => get::list(rest, req).await,
+        "watch" => watch::watch(rest, req).await,
+        "create" => create::create(rest, req).await,
+        "update" => update::update(rest, req).await,
+        "patch" => patch::patch(rest, req).await,
+        "delete" => delete::delete(rest, req).await,
+        "deletecollection" => delete::delete_collection(rest, req).await,
         _ => Err(Error::method_not_allowed()),
     }
-}
-
-/// A connect subresource (`pods/log`): the stored object, then its strategy's answer.
-async fn connect(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    check_verb(&store.resource, req)?;
-    let obj = store
-        .get(namespace(&store.resource, req), &req.info.name, None)
-        .await?;
-    store
-        .resource
-        .strategy
-        .connect(&req.info.subresource, &obj.value(), req)
 }
 
 /// Checks that a verb (on the resource or its subresource) is supported.
@@ -105,7 +74,7 @@ fn check_verb(resource: &Resource, req: &ApiRequest) -> Result<()> {
 }
 
 /// The namespace a request addresses (empty for cluster-scoped resources).
-fn namespace<'a>(resource: &Resource, req: &'a ApiRequest) -> &'a str {
+pub(crate) fn namespace<'a>(resource: &Resource, req: &'a ApiRequest) -> &'a str {
     if resource.namespaced {
         &req.info.namespace
     } else {
@@ -151,7 +120,7 @@ pub(crate) fn output(req: &ApiRequest) -> Result<Output> {
 }
 
 /// Decodes a request body per its Content-Type.
-async fn body(resource: &Resource, req: &ApiRequest) -> Result<Value> {
+pub(crate) async fn body(resource: &Resource, req: &ApiRequest) -> Result<Value> {
     let media = MediaType::from_content_type(req.header(header::CONTENT_TYPE))?;
     // kube's transformDecodeError: a body whose kind could not be read
     // (YAML sent as JSON, say) names the kind expected and the body's start.

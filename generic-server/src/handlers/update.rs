@@ -1,29 +1,20 @@
 //! UPDATE (PUT) of an object or its subresource.
 
-use std::sync::Arc;
-
 use http::StatusCode;
 
-use super::{body, check_verb, namespace, object_response, output, with_warnings, write_options};
-use crate::registry::Store;
+use super::{check_verb, object_response, output, with_warnings, write_options};
 use crate::request::{ApiRequest, ApiResponse};
+use crate::rest::Rest;
 use apimachinery::error::Result;
 
 /// PUT a replacement object.
-pub async fn update(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    check_verb(&store.resource, req)?;
+pub async fn update(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
+    let resource = rest.resource();
+    check_verb(resource, req)?;
     let out = output(req)?;
     let opts = write_options(req)?;
-    let obj = body(&store.resource, req).await?;
-    let written = store
-        .update(
-            namespace(&store.resource, req),
-            &req.info.name,
-            &req.info.subresource,
-            obj,
-            &opts,
-        )
-        .await?;
+    let obj = rest.decode(req).await?;
+    let written = rest.update(req, obj, &opts).await?;
     let status = if written.created {
         StatusCode::CREATED
     } else {
@@ -36,7 +27,7 @@ pub async fn update(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse>
         ));
     }
     Ok(with_warnings(
-        object_response(&store.resource, status, &written.object, out),
+        object_response(resource, status, &written.object, out),
         &written.warnings,
     ))
 }

@@ -1,14 +1,13 @@
 //! WATCH: newline-delimited events, as plain objects or one-row Tables.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use futures::StreamExt;
 use http::StatusCode;
 use serde_json::json;
 
 use super::{Output, check_verb, list_options, namespace, output};
-use crate::registry::{Store, WatchItem};
+use crate::registry::WatchItem;
+use crate::rest::Rest;
 use crate::request::{ApiRequest, ApiResponse};
 use crate::resource::Resource;
 use crate::watch_event;
@@ -16,12 +15,12 @@ use apimachinery::error::Result;
 use apimachinery::table;
 
 /// WATCH a collection (or one object, with a name field selector).
-pub async fn watch(store: &Arc<Store>, req: &ApiRequest) -> Result<ApiResponse> {
-    check_verb(&store.resource, req)?;
+pub async fn watch(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
+    let resource = rest.resource().clone();
+    check_verb(&resource, req)?;
     let out = output(req)?;
     let opts = list_options(req)?;
-    let items = store.watch(namespace(&store.resource, req), opts).await?;
-    let resource = store.resource.clone();
+    let items = rest.watch(namespace(&resource, req), opts).await?;
     let sent =
         crate::metrics::global().watch_events(&resource.group, &resource.version, &resource.plural);
     let stream = items

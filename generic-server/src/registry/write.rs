@@ -617,14 +617,4 @@ impl Store {
         Ok(normalized.object)
     }
 
-    /// A Status for a completed delete, as kube returns when it does not return the object.
-    pub fn deleted_status(&self, obj: &Value) -> apimachinery::error::Status {
-        apimachinery::error::Status::success(apimachinery::error::StatusDetails {
-            name: Some(meta_str(obj, "name").to_string()),
-            group: (!self.resource.group.is_empty()).then(|| self.resource.group.clone()),
-            kind: Some(self.resource.plural.clone()),
-            uid: Some(meta_str(obj, "uid").to_string()).filter(|u| !u.is_empty()),
-            ..Default::default()
-        })
-    }
 }
