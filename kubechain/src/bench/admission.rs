@@ -175,13 +175,7 @@ pub async fn measure(
         (plain_again.to_string(), &base_again),
         (one.to_string(), &checked),
     ] {
-        if done.failed > 0 {
-            errors.push(format!(
-                "{what}: {} failed; first: {}",
-                done.failed,
-                done.errors.join(" | ")
-            ));
-        }
+        done.report_failures(&what, errors);
     }
     Ok(())
 }

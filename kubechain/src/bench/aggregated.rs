@@ -252,13 +252,7 @@ pub async fn measure(
         ("direct Flunder GETs", &direct),
         ("a ServiceAccount's Flunder GETs", &shared),
     ] {
-        if result.failed > 0 {
-            errors.push(format!(
-                "{what}: {} failed; first: {}",
-                result.failed,
-                result.errors.join(" | ")
-            ));
-        }
+        result.report_failures(what, errors);
     }
     Ok(vec![
         ("Flunder creates, proxied", creates.ops),

@@ -58,12 +58,6 @@ pub async fn measure(
         per_create(with, AUDITED, &audit),
     );
     for (what, done) in [(without, &base), (with, &audit)] {
-        if done.failed > 0 {
-            errors.push(format!(
-                "{what}: {} failed; first: {}",
-                done.failed,
-                done.errors.join(" | ")
-            ));
-        }
+        done.report_failures(what, errors);
     }
 }

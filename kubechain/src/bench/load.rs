@@ -35,6 +35,17 @@ impl Throughput {
         }
     }
 
+    /// Notes in `errors` what failed in the phase `what`, if anything did.
+    pub fn report_failures(&self, what: &str, errors: &mut Vec<String>) {
+        if self.failed > 0 {
+            errors.push(format!(
+                "{what}: {} failed; first: {}",
+                self.failed,
+                self.errors.join(" | ")
+            ));
+        }
+    }
+
     /// Adds a later run of the same load: its operations and its time.
     pub fn follow(&mut self, later: Throughput) {
         let elapsed = self.elapsed + later.elapsed;

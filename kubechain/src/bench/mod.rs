@@ -602,13 +602,7 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         ("LISTs", &etcd_lists),
         ("LISTs", &chain_lists),
     ] {
-        if result.failed > 0 {
-            errors.push(format!(
-                "{phase_name}: {} failed; first: {}",
-                result.failed,
-                result.errors.join(" | ")
-            ));
-        }
+        result.report_failures(phase_name, &mut errors);
     }
 
     // The aggregator's proxy: metrics-server's node list through the front
@@ -651,13 +645,7 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
             ("direct metrics-server GETs", &direct_gets),
             ("proxied metrics-server GETs", &proxied_gets),
         ] {
-            if result.failed > 0 {
-                errors.push(format!(
-                    "{what}: {} failed; first: {}",
-                    result.failed,
-                    result.errors.join(" | ")
-                ));
-            }
+            result.report_failures(what, &mut errors);
         }
     }
 
