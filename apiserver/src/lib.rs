@@ -57,7 +57,7 @@ use std::sync::Arc;
 use generic_server::admission::policy::Policies;
 use generic_server::admission::webhook::Webhooks;
 use generic_server::admission::{Admission, NamespaceLifecycle};
-use generic_server::replica::{self, Replica, ReplicatedNamespaces};
+use generic_server::replica::{self, Replica};
 use generic_server::config::Logging;
 use generic_server::discovery::Discovery;
 use generic_server::filters::delegated::{DelegatedAuthorizer, DelegatedTokens};
@@ -459,13 +459,16 @@ impl Server {
         replica: &Replica,
         cacher: &Arc<Cacher>,
     ) -> Result<Admission, apimachinery::error::Error> {
-        let policies = Policies::new(cacher.clone(), replica::ROOT, Vec::new()).await?;
+        let namespaces = || replica::namespaces(cacher.clone(), self.front_door.clone());
+        let policies = Policies::new(cacher.clone(), replica::ROOT, Vec::new())
+            .await?
+            .with_namespaces(namespaces().await?);
         let webhooks = Webhooks::new(cacher.clone(), replica::ROOT)
             .await?
+            .with_namespaces(namespaces().await?)
             .resolving_services(self.front_door.clone());
-        let namespaces = ReplicatedNamespaces::new(cacher.clone(), self.front_door.clone()).await?;
         let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![
-            Arc::new(NamespaceLifecycle::reading(namespaces)),
+            Arc::new(NamespaceLifecycle::reading(namespaces().await?)),
             replica.guard(Arc::new(policies)),
             replica.guard(Arc::new(webhooks)),
         ];
@@ -482,8 +485,11 @@ impl Server {
             false => [replica::FLOW_CONTROL, replica::ADMISSION].concat(),
         };
         let replica = Replica::start(self.front_door.clone(), &followed);
-        self.api
-            .add_health_check("cluster-configuration", replica.check());
+        if !self.stored.is_empty() {
+            // Writes wait for the admission configuration; reads need none.
+            self.api
+                .add_health_check("cluster-configuration", replica.check());
+        }
         let failed = |source: apimachinery::error::Error| Error::Storage {
             what: "the cluster's configuration".into(),
             source,

@@ -184,35 +184,16 @@ impl Replica {
 }
 
 /// Namespaces as a replica holds them, asked at the front door when it
-/// holds none by that name (one created a moment ago), as kube's
-/// NamespaceLifecycle falls back to a live lookup: a write to a known
-/// namespace costs the front door nothing.
-pub struct ReplicatedNamespaces {
-    cached: crate::admission::matching::Namespaces,
+/// holds none by that name (one created a moment ago), as kube's admission
+/// plugins fall back to a live lookup: a write to a known namespace costs
+/// the front door nothing.
+pub async fn namespaces(
+    cacher: Arc<crate::storage::cacher::Cacher>,
     front_door: Arc<FrontDoor>,
-}
-
-impl ReplicatedNamespaces {
-    /// Namespaces in `cacher` (over a replica following them), else at `front_door`.
-    pub async fn new(
-        cacher: Arc<crate::storage::cacher::Cacher>,
-        front_door: Arc<FrontDoor>,
-    ) -> Result<Self> {
-        Ok(ReplicatedNamespaces {
-            cached: crate::admission::matching::Namespaces::new(cacher, ROOT).await?,
-            front_door,
-        })
-    }
-}
-
-#[async_trait::async_trait]
-impl crate::admission::NamespaceSource for ReplicatedNamespaces {
-    async fn lookup(&self, name: &str) -> Result<Option<Value>> {
-        match self.cached.get(name).await? {
-            Some(namespace) => Ok(Some(namespace)),
-            None => self.front_door.lookup(name).await,
-        }
-    }
+) -> Result<crate::admission::matching::Namespaces> {
+    Ok(crate::admission::matching::Namespaces::new(cacher, ROOT)
+        .await?
+        .with_fallback(front_door))
 }
 
 /// An admission plugin that runs only once the replica it reads is listed.

@@ -292,6 +292,9 @@ impl Criteria {
 pub struct Namespaces {
     cacher: Arc<Cacher>,
     namespaces: Arc<ResourceCache>,
+    /// Where a namespace the cache does not hold is asked for (an
+    /// aggregated server's front door: its cache is a copy that may lag).
+    fallback: Option<Arc<dyn super::NamespaceSource>>,
 }
 
 impl Namespaces {
@@ -301,14 +304,28 @@ impl Namespaces {
         let namespaces = cacher
             .register(&prefix, crate::storage::cacher::generic_ingest())
             .await?;
-        Ok(Namespaces { cacher, namespaces })
+        Ok(Namespaces {
+            cacher,
+            namespaces,
+            fallback: None,
+        })
+    }
+
+    /// Asks `source` for a namespace the cache does not hold, as kube's
+    /// admission plugins fall back to a live lookup.
+    pub fn with_fallback(mut self, source: Arc<dyn super::NamespaceSource>) -> Self {
+        self.fallback = Some(source);
+        self
     }
 
     /// The Namespace `name`; one created a moment ago is waited for.
     pub async fn get(&self, name: &str) -> Result<Option<Value>> {
-        Ok(super::cached(&self.cacher, &self.namespaces, name)
-            .await?
-            .map(|ns| ns.value()))
+        let cached = super::cached(&self.cacher, &self.namespaces, name).await?;
+        match (cached, &self.fallback) {
+            (Some(namespace), _) => Ok(Some(namespace.value())),
+            (None, Some(fallback)) => super::NamespaceSource::lookup(fallback.as_ref(), name).await,
+            (None, None) => Ok(None),
+        }
     }
 
     /// The namespace the write is in (`None` for a cluster-scoped write).
@@ -703,5 +720,27 @@ mod tests {
         let yes =
             conditions(json!([{"name": "yes", "expression": "request.operation == 'CREATE'"}]));
         assert_eq!(yes.hold(&input), Ok(true));
+    }
+
+    #[tokio::test]
+    async fn a_namespace_the_cache_lacks_is_asked_of_the_fallback() {
+        struct Live;
+        #[async_trait::async_trait]
+        impl crate::admission::NamespaceSource for Live {
+            async fn lookup(&self, name: &str) -> Result<Option<Value>> {
+                Ok((name == "fresh").then(|| json!({"metadata": {"name": "fresh"}})))
+            }
+        }
+        let storage = Arc::new(crate::storage::memory::MemoryStorage::default());
+        let cacher = Cacher::start(storage).await.unwrap();
+        let cached = Namespaces::new(cacher.clone(), "/registry").await.unwrap();
+        assert!(cached.get("fresh").await.unwrap().is_none());
+        let namespaces = Namespaces::new(cacher, "/registry")
+            .await
+            .unwrap()
+            .with_fallback(Arc::new(Live));
+        let fresh = namespaces.get("fresh").await.unwrap().unwrap();
+        assert_eq!(fresh["metadata"]["name"], "fresh");
+        assert!(namespaces.get("other").await.unwrap().is_none());
     }
 }

@@ -282,6 +282,13 @@ impl Policies {
         })
     }
 
+    /// Reads the namespaces of namespaceSelectors and `namespaceObject`
+    /// from `namespaces` instead of the server's own cache.
+    pub fn with_namespaces(mut self, namespaces: Namespaces) -> Self {
+        self.namespaces = namespaces;
+        self
+    }
+
     /// The policies as the caches hold them now.
     fn compiled(&self) -> Arc<Compiled> {
         self.compiled.get(|caches| {

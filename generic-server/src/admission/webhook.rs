@@ -104,6 +104,13 @@ impl Webhooks {
         })
     }
 
+    /// Reads the namespaces of namespaceSelectors from `namespaces`
+    /// instead of the server's own cache.
+    pub fn with_namespaces(mut self, namespaces: Namespaces) -> Self {
+        self.namespaces = namespaces;
+        self
+    }
+
     /// Resolves the Services webhooks name through `reader` instead of
     /// storage (an aggregated server asks the front door).
     pub fn resolving_services(mut self, reader: Arc<dyn ObjectReader>) -> Self {
