@@ -56,6 +56,8 @@ pub fn generated(dir: &Path, sans: &[String]) -> Result<(Vec<u8>, Vec<u8>), Erro
         .distinguished_name
         .push(DnType::CommonName, names[0].as_str());
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    // Strict verifiers want the issuer's key named.
+    params.use_authority_key_identifier_extension = true;
     let cert = params.signed_by(&key, &issuer).map_err(invalid)?.pem();
     write_private(&key_path, key.serialize_pem().as_bytes())?;
     std::fs::write(&cert_path, &cert)?;

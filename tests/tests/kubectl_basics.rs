@@ -165,6 +165,36 @@ fn configmaps_through_every_write_verb() {
     );
 }
 
+/// Python 3.13's default TLS context verifies strictly (X.509 strict:
+/// an Authority Key Identifier on every certificate): the front door's
+/// certificate passes it, and so does the admin's it presents.
+#[test]
+fn the_front_door_passes_a_strict_tls_client() {
+    let cluster = Cluster::start();
+    let pki = cluster.dir.join("pki");
+    let script = format!(
+        "import ssl, urllib.request\n\
+         ctx = ssl.create_default_context(cafile='{ca}')\n\
+         ctx.verify_flags |= ssl.VERIFY_X509_STRICT\n\
+         ctx.load_cert_chain('{cert}', '{key}')\n\
+         print(urllib.request.urlopen('https://127.0.0.1:{port}/api/v1/namespaces/default', context=ctx).status)\n",
+        ca = pki.join("ca.crt").display(),
+        cert = pki.join("admin.crt").display(),
+        key = pki.join("admin.key").display(),
+        port = cluster.port,
+    );
+    let out = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "200",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn kubectl_error_messages() {
     let cluster = Cluster::start();
