@@ -167,9 +167,10 @@ fn configmaps_through_every_write_verb() {
 
 /// Python 3.13's default TLS context verifies strictly (X.509 strict:
 /// an Authority Key Identifier on every certificate): the front door's
-/// certificate passes it, and so does the admin's it presents.
+/// certificate passes it, and so does the admin's it presents. Tokens are
+/// read after a bearer scheme in any case.
 #[test]
-fn the_front_door_passes_a_strict_tls_client() {
+fn the_front_door_passes_a_strict_tls_client_and_reads_tokens_as_kube() {
     let cluster = Cluster::start();
     let pki = cluster.dir.join("pki");
     let script = format!(
@@ -193,6 +194,25 @@ fn the_front_door_passes_a_strict_tls_client() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The bearer scheme in any case, as kube reads it.
+    let token = cluster.service_account_token("reader");
+    for scheme in ["Bearer", "bearer"] {
+        let who = cluster.curl(
+            tests::As::Anonymous,
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            &[
+                &format!("Authorization: {scheme} {token}"),
+                "Content-Type: application/json",
+            ],
+            Some(br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#),
+        );
+        assert_eq!(
+            who.json["status"]["userInfo"]["username"], "system:serviceaccount:default:reader",
+            "{scheme}: {}",
+            who.text
+        );
+    }
 }
 
 #[test]

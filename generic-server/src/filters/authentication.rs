@@ -299,12 +299,13 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<Result<&str>> {
     let auth = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())?;
-    Some(
-        auth.strip_prefix("Bearer ")
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(unauthorized),
-    )
+    // The scheme in any case, as kube's bearer token authenticator reads it.
+    let token = auth
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+        .filter(|t| !t.is_empty());
+    Some(token.ok_or_else(unauthorized))
 }
 
 /// 401 Unauthorized.
@@ -401,5 +402,20 @@ mod tests {
             split_csv(r#"abc,alice,1,"a,b""#),
             vec!["abc", "alice", "1", "a,b"]
         );
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(http::header::AUTHORIZATION, value.parse().unwrap());
+            bearer_token(&headers).map(|t| t.map(str::to_string).map_err(|e| e.code()))
+        };
+        for scheme in ["Bearer", "bearer", "BEARER"] {
+            assert_eq!(with(&format!("{scheme} t0k")), Some(Ok("t0k".to_string())));
+        }
+        assert_eq!(with("Basic dXNlcg=="), Some(Err(401)));
+        assert_eq!(with("Bearer "), Some(Err(401)));
+        assert!(bearer_token(&HeaderMap::new()).is_none());
     }
 }
