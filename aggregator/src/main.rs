@@ -21,10 +21,10 @@ use generic_server::audit::{AuditOptions, Auditor};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
 use generic_server::filters::flowcontrol::{self, PriorityAndFairness, PriorityLevelsDump};
-use generic_server::router::Router;
 use generic_server::filters::rbac::Rbac;
 use generic_server::loopback::Loopback;
 use generic_server::pipeline::{self, Pipeline};
+use generic_server::router::Router;
 use generic_server::service_client as backend;
 use serde_json::json;
 
@@ -170,10 +170,8 @@ async fn run(options: Options) -> anyhow::Result<()> {
         routes.clone(),
         clients.clone(),
     ));
-    let mut router = Router::new(proxy.clone()).route(
-        "/openapi/v2",
-        Arc::new(openapi_v2::OpenApiV2::new(proxy)),
-    );
+    let mut router = Router::new(proxy.clone())
+        .route("/openapi/v2", Arc::new(openapi_v2::OpenApiV2::new(proxy)));
     if options.enable_priority_and_fairness {
         router = router.route(
             flowcontrol::DUMP_PRIORITY_LEVELS,

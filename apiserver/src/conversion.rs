@@ -70,7 +70,10 @@ where
         objects
             .into_iter()
             .map(|object| {
-                let from = object["apiVersion"].as_str().unwrap_or_default().to_string();
+                let from = object["apiVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
                 match (from.as_str(), api_version) {
                     (from, to) if from == to => Ok(object),
                     (from, to) if from == Stored::API_VERSION && to == Served::API_VERSION => {
@@ -141,10 +144,7 @@ mod tests {
         assert_eq!(new[0]["apiVersion"], "example.com/v2");
         assert_eq!(new[0]["kind"], "New");
         assert_eq!(new[0]["metadata"]["resourceVersion"], "7");
-        let back = converter
-            .convert(new, "example.com/v1")
-            .await
-            .unwrap();
+        let back = converter.convert(new, "example.com/v1").await.unwrap();
         assert_eq!(back[0]["size"], 2);
         assert_eq!(back[0]["apiVersion"], "example.com/v1");
         let same = converter

@@ -57,13 +57,13 @@ use std::sync::Arc;
 use generic_server::admission::policy::Policies;
 use generic_server::admission::webhook::Webhooks;
 use generic_server::admission::{Admission, NamespaceLifecycle};
-use generic_server::replica::{self, Replica};
 use generic_server::config::Logging;
 use generic_server::discovery::Discovery;
 use generic_server::filters::delegated::{DelegatedAuthorizer, DelegatedTokens};
 use generic_server::filters::flowcontrol::PriorityAndFairness;
 use generic_server::filters::requestheader::{RequestHeaderAuthenticator, RequestHeaderOptions};
 use generic_server::pipeline::{self, Pipeline};
+use generic_server::replica::{self, Replica};
 use generic_server::request::NotFoundHandler;
 use generic_server::server::ApiServer;
 use generic_server::storage::Storage;
@@ -76,13 +76,13 @@ mod certificates;
 mod conversion;
 
 pub use apimachinery;
+pub use conversion::{Conversion, Versioned};
 pub use generic_server;
 pub use generic_server::admission::{AdmissionPlugin, Attributes, Operation};
 pub use generic_server::filters::delegated::FrontDoor;
 pub use generic_server::health::HealthCheck;
 pub use generic_server::resource::Resource;
 pub use generic_server::rest::ReadOnly;
-pub use conversion::{Conversion, Versioned};
 pub use generic_server::strategy::{Converter, Strategy};
 pub use k8s_openapi;
 
@@ -552,12 +552,11 @@ impl Server {
             source,
         })?;
         if let Some(addr) = options.metrics_address {
-            generic_server::plain_listener::serve(addr, self.api.clone(), options.plain_metrics).map_err(
-                |source| Error::Setup {
+            generic_server::plain_listener::serve(addr, self.api.clone(), options.plain_metrics)
+                .map_err(|source| Error::Setup {
                     what: "the health listener",
                     source,
-                },
-            )?;
+                })?;
         }
         let authorizer = DelegatedAuthorizer::new(self.front_door.clone());
         let door = Arc::new(

@@ -205,7 +205,10 @@ impl TestCluster {
         let pki = |file: &str| self.dir.join("pki").join(file).display().to_string();
         vec![
             "--etcd-servers".into(),
-            format!("https://127.0.0.1:{}", ports["etcd"].as_u64().unwrap_or(2379)),
+            format!(
+                "https://127.0.0.1:{}",
+                ports["etcd"].as_u64().unwrap_or(2379)
+            ),
             "--etcd-certfile".into(),
             pki("etcd.crt"),
             "--etcd-keyfile".into(),
@@ -238,7 +241,11 @@ impl TestCluster {
     /// A client as the ServiceAccount `namespace/name`, made (with its
     /// namespace) when missing.
     pub async fn service_account(&self, namespace: &str, name: &str) -> Result<Client> {
-        client_of(&self.service_account_kubeconfig(namespace, name).await?, |_| {}).await
+        client_of(
+            &self.service_account_kubeconfig(namespace, name).await?,
+            |_| {},
+        )
+        .await
     }
 
     /// A kubeconfig of the ServiceAccount `namespace/name` (made, with its
@@ -359,7 +366,10 @@ impl TestCluster {
         let deadline = Instant::now() + READY_WITHIN;
         while !available().await {
             if Instant::now() > deadline {
-                return Err(Error::Timeout(READY_WITHIN, format!("{name} to be Available")));
+                return Err(Error::Timeout(
+                    READY_WITHIN,
+                    format!("{name} to be Available"),
+                ));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

@@ -1,15 +1,16 @@
 //! The HTTPS request pipeline (actix-web on rustls) of every server that
 //! serves HTTP: the aggregator's front door and aggregated servers such as
-//! metrics-server. The path's check, authentication, request info, audit
-//! (what the policy selects, from here to the response's end), impersonation,
-//! priority and fairness (at the front door), authorization, the body (read only for an authorized caller), then the
-//! handler under panic recovery (or, for `/metrics`, the pipeline's own
-//! metrics). The order is written once, here.
+//! metrics-server. Its filters are declared once, in order, in [`CHAIN`]
+//! (request info, authentication, audit, impersonation, unread bytes,
+//! priority and fairness, authorization, long-running limits, the body);
+//! the handler, under panic recovery, is the chain's end.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use bytes::{Bytes, BytesMut};
@@ -32,6 +33,76 @@ use crate::trace::{self, TraceContext};
 /// The peer's certificate chain (DER), captured when the connection opens.
 #[derive(Clone)]
 struct PeerCerts(Vec<Vec<u8>>);
+
+/// One filter of the chain. A request passes each in [`CHAIN`]'s order or
+/// is answered by one; its answer then goes back out through the filters
+/// it passed, innermost first (see [`Pipeline::leave`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// The path is cleaned (400 on `..` and the like), the headers' size
+    /// checked (413) and the request's attributes parsed from them.
+    RequestInfo,
+    /// Who is asking: a client certificate, a bearer token or the front
+    /// proxy's headers. A caller who cannot be is refused by [`Stage::Audit`],
+    /// so that the refusal is audited.
+    Authentication,
+    /// The audit record the policy asks for, kept until the response ends.
+    Audit,
+    /// Acting as another user, when the caller may (`Impersonate-*`).
+    Impersonation,
+    /// A user who leaves many bytes of responses unread gets a 429 until
+    /// they read.
+    UnreadBytes,
+    /// API Priority and Fairness: the request waits for seats at its level.
+    PriorityAndFairness,
+    /// Whether the user may do what the request asks.
+    Authorization,
+    /// At most [`MAX_LONG_RUNNING_PER_USER`] watches, logs and execs open
+    /// per user.
+    LongRunning,
+    /// The body, read only for an authorized caller.
+    Body,
+}
+
+/// The filter chain, outermost first, as kube's `DefaultBuildHandlerChain`
+/// orders it; the handler (under panic recovery and the request's deadline)
+/// is its end.
+const CHAIN: [Stage; 9] = [
+    Stage::RequestInfo,
+    Stage::Authentication,
+    Stage::Audit,
+    Stage::Impersonation,
+    Stage::UnreadBytes,
+    Stage::PriorityAndFairness,
+    Stage::Authorization,
+    Stage::LongRunning,
+    Stage::Body,
+];
+
+/// What a filter does with a request: pass it on, or answer it.
+type Step = ControlFlow<ApiResponse>;
+
+/// A request on its way through the chain, with what the filters it has
+/// passed worked out.
+struct Exchange<'a> {
+    incoming: Incoming<'a>,
+    /// The request as the handler will see it: its path cleaned, its
+    /// attributes, user and body filled in by the filters.
+    req: ApiRequest,
+    /// Why authentication failed, until the audit filter refuses it.
+    unauthenticated: Option<apimachinery::Error>,
+    record: Option<Record>,
+    flow: Option<flowcontrol::Admission>,
+    long_running: Option<unread::Share>,
+    body: Option<BodyFuture<'a>>,
+    /// What the handler's response charged its user while it was gathered.
+    charged: Option<unread::Share>,
+    /// When a whole response must have been written by.
+    deadline: Instant,
+}
+
+/// A request body still to be read.
+type BodyFuture<'a> = Pin<Box<dyn Future<Output = Result<Bytes, apimachinery::Error>> + 'a>>;
 
 /// The pipeline every front-door request goes through.
 pub struct Pipeline {
@@ -83,7 +154,7 @@ impl Pipeline {
         Pipeline { name, ..self }
     }
 
-    /// Runs the pipeline for one request: the path is checked and the
+    /// Runs one request through the chain: the path is checked and the
     /// caller authenticated and authorized before `body` is read. Every
     /// response carries the request's `Audit-Id`.
     #[allow(clippy::too_many_arguments)]
@@ -98,195 +169,256 @@ impl Pipeline {
         body: impl Future<Output = Result<Bytes, apimachinery::Error>>,
     ) -> ApiResponse {
         let audit_id = audit::audit_id(&headers);
-        let incoming = Incoming {
-            audit_id: &audit_id,
-            peer,
-            peer_certs,
-            method,
-            raw_path,
-            query,
+        let mut exchange = Exchange {
+            req: ApiRequest {
+                method: method.clone(),
+                path: String::new(),
+                query: query.to_string(),
+                headers,
+                body: Bytes::new(),
+                info: RequestInfo::default(),
+                user: UserInfo::default(),
+                audit_id: audit_id.clone(),
+            },
+            incoming: Incoming {
+                peer,
+                peer_certs,
+                raw_path,
+            },
+            unauthenticated: None,
+            record: None,
+            flow: None,
+            long_running: None,
+            body: Some(Box::pin(body)),
+            charged: None,
+            deadline: Instant::now() + crate::request::REQUEST_TIMEOUT,
         };
-        let mut resp = self.serve_audited(incoming, headers, body).await;
+        let mut passed = 0;
+        let mut resp = loop {
+            let Some(stage) = CHAIN.get(passed) else {
+                break self.handle(&mut exchange).await;
+            };
+            match self.enter(*stage, &mut exchange).await {
+                ControlFlow::Continue(()) => passed += 1,
+                ControlFlow::Break(answer) => break answer,
+            }
+        };
+        for stage in CHAIN[..passed].iter().rev() {
+            resp = self.leave(*stage, &mut exchange, resp);
+        }
         audit::set_audit_id(&mut resp, &audit_id);
         resp
     }
 
-    /// Authentication, then (when the policy asks for it) the audit record
-    /// around the rest.
-    async fn serve_audited(
-        &self,
-        incoming: Incoming<'_>,
-        headers: HeaderMap,
-        body: impl Future<Output = Result<Bytes, apimachinery::Error>>,
-    ) -> ApiResponse {
-        let path = match request_path::clean(incoming.raw_path) {
-            Ok(path) => path,
-            Err(e) => return e.into(),
-        };
-        if let Err(e) = check_headers(&headers) {
-            return e.into();
-        }
-        let authenticated = self
-            .authenticator
-            .authenticate(incoming.peer_certs, &headers, &path)
-            .await;
-        let info = RequestInfo::parse(&incoming.method, &path, incoming.query);
-        let begin = |user: Option<&UserInfo>| {
-            let auditor = self.audit.as_ref()?;
-            auditor.begin(
-                &audit::Incoming {
-                    audit_id: incoming.audit_id,
-                    method: &incoming.method,
-                    raw_path: incoming.raw_path,
-                    path: &path,
-                    query: incoming.query,
-                    info: &info,
-                    headers: &headers,
-                    peer: incoming.peer,
-                },
-                user,
-            )
-        };
-        let user = match authenticated {
-            Ok(user) => user,
-            Err(e) => {
-                let resp = ApiResponse::from(e);
-                return match begin(None) {
-                    Some(record) => record.refused(resp),
-                    None => resp,
-                };
+    /// `stage`'s filter on the way in.
+    async fn enter(&self, stage: Stage, x: &mut Exchange<'_>) -> Step {
+        match stage {
+            Stage::RequestInfo => {
+                match request_path::clean(x.incoming.raw_path).and_then(|path| {
+                    check_headers(&x.req.headers)?;
+                    Ok(path)
+                }) {
+                    Ok(path) => x.req.path = path,
+                    Err(e) => return ControlFlow::Break(e.into()),
+                }
+                x.req.info = RequestInfo::parse(&x.req.method, &x.req.path, &x.req.query);
             }
-        };
-        let mut record = begin(Some(&user));
-        if let Some(record) = record.as_mut() {
-            record.received();
+            Stage::Authentication => {
+                match self
+                    .authenticator
+                    .authenticate(x.incoming.peer_certs, &x.req.headers, &x.req.path)
+                    .await
+                {
+                    Ok(user) => x.req.user = user,
+                    Err(e) => x.unauthenticated = Some(e),
+                }
+            }
+            Stage::Audit => {
+                let refused = x.unauthenticated.take();
+                x.record = self.audit.as_ref().and_then(|auditor| {
+                    let user = refused.is_none().then_some(&x.req.user);
+                    auditor.begin(&x.audited(), user)
+                });
+                if let Some(e) = refused {
+                    let resp = ApiResponse::from(e);
+                    return ControlFlow::Break(match x.record.take() {
+                        Some(record) => record.refused(resp),
+                        None => resp,
+                    });
+                }
+                if let Some(record) = x.record.as_mut() {
+                    record.received();
+                }
+            }
+            Stage::Impersonation => {
+                match impersonation::impersonate(
+                    self.authorizer.as_ref(),
+                    &x.req.user,
+                    &x.req.headers,
+                )
+                .await
+                {
+                    Ok(Some(acting_as)) => {
+                        if let Some(record) = x.record.as_mut() {
+                            record.impersonated(&acting_as);
+                        }
+                        x.req.user = acting_as;
+                    }
+                    Ok(None) => {}
+                    Err(e) => return ControlFlow::Break(e.into()),
+                }
+                strip_identity_headers(&mut x.req.headers);
+                // An aggregated server the request is proxied to names it alike.
+                if let Ok(id) = HeaderValue::from_str(&x.req.audit_id) {
+                    x.req.headers.insert(audit::AUDIT_ID_HEADER, id);
+                }
+            }
+            Stage::UnreadBytes => {
+                if unread::stalled(&x.req.user.name) {
+                    tracing::info!(user = %x.req.user.name, "too many bytes of responses unread");
+                    return ControlFlow::Break(apimachinery::Error::too_many_requests().into());
+                }
+            }
+            Stage::PriorityAndFairness => {
+                match flowcontrol::admit(self.flow_control.as_deref(), &x.req).await {
+                    Ok(admitted) => x.flow = Some(admitted),
+                    Err(rejected) => return ControlFlow::Break(rejected),
+                }
+            }
+            Stage::Authorization => {
+                let req = &x.req;
+                let decision = match x.record.as_mut() {
+                    Some(record) => {
+                        let decided = self
+                            .authorizer
+                            .authorize_with_reason(&req.user, &req.info, &req.path)
+                            .await;
+                        let reason = match &decided {
+                            Ok(reason) | Err((_, reason)) => reason,
+                        };
+                        record.authorized(decided.is_ok(), reason);
+                        decided.map(drop).map_err(|(e, _)| e)
+                    }
+                    None => {
+                        self.authorizer
+                            .authorize(&req.user, &req.info, &req.path)
+                            .await
+                    }
+                };
+                if let Err(e) = decision {
+                    tracing::debug!(user = %req.user.name, path = %req.path, "forbidden");
+                    return ControlFlow::Break(e.into());
+                }
+            }
+            Stage::LongRunning => {
+                let req = &x.req;
+                if req.is_long_running() && !req.user.in_group(EXEMPT_GROUP) {
+                    match self.long_running.acquire(&req.user.name, 1) {
+                        Some(slot) => x.long_running = Some(slot),
+                        None => {
+                            tracing::info!(user = %req.user.name, "too many long-running requests");
+                            return ControlFlow::Break(
+                                apimachinery::Error::too_many_requests().into(),
+                            );
+                        }
+                    }
+                }
+            }
+            Stage::Body => {
+                if let Some(body) = x.body.take() {
+                    match body.await {
+                        Ok(body) => x.req.body = body,
+                        Err(e) => return ControlFlow::Break(e.into()),
+                    }
+                }
+                if let Some(record) = x.record.as_mut() {
+                    record.request_body(&x.req.body, &x.req.headers).await;
+                }
+            }
         }
-        let resp = self
-            .serve_authenticated(&incoming, &mut record, user, path, info, headers, body)
-            .await;
-        match record {
-            Some(record) => record.complete(resp),
-            None => resp,
+        ControlFlow::Continue(())
+    }
+
+    /// `stage`'s filter on the way out: what it holds is handed to the
+    /// response or given back.
+    fn leave(&self, stage: Stage, x: &mut Exchange<'_>, resp: ApiResponse) -> ApiResponse {
+        match stage {
+            Stage::Audit => match x.record.take() {
+                Some(record) => record.complete(resp),
+                None => resp,
+            },
+            // A streamed response holds the slot for as long as it streams.
+            Stage::LongRunning => match (x.long_running.take(), resp.body) {
+                (Some(slot), Body::Stream(stream)) => ApiResponse {
+                    body: Body::Stream(Box::pin(stream.map(move |chunk| {
+                        let _held = &slot;
+                        chunk
+                    }))),
+                    ..resp
+                },
+                (_, body) => ApiResponse { body, ..resp },
+            },
+            // A stream gives the seats back once it has started, as kube
+            // gives a watch's back; a whole body holds them while written.
+            Stage::PriorityAndFairness => {
+                let Some(flow) = x.flow.take() else {
+                    return resp;
+                };
+                let pieces = match resp.body {
+                    Body::Stream(stream) => {
+                        return flow.respond(ApiResponse {
+                            body: Body::Stream(stream),
+                            ..resp
+                        });
+                    }
+                    Body::Full(bytes) => vec![bytes],
+                    Body::Pieces(pieces) => pieces,
+                };
+                let head = ApiResponse {
+                    body: Body::Full(Bytes::new()),
+                    ..resp
+                };
+                let charged = x.charged.take();
+                Self::whole(head, pieces, flow, charged, &x.req.user.name, x.deadline)
+            }
+            Stage::RequestInfo
+            | Stage::Authentication
+            | Stage::Impersonation
+            | Stage::UnreadBytes
+            | Stage::Authorization
+            | Stage::Body => resp,
         }
     }
 
-    /// Impersonation, authorization, the body and the handler.
-    #[allow(clippy::too_many_arguments)]
-    async fn serve_authenticated(
-        &self,
-        incoming: &Incoming<'_>,
-        record: &mut Option<Record>,
-        user: UserInfo,
-        path: String,
-        info: RequestInfo,
-        mut headers: HeaderMap,
-        body: impl Future<Output = Result<Bytes, apimachinery::Error>>,
-    ) -> ApiResponse {
-        let user = match impersonation::impersonate(self.authorizer.as_ref(), &user, &headers).await
-        {
-            Ok(Some(acting_as)) => {
-                if let Some(record) = record.as_mut() {
-                    record.impersonated(&acting_as);
-                }
-                acting_as
-            }
-            Ok(None) => user,
-            Err(e) => return e.into(),
-        };
-        strip_identity_headers(&mut headers);
-        // An aggregated server the request is proxied to names it alike.
-        if let Ok(id) = HeaderValue::from_str(incoming.audit_id) {
-            headers.insert(audit::AUDIT_ID_HEADER, id);
-        }
-        let mut req = ApiRequest {
-            method: incoming.method.clone(),
-            path,
-            query: incoming.query.to_string(),
-            headers,
-            body: Bytes::new(),
-            info,
-            user,
-            audit_id: incoming.audit_id.to_string(),
-        };
-        // A user who leaves many bytes unread gets no more until they read.
-        if unread::stalled(&req.user.name) {
-            tracing::info!(user = %req.user.name, "too many bytes of responses unread");
-            return apimachinery::Error::too_many_requests().into();
-        }
-        let flow = match flowcontrol::admit(self.flow_control.as_deref(), &req).await {
-            Ok(admitted) => admitted,
-            Err(rejected) => return rejected,
-        };
-        let decision = match record.as_mut() {
-            Some(record) => match self
-                .authorizer
-                .authorize_with_reason(&req.user, &req.info, &req.path)
-                .await
-            {
-                Ok(reason) => {
-                    record.authorized(true, &reason);
-                    Ok(())
-                }
-                Err((e, reason)) => {
-                    record.authorized(false, &reason);
-                    Err(e)
-                }
-            },
-            None => {
-                self.authorizer
-                    .authorize(&req.user, &req.info, &req.path)
-                    .await
-            }
-        };
-        if let Err(e) = decision {
-            tracing::debug!(user = %req.user.name, path = %req.path, "forbidden");
-            return flow.respond(e.into());
-        }
-        let slot = if req.is_long_running() && !req.user.in_group(EXEMPT_GROUP) {
-            match self.long_running.acquire(&req.user.name, 1) {
-                Some(slot) => Some(slot),
-                None => {
-                    tracing::info!(user = %req.user.name, "too many long-running requests");
-                    return flow.respond(apimachinery::Error::too_many_requests().into());
-                }
-            }
-        } else {
-            None
-        };
-        req.body = match body.await {
-            Ok(body) => body,
-            Err(e) => return flow.respond(e.into()),
-        };
-        if let Some(record) = record.as_mut() {
-            record.request_body(&req.body, &req.headers).await;
-        }
+    /// The end of the chain: the handler (or, for `/metrics`, the
+    /// pipeline's own metrics) under panic recovery, within the request's
+    /// deadline, counted, traced and charged to its user.
+    async fn handle(&self, x: &mut Exchange<'_>) -> ApiResponse {
+        let mut req = x.hand_over();
         tracing::trace!(audit_id = %req.audit_id, verb = %req.info.verb, path = %req.path, user = %req.user.name, "request");
         let counted = self.metrics.start(&req);
-        let (started, trace) = (std::time::Instant::now(), TraceContext::of(&req.headers));
+        let (started, trace) = (Instant::now(), TraceContext::of(&req.headers));
         trace.propagate(&mut req.headers);
-        let audit_id = req.audit_id.clone();
-        let (user, deadline) = (req.user.name.clone(), req.deadline());
-        let (resp, charged) = if req.path == "/metrics" && req.method == Method::GET {
-            let metrics = ApiResponse::bytes(
+        x.deadline = started + req.deadline().unwrap_or(crate::request::REQUEST_TIMEOUT);
+        let resp = if req.path == "/metrics" && req.method == Method::GET {
+            ApiResponse::bytes(
                 http::StatusCode::OK,
                 Metrics::CONTENT_TYPE,
                 self.metrics.render(),
-            );
-            (metrics, None)
+            )
         } else {
             match req.timeout() {
-                Err(e) => (e.into(), None),
+                Err(e) => e.into(),
                 Ok(limit) => {
                     // A panic is reported to the audit record, and the
                     // annotations added behind are collected for it.
-                    let panicked = record.as_ref().map(Record::panic_slot);
+                    let panicked = x.record.as_ref().map(Record::panic_slot);
                     let served = request::recover_with(self.handler.as_ref(), req, move |why| {
                         if let Some(slot) = panicked {
                             *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
                         }
                     });
-                    // What the response charges its user while it is gathered.
-                    let served = unread::ledger(&user, audit::collect(served));
+                    let served = unread::ledger(&x.req.user.name, audit::collect(served));
                     let served = trace::scope(trace.clone(), served);
                     let outcome = match limit {
                         None => Some(served.await),
@@ -296,49 +428,20 @@ impl Pipeline {
                     };
                     match outcome {
                         Some(((resp, annotations), charged)) => {
-                            if let Some(record) = record.as_mut() {
+                            if let Some(record) = x.record.as_mut() {
                                 record.annotate(annotations);
                             }
-                            (resp, charged)
+                            x.charged = charged;
+                            resp
                         }
-                        None => (request::timed_out().into(), None),
+                        None => request::timed_out().into(),
                     }
                 }
             }
         };
-        trace.log(self.name, started, resp.status.as_u16(), &audit_id);
+        trace.log(self.name, started, resp.status.as_u16(), &x.req.audit_id);
         counted.done(resp.status.as_u16());
-        match (slot, resp.body) {
-            // The slot is held for as long as the stream is; the seats are
-            // given back once it has started, as kube gives a watch's back.
-            (Some(slot), Body::Stream(stream)) => flow.respond(ApiResponse {
-                body: Body::Stream(Box::pin(stream.map(move |chunk| {
-                    let _held = &slot;
-                    chunk
-                }))),
-                ..resp
-            }),
-            (_, Body::Stream(stream)) => flow.respond(ApiResponse {
-                body: Body::Stream(stream),
-                ..resp
-            }),
-            (_, Body::Full(bytes)) => {
-                let deadline = started + deadline.unwrap_or(crate::request::REQUEST_TIMEOUT);
-                let head = ApiResponse {
-                    body: Body::Full(Bytes::new()),
-                    ..resp
-                };
-                Self::whole(head, vec![bytes], flow, charged, &user, deadline)
-            }
-            (_, Body::Pieces(pieces)) => {
-                let deadline = started + deadline.unwrap_or(crate::request::REQUEST_TIMEOUT);
-                let head = ApiResponse {
-                    body: Body::Full(Bytes::new()),
-                    ..resp
-                };
-                Self::whole(head, pieces, flow, charged, &user, deadline)
-            }
-        }
+        resp
     }
 
     /// A whole body (`head` carries its status and headers): a small one is
@@ -351,7 +454,7 @@ impl Pipeline {
         flow: flowcontrol::Admission,
         charged: Option<unread::Share>,
         user: &str,
-        deadline: std::time::Instant,
+        deadline: Instant,
     ) -> ApiResponse {
         let len: usize = pieces.iter().map(Bytes::len).sum();
         if len <= HELD_SLICE {
@@ -372,14 +475,43 @@ impl Pipeline {
     }
 }
 
-/// What the front door knows of a request before reading it.
+/// What the front door knows of a request's connection and its path as sent.
 struct Incoming<'a> {
-    audit_id: &'a str,
     peer: Option<SocketAddr>,
     peer_certs: Option<&'a [Vec<u8>]>,
-    method: Method,
     raw_path: &'a str,
-    query: &'a str,
+}
+
+impl Exchange<'_> {
+    /// The request for the handler; who asked, and how, stay behind for
+    /// the way out.
+    fn hand_over(&mut self) -> ApiRequest {
+        let req = &mut self.req;
+        ApiRequest {
+            method: req.method.clone(),
+            path: std::mem::take(&mut req.path),
+            query: std::mem::take(&mut req.query),
+            headers: std::mem::take(&mut req.headers),
+            body: std::mem::take(&mut req.body),
+            info: std::mem::take(&mut req.info),
+            user: req.user.clone(),
+            audit_id: req.audit_id.clone(),
+        }
+    }
+
+    /// What the audit record is started from.
+    fn audited(&self) -> audit::Incoming<'_> {
+        audit::Incoming {
+            audit_id: &self.req.audit_id,
+            method: &self.req.method,
+            raw_path: self.incoming.raw_path,
+            path: &self.req.path,
+            query: &self.req.query,
+            info: &self.req.info,
+            headers: &self.req.headers,
+            peer: self.incoming.peer,
+        }
+    }
 }
 
 /// Most long-running requests (watches, logs, exec) one user may have open
@@ -558,5 +690,117 @@ pub(crate) fn into_http(resp: ApiResponse) -> HttpResponse {
                 .take_until(crate::shutdown::draining())
                 .map(Ok::<_, std::convert::Infallible>),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    /// Knows one token, `Bearer good`, as `alice`.
+    struct OneToken;
+
+    #[async_trait::async_trait]
+    impl Authenticate for OneToken {
+        async fn authenticate(
+            &self,
+            _: Option<&[Vec<u8>]>,
+            headers: &HeaderMap,
+            _: &str,
+        ) -> apimachinery::Result<UserInfo> {
+            match headers.get("authorization").map(|v| v.as_bytes()) {
+                Some(b"Bearer good") => Ok(UserInfo {
+                    name: "alice".into(),
+                    ..UserInfo::default()
+                }),
+                _ => Err(apimachinery::Error::new(
+                    apimachinery::error::Reason::Unauthorized,
+                    "bad token",
+                )),
+            }
+        }
+    }
+
+    /// Allows reads only.
+    struct ReadsOnly;
+
+    #[async_trait::async_trait]
+    impl Authorizer for ReadsOnly {
+        async fn authorize(
+            &self,
+            _: &UserInfo,
+            info: &RequestInfo,
+            _: &str,
+        ) -> apimachinery::Result<()> {
+            match info.verb.as_str() {
+                "get" | "list" => Ok(()),
+                verb => Err(apimachinery::Error::new(
+                    apimachinery::error::Reason::Forbidden,
+                    format!("may not {verb}"),
+                )),
+            }
+        }
+    }
+
+    /// Echoes who asked and the body it was given.
+    struct Echo;
+
+    #[async_trait::async_trait]
+    impl Handler for Echo {
+        async fn handle(&self, req: ApiRequest) -> ApiResponse {
+            let text = format!("{} {}", req.user.name, String::from_utf8_lossy(&req.body));
+            ApiResponse::bytes(http::StatusCode::OK, "text/plain", text)
+        }
+    }
+
+    /// Serves one request; `read` tells whether its body was read.
+    async fn serve(method: Method, path: &str, token: &str, read: &AtomicBool) -> ApiResponse {
+        let pipeline = Pipeline::new(OneToken, Box::new(ReadsOnly), Arc::new(Echo));
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", HeaderValue::from_str(token).unwrap());
+        let body = async {
+            read.store(true, Ordering::SeqCst);
+            Ok(Bytes::from_static(b"{}"))
+        };
+        pipeline
+            .serve(None, None, method, path, "", headers, body)
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_bad_path_is_refused_before_anyone_is_asked_who_calls() {
+        let read = AtomicBool::new(false);
+        let resp = serve(Method::GET, "/api/../secrets", "Bearer bad", &read).await;
+        assert_eq!(resp.status, http::StatusCode::BAD_REQUEST);
+        assert!(!read.load(Ordering::SeqCst));
+        assert!(resp.headers.contains_key(audit::AUDIT_ID_HEADER));
+    }
+
+    #[tokio::test]
+    async fn an_unknown_caller_is_refused_and_its_body_left_unread() {
+        let read = AtomicBool::new(false);
+        let resp = serve(Method::POST, "/api/v1/namespaces", "Bearer bad", &read).await;
+        assert_eq!(resp.status, http::StatusCode::UNAUTHORIZED);
+        assert!(!read.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn a_forbidden_write_is_refused_before_its_body_is_read() {
+        let read = AtomicBool::new(false);
+        let resp = serve(Method::POST, "/api/v1/namespaces", "Bearer good", &read).await;
+        assert_eq!(resp.status, http::StatusCode::FORBIDDEN);
+        assert!(!read.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn an_allowed_request_reaches_the_handler_as_its_caller_with_its_body() {
+        let read = AtomicBool::new(false);
+        let resp = serve(Method::GET, "/api/v1/namespaces", "Bearer good", &read).await;
+        assert_eq!(resp.status, http::StatusCode::OK);
+        assert!(read.load(Ordering::SeqCst));
+        assert_eq!(resp.into_bytes().await, Bytes::from_static(b"alice {}"));
+        assert!(CHAIN.ends_with(&[Stage::Authorization, Stage::LongRunning, Stage::Body]));
     }
 }

@@ -56,11 +56,7 @@ fn is_health(path: &str) -> bool {
 }
 
 /// A health endpoint's answer from `health`; anything else is 404.
-async fn probe(
-    health: &dyn Handler,
-    path: &str,
-    query: &str,
-) -> actix_web::HttpResponse {
+async fn probe(health: &dyn Handler, path: &str, query: &str) -> actix_web::HttpResponse {
     if !is_health(path) {
         return actix_web::HttpResponse::NotFound().body("404 page not found\n");
     }
@@ -74,4 +70,3 @@ async fn probe(
     );
     crate::pipeline::into_http(health.handle(req).await)
 }
-

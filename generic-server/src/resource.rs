@@ -301,7 +301,12 @@ impl Resource {
     /// A Status for a completed delete of `obj`, as kube returns when it
     /// does not return the object.
     pub fn deleted_status(&self, obj: &serde_json::Value) -> apimachinery::error::Status {
-        let meta = |field: &str| obj["metadata"][field].as_str().unwrap_or_default().to_string();
+        let meta = |field: &str| {
+            obj["metadata"][field]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
         apimachinery::error::Status::success(apimachinery::error::StatusDetails {
             name: Some(meta("name")),
             group: (!self.group.is_empty()).then(|| self.group.clone()),

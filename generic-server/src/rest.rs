@@ -8,15 +8,15 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::handlers::namespace;
 use crate::registry::{
     DeleteOptions, Deleted, ListOptions, ListResult, Store, WatchStream, WriteOptions, Written,
 };
-use apimachinery::patch::PatchType;
-use crate::handlers::namespace;
 use crate::request::ApiRequest;
 use crate::resource::Resource;
 use crate::storage::cacher::{CachedObject, Ingest};
 use apimachinery::error::{Error, Result};
+use apimachinery::patch::PatchType;
 
 /// What serves one resource path: its verbs, each optional (kube's
 /// `rest.Getter`, `rest.Lister`, `rest.Watcher`, `rest.Creater`, ...). A
@@ -57,7 +57,12 @@ pub trait Rest: Send + Sync + 'static {
     }
 
     /// A create (`create`) of `obj`, decoded by [`Rest::decode`].
-    async fn create(&self, _req: &ApiRequest, _obj: Value, _opts: &WriteOptions) -> Result<Written> {
+    async fn create(
+        &self,
+        _req: &ApiRequest,
+        _obj: Value,
+        _opts: &WriteOptions,
+    ) -> Result<Written> {
         Err(Error::method_not_allowed())
     }
 
@@ -169,7 +174,12 @@ impl Rest for Stored {
             .await
     }
 
-    async fn patch(&self, req: &ApiRequest, kind: PatchType, opts: &WriteOptions) -> Result<Written> {
+    async fn patch(
+        &self,
+        req: &ApiRequest,
+        kind: PatchType,
+        opts: &WriteOptions,
+    ) -> Result<Written> {
         let info = &req.info;
         self.0
             .patch(
@@ -254,9 +264,8 @@ impl Rest for Answered {
     /// apiVersion, kind and the path's namespace.
     async fn decode(&self, req: &ApiRequest) -> Result<Value> {
         let kind = &self.kind;
-        let media = crate::codec::MediaType::from_content_type(
-            req.header(http::header::CONTENT_TYPE),
-        )?;
+        let media =
+            crate::codec::MediaType::from_content_type(req.header(http::header::CONTENT_TYPE))?;
         let mut obj = crate::codec::decode(media, &req.body).await?;
         let Some(map) = obj.as_object_mut() else {
             return Err(Error::bad_request("the body must be an object"));

@@ -24,7 +24,8 @@ impl Router {
 
     /// Answers GETs of `path` with `handler`.
     pub fn route(mut self, path: &str, handler: Arc<dyn Handler>) -> Router {
-        self.routes.push((path.trim_end_matches('/').to_string(), handler));
+        self.routes
+            .push((path.trim_end_matches('/').to_string(), handler));
         self
     }
 }
@@ -55,12 +56,23 @@ mod tests {
     #[async_trait::async_trait]
     impl Handler for Says {
         async fn handle(&self, _req: ApiRequest) -> ApiResponse {
-            ApiResponse::bytes(StatusCode::OK, "text/plain", Bytes::from_static(self.0.as_bytes()))
+            ApiResponse::bytes(
+                StatusCode::OK,
+                "text/plain",
+                Bytes::from_static(self.0.as_bytes()),
+            )
         }
     }
 
     async fn answer(router: &Router, method: Method, path: &str) -> Vec<u8> {
-        let req = ApiRequest::new(method, path, "", http::HeaderMap::new(), Bytes::new(), UserInfo::anonymous());
+        let req = ApiRequest::new(
+            method,
+            path,
+            "",
+            http::HeaderMap::new(),
+            Bytes::new(),
+            UserInfo::anonymous(),
+        );
         router.handle(req).await.into_bytes().await.to_vec()
     }
 

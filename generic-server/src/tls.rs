@@ -294,7 +294,6 @@ impl ClientRoots {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
-
 }
 
 /// The signature algorithms a handshake's proof of key is checked with

@@ -26,7 +26,10 @@ pub fn line(kind: &str, object: &[u8]) -> Bytes {
 
 /// The line of an event whose object is a value.
 pub fn value_line(kind: &str, object: &Value) -> Bytes {
-    line(kind, &serde_json::to_vec(object).unwrap_or_else(|_| b"null".to_vec()))
+    line(
+        kind,
+        &serde_json::to_vec(object).unwrap_or_else(|_| b"null".to_vec()),
+    )
 }
 
 /// Whether a line is an ERROR event.
@@ -96,10 +99,17 @@ mod tests {
             b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}\n"
         );
         let event = parse(&written).unwrap();
-        assert_eq!((event.kind.as_str(), event.resource_version()), ("ADDED", Some("7")));
+        assert_eq!(
+            (event.kind.as_str(), event.resource_version()),
+            ("ADDED", Some("7"))
+        );
         assert!(!is_error(&written));
         assert!(is_error(&value_line(ERROR, &json!({"code": 410}))));
-        let two = [written.to_vec(), line(BOOKMARK, b"{\"metadata\":{\"resourceVersion\":\"9\"}}").to_vec()].concat();
+        let two = [
+            written.to_vec(),
+            line(BOOKMARK, b"{\"metadata\":{\"resourceVersion\":\"9\"}}").to_vec(),
+        ]
+        .concat();
         assert_eq!(last_resource_version(&two).as_deref(), Some("9"));
         let mut pending = two[..two.len() - 5].to_vec();
         pending.extend_from_slice(b"\n");

@@ -614,7 +614,9 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
         );
     }
     assert_eq!(
-        wendy(&["get", "flunder", "hooked", "-o", "name"]).ok().trim(),
+        wendy(&["get", "flunder", "hooked", "-o", "name"])
+            .ok()
+            .trim(),
         "flunder.wardle.example.com/hooked"
     );
     cluster.etcdctl(&["del", garbage]).ok();

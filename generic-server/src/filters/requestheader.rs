@@ -338,7 +338,10 @@ impl RequestHeaderAuthenticator {
 
     /// The trust in force now.
     fn current(&self) -> Trusted {
-        self.trusted.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.trusted
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Reads the trust the front door publishes now and every few seconds
@@ -641,16 +644,25 @@ mod tests {
         assert!(!auth.is_fixed());
         let admin = client(&cluster, "admin", &["system:masters"]);
         let none = HeaderMap::new();
-        assert!(auth.authenticate(Some(&admin), &none, "/apis").await.is_err());
+        assert!(
+            auth.authenticate(Some(&admin), &none, "/apis")
+                .await
+                .is_err()
+        );
         let published = serde_json::json!({"client-ca-file": cluster_pem});
         let known = auth.current();
         let found = Trusted {
-            client_ca: Some(ClientCa::new(published["client-ca-file"].as_str().unwrap().into()).unwrap()),
+            client_ca: Some(
+                ClientCa::new(published["client-ca-file"].as_str().unwrap().into()).unwrap(),
+            ),
             ..known.clone()
         };
         assert!(!known.same(&found));
         *auth.trusted.write().unwrap() = found;
-        let user = auth.authenticate(Some(&admin), &none, "/apis").await.unwrap();
+        let user = auth
+            .authenticate(Some(&admin), &none, "/apis")
+            .await
+            .unwrap();
         assert_eq!(user.name, "admin");
         assert!(user.groups.contains(&"system:masters".to_string()));
     }

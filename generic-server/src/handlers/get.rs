@@ -21,7 +21,10 @@ pub async fn get(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
         .get(req, namespace(resource, req), &req.info.name)
         .await?;
     if req.info.subresource == "scale" {
-        return Ok(ApiResponse::json(StatusCode::OK, &rest.scale(&obj.value())?));
+        return Ok(ApiResponse::json(
+            StatusCode::OK,
+            &rest.scale(&obj.value())?,
+        ));
     }
     match out {
         Output::Json => {

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::{Output, check_verb, list_options, namespace, output};
 use crate::registry::WatchItem;
-use crate::rest::Rest;
 use crate::request::{ApiRequest, ApiResponse};
 use crate::resource::Resource;
+use crate::rest::Rest;
 use crate::watch_event;
 use apimachinery::error::Result;
 use apimachinery::table;

@@ -616,5 +616,4 @@ impl Store {
         }
         Ok(normalized.object)
     }
-
 }

@@ -589,12 +589,7 @@ impl Cacher {
     }
 
     /// The objects under `prefix` at `revision`, read from etcd in pages.
-    async fn load(
-        &self,
-        prefix: &str,
-        ingest: &Ingest,
-        revision: i64,
-    ) -> Result<Loaded, Error> {
+    async fn load(&self, prefix: &str, ingest: &Ingest, revision: i64) -> Result<Loaded, Error> {
         let mut loaded = Loaded::default();
         let end = prefix_end(prefix);
         let mut start = prefix.to_string();

@@ -198,11 +198,14 @@ impl Target {
             );
             return Ok(false);
         }
-        started.cluster.children.spawn(crate::supervisor::ChildSpec {
-            name: AGGREGATED.to_string(),
-            program,
-            args,
-        })?;
+        started
+            .cluster
+            .children
+            .spawn(crate::supervisor::ChildSpec {
+                name: AGGREGATED.to_string(),
+                program,
+                args,
+            })?;
         Ok(true)
     }
 

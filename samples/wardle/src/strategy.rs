@@ -156,11 +156,22 @@ mod tests {
         assert!(fields(json!({"flunderReference": "a", "referenceType": "Flunder"})).is_empty());
         assert!(fields(json!({})).is_empty());
         assert_eq!(
-            fields(json!({"flunderReference": "a", "fischerReference": "b", "referenceType": "Flunder"})),
+            fields(
+                json!({"flunderReference": "a", "fischerReference": "b", "referenceType": "Flunder"})
+            ),
             ["spec.fischerReference"]
         );
-        assert_eq!(fields(json!({"flunderReference": "a"})), ["spec.flunderReference"]);
-        assert_eq!(fields(json!({"referenceType": "Fischer"})), ["spec.fischerReference"]);
-        assert_eq!(fields(json!({"referenceType": "Fish"})), ["spec.referenceType"]);
+        assert_eq!(
+            fields(json!({"flunderReference": "a"})),
+            ["spec.flunderReference"]
+        );
+        assert_eq!(
+            fields(json!({"referenceType": "Fischer"})),
+            ["spec.fischerReference"]
+        );
+        assert_eq!(
+            fields(json!({"referenceType": "Fish"})),
+            ["spec.referenceType"]
+        );
     }
 }

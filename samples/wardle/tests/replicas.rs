@@ -30,8 +30,10 @@ fn flunders(client: kube::Client, version: &str) -> Api<DynamicObject> {
 
 /// A Flunder of `version` named `name` with `spec`.
 fn flunder(version: &str, name: &str, spec: serde_json::Value) -> DynamicObject {
-    serde_json::from_value(json!({"apiVersion": format!("{GROUP}/{version}"), "kind": "Flunder",
-        "metadata": {"name": name}, "spec": spec}))
+    serde_json::from_value(
+        json!({"apiVersion": format!("{GROUP}/{version}"), "kind": "Flunder",
+        "metadata": {"name": name}, "spec": spec}),
+    )
     .expect("a Flunder")
 }
 
@@ -205,7 +207,10 @@ async fn two_replicas_serve_flunders_and_a_killed_one_loses_no_acknowledged_writ
         }
     };
     let seen = added(from).await;
-    let names: Vec<_> = seen.iter().filter_map(|o| o.metadata.name.clone()).collect();
+    let names: Vec<_> = seen
+        .iter()
+        .filter_map(|o| o.metadata.name.clone())
+        .collect();
     assert_eq!(names, ["first", "second"]);
     let resumed = added(seen[0].metadata.resource_version.clone().unwrap()).await;
     let names: Vec<_> = resumed
@@ -233,7 +238,10 @@ async fn two_replicas_serve_flunders_and_a_killed_one_loses_no_acknowledged_writ
     match banned {
         Err(kube::Error::Api(status)) => {
             assert_eq!(status.code, 403);
-            assert!(status.message.contains("this name may not be used"), "{status:?}");
+            assert!(
+                status.message.contains("this name may not be used"),
+                "{status:?}"
+            );
         }
         other => panic!("BanFlunder let it through: {other:?}"),
     }
@@ -244,8 +252,7 @@ async fn two_replicas_serve_flunders_and_a_killed_one_loses_no_acknowledged_writ
     let until = Instant::now() + Duration::from_secs(6);
     let mut writers = Vec::new();
     for writer in 0..4 {
-        let (beta, acknowledged, refused) =
-            (beta.clone(), acknowledged.clone(), refused.clone());
+        let (beta, acknowledged, refused) = (beta.clone(), acknowledged.clone(), refused.clone());
         writers.push(tokio::spawn(async move {
             let mut i = 0;
             while Instant::now() < until {
@@ -266,7 +273,10 @@ async fn two_replicas_serve_flunders_and_a_killed_one_loses_no_acknowledged_writ
     first.kill();
     futures::future::join_all(writers).await;
     let acknowledged = acknowledged.lock().unwrap().clone();
-    let after_kill = acknowledged.iter().filter(|(_, at)| *at > killed_at).count();
+    let after_kill = acknowledged
+        .iter()
+        .filter(|(_, at)| *at > killed_at)
+        .count();
     assert!(
         after_kill > 0,
         "no write was acknowledged after the kill; refusals: {:?}",
