@@ -349,6 +349,24 @@ pub fn run<E>(logging: Logging, main: impl Future<Output = Result<(), E>>) -> Re
     generic_server::config::run(logging, main)
 }
 
+/// Runs a server inside this program (a test's) on a thread of its own:
+/// `main` is started there on kubechain's runtime, with no logging set up
+/// and the program's signals left to it. The server serves until the
+/// program exits; the handle tells why it stopped sooner.
+pub fn spawn<E, F>(
+    main: impl FnOnce() -> F + Send + 'static,
+) -> std::thread::JoinHandle<Result<(), E>>
+where
+    E: Send + 'static,
+    F: Future<Output = Result<(), E>>,
+{
+    std::thread::Builder::new()
+        .name("apiserver".into())
+        .stack_size(generic_server::runtime::STACK_BYTES)
+        .spawn(move || generic_server::config::block_on(Box::pin(main())))
+        .expect("a thread for the server")
+}
+
 /// An aggregated API server being built: add resources and health checks,
 /// then [`Server::serve`].
 pub struct Server {

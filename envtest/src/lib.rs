@@ -2,7 +2,9 @@
 //! with `kubechain up` on a free port in a temporary directory that is
 //! removed when the [`TestCluster`] is dropped, with kube-rs clients for
 //! the admin, for any ServiceAccount, or impersonating any user, and an
-//! author's aggregated server run and registered beside it.
+//! author's aggregated server run and registered beside it (as a process
+//! with [`TestCluster::spawn`], or inside the test's own process with
+//! `kubechain_apiserver::spawn`).
 //!
 //! ```no_run
 //! use k8s_openapi::api::core::v1::ConfigMap;

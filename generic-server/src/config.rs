@@ -404,6 +404,19 @@ pub fn run<E>(
         LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => logs.json().init(),
     }
+    // Boxed: a server's main future is large, and the main thread's stack is not.
+    block_on(Box::pin(async {
+        crate::shutdown::listen();
+        main.await
+    }))
+}
+
+/// Runs `main` to its end on kubechain's runtime: an actix system (actors
+/// on the calling thread) whose tasks run on a multi-threaded tokio runtime
+/// with [`crate::runtime::STACK_BYTES`] stacks. [`run`] runs a process's
+/// main on it; a server run inside a test's process runs on it alone, with
+/// no logging set up and no signals taken.
+pub fn block_on<T>(main: impl std::future::Future<Output = T>) -> T {
     let runtime = || {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -411,9 +424,9 @@ pub fn run<E>(
             .build()
             .expect("a tokio runtime")
     };
+    let main = Box::pin(main);
     actix_rt::System::with_tokio_rt(runtime).block_on(async {
         crate::runtime::remember_current();
-        crate::shutdown::listen();
         main.await
     })
 }
@@ -522,7 +535,6 @@ async fn serve_grpc(
     component: &str,
     ready: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    crate::shutdown::listen();
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|e| Error::Listen(address, Arc::new(e)))?;

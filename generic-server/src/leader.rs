@@ -20,7 +20,6 @@ pub fn elect(
     key: &str,
     identity: &str,
 ) -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
-    crate::shutdown::listen();
     let (tx, rx) = watch::channel(false);
     let (key, identity) = (key.to_string(), identity.to_string());
     let campaigning = tokio::spawn(async move {

@@ -559,7 +559,6 @@ pub async fn serve_https(
     workers: usize,
     delay: std::time::Duration,
 ) -> std::io::Result<()> {
-    crate::shutdown::listen();
     let server = HttpServer::new(move || {
         App::new()
             .app_data(web::Data::new(door.clone()))

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub const VERSION: &str = "v1alpha1";
 
 /// A Flunder: a thing that refers to another flunder or to a fischer.
-#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "io.k8s.sample-apiserver.pkg.apis.wardle.v1alpha1.Flunder")]
 pub struct Flunder {
     /// Standard object's metadata.
@@ -31,7 +31,7 @@ kubechain_apiserver::kind!(
 );
 
 /// What a Flunder refers to.
-#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "io.k8s.sample-apiserver.pkg.apis.wardle.v1alpha1.FlunderSpec")]
 pub struct FlunderSpec {
@@ -44,12 +44,12 @@ pub struct FlunderSpec {
 }
 
 /// A Flunder's status: empty.
-#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "io.k8s.sample-apiserver.pkg.apis.wardle.v1alpha1.FlunderStatus")]
 pub struct FlunderStatus {}
 
 /// A Fischer: the names no Flunder may have.
-#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "io.k8s.sample-apiserver.pkg.apis.wardle.v1alpha1.Fischer")]
 pub struct Fischer {

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A Flunder: a thing that refers to another flunder or to a fischer.
-#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "io.k8s.sample-apiserver.pkg.apis.wardle.v1beta1.Flunder")]
 pub struct Flunder {
     /// Standard object's metadata.
@@ -30,7 +30,7 @@ kubechain_apiserver::kind!(
 );
 
 /// What a Flunder refers to: a flunder or a fischer, not both.
-#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "io.k8s.sample-apiserver.pkg.apis.wardle.v1beta1.FlunderSpec")]
 pub struct FlunderSpec {
@@ -46,6 +46,6 @@ pub struct FlunderSpec {
 }
 
 /// A Flunder's status: empty.
-#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "io.k8s.sample-apiserver.pkg.apis.wardle.v1beta1.FlunderStatus")]
 pub struct FlunderStatus {}
