@@ -54,6 +54,20 @@ impl Credentials {
         })
     }
 
+    /// The same credentials, offering only `http` (by ALPN).
+    pub fn over(&self, http: Http) -> Credentials {
+        let mut tls = self.tls.clone();
+        tls.alpn_protocols = match http {
+            Http::Two => vec![b"h2".to_vec()],
+            Http::One => vec![b"http/1.1".to_vec()],
+        };
+        Credentials {
+            server: self.server.clone(),
+            tls,
+            ca: self.ca.clone(),
+        }
+    }
+
     /// A client that presents no certificate and authenticates with a bearer token.
     pub fn bearer(&self, token: &str) -> Result<Api> {
         let mut headers = reqwest::header::HeaderMap::new();
@@ -95,6 +109,25 @@ impl Credentials {
             base: self.server.clone(),
             http,
         })
+    }
+}
+
+/// An HTTP version a client may be held to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Http {
+    /// HTTP/1.1 (the Python client's and most scripts').
+    One,
+    /// HTTP/2 (kubectl's and client-go's).
+    Two,
+}
+
+impl Http {
+    /// Its name, as people write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Http::One => "HTTP/1.1",
+            Http::Two => "HTTP/2",
+        }
     }
 }
 

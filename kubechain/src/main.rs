@@ -30,6 +30,9 @@ enum Command {
     Up(up::UpArgs),
     /// Measure raw etcd and the same work through kubechain, in one run.
     Bench(bench::BenchArgs),
+    /// The bench's floor server: fixed bytes over the front door's HTTP stack.
+    #[command(hide = true)]
+    Floor(bench::floor::FloorArgs),
     /// Register an aggregated API server (APIService, its Service and
     /// EndpointSlice, and the RBAC it needs); idempotent.
     Register(register::RegisterArgs),
@@ -79,6 +82,7 @@ fn main() -> anyhow::Result<()> {
         Command::Up(args) => runtime.block_on(up::up(args)),
         Command::Bench(args) => runtime.block_on(bench::run(args)),
         Command::Register(args) => runtime.block_on(register::run(args)),
+        Command::Floor(args) => bench::floor::serve(args),
         Command::Certs {
             dir,
             hosts,

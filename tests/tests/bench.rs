@@ -34,6 +34,9 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
     let rows = [
         "creates/s",
         "GET/s (one object)",
+        "CPU µs per GET, front door + core (HTTP/2)",
+        "CPU µs per GET, front door + core (HTTP/1.1)",
+        "CPU µs per create, front door + core (HTTP/2)",
         "GET/s as a ServiceAccount (1000 RoleBindings)",
         "LIST/s (200 objects)",
         "aggregated API GET/s (metrics-server)",
@@ -89,7 +92,7 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
     // Every throughput row has a number on both sides and a verdict.
     for line in stdout
         .lines()
-        .filter(|l| rows[..4].iter().any(|r| l.starts_with(r)))
+        .filter(|l| rows[..7].iter().any(|r| l.starts_with(r)))
     {
         assert!(
             line.ends_with("PASS") || line.ends_with("MISS"),

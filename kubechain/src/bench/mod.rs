@@ -4,7 +4,10 @@
 //! issue (creates ≥ 0.7× etcd, GET ≥ 2×, LIST ≥ 5×, watch p99 < 100 ms with
 //! 1,000 watchers, core-server memory < 3× the JSON it caches), and what
 //! admission costs a create (20 webhooks and 20 policies that match
-//! nothing: ≥ 0.95× creates without them; one matching policy: its CPU).
+//! nothing: ≥ 0.95× creates without them; one matching policy: its CPU),
+//! and the front door and core-server's CPU per GET and create as a
+//! multiple of a floor's (a server doing the least the design needs,
+//! [`floor`]) in the same run.
 //!
 //! ```text
 //! kubechain bench --size small            # CI smoke: fails on errors, not on numbers
@@ -16,6 +19,7 @@ mod aggregated;
 mod audit;
 mod curves;
 mod fairness;
+pub mod floor;
 mod load;
 mod parsers;
 mod report;
@@ -118,6 +122,9 @@ const RBAC_RATIO: f64 = 0.9;
 /// CPU the front door and core-server may spend together per operation
 /// (the cost-of-the-split issue's targets), in µs.
 const GET_CPU_US: f64 = 150.0;
+/// CPU a cached GET may take through the front door and core-server, as a
+/// multiple of the floor's in the same run (the cost-of-the-split issue).
+const FLOOR_GET_TIMES: f64 = 3.0;
 const CREATE_CPU_US: f64 = 300.0;
 const LIST_CPU_US: f64 = 1500.0;
 const WATCH_P99: Duration = Duration::from_millis(100);
@@ -420,8 +427,21 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         );
     }
 
+    // The floor: the GET's own bytes, answered by the least a front door does.
+    let get_path = format!("{list_path}/object-0");
+    let floors = match target.dir() {
+        Some(dir) if dir.join("pki/aggregator.key").exists() => {
+            let body = admin
+                .call(Method::GET, &get_path, None, StatusCode::OK)
+                .await?;
+            Some(floor::Floors::start(&dir, &dir.join("pki"), &body)?)
+        }
+        _ => None,
+    };
+    let mut pids = target.pids();
+    pids.extend(floors.iter().flat_map(floor::Floors::pids));
     let mut table = Table::default();
-    let mut cpu = CpuTable::new(&target.pids());
+    let mut cpu = CpuTable::new(&pids);
     let seconds = plan.phase.as_secs_f64();
 
     // Creates: a create-if-absent transaction against a POST of the same object.
@@ -507,7 +527,6 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         }),
     )
     .await;
-    let get_path = format!("{list_path}/object-0");
     // The same GETs as a ServiceAccount bound to view, among many
     // RoleBindings: what authorizing by RBAC costs against the admin's.
     // The two run in alternating slices, so that a machine whose speed
@@ -534,6 +553,26 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
     )
     .await;
     table.throughput("GET/s (one object)", &etcd_gets, &chain_gets, GET_RATIO);
+    let floor_phases = match &floors {
+        Some(floors) => {
+            floor::measure(
+                floors,
+                credentials,
+                concurrency,
+                &get_path,
+                [
+                    ("raw etcd creates", etcd_creates.ops),
+                    ("kubechain creates", chain_creates.ops),
+                ],
+                plan.phase,
+                &mut cpu,
+                &mut table,
+                &mut errors,
+            )
+            .await?
+        }
+        None => Vec::new(),
+    };
     table.versus(
         &format!("GET/s as a ServiceAccount ({RBAC_BINDINGS} RoleBindings)"),
         "admin",
@@ -776,6 +815,7 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         ("raw etcd LISTs", etcd_lists.ops, None),
         ("kubechain LISTs", chain_lists.ops, Some(LIST_CPU_US)),
     ];
+    per_op.extend(floor_phases.iter().map(|(name, ops)| (*name, *ops, None)));
     per_op.extend(flunder_phases.iter().map(|(name, ops)| (*name, *ops, None)));
     print!("{}", cpu.per_op(&per_op));
     println!();

@@ -157,6 +157,33 @@ impl Table {
         });
     }
 
+    /// kubechain's CPU per operation against a floor's (`base_name`: the
+    /// same request answered by the least the design needs) in the same
+    /// run; the target is at most `max_times` × the floor.
+    pub fn floor(
+        &mut self,
+        metric: &str,
+        base_name: &str,
+        base_us: f64,
+        chain_us: f64,
+        max_times: f64,
+        errors: bool,
+    ) {
+        let ratio = if base_us > 0.0 {
+            chain_us / base_us
+        } else {
+            0.0
+        };
+        self.rows.push(Row {
+            metric: metric.to_string(),
+            etcd: format!("{base_name}: {base_us:.0}"),
+            chain: format!("{chain_us:.0}"),
+            ratio: format!("{ratio:.2}×"),
+            target: format!("≤ {max_times}× {base_name}"),
+            result: verdict(ratio <= max_times, errors),
+        });
+    }
+
     /// Watch delivery latency (kubechain only); the target is p99 < `p99_max`.
     pub fn watch(&mut self, result: &WatchResult, p99_max: Duration) {
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
