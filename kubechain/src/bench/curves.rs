@@ -68,9 +68,9 @@ pub async fn run(curves: &[Curve], size: Size, target: &mut Target) -> Result<Ve
             }
             Curve::Objects => {
                 let steps: &[usize] = if size == Size::Small {
-                    &[500, 2000]
+                    &[1, 500, 2000]
                 } else {
-                    &[10_000, 100_000, 300_000]
+                    &[1, 10_000, 100_000, 300_000]
                 };
                 objects(target, steps, &mut errors).await
             }
@@ -497,14 +497,16 @@ async fn objects(target: &mut Target, steps: &[usize], errors: &mut Vec<String>)
     let mut out = "object curve: configmaps of about 1 KiB in one namespace\n".to_string();
     let _ = writeln!(
         out,
-        "  {:>8} {:>12} {:>16} {:>22} {:>18} {:>22}",
+        "  {:>8} {:>12} {:>16} {:>22} {:>18} {:>14} {:>22}",
         "objects",
         "creates/s",
         "core RSS MiB",
         "core RSS per object",
         "LIST page p99",
+        "CPU µs/GET",
         "restart to ready"
     );
+    let object = format!("{path}/object-0");
     let mut stored = 0;
     for &size in steps {
         eprintln!("bench: object curve, up to {size} configmaps");
@@ -558,6 +560,13 @@ async fn objects(target: &mut Target, steps: &[usize], errors: &mut Vec<String>)
         }
         pages.sort_unstable();
         let page_p99 = quantile(&pages, 0.99);
+        let get_cost = match get_cost(target, &apis, &object).await {
+            Ok(us) => format!("{us:.0}"),
+            Err(e) => {
+                errors.push(format!("object curve: GETs at {size} objects: {e:#}"));
+                "-".to_string()
+            }
+        };
 
         let ready = if target.restart("core-server").await? {
             let began = Instant::now();
@@ -589,14 +598,15 @@ async fn objects(target: &mut Target, steps: &[usize], errors: &mut Vec<String>)
         };
         let _ = writeln!(
             out,
-            "  {size:>8} {rate:>12.0} {:>16} {per_object:>22} {:>18} {ready:>22}",
+            "  {size:>8} {rate:>12.0} {:>16} {per_object:>22} {:>18} {get_cost:>14} {ready:>22}",
             core.map_or("-".to_string(), |c| format!("{:.0}", c as f64 / 1048576.0)),
             format!("{:.1} ms", page_p99.as_secs_f64() * 1000.0),
         );
     }
     let _ = writeln!(
         out,
-        "  (RSS per object: core-server's growth since before the first object; restart to ready: SIGKILL, restart, first consistent LIST answered; target ≤ 10 s at 100k)"
+        "  (RSS per object: core-server's growth since before the first object; CPU µs/GET: the front door's and core-server's CPU per GET of one of them, 8 clients for {} s, which must not grow with the objects stored; restart to ready: SIGKILL, restart, first consistent LIST answered; target ≤ 10 s at 100k)",
+        GET_WINDOW.as_secs()
     );
     if !target.is_disposable() {
         let _ = admin
@@ -604,6 +614,30 @@ async fn objects(target: &mut Target, steps: &[usize], errors: &mut Vec<String>)
             .await;
     }
     Ok(out)
+}
+
+/// How long the object curve GETs one object at each size.
+const GET_WINDOW: Duration = Duration::from_secs(3);
+
+/// The front door's and core-server's CPU µs per GET of `path` by `apis`
+/// over [`GET_WINDOW`]; an error if any GET failed.
+async fn get_cost(target: &Target, apis: &[Api], path: &str) -> Result<f64> {
+    // Read anew each time: a restarted core-server has a new pid.
+    let cpu = CpuTable::new(&target.pids());
+    let before = cpu.snapshot();
+    let done = super::gets(apis.to_vec(), GET_WINDOW, path).await;
+    if done.failed > 0 || done.ops == 0 {
+        bail!(
+            "{} of {} GETs failed: {:?}",
+            done.failed,
+            done.ops + done.failed,
+            done.errors
+        );
+    }
+    let used = cpu
+        .used_since(&before, &["aggregator", "core-server"])
+        .context("no CPU times of the front door and core-server")?;
+    Ok(used.as_secs_f64() * 1e6 / done.ops as f64)
 }
 
 #[cfg(test)]

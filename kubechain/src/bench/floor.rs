@@ -22,7 +22,7 @@ use proto::delegation::{self as pb, api_response_frame::Frame};
 
 use super::load::closed_loop;
 use super::report::{CpuTable, Table};
-use super::{FLOOR_GET_TIMES, alternating, configmap, gets};
+use super::{FLOOR_GET_TIMES, alternating, alternating_sampled, configmap, gets, lists};
 use crate::client::{Api, Credentials, Http};
 use reqwest::{Method, StatusCode};
 
@@ -44,6 +44,10 @@ pub struct FloorArgs {
     /// The bytes every response carries (a JSON object).
     #[arg(long)]
     body: PathBuf,
+    /// `PATH=FILE`: requests of PATH are answered with FILE's bytes instead
+    /// (a LIST's); repeatable.
+    #[arg(long = "route")]
+    routes: Vec<String>,
     /// HTTP worker threads (the front door's default).
     #[arg(long, default_value_t = 2)]
     workers: usize,
@@ -77,14 +81,22 @@ pub fn serve(args: FloorArgs) -> Result<()> {
     let tls = rustls::ServerConfig::builder()
         .with_no_client_auth()
         .with_single_cert(certs, key)?;
+    let mut routes = std::collections::HashMap::new();
+    for route in &args.routes {
+        let (path, file) = route.split_once('=').context("a --route is PATH=FILE")?;
+        let bytes = std::fs::read(file).with_context(|| format!("reading {file}"))?;
+        routes.insert(path.to_string(), Bytes::from(bytes));
+    }
+    let routes = std::sync::Arc::new(routes);
     let backend = args.backend.clone();
     actix_web::rt::System::new().block_on(async move {
         let backend = backend.map(backend_client);
         actix_web::HttpServer::new(move || {
-            let (body, backend) = (body.clone(), backend.clone());
+            let (body, backend, routes) = (body.clone(), backend.clone(), routes.clone());
             actix_web::App::new().default_service(actix_web::web::to(
                 move |req: actix_web::HttpRequest, sent: Bytes| {
-                    let (body, backend) = (body.clone(), backend.clone());
+                    let backend = backend.clone();
+                    let body = routes.get(req.path()).unwrap_or(&body).clone();
                     async move {
                         match backend {
                             Some(client) => delegate(client, &req, sent).await,
@@ -254,9 +266,11 @@ pub struct Floors {
 impl Floors {
     /// Starts the floors answering `body`, serving the front door's
     /// certificate from `pki` (so clients trust them alike); files in `dir`.
-    pub fn start(dir: &Path, pki: &Path, body: &[u8]) -> Result<Floors> {
+    pub fn start(dir: &Path, pki: &Path, body: &[u8], list: (&str, &[u8])) -> Result<Floors> {
         let body_file = dir.join("floor-body.json");
         std::fs::write(&body_file, body)?;
+        let list_file = dir.join("floor-list.json");
+        std::fs::write(&list_file, list.1)?;
         let socket = dir.join("floor-backend.sock");
         let _ = std::fs::remove_file(&socket);
         let backend = Floor::spawn(
@@ -278,6 +292,7 @@ impl Floors {
                 format!("--cert={}", pki.join("aggregator.crt").display()),
                 format!("--key={}", pki.join("aggregator.key").display()),
                 format!("--body={}", body_file.display()),
+                format!("--route={}={}", list.0, list_file.display()),
             ];
             if let Some(socket) = backend {
                 args.push(format!("--backend={}", socket.display()));
@@ -353,6 +368,14 @@ const PHASES: [(Http, [&str; 2]); 2] = [
     ),
 ];
 
+/// Slices each GET phase against the floor is cut into, alternating: the
+/// spread of both costs over one sitting.
+const ROUNDS: u32 = 10;
+
+/// What a LIST through kubechain may cost, as a multiple of the floor
+/// writing the same bytes (the cost-of-the-split issue).
+const FLOOR_LIST_TIMES: f64 = 1.5;
+
 /// What a create through kubechain may cost beyond the two-hop floor and
 /// etcd's own create, in µs (the cost-of-the-split issue).
 const CREATE_ALLOWANCE_US: f64 = 100.0;
@@ -372,6 +395,7 @@ pub async fn measure(
     concurrency: usize,
     path: &str,
     creates: [(&str, u64); 2],
+    list: (&str, usize),
     duration: Duration,
     cpu: &mut CpuTable,
     table: &mut Table,
@@ -395,14 +419,24 @@ pub async fn measure(
         };
         let floor = credentials.at(&floors.one_hop.address);
         let (chain, floor) = (clients(credentials)?, clients(&floor)?);
-        let [chain, base] = alternating(
+        let ([chain, base], [chain_samples, floor_samples]) = alternating_sampled(
             cpu,
             names,
             duration,
+            ROUNDS,
+            [&["aggregator", "core-server"], &[FLOOR]],
             |slice| gets(chain.clone(), slice, path),
             |slice| gets(floor.clone(), slice, path),
         )
         .await;
+        table.spread(
+            &format!(
+                "spread of CPU µs per GET over {ROUNDS} slices ({})",
+                http.name()
+            ),
+            &floor_samples,
+            &chain_samples,
+        );
         if let (Some(floor_us), Some(chain_us)) = (
             us(cpu, names[1], FLOOR, base.ops),
             front_door_and_core(cpu, names[0], chain.ops),
@@ -420,6 +454,43 @@ pub async fn measure(
         base.report_failures(names[1], errors);
         phases.extend([(names[0], chain.ops), (names[1], base.ops)]);
     }
+
+    // LISTs: the same bytes written by the one-hop floor.
+    let (list_path, least) = list;
+    let names = ["kubechain LISTs, vs the floor", "floor LISTs"];
+    let clients = |at: &Credentials| {
+        (0..concurrency)
+            .map(|_| at.api())
+            .collect::<Result<Vec<_>>>()
+    };
+    let (chain, floor) = (
+        clients(credentials)?,
+        clients(&credentials.at(&floors.one_hop.address))?,
+    );
+    let [chain, base] = alternating(
+        cpu,
+        names,
+        duration,
+        |slice| lists(chain.clone(), slice, list_path, least),
+        |slice| lists(floor.clone(), slice, list_path, least),
+    )
+    .await;
+    if let (Some(floor_us), Some(chain_us)) = (
+        us(cpu, names[1], FLOOR, base.ops),
+        front_door_and_core(cpu, names[0], chain.ops),
+    ) {
+        table.floor(
+            "CPU µs per LIST, front door + core (HTTP/2)",
+            "floor",
+            floor_us,
+            chain_us,
+            FLOOR_LIST_TIMES,
+            chain.failed + base.failed > 0,
+        );
+    }
+    chain.report_failures(names[0], errors);
+    base.report_failures(names[1], errors);
+    phases.extend([(names[0], chain.ops), (names[1], base.ops)]);
 
     let name = "floor creates, 2 hops";
     let clients = (0..concurrency)

@@ -434,7 +434,16 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
             let body = admin
                 .call(Method::GET, &get_path, None, StatusCode::OK)
                 .await?;
-            Some(floor::Floors::start(&dir, &dir.join("pki"), &body)?)
+            let list = admin
+                .call(Method::GET, &list_path, None, StatusCode::OK)
+                .await?;
+            let pki = dir.join("pki");
+            Some(floor::Floors::start(
+                &dir,
+                &pki,
+                &body,
+                (&list_path, &list),
+            )?)
         }
         _ => None,
     };
@@ -564,6 +573,7 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
                     ("raw etcd creates", etcd_creates.ops),
                     ("kubechain creates", chain_creates.ops),
                 ],
+                (&list_path, plan.objects * PAYLOAD),
                 plan.phase,
                 &mut cpu,
                 &mut table,
@@ -604,26 +614,11 @@ async fn bench(args: &BenchArgs, plan: &Plan, target: &mut Target) -> Result<Vec
         }),
     )
     .await;
-    let path = list_path.clone();
     let chain_lists = phase(
         &mut cpu,
         "kubechain LISTs",
         seconds,
-        closed_loop(apis.clone(), plan.phase, move |api: Api, _| {
-            let path = path.clone();
-            async move {
-                let body = api.call(Method::GET, &path, None, StatusCode::OK).await?;
-                // Parsing every list would load the bench, not the server: a
-                // complete list is at least as long as its payloads.
-                if body.len() < objects * PAYLOAD {
-                    bail!(
-                        "LIST returned {} bytes, too few for {objects} objects",
-                        body.len()
-                    );
-                }
-                Ok(())
-            }
-        }),
+        lists(apis.clone(), plan.phase, &list_path, objects * PAYLOAD),
     )
     .await;
     table.throughput(
@@ -867,6 +862,24 @@ async fn gets(apis: Vec<Api>, duration: Duration, path: &str) -> Throughput {
     .await
 }
 
+/// LISTs of `path` by `apis` for `duration`, each expecting 200 and at
+/// least `least` bytes (parsing every list would load the bench, not the
+/// server: a complete list is at least as long as its payloads).
+async fn lists(apis: Vec<Api>, duration: Duration, path: &str, least: usize) -> Throughput {
+    let path = path.to_string();
+    closed_loop(apis, duration, move |api: Api, _| {
+        let path = path.clone();
+        async move {
+            let body = api.call(Method::GET, &path, None, StatusCode::OK).await?;
+            if body.len() < least {
+                bail!("LIST returned {} bytes, fewer than {least}", body.len());
+            }
+            Ok(())
+        }
+    })
+    .await
+}
+
 /// A RoleBinding named `account` of `view` to the ServiceAccount `account`.
 fn view_binding(namespace: &str, account: &str) -> String {
     json!({
@@ -1040,9 +1053,8 @@ async fn phase(
 /// Slices [`alternating`] cuts each of its two phases into.
 const SLICES: u32 = 4;
 
-/// Runs two loads for `duration` each, in alternating slices (A B B A …),
-/// recording each under its name in `cpu`: their ratio is then measured
-/// under the same conditions, even on a machine whose speed drifts.
+/// Runs two phases in alternating slices ([`SLICES`] of each), so that a
+/// machine whose speed drifts during the run slows both alike.
 async fn alternating<A, B, FA, FB>(
     cpu: &mut CpuTable,
     names: [&str; 2],
@@ -1056,7 +1068,30 @@ where
     A: std::future::Future<Output = Throughput>,
     B: std::future::Future<Output = Throughput>,
 {
-    let slice = duration / SLICES;
+    alternating_sampled(cpu, names, duration, SLICES, [&[], &[]], a, b)
+        .await
+        .0
+}
+
+/// [`alternating`] in `rounds` slices of each phase, with each slice's CPU
+/// µs per operation of the processes `sampled` names for its phase
+/// (summed): the spread of a cost over one sitting.
+async fn alternating_sampled<A, B, FA, FB>(
+    cpu: &mut CpuTable,
+    names: [&str; 2],
+    duration: Duration,
+    rounds: u32,
+    sampled: [&[&str]; 2],
+    a: FA,
+    b: FB,
+) -> ([Throughput; 2], [Vec<f64>; 2])
+where
+    FA: Fn(Duration) -> A,
+    FB: Fn(Duration) -> B,
+    A: std::future::Future<Output = Throughput>,
+    B: std::future::Future<Output = Throughput>,
+{
+    let slice = duration / rounds.max(1);
     eprintln!(
         "bench: {} and {} ({:.0} s each, alternating)",
         names[0],
@@ -1064,7 +1099,8 @@ where
         duration.as_secs_f64()
     );
     let mut totals = [Throughput::default(), Throughput::default()];
-    for round in 0..SLICES {
+    let mut samples = [Vec::new(), Vec::new()];
+    for round in 0..rounds.max(1) {
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for which in order {
             let before = cpu.snapshot();
@@ -1073,6 +1109,13 @@ where
             } else {
                 b(slice).await
             };
+            let used = match sampled[which] {
+                [] => None,
+                processes => cpu.used_since(&before, processes),
+            };
+            if let Some(used) = used.filter(|_| done.ops > 0) {
+                samples[which].push(used.as_secs_f64() * 1e6 / done.ops as f64);
+            }
             cpu.record(names[which], before);
             totals[which].follow(done);
         }
@@ -1084,7 +1127,7 @@ where
             total.failed
         );
     }
-    totals
+    (totals, samples)
 }
 
 /// Every key and value under `prefix`, read in pages.

@@ -184,6 +184,25 @@ impl Table {
         });
     }
 
+    /// The spread of a cost per operation over repeated slices of one
+    /// sitting, kubechain's against the floor's (reported).
+    pub fn spread(&mut self, metric: &str, floor: &[f64], chain: &[f64]) {
+        let range = |samples: &[f64]| {
+            let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = samples.iter().copied().fold(0.0, f64::max);
+            (min, max, if min > 0.0 { max / min } else { 0.0 })
+        };
+        let ((floor_min, floor_max, floor_x), (min, max, x)) = (range(floor), range(chain));
+        self.rows.push(Row {
+            metric: metric.to_string(),
+            etcd: format!("floor: {floor_min:.0}–{floor_max:.0} ({floor_x:.2}×)"),
+            chain: format!("{min:.0}–{max:.0} ({x:.2}×)"),
+            ratio: format!("{:.2}×", if floor_x > 0.0 { x / floor_x } else { 0.0 }),
+            target: "reported".to_string(),
+            result: "INFO",
+        });
+    }
+
     /// Watch delivery latency (kubechain only); the target is p99 < `p99_max`.
     pub fn watch(&mut self, result: &WatchResult, p99_max: Duration) {
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
@@ -404,6 +423,21 @@ impl CpuTable {
             wall,
             used,
         });
+    }
+
+    /// The CPU `processes` used together since `before`.
+    pub fn used_since(&self, before: &CpuSnapshot, processes: &[&str]) -> Option<Duration> {
+        let now = self.snapshot();
+        let mut used = Duration::ZERO;
+        for process in processes {
+            let index = self
+                .processes
+                .iter()
+                .position(|(name, _)| name == process)?;
+            let (after, before) = (now.times.get(index)?, before.times.get(index)?);
+            used += after.as_ref()?.saturating_sub(*before.as_ref()?);
+        }
+        Some(used)
     }
 
     /// The CPU `process` used per operation in `phase`, `ops` operations.
