@@ -32,8 +32,8 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
     let rows = [
         "creates/s",
         "GET/s (one object)",
-        "CPU µs per GET, front door + core (HTTP/2)",
-        "CPU µs per GET, front door + core (HTTP/1.1)",
+        "CPU µs per cached GET, front door + core (HTTP/2)",
+        "CPU µs per cached GET, front door + core (HTTP/1.1)",
         "CPU µs per create, front door + core (HTTP/2)",
         "CPU µs per LIST, front door + core (HTTP/2)",
         "GET/s as a ServiceAccount (1000 RoleBindings)",
@@ -70,7 +70,7 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
     assert!(stdout.contains("errors: none"), "{stdout}");
     // The spread of a GET's cost over slices, kubechain's and the floor's.
     for version in ["HTTP/2", "HTTP/1.1"] {
-        let row = format!("spread of CPU µs per GET over 10 slices ({version})");
+        let row = format!("spread of CPU µs per cached GET over 10 slices ({version})");
         let line = stdout.lines().find(|l| l.starts_with(&row));
         assert!(
             line.is_some_and(|l| l.contains("floor: ") && l.matches('–').count() == 2),

@@ -20,7 +20,7 @@ use proto::delegation::delegation_client::DelegationClient;
 use proto::delegation::delegation_server::{Delegation, DelegationServer};
 use proto::delegation::{self as pb, api_response_frame::Frame};
 
-use super::load::closed_loop;
+use super::load::{Throughput, closed_loop};
 use super::report::{CpuTable, Table};
 use super::{FLOOR_GET_TIMES, alternating, alternating_sampled, configmap, gets, lists};
 use crate::client::{Api, Credentials, Http};
@@ -380,14 +380,16 @@ const FLOOR_LIST_TIMES: f64 = 1.5;
 /// etcd's own create, in µs (the cost-of-the-split issue).
 const CREATE_ALLOWANCE_US: f64 = 100.0;
 
-/// GETs of `path` through the front door and from the one-hop floor, over
-/// HTTP/2 and HTTP/1.1, each pair alternating in slices (a machine whose
-/// speed drifts slows both alike), and creates through the two-hop floor;
-/// the table gets the front door and core-server's CPU per GET as a
-/// multiple of the one-hop floor's, and per create against the two-hop
-/// floor's plus etcd's own (`creates`: the phases of raw etcd's creates and
-/// kubechain's, with their operations). Returns each phase with its
-/// operations, for the CPU per operation table.
+/// Cached GETs of `path` (`resourceVersion=0`) through the front door and
+/// from the one-hop floor over HTTP/2 and HTTP/1.1, and LISTs of
+/// `list.0` (at least `list.1` bytes) through both, each pair alternating
+/// in slices (a machine whose speed drifts slows both alike); creates
+/// through the two-hop floor. The table gets the front door and
+/// core-server's CPU per GET and LIST as a multiple of the one-hop floor's,
+/// and per create against the two-hop floor's plus etcd's own (`creates`:
+/// the phases of raw etcd's creates and kubechain's, with their
+/// operations). Returns each phase with its operations, for the CPU per
+/// operation table.
 #[allow(clippy::too_many_arguments)]
 pub async fn measure(
     floors: &Floors,
@@ -401,16 +403,10 @@ pub async fn measure(
     table: &mut Table,
     errors: &mut Vec<String>,
 ) -> Result<Vec<(&'static str, u64)>> {
-    let us = |cpu: &CpuTable, phase: &str, process: &str, ops: u64| {
-        cpu.cpu_per_op(phase, process, ops)
-            .map(|d| d.as_secs_f64() * 1e6)
-    };
-    let front_door_and_core = |cpu: &CpuTable, phase: &str, ops: u64| {
-        us(cpu, phase, "aggregator", ops)
-            .zip(us(cpu, phase, "core-server", ops))
-            .map(|(aggregator, core)| aggregator + core)
-    };
     let mut phases = Vec::new();
+    // Served from the watch cache (kube's `resourceVersion=0`), as the
+    // floor serves its bytes: a GET without it is a quorum read of etcd.
+    let cached = format!("{path}?resourceVersion=0");
     for (http, names) in PHASES {
         let clients = |at: &Credentials| {
             (0..concurrency)
@@ -424,35 +420,29 @@ pub async fn measure(
             names,
             duration,
             ROUNDS,
-            [&["aggregator", "core-server"], &[FLOOR]],
-            |slice| gets(chain.clone(), slice, path),
-            |slice| gets(floor.clone(), slice, path),
+            [FRONT_DOOR_AND_CORE, &[FLOOR]],
+            |slice| gets(chain.clone(), slice, &cached),
+            |slice| gets(floor.clone(), slice, &cached),
         )
         .await;
         table.spread(
             &format!(
-                "spread of CPU µs per GET over {ROUNDS} slices ({})",
+                "spread of CPU µs per cached GET over {ROUNDS} slices ({})",
                 http.name()
             ),
             &floor_samples,
             &chain_samples,
         );
-        if let (Some(floor_us), Some(chain_us)) = (
-            us(cpu, names[1], FLOOR, base.ops),
-            front_door_and_core(cpu, names[0], chain.ops),
-        ) {
-            table.floor(
-                &format!("CPU µs per GET, front door + core ({})", http.name()),
-                "floor",
-                floor_us,
-                chain_us,
-                FLOOR_GET_TIMES,
-                chain.failed + base.failed > 0,
-            );
-        }
-        chain.report_failures(names[0], errors);
-        base.report_failures(names[1], errors);
-        phases.extend([(names[0], chain.ops), (names[1], base.ops)]);
+        let metric = format!("CPU µs per cached GET, front door + core ({})", http.name());
+        phases.extend(against_floor(
+            cpu,
+            table,
+            errors,
+            &metric,
+            names,
+            [chain, base],
+            FLOOR_GET_TIMES,
+        ));
     }
 
     // LISTs: the same bytes written by the one-hop floor.
@@ -475,22 +465,15 @@ pub async fn measure(
         |slice| lists(floor.clone(), slice, list_path, least),
     )
     .await;
-    if let (Some(floor_us), Some(chain_us)) = (
-        us(cpu, names[1], FLOOR, base.ops),
-        front_door_and_core(cpu, names[0], chain.ops),
-    ) {
-        table.floor(
-            "CPU µs per LIST, front door + core (HTTP/2)",
-            "floor",
-            floor_us,
-            chain_us,
-            FLOOR_LIST_TIMES,
-            chain.failed + base.failed > 0,
-        );
-    }
-    chain.report_failures(names[0], errors);
-    base.report_failures(names[1], errors);
-    phases.extend([(names[0], chain.ops), (names[1], base.ops)]);
+    phases.extend(against_floor(
+        cpu,
+        table,
+        errors,
+        "CPU µs per LIST, front door + core (HTTP/2)",
+        names,
+        [chain, base],
+        FLOOR_LIST_TIMES,
+    ));
 
     let name = "floor creates, 2 hops";
     let clients = (0..concurrency)
@@ -510,14 +493,17 @@ pub async fn measure(
     .await;
     cpu.record(name, before);
     let [(etcd_phase, etcd_ops), (chain_phase, chain_ops)] = creates;
-    let two_hops = us(cpu, name, floors.two_hops.name, created.ops)
-        .zip(us(cpu, name, floors.backend.name, created.ops))
-        .map(|(front, back)| front + back);
-    let etcd = us(cpu, etcd_phase, "etcd", etcd_ops);
+    let two_hops = per_op_us(
+        cpu,
+        name,
+        &[floors.two_hops.name, floors.backend.name],
+        created.ops,
+    );
+    let etcd = per_op_us(cpu, etcd_phase, &["etcd"], etcd_ops);
     if let (Some(two_hops), Some(etcd), Some(chain_us)) = (
         two_hops,
         etcd,
-        front_door_and_core(cpu, chain_phase, chain_ops),
+        per_op_us(cpu, chain_phase, FRONT_DOOR_AND_CORE, chain_ops),
     ) {
         table.floor(
             "CPU µs per create, front door + core (HTTP/2)",
@@ -531,4 +517,46 @@ pub async fn measure(
     created.report_failures(name, errors);
     phases.push((name, created.ops));
     Ok(phases)
+}
+
+/// The processes whose CPU a request through kubechain costs.
+const FRONT_DOOR_AND_CORE: &[&str] = &["aggregator", "core-server"];
+
+/// The CPU µs `processes` used together per operation in `phase`.
+fn per_op_us(cpu: &CpuTable, phase: &str, processes: &[&str], ops: u64) -> Option<f64> {
+    processes.iter().try_fold(0.0, |sum, process| {
+        let used = cpu.cpu_per_op(phase, process, ops)?;
+        Some(sum + used.as_secs_f64() * 1e6)
+    })
+}
+
+/// Judges a pair of phases, kubechain's (`names[0]`) and the floor's: the
+/// front door and core-server's CPU per operation against at most
+/// `max_times` the floor's; reports their failures and returns them with
+/// their operations.
+fn against_floor(
+    cpu: &CpuTable,
+    table: &mut Table,
+    errors: &mut Vec<String>,
+    metric: &str,
+    names: [&'static str; 2],
+    [chain, base]: [Throughput; 2],
+    max_times: f64,
+) -> [(&'static str, u64); 2] {
+    if let (Some(floor_us), Some(chain_us)) = (
+        per_op_us(cpu, names[1], &[FLOOR], base.ops),
+        per_op_us(cpu, names[0], FRONT_DOOR_AND_CORE, chain.ops),
+    ) {
+        table.floor(
+            metric,
+            "floor",
+            floor_us,
+            chain_us,
+            max_times,
+            chain.failed + base.failed > 0,
+        );
+    }
+    chain.report_failures(names[0], errors);
+    base.report_failures(names[1], errors);
+    [(names[0], chain.ops), (names[1], base.ops)]
 }
