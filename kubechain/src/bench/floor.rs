@@ -361,10 +361,13 @@ impl Drop for Floor {
 
 /// The phases [`measure`] runs, by HTTP version: kubechain's, the floor's.
 const PHASES: [(Http, [&str; 2]); 2] = [
-    (Http::Two, ["kubechain GETs, HTTP/2", "floor GETs, HTTP/2"]),
+    (
+        Http::Two,
+        ["kubechain cached GETs, HTTP/2", "floor GETs, HTTP/2"],
+    ),
     (
         Http::One,
-        ["kubechain GETs, HTTP/1.1", "floor GETs, HTTP/1.1"],
+        ["kubechain cached GETs, HTTP/1.1", "floor GETs, HTTP/1.1"],
     ),
 ];
 
