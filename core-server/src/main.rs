@@ -17,12 +17,11 @@ use std::sync::{Arc, OnceLock};
 use allocation::{Ranges, ServiceAllocator};
 use anyhow::Context as _;
 use clap::Parser;
-use generic_server::admission::policy::ParamKind;
-use generic_server::admission::quota::ResourceQuota;
-use generic_server::admission::{Admission, AdmissionPlugin, NamespaceLifecycle};
-use generic_server::config::{self, Config, Delegate};
+use generic_server::admission::AdmissionPlugin;
+use generic_server::config::{Config, Delegate};
 use generic_server::loopback::Loopback;
 use generic_server::server::ApiServer;
+use kubechain_apiserver::{ChainEndpoint, Server};
 use serde_json::json;
 
 /// Namespaces that exist from the start.
@@ -111,9 +110,8 @@ struct Options {
 }
 
 fn main() -> anyhow::Result<()> {
-    generic_server::health::probe_if_asked();
-    let options = Options::parse();
-    config::run(options.config.logging, run(options))
+    let options: Options = kubechain_apiserver::parse();
+    kubechain_apiserver::run(options.config.logging, run(options))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
@@ -123,45 +121,45 @@ async fn run(options: Options) -> anyhow::Result<()> {
         server_name: &options.extension_server_name,
     };
     let root_ca_bundle = root_ca_bundle(options.root_ca_file.as_deref())?;
-    let config = options.config.complete(Some(extension)).await?;
-    let mut server = config.new("core-server")?;
-    let (cacher, prefix) = (server.cacher.clone(), server.etcd_root.clone());
+    let endpoint = ChainEndpoint {
+        listen: options.listen,
+        socket: options.grpc_socket.clone(),
+        allowed_callers: options.allowed_callers.clone(),
+    };
+    let server =
+        Server::in_chain("core-server", &options.config, Some(extension), endpoint).await?;
+    let storage = server.storage();
+    let (cacher, prefix) = (storage.cacher().clone(), storage.prefix());
 
-    let lifecycle = NamespaceLifecycle::new(cacher.clone(), &prefix)
-        .await
-        .context("namespace lifecycle")?;
     let ranges = service_ranges(&options)?;
     let allocator = ServiceAllocator::new(cacher.storage().clone(), ranges.clone());
     let policy = Arc::new(OnceLock::new());
-    let pod_security = admission::pod_security::PodSecurity::new(cacher.clone(), &prefix)
-        .await
-        .context("pod security admission")?;
-    let limit_ranger = admission::limit_ranger::LimitRanger::new(cacher.clone(), &prefix)
-        .await
-        .context("limit ranger")?;
-    let quota = ResourceQuota::new(cacher.clone(), &prefix)
-        .await
-        .context("resource quota")?;
-    let mut all = resources::all();
-    all.extend(reviews::resources());
-    let kinds = all.iter().map(ParamKind::of).collect();
-    let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![
-        Arc::new(lifecycle),
-        Arc::new(limit_ranger),
+    // Between NamespaceLifecycle and the cluster's policies and webhooks,
+    // in kube's order; ResourceQuota comes last.
+    let plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![
         Arc::new(
-            admission::service_account::ServiceAccount::new(cacher.clone(), &prefix)
+            admission::limit_ranger::LimitRanger::new(cacher.clone(), prefix)
+                .await
+                .context("limit ranger")?,
+        ),
+        Arc::new(
+            admission::service_account::ServiceAccount::new(cacher.clone(), prefix)
                 .await
                 .context("service account admission")?,
         ),
-        Arc::new(pod_security),
         Arc::new(
-            admission::priority::Priority::new(cacher.clone(), &prefix)
+            admission::pod_security::PodSecurity::new(cacher.clone(), prefix)
+                .await
+                .context("pod security admission")?,
+        ),
+        Arc::new(
+            admission::priority::Priority::new(cacher.clone(), prefix)
                 .await
                 .context("priority admission")?,
         ),
         Arc::new(admission::default_toleration_seconds::DefaultTolerationSeconds),
         Arc::new(
-            admission::default_storage_class::DefaultStorageClass::new(cacher.clone(), &prefix)
+            admission::default_storage_class::DefaultStorageClass::new(cacher.clone(), prefix)
                 .await
                 .context("default storage class admission")?,
         ),
@@ -178,27 +176,24 @@ async fn run(options: Options) -> anyhow::Result<()> {
             rbac: policy.clone(),
         }),
     ];
-    plugins.extend(
-        generic_server::admission::dynamic(&cacher, &prefix, kinds)
-            .await
-            .context("admission policies and webhooks")?,
-    );
-    plugins.push(Arc::new(quota));
-    let admission = Admission::new(plugins);
-    server
-        .install(all, &admission)
+    let mut all = resources::all();
+    all.extend(reviews::resources());
+    let mut server = plugins
+        .into_iter()
+        .fold(server.with_stored(all, &storage), Server::with_admission)
+        .install()
         .await
         .context("installing resources")?;
     let rbac = Arc::new(
-        generic_server::filters::rbac::Rbac::new(&cacher, &prefix)
+        generic_server::filters::rbac::Rbac::new(&cacher, prefix)
             .await
             .context("following the RBAC policy")?,
     );
     let _ = policy.set(rbac.clone());
-    reviews::install(&server.server, rbac);
-    install_token_requests(&server.server, &options)?;
+    reviews::install(server.api(), rbac);
+    install_token_requests(server.api(), &options)?;
 
-    let client = Loopback::new(server.server.clone(), "system:kube-controller-manager");
+    let client = Loopback::new(server.api().clone(), "system:kube-controller-manager");
     for name in SYSTEM_NAMESPACES {
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
         if let Err(e) = client.create("/api/v1/namespaces", &ns).await {
@@ -207,13 +202,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
             }
         }
     }
-    bootstrap_kubernetes_service(&server.server, &client, &ranges, &options).await?;
+    bootstrap_kubernetes_service(server.api(), &client, &ranges, &options).await?;
     bootstrap_priority_classes(&client).await?;
     controllers::add_post_start_hooks(&mut server, client, root_ca_bundle);
-    server
-        .run_grpc(options.listen, options.grpc_socket, options.allowed_callers)
-        .await
-        .context("serving gRPC")
+    server.serve().await.context("serving gRPC")
 }
 
 /// The CA bundle of `--root-ca-file`, as written: certificates only (kube

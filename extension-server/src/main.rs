@@ -9,18 +9,16 @@ mod custom_resource;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-
 use std::time::Duration;
 
 use actix::Actor;
 use anyhow::Context as _;
 use clap::Parser;
-use generic_server::admission::quota::ResourceQuota;
-use generic_server::admission::{self, Admission, AdmissionPlugin, NamespaceLifecycle};
-use generic_server::config::{self, Config};
+use generic_server::config::Config;
 use generic_server::informer;
 use generic_server::loopback::Loopback;
 use generic_server::service_client::{Clients, StorageReader};
+use kubechain_apiserver::{ChainEndpoint, Server};
 
 /// The extension server's options.
 #[derive(Parser, Debug)]
@@ -49,53 +47,40 @@ struct Options {
 }
 
 fn main() -> anyhow::Result<()> {
-    generic_server::health::probe_if_asked();
-    let options = Options::parse();
-    config::run(options.config.logging, run(options))
+    let options: Options = kubechain_apiserver::parse();
+    kubechain_apiserver::run(options.config.logging, run(options))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
-    let mut server = options
-        .config
-        .complete(None)
-        .await?
-        .new("extension-server")?;
-    let lifecycle = NamespaceLifecycle::new(server.cacher.clone(), &server.etcd_root)
-        .await
-        .context("namespace lifecycle")?;
-    let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = vec![Arc::new(lifecycle)];
-    plugins.extend(
-        admission::dynamic(&server.cacher, &server.etcd_root, Vec::new())
-            .await
-            .context("admission policies and webhooks")?,
-    );
-    plugins.push(Arc::new(
-        ResourceQuota::new(server.cacher.clone(), &server.etcd_root)
-            .await
-            .context("resource quota")?,
-    ));
-    let admission = Admission::new(plugins);
-    server
-        .install(vec![crd::resource()], &admission)
+    let endpoint = ChainEndpoint {
+        listen: options.listen,
+        socket: options.grpc_socket,
+        allowed_callers: options.allowed_callers,
+    };
+    let server = Server::in_chain("extension-server", &options.config, None, endpoint).await?;
+    let storage = server.storage();
+    let mut server = server
+        .with_stored(vec![crd::resource()], &storage)
+        .install()
         .await
         .context("installing CRDs")?;
     let crds = server
-        .server
+        .api()
         .store("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         .context("the CRD store")?;
+    let (api, cacher) = (server.api().clone(), storage.cacher().clone());
     let context = controllers::crd::Context {
-        server: server.server.clone(),
-        cacher: server.cacher.clone(),
-        admission,
-        etcd_root: server.etcd_root.clone(),
-        client: Loopback::new(server.server.clone(), "system:apiextensions-controller"),
+        server: api.clone(),
+        admission: server.admission().clone(),
+        etcd_root: storage.prefix().to_string(),
+        client: Loopback::new(api.clone(), "system:apiextensions-controller"),
         reader: Arc::new(StorageReader::new(
-            server.cacher.storage().clone(),
-            &server.etcd_root,
+            cacher.storage().clone(),
+            storage.prefix(),
         )),
+        cacher,
         webhooks: Arc::new(Clients::new(None)),
     };
-    let api = server.server.clone();
     server.add_post_start_hook("start-apiextensions-controllers", async move {
         let controller = controllers::crd::CrdController::new(context).start();
         informer::follow(crds.clone(), Duration::from_secs(60), move |change| {
@@ -106,8 +91,5 @@ async fn run(options: Options) -> anyhow::Result<()> {
         .await;
         controllers::crd::served_at_start(api, crds).await;
     });
-    server
-        .run_grpc(options.listen, options.grpc_socket, options.allowed_callers)
-        .await
-        .context("serving gRPC")
+    server.serve().await.context("serving gRPC")
 }

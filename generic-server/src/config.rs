@@ -195,7 +195,41 @@ impl CompletedConfig {
 
 /// A post-start hook: started once the server's resources are installed,
 /// on the main thread's actix arbiter; done when the future ends.
-type PostStartHook = LocalBoxFuture<'static, ()>;
+pub type PostStartHook = LocalBoxFuture<'static, ()>;
+
+/// Starts `hooks` on the current actix arbiter (hooks start actors), each
+/// listed by `/readyz` of `server` as `poststarthook/<name>` and failing
+/// until it has finished; the future ends when all have finished.
+pub fn start_post_start_hooks(
+    server: &ApiServer,
+    hooks: Vec<(String, PostStartHook)>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let mut running = Vec::new();
+    for (name, hook) in hooks {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let check: HealthCheck = Arc::new(move || {
+            let finished = flag.load(Ordering::Acquire);
+            Box::pin(async move {
+                if finished {
+                    Ok(())
+                } else {
+                    Err(Error::NotReady("not finished".into()))
+                }
+            })
+        });
+        server.add_health_check(&format!("poststarthook/{name}"), check);
+        running.push(actix_rt::spawn(async move {
+            hook.await;
+            done.store(true, Ordering::Release);
+        }));
+    }
+    async move {
+        for hook in running {
+            let _ = hook.await;
+        }
+    }
+}
 
 /// A server being assembled: its resources, then its post-start hooks, then run.
 pub struct GenericServer {
@@ -241,33 +275,7 @@ impl GenericServer {
     pub fn start_post_start_hooks(
         &mut self,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let mut running = Vec::new();
-        for (name, hook) in self.hooks.drain(..) {
-            let done = Arc::new(AtomicBool::new(false));
-            let flag = done.clone();
-            let check: HealthCheck = Arc::new(move || {
-                let finished = flag.load(Ordering::Acquire);
-                Box::pin(async move {
-                    if finished {
-                        Ok(())
-                    } else {
-                        Err(Error::NotReady("not finished".into()))
-                    }
-                })
-            });
-            self.server
-                .add_health_check(&format!("poststarthook/{name}"), check);
-            // On the actix arbiter: hooks start actors.
-            running.push(actix_rt::spawn(async move {
-                hook.await;
-                done.store(true, Ordering::Release);
-            }));
-        }
-        async move {
-            for hook in running {
-                let _ = hook.await;
-            }
-        }
+        start_post_start_hooks(&self.server, std::mem::take(&mut self.hooks))
     }
 
     /// Starts the post-start hooks and serves the delegation service on

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
-use generic_server::config::GenericServer;
 use generic_server::informer::{self, Change};
 use generic_server::loopback::Loopback;
 use generic_server::registry::Store;
+use kubechain_apiserver::{Chained, Installed};
 use serde_json::Value;
 
 use crate::allocation::AllocationRepair;
@@ -31,7 +31,7 @@ use crate::allocation::AllocationRepair;
 /// of service IP and node port allocations, the ValidatingAdmissionPolicy
 /// status controller, and API Priority and Fairness's bootstrap configuration.
 pub fn add_post_start_hooks(
-    server: &mut GenericServer,
+    server: &mut Installed<Chained>,
     client: Loopback,
     root_ca_bundle: Option<String>,
 ) {
@@ -40,7 +40,7 @@ pub fn add_post_start_hooks(
         crate::bootstrap_policy::bootstrap(bootstrap_client).await;
     });
     if let Some(roles) = server
-        .server
+        .api()
         .store(apimachinery::rbac::GROUP, "v1", "clusterroles")
     {
         let aggregation_client = client.clone();
@@ -55,11 +55,11 @@ pub fn add_post_start_hooks(
             .await;
         });
     }
-    let api = server.server.clone();
+    let api = server.api().clone();
     let (discovery, cacher, root) = (
-        server.discovery.clone(),
-        server.cacher.clone(),
-        server.etcd_root.clone(),
+        server.discovery().clone(),
+        server.storage().cacher().clone(),
+        server.storage().prefix().to_string(),
     );
     let gc_client = client.clone();
     server.add_post_start_hook("start-garbage-collector-controller", async move {
@@ -68,9 +68,12 @@ pub fn add_post_start_hooks(
         garbage_collector::follow_delegates(&collector, cacher, discovery, &root);
         informer::Synced::all(synced).await;
     });
-    if let Some(quotas) = server.server.store("", "v1", "resourcequotas") {
-        let (quota_client, stores) = (client.clone(), server.server.stores());
-        let (cacher, root) = (server.cacher.clone(), server.etcd_root.clone());
+    if let Some(quotas) = server.api().store("", "v1", "resourcequotas") {
+        let (quota_client, stores) = (client.clone(), server.api().stores());
+        let (cacher, root) = (
+            server.storage().cacher().clone(),
+            server.storage().prefix().to_string(),
+        );
         server.add_post_start_hook("start-resource-quota-controller", async move {
             resource_quota::ResourceQuotaController::start(
                 quota_client,
@@ -83,12 +86,12 @@ pub fn add_post_start_hooks(
             .await;
         });
     }
-    if let Some(policies) = server.server.store(
+    if let Some(policies) = server.api().store(
         "admissionregistration.k8s.io",
         "v1",
         "validatingadmissionpolicies",
     ) {
-        let (status_client, stores) = (client.clone(), server.server.stores());
+        let (status_client, stores) = (client.clone(), server.api().stores());
         server.add_post_start_hook(
             "start-validating-admission-policy-status-controller",
             async move {
@@ -107,9 +110,9 @@ pub fn add_post_start_hooks(
     }
     if let (Some(schemas), Some(levels)) = (
         server
-            .server
+            .api()
             .store(apimachinery::flowcontrol::GROUP, "v1", "flowschemas"),
-        server.server.store(
+        server.api().store(
             apimachinery::flowcontrol::GROUP,
             "v1",
             "prioritylevelconfigurations",
@@ -148,8 +151,8 @@ pub fn add_post_start_hooks(
             ),
         );
     }
-    if let Some(services) = server.server.store("", "v1", "services") {
-        let storage = server.cacher.storage().clone();
+    if let Some(services) = server.api().store("", "v1", "services") {
+        let storage = server.storage().cacher().storage().clone();
         server.add_post_start_hook("start-service-ip-repair-controllers", async move {
             AllocationRepair::start(storage, services).wait().await;
         });
@@ -159,13 +162,13 @@ pub fn add_post_start_hooks(
 /// Starts `controller` as the hook `name`, when this server holds
 /// namespaces and the kept object's resource.
 fn keep_in_every_namespace<K: per_namespace::KeptObject>(
-    server: &mut GenericServer,
+    server: &mut Installed<Chained>,
     name: &str,
     controller: per_namespace::PerNamespaceController<K>,
 ) {
     let (Some(namespaces), Some(objects)) = (
-        server.server.store("", "v1", "namespaces"),
-        server.server.store("", "v1", K::RESOURCE),
+        server.api().store("", "v1", "namespaces"),
+        server.api().store("", "v1", K::RESOURCE),
     ) else {
         return;
     };

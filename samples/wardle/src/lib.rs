@@ -44,9 +44,10 @@ pub async fn run(options: Options) -> Result<(), Error> {
     let ban = Arc::new(admission::BanFlunder {
         server: server.api(),
     });
+    let storage = options.storage.connect().await?;
     server
         .with_admission(ban)
-        .with_stored(resources, &options.storage)
+        .with_stored(resources, &storage)
         .serve()
         .await
 }
