@@ -16,16 +16,16 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use generic_server::admission::{self, Admission};
 use generic_server::audit::{AuditOptions, Auditor};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
 use generic_server::filters::flowcontrol::{self, PriorityAndFairness, PriorityLevelsDump};
 use generic_server::filters::rbac::Rbac;
 use generic_server::loopback::Loopback;
-use generic_server::pipeline::{self, Pipeline};
+use generic_server::pipeline::Pipeline;
 use generic_server::router::Router;
 use generic_server::service_client as backend;
+use kubechain_apiserver::{FrontDoorEndpoint, Server};
 use serde_json::json;
 
 /// The aggregator's options.
@@ -116,9 +116,8 @@ struct Options {
 }
 
 fn main() -> anyhow::Result<()> {
-    generic_server::health::probe_if_asked();
-    let options = Options::parse();
-    config::run(options.config.logging, run(options))
+    let options: Options = kubechain_apiserver::parse();
+    kubechain_apiserver::run(options.config.logging, run(options))
 }
 
 async fn run(options: Options) -> anyhow::Result<()> {
@@ -129,22 +128,20 @@ async fn run(options: Options) -> anyhow::Result<()> {
         endpoints: &options.core_endpoint,
         server_name: &options.core_server_name,
     };
-    let config = options.config.complete(Some(core)).await?;
-    let core_check = config.delegate_check().context("the core server link")?;
-    let mut server = config.new("aggregator")?;
-    server.server.add_health_check("core-server", core_check);
-    let plugins = admission::dynamic(&server.cacher, &server.etcd_root, Vec::new())
-        .await
-        .context("admission policies and webhooks")?;
-    server
-        .install(
-            vec![apiservice::resource()],
-            &Admission::new(plugins.to_vec()),
-        )
+    let server = Server::in_chain("aggregator", &options.config, Some(core)).await?;
+    let core_check = server.delegate_check().context("the core server link")?;
+    let storage = server.storage();
+    let (cacher, prefix) = (storage.cacher().clone(), storage.prefix());
+    let etcd = server.etcd().clone();
+    let mut server = server
+        .with_check("core-server", core_check)
+        .with_stored(vec![apiservice::resource()], &storage)
+        .install()
         .await
         .context("installing APIServices")?;
+    let api = server.api().clone();
 
-    let client = Loopback::new(server.server.clone(), "system:kube-aggregator");
+    let client = Loopback::new(api.clone(), "system:kube-aggregator");
     let identity = front_proxy_identity(&options)?;
     let clients = Arc::new(backend::Clients::new(Some(identity)));
     let routes = proxy::Routes::default();
@@ -153,20 +150,20 @@ async fn run(options: Options) -> anyhow::Result<()> {
         .and_then(|h| h.into_string().ok())
         .unwrap_or_default();
     let (leader, campaigning) = generic_server::leader::elect(
-        server.etcd.clone(),
+        etcd.clone(),
         &apimachinery::keys::lease("aggregator-controllers"),
         &format!("{host}-{}", std::process::id()),
     );
     let flow_control = PriorityAndFairness::new(
-        &server.cacher,
-        &server.etcd_root,
-        Some(server.etcd.clone()),
+        &cacher,
+        prefix,
+        Some(etcd),
         options.max_requests_inflight + options.max_mutating_requests_inflight,
     )
     .await
     .context("following the flow control configuration")?;
     let proxy: Arc<dyn generic_server::request::Handler> = Arc::new(proxy::Aggregator::new(
-        server.server.clone(),
+        api.clone(),
         routes.clone(),
         clients.clone(),
     ));
@@ -206,8 +203,8 @@ async fn run(options: Options) -> anyhow::Result<()> {
         // Tokens die with their ServiceAccount and with the Pod or Secret
         // they are bound to: the front door follows who exists, by uid.
         let follow = |resource: &'static str| {
-            let prefix = apimachinery::keys::key_prefix(&server.etcd_root, "", resource);
-            let cacher = server.cacher.clone();
+            let prefix = apimachinery::keys::key_prefix(storage.prefix(), "", resource);
+            let cacher = cacher.clone();
             async move {
                 cacher
                     .register(&prefix, generic_server::storage::cacher::uid_ingest())
@@ -223,35 +220,34 @@ async fn run(options: Options) -> anyhow::Result<()> {
             .with_bound_objects(follow("pods").await?, follow("secrets").await?);
     }
     let authenticator = Arc::new(authenticator);
-    token_review::install(&server.server, authenticator.clone());
-    let rbac = Rbac::new(&server.cacher, &server.etcd_root)
+    token_review::install(&api, authenticator.clone());
+    let rbac = Rbac::new(&cacher, prefix)
         .await
         .context("following the RBAC policy")?;
     // kube's hook of the same name: ready once the configuration in etcd is in effect.
-    let (consumer, cacher) = (flow_control.clone(), server.cacher.clone());
+    let consumer = flow_control.clone();
     server.add_post_start_hook("priority-and-fairness-config-consumer", async move {
         if let Err(e) = cacher.wait_fresh().await {
             tracing::warn!(error = %e, "reading the flow control configuration");
         }
         tracing::info!(levels = ?consumer.nominal_limits(), "priority and fairness: nominal seats");
     });
-    tokio::spawn(server.start_post_start_hooks());
     let door = Pipeline::new(authenticator, Box::new(rbac), handler);
     let door = match options.enable_priority_and_fairness {
         true => door.with_flow_control(flow_control),
         false => door,
     };
-    let door = Arc::new(door.with_audit(auditor));
+    let door = door.with_audit(auditor);
     tracing::info!(listen = %options.listen, "aggregator serving");
-    pipeline::serve_https(
-        options.listen,
-        server.tls.https_server()?,
-        door,
-        options.workers,
-        options.shutdown_delay_duration,
-    )
-    .await
-    .context("serving HTTPS")?;
+    let endpoint = FrontDoorEndpoint {
+        listen: options.listen,
+        workers: options.workers,
+        shutdown_delay: options.shutdown_delay_duration,
+    };
+    server
+        .serve_front_door(door, endpoint)
+        .await
+        .context("serving HTTPS")?;
     // Stopped: wait (briefly) for the leader lease to be given up.
     let _ = tokio::time::timeout(Duration::from_secs(2), campaigning).await;
     Ok(())

@@ -26,6 +26,14 @@
 //! Register it with `kubechain register` (the APIService with its
 //! `caBundle`, its Service and the RBAC it needs).
 //!
+//! The builder is staged as kube's: [`Server`] (resources, admission
+//! plugins, checks) → [`Server::install`] → [`Installed`] (post-start
+//! hooks) → serve. Where the server sits is its [`Link`]: an aggregated
+//! server ([`Aggregated`], what you build) or one of kubechain's own
+//! chain ([`Chained`]: the aggregator, core-server and extension-server
+//! are built with this same builder, serving delegation over gRPC or, at
+//! the chain's head, the front door).
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //!
@@ -71,7 +79,7 @@ pub use generic_server::resource::Resource;
 pub use generic_server::rest::ReadOnly;
 pub use generic_server::strategy::{Converter, Strategy};
 pub use k8s_openapi;
-pub use link::{Aggregated, ChainEndpoint, Chained, Link};
+pub use link::{Aggregated, ChainEndpoint, Chained, FrontDoorEndpoint, Link};
 pub use options::{ServerOptions, ServingOptions};
 pub use server::{Installed, Server};
 pub use storage::{Storage, StorageOptions};

@@ -8,16 +8,18 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use generic_server::admission::policy::{ParamKind, Policies};
 use generic_server::admission::quota::ResourceQuota;
 use generic_server::admission::webhook::Webhooks;
 use generic_server::admission::{self, Admission, AdmissionPlugin, NamespaceLifecycle};
-use generic_server::config::{Config, Delegate, GenericServer};
+use generic_server::config::{Config, Delegate, GenericServer, PostStartHook};
 use generic_server::discovery::Discovery;
 use generic_server::filters::delegated::{DelegatedAuthorizer, DelegatedTokens, FrontDoor};
 use generic_server::filters::flowcontrol::PriorityAndFairness;
 use generic_server::filters::requestheader::RequestHeaderAuthenticator;
+use generic_server::health::HealthCheck;
 use generic_server::pipeline::{self, Pipeline};
 use generic_server::replica::{self, Replica};
 use generic_server::request::NotFoundHandler;
@@ -25,7 +27,6 @@ use generic_server::resource::Resource;
 use generic_server::server::ApiServer;
 use generic_server::storage::cacher::Cacher;
 
-use crate::server::Installed;
 use crate::{Error, ServerOptions, Storage};
 
 /// Seats shared by priority and fairness's levels: kube's defaults of
@@ -48,10 +49,6 @@ pub trait Link: sealed::Sealed + Sized {
         stored: &[Resource],
         plugins: Vec<Arc<dyn AdmissionPlugin>>,
     ) -> impl std::future::Future<Output = Result<Admission, Error>>;
-
-    /// Serves the installed server until the process is asked to stop.
-    #[doc(hidden)]
-    fn serve(installed: Installed<Self>) -> impl std::future::Future<Output = Result<(), Error>>;
 }
 
 /// An aggregated server: behind an APIService, reached through the front
@@ -163,20 +160,20 @@ impl Link for Aggregated {
         if stored.is_empty() {
             return Ok(Admission::default());
         }
-        Ok(self
-            .chain(&replica, &cache, plugins)
-            .await
-            .map_err(failed)?)
+        self.chain(&replica, &cache, plugins).await.map_err(failed)
     }
+}
 
-    async fn serve(installed: Installed<Self>) -> Result<(), Error> {
-        let Installed {
-            name,
-            link,
-            api,
-            hooks,
-            ..
-        } = installed;
+impl Aggregated {
+    /// Serves `api` over HTTPS behind delegated authentication and
+    /// authorization, with its post-start hooks started.
+    pub(crate) async fn serve(
+        self,
+        name: &'static str,
+        api: Arc<ApiServer>,
+        hooks: Vec<(String, PostStartHook)>,
+    ) -> Result<(), Error> {
+        let link = self;
         let options = &link.options;
         if !link.authenticator.is_fixed() {
             let check = link.authenticator.follow(link.front_door.clone());
@@ -229,12 +226,23 @@ pub struct ChainEndpoint {
     pub allowed_callers: Vec<String>,
 }
 
-/// A server in kubechain's own chain: reached by delegation over gRPC
-/// from the server before it, handing what it does not serve to the one
-/// after it, storing in the cluster's etcd.
+/// Where the chain's head (the front door) listens for clients.
+pub struct FrontDoorEndpoint {
+    /// The HTTPS address.
+    pub listen: SocketAddr,
+    /// HTTP worker threads.
+    pub workers: usize,
+    /// How long a stopping front door serves on while `/readyz` fails.
+    pub shutdown_delay: Duration,
+}
+
+/// A server in kubechain's own chain: the front door at its head, reached
+/// by clients over HTTPS, or a server behind it, reached by delegation
+/// over gRPC; each hands what it does not serve to the next and stores
+/// in the cluster's etcd.
 pub struct Chained {
     generic: GenericServer,
-    endpoint: ChainEndpoint,
+    delegate_check: Option<HealthCheck>,
 }
 
 impl sealed::Sealed for Chained {}
@@ -246,17 +254,20 @@ impl Chained {
         name: &'static str,
         config: &Config,
         delegate: Option<Delegate<'_>>,
-        endpoint: ChainEndpoint,
     ) -> Result<(Chained, Arc<ApiServer>), Error> {
         let setup = |what| move |source| Error::Setup { what, source };
-        let generic = config
+        let completed = config
             .complete(delegate)
             .await
-            .map_err(setup("the cluster's storage and the next server's link"))?
-            .new(name)
-            .map_err(setup("the server"))?;
+            .map_err(setup("the cluster's storage and the next server's link"))?;
+        let delegate_check = completed.delegate_check();
+        let generic = completed.new(name).map_err(setup("the server"))?;
         let api = generic.server.clone();
-        Ok((Chained { generic, endpoint }, api))
+        let link = Chained {
+            generic,
+            delegate_check,
+        };
+        Ok((link, api))
     }
 
     /// The cluster's storage, shared by every resource of the server.
@@ -267,6 +278,63 @@ impl Chained {
     /// What this server and the servers behind it serve.
     pub(crate) fn discovery(&self) -> &Arc<Discovery> {
         &self.generic.discovery
+    }
+
+    /// The cluster's etcd client.
+    pub(crate) fn etcd(&self) -> &etcd_client::Client {
+        &self.generic.etcd
+    }
+
+    /// A readiness check on the link to the next server.
+    pub(crate) fn delegate_check(&self) -> Option<HealthCheck> {
+        self.delegate_check.clone()
+    }
+
+    /// Serves delegation at `endpoint`, registering in etcd once the
+    /// post-start hooks have finished.
+    pub(crate) async fn serve_delegation(
+        mut self,
+        hooks: Vec<(String, PostStartHook)>,
+        endpoint: ChainEndpoint,
+    ) -> Result<(), Error> {
+        for (name, hook) in hooks {
+            self.generic.add_post_start_hook(&name, hook);
+        }
+        self.generic
+            .run_grpc(endpoint.listen, endpoint.socket, endpoint.allowed_callers)
+            .await
+            .map_err(Error::Delegation)
+    }
+
+    /// Serves `door` over HTTPS at `endpoint`, with the post-start hooks
+    /// started.
+    pub(crate) async fn serve_front_door(
+        mut self,
+        hooks: Vec<(String, PostStartHook)>,
+        door: Pipeline,
+        endpoint: FrontDoorEndpoint,
+    ) -> Result<(), Error> {
+        for (name, hook) in hooks {
+            self.generic.add_post_start_hook(&name, hook);
+        }
+        tokio::spawn(self.generic.start_post_start_hooks());
+        let https = self
+            .generic
+            .tls
+            .https_server()
+            .map_err(|source| Error::Setup {
+                what: "the HTTPS listener",
+                source,
+            })?;
+        pipeline::serve_https(
+            endpoint.listen,
+            https,
+            Arc::new(door),
+            endpoint.workers,
+            endpoint.shutdown_delay,
+        )
+        .await?;
+        Ok(())
     }
 }
 
@@ -304,20 +372,5 @@ impl Link for Chained {
                 .map_err(failed("resource quotas"))?,
         ));
         Ok(Admission::new(chain))
-    }
-
-    async fn serve(installed: Installed<Self>) -> Result<(), Error> {
-        let Installed { link, hooks, .. } = installed;
-        let Chained {
-            mut generic,
-            endpoint,
-        } = link;
-        for (name, hook) in hooks {
-            generic.add_post_start_hook(&name, hook);
-        }
-        generic
-            .run_grpc(endpoint.listen, endpoint.socket, endpoint.allowed_callers)
-            .await
-            .map_err(Error::Delegation)
     }
 }

@@ -1,7 +1,8 @@
 //! The builder, in kube's stages: a [`Server`] gathers its resources,
 //! admission plugins and checks; [`Server::install`] assembles admission
 //! and installs the resources; the [`Installed`] server takes its
-//! post-start hooks and serves.
+//! post-start hooks and serves, as its link says: HTTPS behind the front
+//! door, delegation in the chain, or the chain's front door itself.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,12 +12,16 @@ use generic_server::config::{Config, Delegate, PostStartHook};
 use generic_server::discovery::Discovery;
 use generic_server::filters::delegated::FrontDoor;
 use generic_server::health::HealthCheck;
+use generic_server::pipeline::Pipeline;
 use generic_server::resource::Resource;
 use generic_server::rest::ReadOnly;
 use generic_server::server::ApiServer;
 
-use crate::link::{Aggregated, ChainEndpoint, Chained, Link};
+use crate::link::{Aggregated, ChainEndpoint, Chained, FrontDoorEndpoint, Link};
 use crate::{Error, ServerOptions, Storage};
+
+/// Resources computed by their endpoints.
+type Computed = Vec<(Resource, Arc<dyn ReadOnly>)>;
 
 /// A server being built: add resources, admission plugins and health
 /// checks, then [`Server::install`] (or straight to [`Server::serve`]).
@@ -27,7 +32,7 @@ pub struct Server<L: Link = Aggregated> {
     link: L,
     api: Arc<ApiServer>,
     stored: Vec<(Vec<Resource>, Storage)>,
-    computed: Vec<(Vec<(Resource, Arc<dyn ReadOnly>)>, Duration)>,
+    computed: Vec<(Computed, Duration)>,
     admission: Vec<Arc<dyn AdmissionPlugin>>,
 }
 
@@ -48,16 +53,15 @@ impl Server<Aggregated> {
 
 impl Server<Chained> {
     /// A server of kubechain's chain named `name`: connects the cluster's
-    /// etcd (`config`), starts its watch cache, opens the link to
+    /// etcd (`config`), starts its watch cache and opens the link to
     /// `delegate` (none: the end of the chain, where what is not served
-    /// is a 404) and will serve delegation at `endpoint`.
+    /// is a 404).
     pub async fn in_chain(
         name: &'static str,
         config: &Config,
         delegate: Option<Delegate<'_>>,
-        endpoint: ChainEndpoint,
     ) -> Result<Self, Error> {
-        let (link, api) = Chained::new(name, config, delegate, endpoint).await?;
+        let (link, api) = Chained::new(name, config, delegate).await?;
         Ok(Server::with_link(name, link, api))
     }
 
@@ -65,6 +69,16 @@ impl Server<Chained> {
     /// [`Server::with_stored`]; plugins and controllers read its cache.
     pub fn storage(&self) -> Storage {
         self.link.storage()
+    }
+
+    /// The cluster's etcd client (leases, leader election).
+    pub fn etcd(&self) -> &etcd_client::Client {
+        self.link.etcd()
+    }
+
+    /// A readiness check that the next server answers (none at the end).
+    pub fn delegate_check(&self) -> Option<HealthCheck> {
+        self.link.delegate_check()
     }
 }
 
@@ -148,7 +162,7 @@ impl<L: Link> Server<L> {
                 .await
                 .map_err(|source| Error::Storage {
                     what: "the resources".into(),
-                    source: source.into(),
+                    source,
                 })?;
         }
         for (resources, period) in computed {
@@ -167,7 +181,9 @@ impl<L: Link> Server<L> {
             hooks: Vec::new(),
         })
     }
+}
 
+impl Server<Aggregated> {
     /// Installs the server and serves it until the process is asked to stop.
     pub async fn serve(self) -> Result<(), Error> {
         self.install().await?.serve().await
@@ -177,11 +193,11 @@ impl<L: Link> Server<L> {
 /// A server with its resources installed: add post-start hooks (a
 /// controller's start), then [`Installed::serve`].
 pub struct Installed<L: Link = Aggregated> {
-    pub(crate) name: &'static str,
-    pub(crate) link: L,
-    pub(crate) api: Arc<ApiServer>,
-    pub(crate) admission: Admission,
-    pub(crate) hooks: Vec<(String, PostStartHook)>,
+    name: &'static str,
+    link: L,
+    api: Arc<ApiServer>,
+    admission: Admission,
+    hooks: Vec<(String, PostStartHook)>,
 }
 
 impl<L: Link> Installed<L> {
@@ -207,14 +223,38 @@ impl<L: Link> Installed<L> {
     ) {
         self.hooks.push((name.to_string(), Box::pin(hook)));
     }
+}
 
-    /// Serves until the process is asked to stop.
+impl Installed<Aggregated> {
+    /// Serves over HTTPS until the process is asked to stop.
     pub async fn serve(self) -> Result<(), Error> {
-        L::serve(self).await
+        self.link.serve(self.name, self.api, self.hooks).await
     }
 }
 
 impl Installed<Chained> {
+    /// Serves delegation at `endpoint` (a server behind the front door)
+    /// until the process is asked to stop.
+    pub async fn serve_delegation(self, endpoint: ChainEndpoint) -> Result<(), Error> {
+        self.link.serve_delegation(self.hooks, endpoint).await
+    }
+
+    /// Serves clients through `door` (the chain's head: its own
+    /// authentication, authorization and handler) over HTTPS at
+    /// `endpoint` until the process is asked to stop.
+    pub async fn serve_front_door(
+        self,
+        door: Pipeline,
+        endpoint: FrontDoorEndpoint,
+    ) -> Result<(), Error> {
+        self.link.serve_front_door(self.hooks, door, endpoint).await
+    }
+
+    /// The cluster's etcd client (leases, leader election).
+    pub fn etcd(&self) -> &etcd_client::Client {
+        self.link.etcd()
+    }
+
     /// The cluster's storage.
     pub fn storage(&self) -> Storage {
         self.link.storage()

@@ -126,8 +126,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         socket: options.grpc_socket.clone(),
         allowed_callers: options.allowed_callers.clone(),
     };
-    let server =
-        Server::in_chain("core-server", &options.config, Some(extension), endpoint).await?;
+    let server = Server::in_chain("core-server", &options.config, Some(extension)).await?;
     let storage = server.storage();
     let (cacher, prefix) = (storage.cacher().clone(), storage.prefix());
 
@@ -205,7 +204,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
     bootstrap_kubernetes_service(server.api(), &client, &ranges, &options).await?;
     bootstrap_priority_classes(&client).await?;
     controllers::add_post_start_hooks(&mut server, client, root_ca_bundle);
-    server.serve().await.context("serving gRPC")
+    server
+        .serve_delegation(endpoint)
+        .await
+        .context("serving gRPC")
 }
 
 /// The CA bundle of `--root-ca-file`, as written: certificates only (kube

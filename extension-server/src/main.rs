@@ -57,7 +57,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         socket: options.grpc_socket,
         allowed_callers: options.allowed_callers,
     };
-    let server = Server::in_chain("extension-server", &options.config, None, endpoint).await?;
+    let server = Server::in_chain("extension-server", &options.config, None).await?;
     let storage = server.storage();
     let mut server = server
         .with_stored(vec![crd::resource()], &storage)
@@ -91,5 +91,8 @@ async fn run(options: Options) -> anyhow::Result<()> {
         .await;
         controllers::crd::served_at_start(api, crds).await;
     });
-    server.serve().await.context("serving gRPC")
+    server
+        .serve_delegation(endpoint)
+        .await
+        .context("serving gRPC")
 }

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use actix::Actor;
 use anyhow::Context as _;
-use generic_server::config::GenericServer;
 use generic_server::informer::{self, Change};
 use generic_server::loopback::Loopback;
 use generic_server::request::Handler;
 use generic_server::service_client::Clients;
+use kubechain_apiserver::{Chained, Installed};
 use tokio::sync::watch;
 
 use crate::proxy::Routes;
@@ -36,22 +36,22 @@ pub struct Shared {
 
 /// Adds the APIService availability controller, autoregistration and the
 /// namespace controller.
-pub fn add_post_start_hooks(server: &mut GenericServer, shared: Shared) -> anyhow::Result<()> {
+pub fn add_post_start_hooks(server: &mut Installed<Chained>, shared: Shared) -> anyhow::Result<()> {
     let apiservices = server
-        .server
+        .api()
         .store("apiregistration.k8s.io", "v1", "apiservices")
         .context("the APIService store")?;
     let available = available::AvailableConditionController::new(
         shared.client.clone(),
         shared.clients,
-        server.discovery.clone(),
+        server.discovery().clone(),
         shared.routes,
         shared.leader.clone(),
-        server.etcd.clone(),
+        server.etcd().clone(),
     );
-    server.server.add_health_check(
+    server.api().add_health_check(
         "autoregister-completion",
-        autoregister::completion_check(apiservices.clone(), server.discovery.clone()),
+        autoregister::completion_check(apiservices.clone(), server.discovery().clone()),
     );
     server.add_post_start_hook("apiservice-status-available-controller", async move {
         let controller = available.start();
@@ -64,7 +64,7 @@ pub fn add_post_start_hooks(server: &mut GenericServer, shared: Shared) -> anyho
     });
     let (client, discovery, leader) = (
         shared.client,
-        server.discovery.clone(),
+        server.discovery().clone(),
         shared.leader.clone(),
     );
     server.add_post_start_hook("apiservice-registration-controller", async move {
@@ -77,12 +77,12 @@ pub fn add_post_start_hooks(server: &mut GenericServer, shared: Shared) -> anyho
             shared.front_door,
             "system:serviceaccount:kube-system:namespace-controller",
         ),
-        server.discovery.clone(),
+        server.discovery().clone(),
         shared.leader,
     );
     let (cacher, prefix) = (
-        server.cacher.clone(),
-        apimachinery::keys::key_prefix(&server.etcd_root, "", "namespaces"),
+        server.storage().cacher().clone(),
+        apimachinery::keys::key_prefix(server.storage().prefix(), "", "namespaces"),
     );
     server.add_post_start_hook("start-namespace-controller", async move {
         if let Err(e) = cacher
