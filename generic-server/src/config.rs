@@ -1,10 +1,12 @@
-//! How a server is built, in kube's stages: [`Config`] (the flags every
-//! server shares) → [`Config::complete`] (TLS read, etcd connected, the
-//! watch cache started, the link to the next server opened and followed)
-//! → [`CompletedConfig::new`] (the named [`GenericServer`] with its
-//! delegate) → its resources and post-start hooks → [`GenericServer::run_grpc`]
-//! (or the caller's own HTTPS pipeline). A server's `main.rs` is left to
-//! say which resources and which controllers.
+//! How a server of the chain is built, in kube's stages: [`Config`] (the
+//! flags every server shares) → [`Config::complete`] (TLS read, etcd
+//! connected, the watch cache started, the link to the next server opened
+//! and followed) → [`CompletedConfig::new`] (the named [`GenericServer`]
+//! with its delegate) → its resources and post-start hooks →
+//! [`GenericServer::run_grpc`] (or the caller's own HTTPS pipeline).
+//! kubechain-apiserver's `Server::in_chain` walks these stages for the
+//! aggregator, core-server and extension-server, so that their `main.rs`
+//! says only which resources and which controllers.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,12 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::future::LocalBoxFuture;
 
-use crate::admission::Admission;
 use crate::delegation::{DelegationService, GrpcDelegate};
 use crate::discovery::Discovery;
 use crate::health::HealthCheck;
 use crate::request::{Handler, NotFoundHandler};
-use crate::resource::Resource;
 use crate::server::ApiServer;
 use crate::storage::Storage;
 use crate::storage::cacher::Cacher;
@@ -250,17 +250,6 @@ pub struct GenericServer {
 }
 
 impl GenericServer {
-    /// Installs resources, each with a store over the cache, admitted by `admission`.
-    pub async fn install(
-        &self,
-        resources: Vec<Resource>,
-        admission: &Admission,
-    ) -> apimachinery::Result<()> {
-        self.server
-            .install(resources, &self.cacher, admission, &self.etcd_root)
-            .await
-    }
-
     /// Adds a named post-start hook (a controller's start): `/readyz` lists it
     /// as `poststarthook/<name>`, failing until `hook` has finished.
     pub fn add_post_start_hook(
