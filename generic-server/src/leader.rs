@@ -34,8 +34,10 @@ pub fn elect(
                             () = tokio::time::sleep(Duration::from_secs(2)) => {}
                             () = crate::shutdown::draining() => {
                                 tx.send_replace(false);
-                                let _ = client.lease_revoke(lease).await;
-                                tracing::info!(%key, %identity, "stopping: released the leader lease");
+                                match client.lease_revoke(lease).await {
+                                    Ok(_) => tracing::info!(%key, %identity, "stopping: released the leader lease"),
+                                    Err(e) => tracing::warn!(%key, %identity, error = %e, "stopping: could not release the leader lease"),
+                                }
                                 return;
                             }
                         }

@@ -62,7 +62,11 @@ impl Supervisor {
         if std::env::var_os("GLIBC_TUNABLES").is_none() {
             command.env("GLIBC_TUNABLES", MALLOC_TUNABLES);
         }
+        // A process group of its own: a terminal's Ctrl-C (SIGINT to the
+        // foreground group) reaches only the launcher, which stops the
+        // children in order, etcd last, so that each leaves cleanly.
         command
+            .process_group(0)
             .args(&spec.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

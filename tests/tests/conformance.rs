@@ -386,6 +386,52 @@ fn decoder_and_patcher_errors_are_kubes_words() {
          json: cannot unmarshal string into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; \
          Kind string \"json:\\\"kind,omitempty\\\"\" } (22696e76616c696422)"
     );
+    // A patch or an apply whose object names another namespace, or name,
+    // than its URL: kube's checkName, 400 (nothing is written elsewhere).
+    let x = "/api/v1/namespaces/default/configmaps/x";
+    let apply = cluster.curl(
+        As::Admin,
+        "PATCH",
+        &format!("{x}?fieldManager=tester"),
+        &["Content-Type: application/apply-patch+yaml"],
+        Some(b"{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: kube-system}}"),
+    );
+    assert_eq!(apply.code, 400, "{}", apply.text);
+    assert_eq!(
+        apply.json["message"],
+        "the namespace of the object (kube-system) does not match the namespace on the request (default)"
+    );
+    let merge = ["Content-Type: application/merge-patch+json"];
+    let moved = cluster.curl(
+        As::Admin,
+        "PATCH",
+        x,
+        &merge,
+        Some(br#"{"metadata":{"namespace":"kube-system"}}"#),
+    );
+    assert_eq!(moved.code, 400, "{}", moved.text);
+    assert_eq!(
+        moved.json["message"],
+        "the namespace of the object (kube-system) does not match the namespace on the request (default)"
+    );
+    let renamed = cluster.curl(
+        As::Admin,
+        "PATCH",
+        x,
+        &merge,
+        Some(br#"{"metadata":{"name":"z"}}"#),
+    );
+    assert_eq!(renamed.code, 400, "{}", renamed.text);
+    assert_eq!(
+        renamed.json["message"],
+        "the name of the object (z) does not match the name on the URL (x)"
+    );
+    assert!(
+        cluster
+            .kubectl(&["-n", "kube-system", "get", "configmap", "x"])
+            .code
+            != 0
+    );
 }
 
 /// A watch through the front door with curl, HTTP/1.1 or HTTP/2; returns

@@ -241,6 +241,61 @@ fn a_stopping_leader_releases_its_lease() {
     );
 }
 
+/// The process group of a process.
+fn process_group(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("its stat");
+    // After the command's `(name)`: state, parent, process group.
+    let fields: Vec<&str> = stat[stat.rfind(')').expect("(name)") + 2..]
+        .split(' ')
+        .collect();
+    fields[2].parse().expect("a process group")
+}
+
+#[test]
+fn ctrl_c_in_the_launchers_terminal_stops_the_cluster_in_order() {
+    let mut cluster = Cluster::start();
+    let key = "/kubechain/leases/aggregator-controllers";
+    assert!(eventually(Duration::from_secs(20), || !etcd_value(
+        &cluster, key
+    )
+    .is_empty()));
+    let holder = etcd_value(&cluster, key);
+    // A terminal's Ctrl-C is a SIGINT to its foreground process group,
+    // the launcher's: none of the children may be in it.
+    let launcher = cluster.launcher_pid().expect("the launcher");
+    assert_eq!(process_group(launcher), launcher);
+    let children = cluster.children();
+    assert!(
+        children.iter().any(|(name, _)| name == "etcd"),
+        "{children:?}"
+    );
+    for (name, pid) in &children {
+        assert_ne!(
+            process_group(*pid),
+            launcher,
+            "{name} is in the launcher's process group: Ctrl-C stops it at once"
+        );
+    }
+    cluster.interrupt();
+    for (name, pid) in &children {
+        assert!(!alive(*pid), "{name} runs on after the launcher stopped");
+    }
+    // The aggregator stopped while etcd still ran: it gave its lease back.
+    let log = std::fs::read_to_string(cluster.dir.join("logs/aggregator.log")).expect("its log");
+    assert!(
+        log.contains("released the leader lease"),
+        "the aggregator did not release its lease: {}",
+        log.lines().rev().take(10).collect::<Vec<_>>().join("\n")
+    );
+    // So the next start leads at once: the old holder's lease (6 s) is gone.
+    cluster.restart();
+    assert_ne!(
+        etcd_value(&cluster, key),
+        holder,
+        "the stopped leader still holds {key}"
+    );
+}
+
 /// The pids of every process of the cluster, etcd included.
 fn all_pids(cluster: &Cluster) -> Vec<(String, u32)> {
     let mut pids = cluster.children();

@@ -464,3 +464,48 @@ fn priority_classes_and_default_storage_classes_are_applied() {
         "fast"
     );
 }
+
+#[test]
+fn the_writer_owns_what_it_sent_not_what_admission_added() {
+    let cluster = Cluster::start();
+    let file = cluster.dir.join("web.json");
+    std::fs::write(&file, pod("web", json!({})).to_string()).expect("writing the pod");
+    let file = file.display().to_string();
+    cluster.kubectl(&["apply", "-f", &file]).ok();
+    let created = cluster
+        .kubectl(&["get", "pod", "web", "--show-managed-fields", "-o", "json"])
+        .json();
+    // Admission added the account, its token volume, tolerations and priority...
+    assert_eq!(created["spec"]["serviceAccountName"], "default");
+    assert_token_mounted(&created);
+    assert!(created["spec"]["tolerations"].is_array());
+    assert_eq!(created["spec"]["priority"], 0);
+    // ...which the writer does not own: kube records what was sent first.
+    let entries = created["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields");
+    let applier = entries
+        .iter()
+        .find(|e| e["manager"] == "kubectl-client-side-apply")
+        .expect("the client-side applier's entry");
+    let spec = &applier["fieldsV1"]["f:spec"];
+    assert!(spec["f:containers"].is_object(), "{applier}");
+    for added in [
+        "f:serviceAccountName",
+        "f:serviceAccount",
+        "f:volumes",
+        "f:tolerations",
+        "f:priority",
+        "f:preemptionPolicy",
+    ] {
+        assert!(
+            spec.get(added).is_none(),
+            "{added} owned by the applier: {applier}"
+        );
+    }
+    // So moving to server-side apply changes nothing (kube's 200).
+    let moved = cluster.kubectl(&["apply", "--server-side", "-f", &file]);
+    assert_eq!(moved.ok().trim(), "pod/web serverside-applied");
+    let after = cluster.kubectl(&["get", "pod", "web", "-o", "json"]).json();
+    assert_eq!(after["spec"], created["spec"]);
+}

@@ -2,6 +2,7 @@
 //! anonymous (health and version only). Identity headers a client sends are
 //! never trusted.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
@@ -278,9 +279,9 @@ impl Authenticator {
         }
         if let Some(token) = bearer_token(headers) {
             let token = token?;
-            return match self.remembered(token) {
+            return match self.remembered(&token) {
                 Some(remembered) => remembered,
-                None => self.authenticate_token(token, &[]).map(|(user, _)| user),
+                None => self.authenticate_token(&token, &[]).map(|(user, _)| user),
             };
         }
         if ANONYMOUS_PATHS
@@ -293,19 +294,71 @@ impl Authenticator {
     }
 }
 
-/// A request's bearer token: none without an `Authorization` header, 401
-/// for an empty token or any other scheme (which never matches).
-pub fn bearer_token(headers: &HeaderMap) -> Option<Result<&str>> {
-    let auth = headers
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())?;
+/// The prefix of a bearer token sent as a WebSocket subprotocol (what
+/// browsers, which cannot set `Authorization` on a WebSocket, send):
+/// `base64url.bearer.authorization.k8s.io.<token, unpadded base64url>`.
+const WEBSOCKET_TOKEN: &str = "base64url.bearer.authorization.k8s.io.";
+
+/// A request's bearer token: from the `Authorization` header (401 for an
+/// empty token or any other scheme, which never matches), else, on an
+/// upgrade to a WebSocket, from its subprotocols (401 for one that does
+/// not decode, or for two), as kube's authenticators read them; none
+/// without either.
+pub fn bearer_token(headers: &HeaderMap) -> Option<Result<Cow<'_, str>>> {
+    let Some(auth) = headers.get(http::header::AUTHORIZATION) else {
+        return websocket_token(headers);
+    };
     // The scheme in any case, as kube's bearer token authenticator reads it.
     let token = auth
-        .split_once(' ')
+        .to_str()
+        .ok()
+        .and_then(|auth| auth.split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim())
         .filter(|t| !t.is_empty());
-    Some(token.ok_or_else(unauthorized))
+    Some(token.map(Cow::Borrowed).ok_or_else(unauthorized))
+}
+
+/// Whether a request asks to be upgraded to a WebSocket.
+fn is_websocket(headers: &HeaderMap) -> bool {
+    let has = |name: http::header::HeaderName, want: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|v| v.trim().eq_ignore_ascii_case(want))
+    };
+    has(http::header::CONNECTION, "upgrade") && has(http::header::UPGRADE, "websocket")
+}
+
+/// The subprotocols a WebSocket upgrade offers.
+fn subprotocols(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    headers
+        .get_all(http::header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+}
+
+/// The bearer token among a WebSocket upgrade's subprotocols.
+fn websocket_token(headers: &HeaderMap) -> Option<Result<Cow<'_, str>>> {
+    use base64::Engine as _;
+    if !is_websocket(headers) {
+        return None;
+    }
+    let mut tokens = subprotocols(headers).filter_map(|p| p.strip_prefix(WEBSOCKET_TOKEN));
+    let encoded = tokens.next()?;
+    if tokens.next().is_some() {
+        return Some(Err(unauthorized()));
+    }
+    let token = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(encoded)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .filter(|token| !token.is_empty());
+    Some(token.map(Cow::Owned).ok_or_else(unauthorized))
 }
 
 /// 401 Unauthorized.
@@ -327,6 +380,19 @@ pub fn strip_identity_headers(headers: &mut HeaderMap) {
         headers.remove(name);
     }
     headers.remove(http::header::AUTHORIZATION);
+    // A token offered as a WebSocket subprotocol goes too; the others stay.
+    if subprotocols(headers).any(|p| p.starts_with(WEBSOCKET_TOKEN)) {
+        let kept: Vec<String> = subprotocols(headers)
+            .filter(|p| !p.starts_with(WEBSOCKET_TOKEN))
+            .map(str::to_string)
+            .collect();
+        headers.remove(http::header::SEC_WEBSOCKET_PROTOCOL);
+        if let Ok(value) = kept.join(", ").parse()
+            && !kept.is_empty()
+        {
+            headers.insert(http::header::SEC_WEBSOCKET_PROTOCOL, value);
+        }
+    }
 }
 
 fn split_csv(line: &str) -> Vec<String> {
@@ -409,7 +475,7 @@ mod tests {
         let with = |value: &str| {
             let mut headers = HeaderMap::new();
             headers.insert(http::header::AUTHORIZATION, value.parse().unwrap());
-            bearer_token(&headers).map(|t| t.map(str::to_string).map_err(|e| e.code()))
+            bearer_token(&headers).map(|t| t.map(Cow::into_owned).map_err(|e| e.code()))
         };
         for scheme in ["Bearer", "bearer", "BEARER"] {
             assert_eq!(with(&format!("{scheme} t0k")), Some(Ok("t0k".to_string())));
@@ -417,5 +483,53 @@ mod tests {
         assert_eq!(with("Basic dXNlcg=="), Some(Err(401)));
         assert_eq!(with("Bearer "), Some(Err(401)));
         assert!(bearer_token(&HeaderMap::new()).is_none());
+    }
+
+    #[test]
+    fn a_websocket_upgrade_may_carry_its_token_as_a_subprotocol() {
+        use base64::Engine as _;
+        let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("t0k?>");
+        let upgrade = |protocols: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                http::header::CONNECTION,
+                "keep-alive, Upgrade".parse().unwrap(),
+            );
+            headers.insert(http::header::UPGRADE, "websocket".parse().unwrap());
+            headers.insert(
+                http::header::SEC_WEBSOCKET_PROTOCOL,
+                protocols.parse().unwrap(),
+            );
+            headers
+        };
+        let token = |headers: &HeaderMap| {
+            bearer_token(headers).map(|t| t.map(Cow::into_owned).map_err(|e| e.code()))
+        };
+        let mut offered = upgrade(&format!(
+            "v5.channel.k8s.io, {WEBSOCKET_TOKEN}{encoded}, v4.channel.k8s.io"
+        ));
+        assert_eq!(token(&offered), Some(Ok("t0k?>".to_string())));
+        // Not passed on: the other subprotocols are.
+        strip_identity_headers(&mut offered);
+        assert_eq!(
+            offered[http::header::SEC_WEBSOCKET_PROTOCOL],
+            "v5.channel.k8s.io, v4.channel.k8s.io"
+        );
+        assert_eq!(token(&offered), None);
+        // Two tokens, one that does not decode, an empty one: refused.
+        let two = format!("{WEBSOCKET_TOKEN}{encoded},{WEBSOCKET_TOKEN}{encoded}");
+        assert_eq!(token(&upgrade(&two)), Some(Err(401)));
+        assert_eq!(
+            token(&upgrade(&format!("{WEBSOCKET_TOKEN}!!"))),
+            Some(Err(401))
+        );
+        assert_eq!(token(&upgrade(WEBSOCKET_TOKEN)), Some(Err(401)));
+        // Only on an upgrade to a WebSocket; a header token comes first.
+        let mut plain = upgrade(&format!("{WEBSOCKET_TOKEN}{encoded}"));
+        plain.remove(http::header::UPGRADE);
+        assert_eq!(token(&plain), None);
+        let mut both = upgrade(&format!("{WEBSOCKET_TOKEN}{encoded}"));
+        both.insert(http::header::AUTHORIZATION, "Bearer other".parse().unwrap());
+        assert_eq!(token(&both), Some(Ok("other".to_string())));
     }
 }

@@ -484,7 +484,7 @@ impl Authenticate for RequestHeaderAuthenticator {
             }
         }
         if let (Some(tokens), Some(token)) = (&self.tokens, bearer_token(headers)) {
-            return tokens.authenticate(token?).await;
+            return tokens.authenticate(&token?).await;
         }
         self.fallback.authenticate(peer_certs, headers, path)
     }

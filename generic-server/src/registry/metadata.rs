@@ -121,6 +121,25 @@ pub(super) fn encode(obj: &Value) -> Result<Bytes> {
         .map_err(Error::internal)
 }
 
+/// A patched or applied object names what its URL does (kube's
+/// `checkName`): the same name, and no other namespace (none is taken to
+/// be the URL's).
+pub(super) fn check_name(obj: &Value, name: &str, namespace: &str) -> Result<()> {
+    let object_name = meta_str(obj, "name");
+    if object_name != name {
+        return Err(Error::bad_request(format!(
+            "the name of the object ({object_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let object_namespace = meta_str(obj, "namespace");
+    if !namespace.is_empty() && !object_namespace.is_empty() && object_namespace != namespace {
+        return Err(Error::bad_request(format!(
+            "the namespace of the object ({object_namespace}) does not match the namespace on the request ({namespace})"
+        )));
+    }
+    Ok(())
+}
+
 /// Puts a namespaced object in the request's namespace (one it names must
 /// be that one) and takes a cluster-scoped object out of any, as kube's
 /// create and update handlers do before anything else looks at it.

@@ -687,6 +687,38 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_generated_name_that_is_taken_is_generated_again() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let faulty = Arc::new(crate::storage::memory::Faulty::default());
+        let store = configmap_store(faulty.clone()).await;
+        let opts = WriteOptions::default();
+        let generated =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cm-"}});
+
+        // Seven names taken: the eighth and last attempt is created.
+        faulty.collisions.store(7, Relaxed);
+        let written = store
+            .create("ns", generated.clone(), &opts)
+            .await
+            .expect("created under an eighth name");
+        let name = written.object["metadata"]["name"].as_str().unwrap();
+        assert!(name.starts_with("cm-") && name.len() == 8, "{name}");
+        assert_eq!(faulty.collisions.load(Relaxed), 0);
+
+        // Eight taken: kube's 409 after its eight attempts.
+        faulty.collisions.store(8, Relaxed);
+        let err = store.create("ns", generated, &opts).await.unwrap_err();
+        assert_eq!(err.code(), 409, "{err}");
+        assert_eq!(faulty.collisions.load(Relaxed), 0);
+
+        // A name the client chose is never changed: its collision is a 409.
+        faulty.collisions.store(1, Relaxed);
+        let named = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mine", "generateName": "cm-"}});
+        let err = store.create("ns", named, &opts).await.unwrap_err();
+        assert_eq!(err.code(), 409, "{err}");
+    }
+
     #[test]
     fn continue_tokens_round_trip() {
         let token = encode_continue(42, "default/cm-9\0");

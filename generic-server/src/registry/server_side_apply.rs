@@ -92,12 +92,7 @@ impl Store {
                 None => return Err(Error::bad_request(format!("{field} must be set"))),
             }
         }
-        let body_name = meta_str(&config, "name").to_string();
-        if body_name != name {
-            return Err(Error::bad_request(format!(
-                "the name of the object ({body_name}) does not match the name on the URL ({name})"
-            )));
-        }
+        super::metadata::check_name(&config, name, namespace)?;
         if self.resource.namespaced {
             meta_mut(&mut config).insert("namespace".into(), json!(namespace));
         }

@@ -26,6 +26,10 @@ async fn validate(
     crate::runtime::offload(move || run(strategy.as_ref(), &subresource, &new, old.as_ref())).await
 }
 
+/// How many names a create with `generateName` tries (kube's
+/// `maxNameGenerationCreateAttempts`).
+const NAME_GENERATION_ATTEMPTS: usize = 8;
+
 impl Store {
     /// Creates an object.
     pub async fn create(
@@ -37,8 +41,41 @@ impl Store {
         self.create_inner(namespace, obj, opts, false).await
     }
 
-    /// Creates an object; `tracked` when an apply already set its managedFields.
+    /// Creates an object; `tracked` when an apply already set its
+    /// managedFields. A name generated from `generateName` that is taken
+    /// is generated again, up to [`NAME_GENERATION_ATTEMPTS`] in all
+    /// (kube's RetryGenerateName): the client never sees the collision.
     pub(super) async fn create_inner(
+        &self,
+        namespace: &str,
+        obj: Value,
+        opts: &WriteOptions,
+        tracked: bool,
+    ) -> Result<Written> {
+        let named = |field: &str| {
+            obj.pointer(&format!("/metadata/{field}"))
+                .and_then(Value::as_str)
+                .is_some_and(|name| !name.is_empty())
+        };
+        if named("name") || !named("generateName") {
+            return self.create_once(namespace, obj, opts, tracked).await;
+        }
+        let mut attempt = 1;
+        loop {
+            match self
+                .create_once(namespace, obj.clone(), opts, tracked)
+                .await
+            {
+                Err(Error::AlreadyExists { .. }) if attempt < NAME_GENERATION_ATTEMPTS => {
+                    attempt += 1;
+                }
+                written => return written,
+            }
+        }
+    }
+
+    /// One attempt at a create.
+    async fn create_once(
         &self,
         namespace: &str,
         mut obj: Value,
@@ -106,6 +143,12 @@ impl Store {
             &opts.user,
             opts.dry_run,
         );
+        // What the writer sent (defaulted, as kube's decoder defaults) is
+        // what its managedFields entry owns: recorded before mutating
+        // admission adds anything, as kube's create handler does.
+        if !tracked {
+            self.track(None, &mut obj, "", opts);
+        }
         self.admission.admit(&attrs, &mut obj).await?;
         let mut errs =
             validation::object_meta(&obj, self.resource.namespaced, strategy.name_rule());
@@ -118,9 +161,6 @@ impl Store {
         self.admission.validate(&attrs, Some(&obj)).await?;
         warnings.extend(attrs.take_warnings());
         warnings.extend(strategy.warnings(&obj));
-        if !tracked {
-            self.track(None, &mut obj, "", opts);
-        }
         if opts.dry_run {
             return Ok(Written {
                 object: obj,
@@ -210,6 +250,7 @@ impl Store {
                 .as_ref()
                 .map(|s| patch::strategic::Schema::new(&s.root, s.components.as_ref()));
             let patched = patch::apply_patch(kind, current, body, patch_schema)?;
+            super::metadata::check_name(&patched, name, namespace)?;
             // A strategic patch that gives a field a value of the wrong
             // type: kube's 422 on the patch, in its converter's words.
             if kind == PatchType::StrategicMerge
@@ -280,6 +321,10 @@ impl Store {
                 &opts.user,
                 opts.dry_run,
             );
+            // Recorded before mutating admission, as at create.
+            if !tracked {
+                self.track(Some(&old), &mut new, subresource, opts);
+            }
             self.admission.admit(&attrs, &mut new).await?;
             let mut errs =
                 validation::object_meta(&new, self.resource.namespaced, strategy.name_rule());
@@ -316,9 +361,6 @@ impl Store {
                     Err(crate::Error::Conflict { .. }) => continue,
                     Err(e) => return Err(storage_error(self, name, e)),
                 }
-            }
-            if !tracked {
-                self.track(Some(&old), &mut new, subresource, opts);
             }
             // A stale value is rewritten, so that it takes the current key.
             if unchanged(&new, &old) && !stale {

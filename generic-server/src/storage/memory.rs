@@ -219,8 +219,9 @@ impl Storage for MemoryStorage {
 }
 
 /// Memory storage with faults a unit test turns on: a revision ahead of
-/// what the watch delivers (a lagging cache), and range answers above a
-/// size failing as etcd's client fails a message too large.
+/// what the watch delivers (a lagging cache), range answers above a size
+/// failing as etcd's client fails a message too large, and creates that
+/// find their key taken.
 #[cfg(test)]
 #[derive(Default)]
 pub(crate) struct Faulty {
@@ -232,6 +233,8 @@ pub(crate) struct Faulty {
     pub answer_cap: std::sync::atomic::AtomicUsize,
     /// The limit of every range asked for, in order.
     pub limits: Mutex<Vec<i64>>,
+    /// How many of the next creates find their key already taken.
+    pub collisions: std::sync::atomic::AtomicUsize,
 }
 
 #[cfg(test)]
@@ -255,6 +258,14 @@ impl Storage for Faulty {
         Ok(page)
     }
     async fn create(&self, key: &str, value: Bytes) -> Result<i64> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let taken = self
+            .collisions
+            .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1))
+            .is_ok();
+        if taken {
+            return Err(Error::AlreadyExists(key.to_string()));
+        }
         self.inner.create(key, value).await
     }
     async fn update(&self, key: &str, value: Bytes, expected: i64) -> Result<i64> {
