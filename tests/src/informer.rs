@@ -47,16 +47,29 @@ pub fn tls_config(pki: &Path) -> rustls::ClientConfig {
 impl Api {
     /// A client of `cluster`'s front door, at most `connections` kept open.
     pub fn new(cluster: &Cluster, connections: usize) -> Api {
+        let base = format!("https://127.0.0.1:{}", cluster.port);
+        Api::at(
+            &cluster.dir.join("pki"),
+            &base,
+            connections,
+            Duration::from_secs(60),
+        )
+    }
+
+    /// A client of the front door at `base`, as the admin of `pki`, giving
+    /// up on a request after `timeout`.
+    pub fn at(pki: &Path, base: &str, connections: usize, timeout: Duration) -> Api {
         let http = reqwest::blocking::Client::builder()
-            .tls_backend_preconfigured(tls_config(&cluster.dir.join("pki")))
-            .timeout(Duration::from_secs(60))
+            .tls_backend_preconfigured(tls_config(pki))
+            .timeout(timeout)
+            .connect_timeout(timeout)
             .pool_max_idle_per_host(connections)
             .no_proxy()
             .build()
             .expect("an HTTPS client");
         Api {
             http,
-            base: format!("https://127.0.0.1:{}", cluster.port),
+            base: base.to_string(),
         }
     }
 

@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -12,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod history;
 pub mod informer;
+pub mod network;
 
 /// The directory holding the workspace's binaries (next to the test binary).
 pub fn bin_dir() -> PathBuf {
@@ -149,6 +152,8 @@ impl Cluster {
             ])
             .args(&self.up_args)
             .envs(self.up_env.iter().map(|(k, v)| (k, v)))
+            // Its own process group, as a shell's foreground job has.
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -368,6 +373,21 @@ impl Cluster {
                 nix::sys::signal::Signal::SIGTERM,
             );
             let deadline = Instant::now() + Duration::from_secs(20);
+            while launcher.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = launcher.kill();
+            let _ = launcher.wait();
+        }
+    }
+
+    /// Presses Ctrl-C in the launcher's terminal: SIGINT to the
+    /// launcher's process group; waits for the launcher to exit.
+    pub fn interrupt(&mut self) {
+        if let Some(mut launcher) = self.launcher.take() {
+            let group = nix::unistd::Pid::from_raw(launcher.id() as i32);
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGINT);
+            let deadline = Instant::now() + Duration::from_secs(30);
             while launcher.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(50));
             }

@@ -1,0 +1,292 @@
+//! A workload's history, and what a linearizable store's history passes.
+//!
+//! Every operation on a small set of keys (ConfigMaps, each write a value
+//! never written before) is recorded with when it was invoked, when it
+//! completed and what came back: done (with the object's resourceVersion
+//! and value), refused (a definite no: 409, 404, 422), or indeterminate (a
+//! timeout, a 5xx, no answer: it may or may not have happened). Because
+//! a resourceVersion is etcd's revision, one total order of every write,
+//! the register checks reduce to comparisons of versions in real time:
+//!
+//! - a value read was written (by a write that was invoked before the read
+//!   completed), and a version read is the version its write was given;
+//! - a consistent read invoked after a write was acknowledged sees that
+//!   write's version or a later one, and a consistent read invoked after
+//!   another completed sees at least that one's version;
+//! - no acknowledged write is lost: the final state is at least as new as
+//!   every acknowledged write, and holds a value that was written;
+//! - a read from the cache (`resourceVersion=0`) may be stale, but returns
+//!   only a value that was written, with the version it was given.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// What an operation asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A create of the key with `value`.
+    Create(String),
+    /// An update to `value`, with `precondition` naming the version it read.
+    Update {
+        /// The value written.
+        value: String,
+        /// The resourceVersion it must replace, if any.
+        precondition: Option<u64>,
+    },
+    /// A read: consistent (`resourceVersion` unset) or from the cache (`0`).
+    Get {
+        /// Whether the read must be consistent.
+        consistent: bool,
+    },
+}
+
+/// What came back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done: the object's version and value (a read of a missing key: none).
+    Done(Option<(u64, String)>),
+    /// Refused: it did not happen.
+    Refused,
+    /// Unknown: it may have happened.
+    Indeterminate,
+}
+
+/// One operation of the history.
+#[derive(Debug, Clone)]
+pub struct Op {
+    /// The client that ran it.
+    pub client: usize,
+    /// The key (the ConfigMap's name).
+    pub key: String,
+    /// What it asked for.
+    pub kind: Kind,
+    /// When it was sent.
+    pub invoked: Instant,
+    /// When its answer came (or the client gave up).
+    pub completed: Instant,
+    /// What came back.
+    pub outcome: Outcome,
+}
+
+impl Op {
+    /// The value the operation writes, for a write.
+    fn written(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Create(value) | Kind::Update { value, .. } => Some(value),
+            Kind::Get { .. } => None,
+        }
+    }
+
+    /// The version an acknowledged write was given.
+    fn acknowledged(&self) -> Option<u64> {
+        match (&self.outcome, self.written()) {
+            (Outcome::Done(Some((rv, _))), Some(_)) => Some(*rv),
+            _ => None,
+        }
+    }
+}
+
+/// The operations on each key, in the order they were invoked.
+fn by_key(history: &[Op]) -> HashMap<&str, Vec<&Op>> {
+    let mut keys: HashMap<&str, Vec<&Op>> = HashMap::new();
+    for op in history {
+        keys.entry(op.key.as_str()).or_default().push(op);
+    }
+    for ops in keys.values_mut() {
+        ops.sort_by_key(|op| op.invoked);
+    }
+    keys
+}
+
+/// Whether `version, value` is what a write of `ops` may have left: an
+/// acknowledged write's own, or an indeterminate write's value (its version
+/// unknown), written by a write invoked before `before`.
+fn was_written(ops: &[&Op], version: u64, value: &str, before: Instant) -> Result<(), String> {
+    let writer = ops
+        .iter()
+        .find(|w| w.written() == Some(value))
+        .ok_or_else(|| format!("{value:?} (version {version}) was never written"))?;
+    if writer.invoked > before {
+        return Err(format!(
+            "{value:?} was read before the write of it was sent"
+        ));
+    }
+    match (&writer.outcome, writer.acknowledged()) {
+        (_, Some(rv)) if rv != version => Err(format!(
+            "{value:?} read at version {version}, but its write was given {rv}"
+        )),
+        (Outcome::Refused, _) => Err(format!("{value:?} was read, but its write was refused")),
+        _ => Ok(()),
+    }
+}
+
+/// Every failure of the read checks: values and versions that were never
+/// written, stale consistent reads, and consistent reads going back.
+pub fn check_reads(history: &[Op]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (key, ops) in by_key(history) {
+        for read in &ops {
+            let Kind::Get { consistent } = read.kind else {
+                continue;
+            };
+            let Outcome::Done(Some((version, value))) = &read.outcome else {
+                continue;
+            };
+            if let Err(why) = was_written(&ops, *version, value, read.completed) {
+                failures.push(format!("{key}: read by client {}: {why}", read.client));
+            }
+            if !consistent {
+                continue;
+            }
+            for earlier in ops.iter().filter(|o| o.completed < read.invoked) {
+                let seen = match (&earlier.kind, &earlier.outcome) {
+                    (_, Outcome::Done(Some((rv, _)))) if earlier.written().is_some() => *rv,
+                    (Kind::Get { consistent: true }, Outcome::Done(Some((rv, _)))) => *rv,
+                    _ => continue,
+                };
+                if *version < seen {
+                    failures.push(format!(
+                        "{key}: a consistent read by client {} returned version {version}, older than {seen} seen by client {} before it was sent (stale)",
+                        read.client, earlier.client
+                    ));
+                }
+            }
+        }
+    }
+    failures.sort();
+    failures.dedup();
+    failures
+}
+
+/// Every acknowledged write lost: `last` is each key's final state (read
+/// consistently once every fault has healed).
+pub fn check_writes(history: &[Op], last: &HashMap<String, Option<(u64, String)>>) -> Vec<String> {
+    let mut failures = Vec::new();
+    // The final reads come after every operation was sent.
+    let Some(end) = history.iter().map(|op| op.invoked).max() else {
+        return failures;
+    };
+    for (key, ops) in by_key(history) {
+        let newest = ops.iter().filter_map(|o| o.acknowledged()).max();
+        match (last.get(key).cloned().flatten(), newest) {
+            (None, Some(rv)) => {
+                failures.push(format!("{key}: acknowledged at version {rv}, now gone"))
+            }
+            (Some((version, _)), Some(rv)) if version < rv => failures.push(format!(
+                "{key}: acknowledged at version {rv}, now at the older {version} (lost)"
+            )),
+            (Some((version, value)), _) => {
+                if let Err(why) = was_written(&ops, version, &value, end) {
+                    failures.push(format!("{key}: final state: {why}"));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    failures.sort();
+    failures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A history built by hand: each op at `(start, end)` ticks.
+    struct Clock(Instant);
+
+    impl Clock {
+        fn op(&self, client: usize, kind: Kind, at: (u64, u64), outcome: Outcome) -> Op {
+            let tick = |t| self.0 + Duration::from_millis(t);
+            Op {
+                client,
+                key: "k".into(),
+                kind,
+                invoked: tick(at.0),
+                completed: tick(at.1),
+                outcome,
+            }
+        }
+    }
+
+    fn put(value: &str) -> Kind {
+        Kind::Update {
+            value: value.into(),
+            precondition: None,
+        }
+    }
+
+    fn done(rv: u64, value: &str) -> Outcome {
+        Outcome::Done(Some((rv, value.into())))
+    }
+
+    const CONSISTENT: Kind = Kind::Get { consistent: true };
+    const CACHED: Kind = Kind::Get { consistent: false };
+
+    #[test]
+    fn a_linearizable_history_passes() {
+        let c = Clock(Instant::now());
+        let history = vec![
+            c.op(0, Kind::Create("a".into()), (0, 1), done(10, "a")),
+            c.op(1, put("b"), (2, 5), done(12, "b")),
+            // Concurrent with the write: either version will do.
+            c.op(2, CONSISTENT, (3, 4), done(10, "a")),
+            c.op(2, CONSISTENT, (6, 7), done(12, "b")),
+            // From the cache: stale is allowed.
+            c.op(0, CACHED, (8, 9), done(10, "a")),
+            // Lost in a partition: it may have happened.
+            c.op(1, put("c"), (10, 20), Outcome::Indeterminate),
+            c.op(0, CONSISTENT, (21, 22), done(15, "c")),
+            c.op(1, put("d"), (23, 24), Outcome::Refused),
+        ];
+        assert_eq!(check_reads(&history), Vec::<String>::new());
+        let last = HashMap::from([("k".to_string(), Some((15, "c".to_string())))]);
+        assert_eq!(check_writes(&history, &last), Vec::<String>::new());
+    }
+
+    #[test]
+    fn stale_reads_invented_values_and_lost_writes_fail() {
+        let c = Clock(Instant::now());
+        let history = vec![
+            c.op(0, Kind::Create("a".into()), (0, 1), done(10, "a")),
+            c.op(1, put("b"), (2, 3), done(12, "b")),
+            // After the write was acknowledged, a consistent read of the old.
+            c.op(2, CONSISTENT, (4, 5), done(10, "a")),
+            // A value nobody wrote, and a version that is not its write's.
+            c.op(2, CACHED, (6, 7), done(11, "z")),
+            c.op(2, CACHED, (8, 9), done(11, "b")),
+            // A refused write's value.
+            c.op(1, put("r"), (10, 11), Outcome::Refused),
+            c.op(0, CACHED, (12, 13), done(13, "r")),
+        ];
+        let failures = check_reads(&history);
+        assert_eq!(failures.len(), 4, "{failures:#?}");
+        assert!(failures.iter().any(|f| f.contains("(stale)")));
+        assert!(failures.iter().any(|f| f.contains("never written")));
+        assert!(
+            failures
+                .iter()
+                .any(|f| f.contains("its write was given 12"))
+        );
+        assert!(failures.iter().any(|f| f.contains("was refused")));
+
+        let older = HashMap::from([("k".to_string(), Some((10, "a".to_string())))]);
+        assert_eq!(check_writes(&history, &older).len(), 1);
+        let gone = HashMap::from([("k".to_string(), None)]);
+        assert!(check_writes(&history, &gone)[0].contains("now gone"));
+    }
+
+    #[test]
+    fn a_consistent_read_never_goes_back() {
+        let c = Clock(Instant::now());
+        let history = vec![
+            c.op(0, Kind::Create("a".into()), (0, 1), done(10, "a")),
+            c.op(1, put("b"), (2, 30), Outcome::Indeterminate),
+            c.op(2, CONSISTENT, (3, 4), done(12, "b")),
+            c.op(3, CONSISTENT, (5, 6), done(10, "a")),
+        ];
+        let failures = check_reads(&history);
+        assert_eq!(failures.len(), 1, "{failures:#?}");
+        assert!(failures[0].contains("client 3"), "{failures:#?}");
+    }
+}

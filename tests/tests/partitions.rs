@@ -1,0 +1,585 @@
+//! The chain across real network namespaces: three etcd members, two
+//! core-server replicas, an extension-server and the front door, each on
+//! a host of its own (a network namespace with its own address, joined by
+//! veth to a bridge), linked over TCP with mutual TLS as across machines.
+//! A workload of clients runs through the front door while the network is
+//! cut and healed, and its history is checked afterwards: no acknowledged
+//! write lost, no consistent read stale, no value read that was never
+//! written (`tests::history`).
+//!
+//! Needs root (network namespaces, iptables); the harness removes every
+//! namespace, link and rule it made, also when a test fails.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tests::history::{self, Kind, Op, Outcome};
+use tests::informer::Api;
+use tests::network::Network;
+use tests::{bin_dir, eventually};
+
+const ETCD: [&str; 3] = ["etcd-0", "etcd-1", "etcd-2"];
+const NAMESPACE: &str = "partitions";
+const KEYS: usize = 4;
+const CLIENTS: usize = 4;
+
+/// One chain at a time: each is seven processes on a small machine.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The chain, one process per host. Processes are stopped before the
+/// network goes (fields drop in order).
+struct Chain {
+    processes: Vec<(String, Child)>,
+    dir: PathBuf,
+    network: Network,
+}
+
+impl Chain {
+    /// Makes the hosts, the certificates (every address in them) and starts
+    /// every process; returns once the front door is ready.
+    fn start() -> Chain {
+        if let Some(why) = tests::network::unavailable() {
+            panic!("network namespaces are needed (run as root): {why}");
+        }
+        let network = Network::new(&[
+            "etcd-0",
+            "etcd-1",
+            "etcd-2",
+            "core-0",
+            "core-1",
+            "extension",
+            "front",
+        ]);
+        let dir = std::env::temp_dir().join(format!(
+            "kubechain-partitions-{}-{}",
+            std::process::id(),
+            network.hosts()[0].netns
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("logs")).expect("the test's directory");
+        let ip = |host: &str| network.host(host).addr.to_string();
+        let etcd_ips: Vec<String> = ETCD.iter().map(|h| ip(h)).collect();
+        let certs = std::process::Command::new(bin_dir().join("kubechain"))
+            .args(["certs", "--dir"])
+            .arg(dir.join("pki"))
+            .args(["--hosts", &ip("front")])
+            .args(["--etcd-members", &ETCD.join(",")])
+            .args(["--etcd-hosts", &etcd_ips.join(",")])
+            .output()
+            .expect("kubechain certs");
+        assert!(
+            certs.status.success(),
+            "{}",
+            String::from_utf8_lossy(&certs.stderr)
+        );
+        let mut chain = Chain {
+            processes: Vec::new(),
+            dir,
+            network,
+        };
+        chain.start_etcd();
+        assert!(
+            eventually(Duration::from_secs(30), || ETCD.iter().all(|member| chain
+                .etcdctl(member, &["endpoint", "health"])
+                .contains("is healthy"))),
+            "etcd is not healthy; logs in {}",
+            chain.dir.join("logs").display()
+        );
+        chain.start_servers();
+        let front = chain.api(Duration::from_secs(5));
+        assert!(
+            eventually(Duration::from_secs(60), || front.get("/readyz").0 == 200),
+            "the front door is not ready; logs in {}",
+            chain.dir.join("logs").display()
+        );
+        assert!(
+            eventually(Duration::from_secs(30), || chain.registered("core-server")
+                == 2),
+            "both core-server replicas register"
+        );
+        chain
+    }
+
+    fn pki(&self, file: &str) -> String {
+        self.dir.join("pki").join(file).display().to_string()
+    }
+
+    fn ip(&self, host: &str) -> String {
+        self.network.host(host).addr.to_string()
+    }
+
+    /// Starts `program` on `host` with `args` and `env`, logging to `logs/<name>.log`.
+    fn spawn(
+        &mut self,
+        name: &str,
+        host: &str,
+        program: &Path,
+        args: &[String],
+        env: &[(&str, String)],
+    ) {
+        let log = std::fs::File::create(self.dir.join("logs").join(format!("{name}.log")))
+            .expect("a log file");
+        let child = self
+            .network
+            .command(host, program)
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("the log"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {name}: {e}"));
+        self.processes.push((name.to_string(), child));
+    }
+
+    fn start_etcd(&mut self) {
+        let cluster: Vec<String> = ETCD
+            .iter()
+            .map(|m| format!("{m}=https://{}:2380", self.ip(m)))
+            .collect();
+        for member in ETCD {
+            let ip = self.ip(member);
+            let data = self.dir.join(member).display().to_string();
+            let (cert, key, ca) = (
+                self.pki(&format!("{member}.crt")),
+                self.pki(&format!("{member}.key")),
+                self.pki("internal-ca.crt"),
+            );
+            let args: Vec<String> = [
+                "--name",
+                member,
+                "--data-dir",
+                &data,
+                "--listen-client-urls",
+                &format!("https://{ip}:2379"),
+                "--advertise-client-urls",
+                &format!("https://{ip}:2379"),
+                "--listen-peer-urls",
+                &format!("https://{ip}:2380"),
+                "--initial-advertise-peer-urls",
+                &format!("https://{ip}:2380"),
+                "--initial-cluster",
+                &cluster.join(","),
+                "--initial-cluster-state",
+                "new",
+                "--cert-file",
+                &cert,
+                "--key-file",
+                &key,
+                "--trusted-ca-file",
+                &ca,
+                "--client-cert-auth",
+                "--peer-cert-file",
+                &cert,
+                "--peer-key-file",
+                &key,
+                "--peer-trusted-ca-file",
+                &ca,
+                "--peer-client-cert-auth",
+            ]
+            .map(String::from)
+            .to_vec();
+            self.spawn(member, member, Path::new("etcd"), &args, &[]);
+        }
+    }
+
+    fn start_servers(&mut self) {
+        let etcd: Vec<String> = ETCD
+            .iter()
+            .map(|m| format!("https://{}:2379", self.ip(m)))
+            .collect();
+        let common = |cert: &str| {
+            vec![
+                ("KUBECHAIN_ETCD_SERVERS", etcd.join(",")),
+                ("KUBECHAIN_TLS_CERT_FILE", self.pki(&format!("{cert}.crt"))),
+                (
+                    "KUBECHAIN_TLS_PRIVATE_KEY_FILE",
+                    self.pki(&format!("{cert}.key")),
+                ),
+            ]
+        };
+        let mut extension = common("extension-server");
+        extension.push(("KUBECHAIN_LISTEN", format!("{}:7444", self.ip("extension"))));
+        extension.push(("KUBECHAIN_CLIENT_CA_FILE", self.pki("internal-ca.crt")));
+        let extension_endpoint = format!("https://{}:7444", self.ip("extension"));
+        let mut cores = Vec::new();
+        for host in ["core-0", "core-1"] {
+            let mut core = common("core-server");
+            core.push(("KUBECHAIN_LISTEN", format!("{}:7443", self.ip(host))));
+            core.push(("KUBECHAIN_CLIENT_CA_FILE", self.pki("internal-ca.crt")));
+            core.push(("KUBECHAIN_EXTENSION_ENDPOINT", extension_endpoint.clone()));
+            core.push((
+                "KUBECHAIN_SERVICE_ACCOUNT_SIGNING_KEY_FILE",
+                self.pki("sa.key"),
+            ));
+            cores.push((host, core));
+        }
+        let mut front = common("aggregator");
+        front.extend([
+            ("KUBECHAIN_LISTEN", format!("{}:6443", self.ip("front"))),
+            (
+                "KUBECHAIN_CORE_ENDPOINT",
+                format!("https://{}:7443", self.ip("core-0")),
+            ),
+            ("KUBECHAIN_CLIENT_CA_FILE", self.pki("ca.crt")),
+            (
+                "KUBECHAIN_INTERNAL_CERT_FILE",
+                self.pki("aggregator-internal.crt"),
+            ),
+            (
+                "KUBECHAIN_INTERNAL_KEY_FILE",
+                self.pki("aggregator-internal.key"),
+            ),
+            ("KUBECHAIN_INTERNAL_CA_FILE", self.pki("internal-ca.crt")),
+            ("KUBECHAIN_SERVICE_ACCOUNT_KEY_FILE", self.pki("sa.pub")),
+        ]);
+        let bin = bin_dir();
+        self.spawn(
+            "extension-server",
+            "extension",
+            &bin.join("extension-server"),
+            &[],
+            &extension,
+        );
+        for (host, env) in cores {
+            self.spawn(host, host, &bin.join("core-server"), &[], &env);
+        }
+        self.spawn("aggregator", "front", &bin.join("aggregator"), &[], &front);
+    }
+
+    /// A client of the front door, as the admin, from the test's own address.
+    fn api(&self, timeout: Duration) -> Api {
+        let base = format!("https://{}:6443", self.ip("front"));
+        Api::at(&self.dir.join("pki"), &base, CLIENTS, timeout)
+    }
+
+    /// etcdctl, from the test's own address, to `member`: what it said.
+    fn etcdctl(&self, member: &str, args: &[&str]) -> String {
+        let output = std::process::Command::new("etcdctl")
+            .args(["--endpoints", &format!("https://{}:2379", self.ip(member))])
+            .args(["--cacert", &self.pki("internal-ca.crt")])
+            .args([
+                "--cert",
+                &self.pki("etcd-0.crt"),
+                "--key",
+                &self.pki("etcd-0.key"),
+            ])
+            .args(["--command-timeout", "3s"])
+            .args(args)
+            .env("ETCDCTL_API", "3")
+            .output()
+            .expect("etcdctl");
+        // Some answers (`endpoint health`) come on stderr.
+        let mut said = String::from_utf8_lossy(&output.stdout).into_owned();
+        said.push_str(&String::from_utf8_lossy(&output.stderr));
+        said
+    }
+
+    /// How many replicas of `component` are registered in etcd.
+    fn registered(&self, component: &str) -> usize {
+        let prefix = format!("/kubechain/endpoints/{component}/");
+        self.etcdctl("etcd-0", &["get", "--prefix", "--keys-only", &prefix])
+            .lines()
+            .filter(|l| l.starts_with(&prefix))
+            .count()
+    }
+
+    /// The etcd member that leads now.
+    fn etcd_leader(&self) -> &'static str {
+        let mut leader = None;
+        assert!(
+            eventually(Duration::from_secs(20), || {
+                leader = ETCD.into_iter().find(|member| {
+                    let status: Value = serde_json::from_str(
+                        &self.etcdctl(member, &["endpoint", "status", "-w", "json"]),
+                    )
+                    .unwrap_or_default();
+                    let status = &status[0]["Status"];
+                    status["leader"].as_u64().is_some()
+                        && status["leader"] == status["header"]["member_id"]
+                });
+                leader.is_some()
+            }),
+            "no etcd member leads"
+        );
+        leader.expect("a leader")
+    }
+}
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        for (_, child) in self.processes.iter_mut().rev() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// The path of key `k`.
+fn path(k: usize) -> String {
+    format!("/api/v1/namespaces/{NAMESPACE}/configmaps/key-{k}")
+}
+
+/// The version and value of a ConfigMap answer.
+fn state(object: &Value) -> Option<(u64, String)> {
+    let rv = object["metadata"]["resourceVersion"]
+        .as_str()?
+        .parse()
+        .ok()?;
+    Some((rv, object["data"]["v"].as_str()?.to_string()))
+}
+
+/// What an answer says happened.
+fn outcome(status: u16, body: &Value) -> Outcome {
+    match status {
+        200 | 201 => Outcome::Done(state(body)),
+        404 if body["reason"] == "NotFound" => Outcome::Done(None),
+        409 | 422 => Outcome::Refused,
+        _ => Outcome::Indeterminate,
+    }
+}
+
+/// Runs `CLIENTS` clients on `KEYS` keys until `stop`: consistent and
+/// cached reads, and updates with and without a precondition, each write
+/// a value never written before; returns the history.
+fn workload(api: Api, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Op>> {
+    std::thread::spawn(move || {
+        let history = Arc::new(Mutex::new(Vec::new()));
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|client| {
+                let (api, stop, history) = (api.clone(), stop.clone(), history.clone());
+                std::thread::spawn(move || {
+                    let mut seen: HashMap<usize, u64> = HashMap::new();
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        n += 1;
+                        let k = (client + n as usize * 7) % KEYS;
+                        let value = format!("c{client}-{n}");
+                        let (kind, request) = match n % 5 {
+                            0 | 1 => (
+                                Kind::Get { consistent: true },
+                                api.http.get(format!("{}{}", api.base, path(k))),
+                            ),
+                            2 => (
+                                Kind::Get { consistent: false },
+                                api.http
+                                    .get(format!("{}{}?resourceVersion=0", api.base, path(k))),
+                            ),
+                            step => {
+                                let precondition = (step == 4).then(|| seen.get(&k).copied()).flatten();
+                                let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": format!("key-{k}"), "namespace": NAMESPACE},
+                                    "data": {"v": value}});
+                                if let Some(rv) = precondition {
+                                    object["metadata"]["resourceVersion"] = json!(rv.to_string());
+                                }
+                                (
+                                    Kind::Update { value, precondition },
+                                    api.http
+                                        .put(format!("{}{}", api.base, path(k)))
+                                        .header("content-type", "application/json")
+                                        .body(object.to_string()),
+                                )
+                            }
+                        };
+                        let invoked = Instant::now();
+                        let (status, body) = api.send(request);
+                        let op = Op {
+                            client,
+                            key: format!("key-{k}"),
+                            kind,
+                            invoked,
+                            completed: Instant::now(),
+                            outcome: outcome(status, &body),
+                        };
+                        if let Outcome::Done(Some((rv, _))) = &op.outcome {
+                            seen.insert(k, *rv);
+                        }
+                        history.lock().expect("the history").push(op);
+                        if status != 200 && status != 201 {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                    }
+                })
+            })
+            .collect();
+        for client in clients {
+            client.join().expect("a client");
+        }
+        std::mem::take(&mut *history.lock().expect("the history"))
+    })
+}
+
+/// Creates the keys (acknowledged creates, the first writes of the history).
+fn create_keys(api: &Api) -> Vec<Op> {
+    api.create_namespace(NAMESPACE);
+    (0..KEYS)
+        .map(|k| {
+            let value = format!("initial-{k}");
+            let invoked = Instant::now();
+            let (status, body) = api.post(
+                &format!("/api/v1/namespaces/{NAMESPACE}/configmaps"),
+                &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": format!("key-{k}")}, "data": {"v": value}}),
+            );
+            assert_eq!(status, 201, "{body}");
+            Op {
+                client: usize::MAX,
+                key: format!("key-{k}"),
+                kind: Kind::Create(value),
+                invoked,
+                completed: Instant::now(),
+                outcome: outcome(status, &body),
+            }
+        })
+        .collect()
+}
+
+/// Each key's final state, read consistently once every fault has healed.
+fn final_state(api: &Api) -> HashMap<String, Option<(u64, String)>> {
+    (0..KEYS)
+        .map(|k| {
+            let mut last = None;
+            assert!(
+                eventually(Duration::from_secs(30), || {
+                    let (status, body) = api.get(&path(k));
+                    last = match status {
+                        200 => Some(state(&body)),
+                        404 => Some(None),
+                        _ => None,
+                    };
+                    last.is_some()
+                }),
+                "key-{k} is not readable after the heal"
+            );
+            (format!("key-{k}"), last.flatten())
+        })
+        .collect()
+}
+
+/// Runs the workload through `fault` (applied after a calm start, healed
+/// before a calm end) and checks its history.
+fn under(chain: &Chain, fault: impl FnOnce(&Chain), heal: impl FnOnce(&Network)) -> Vec<Op> {
+    let api = chain.api(Duration::from_secs(5));
+    let mut history = create_keys(&api);
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = workload(api.clone(), stop.clone());
+    std::thread::sleep(Duration::from_secs(3));
+    fault(chain);
+    std::thread::sleep(Duration::from_secs(10));
+    heal(&chain.network);
+    std::thread::sleep(Duration::from_secs(5));
+    stop.store(true, Ordering::Relaxed);
+    history.extend(running.join().expect("the workload"));
+    let reads = history::check_reads(&history);
+    assert!(reads.is_empty(), "{reads:#?}");
+    let writes = history::check_writes(&history, &final_state(&api));
+    assert!(writes.is_empty(), "{writes:#?}");
+    history
+}
+
+/// How many operations ended each way: done, refused, indeterminate.
+fn tally(history: &[Op]) -> (usize, usize, usize) {
+    history
+        .iter()
+        .fold((0, 0, 0), |(d, r, i), op| match op.outcome {
+            Outcome::Done(_) => (d + 1, r, i),
+            Outcome::Refused => (d, r + 1, i),
+            Outcome::Indeterminate => (d, r, i + 1),
+        })
+}
+
+#[test]
+fn a_core_replica_cut_from_etcd_serves_no_stale_read_and_loses_no_write() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let chain = Chain::start();
+    let history = under(
+        &chain,
+        |chain| {
+            for member in ETCD {
+                chain.network.partition("core-1", member);
+            }
+            // Cut off, it can no longer renew its registration: the front
+            // door stops sending it requests once the registration expires.
+            assert!(
+                eventually(Duration::from_secs(20), || chain.registered("core-server")
+                    == 1),
+                "core-1 is still registered, cut from etcd"
+            );
+        },
+        Network::heal,
+    );
+    let (done, refused, unknown) = tally(&history);
+    eprintln!(
+        "{} operations: {done} done, {refused} refused, {unknown} indeterminate",
+        history.len()
+    );
+    // The workload ran on both sides of the cut.
+    assert!(done > 50, "only {done} operations succeeded");
+}
+
+#[test]
+fn the_etcd_leader_isolated_in_a_minority_loses_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let chain = Chain::start();
+    let leader = chain.etcd_leader();
+    let history = under(
+        &chain,
+        |chain| chain.network.isolate(&[leader]),
+        Network::heal,
+    );
+    let (done, refused, unknown) = tally(&history);
+    eprintln!(
+        "leader {leader} isolated: {} operations: {done} done, {refused} refused, {unknown} indeterminate",
+        history.len()
+    );
+    assert!(done > 50, "only {done} operations succeeded");
+}
+
+#[test]
+fn etcd_quorum_lost_and_regained_loses_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let chain = Chain::start();
+    let history = under(
+        &chain,
+        |chain| {
+            for (i, a) in ETCD.iter().enumerate() {
+                for b in &ETCD[i + 1..] {
+                    chain.network.partition(a, b);
+                }
+            }
+        },
+        Network::heal,
+    );
+    let (done, refused, unknown) = tally(&history);
+    eprintln!(
+        "quorum lost: {} operations: {done} done, {refused} refused, {unknown} indeterminate",
+        history.len()
+    );
+    assert!(done > 50, "only {done} operations succeeded");
+}
+
+#[test]
+fn the_front_door_cut_from_one_core_replica_loses_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let chain = Chain::start();
+    let history = under(
+        &chain,
+        |chain| chain.network.partition("front", "core-1"),
+        Network::heal,
+    );
+    let (done, refused, unknown) = tally(&history);
+    eprintln!(
+        "front door cut from core-1: {} operations: {done} done, {refused} refused, {unknown} indeterminate",
+        history.len()
+    );
+    assert!(done > 50, "only {done} operations succeeded");
+}
