@@ -187,6 +187,103 @@ pub fn check_writes(history: &[Op], last: &HashMap<String, Option<(u64, String)>
     failures
 }
 
+/// What one watcher saw, in order, across its watches (each resumed from
+/// the last resourceVersion it saw, or relisted after a 410).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// A watch started from this resourceVersion (a list's, or the last seen).
+    Started(u64),
+    /// An ADDED or MODIFIED event: the key, its version and value.
+    Event(String, u64, String),
+    /// A BOOKMARK at this resourceVersion.
+    Bookmark(u64),
+    /// 410 Gone: the watcher lists again (its next start is the list's).
+    Gone,
+}
+
+/// Every failure of a watcher's guarantees: events in order and unique,
+/// bookmarks never ahead of the events delivered, a resumed watch going
+/// on where the last one ended, values that were written with the
+/// versions they were given, and no gap: every acknowledged write between
+/// a watch's start and the last version it delivered was delivered.
+pub fn check_watch(history: &[Op], watcher: usize, seen: &[Seen]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let keys = by_key(history);
+    // Events are not timed: any write of the history may be one.
+    let end = history
+        .iter()
+        .map(|op| op.invoked)
+        .max()
+        .unwrap_or_else(Instant::now);
+    let acknowledged: Vec<(u64, &str)> = history
+        .iter()
+        .filter_map(|op| Some((op.acknowledged()?, op.key.as_str())))
+        .collect();
+    // What the current segment (from a list or the first start) covers.
+    let mut from: Option<u64> = None;
+    let mut last = 0u64;
+    let mut delivered: Vec<u64> = Vec::new();
+    let close = |from: Option<u64>,
+                 last: u64,
+                 delivered: &mut Vec<u64>,
+                 failures: &mut Vec<String>| {
+        if let Some(from) = from {
+            for (rv, key) in &acknowledged {
+                if *rv > from && *rv <= last && !delivered.contains(rv) {
+                    failures.push(format!(
+                        "watcher {watcher}: the write of {key} at version {rv} was never delivered (watched from {from} to {last})"
+                    ));
+                }
+            }
+        }
+        delivered.clear();
+    };
+    for item in seen {
+        match item {
+            Seen::Started(rv) => match from {
+                None => {
+                    from = Some(*rv);
+                    last = *rv;
+                }
+                Some(_) if *rv != last => failures.push(format!(
+                    "watcher {watcher}: resumed from {rv}, but the last version seen was {last}"
+                )),
+                Some(_) => {}
+            },
+            Seen::Event(key, rv, value) => {
+                if *rv <= last {
+                    failures.push(format!(
+                        "watcher {watcher}: {key} at version {rv} came after version {last} (out of order or repeated)"
+                    ));
+                }
+                let ops = keys
+                    .get(key.as_str())
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                if let Err(why) = was_written(ops, *rv, value, end) {
+                    failures.push(format!("watcher {watcher}: {key}: {why}"));
+                }
+                last = last.max(*rv);
+                delivered.push(*rv);
+            }
+            Seen::Bookmark(rv) => {
+                if *rv < last {
+                    failures.push(format!(
+                        "watcher {watcher}: a bookmark at {rv} after version {last} was delivered"
+                    ));
+                }
+                last = last.max(*rv);
+            }
+            Seen::Gone => {
+                close(from, last, &mut delivered, &mut failures);
+                from = None;
+            }
+        }
+    }
+    close(from, last, &mut delivered, &mut failures);
+    failures
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +371,51 @@ mod tests {
         assert_eq!(check_writes(&history, &older).len(), 1);
         let gone = HashMap::from([("k".to_string(), None)]);
         assert!(check_writes(&history, &gone)[0].contains("now gone"));
+    }
+
+    #[test]
+    fn a_watch_delivers_every_acknowledged_write_in_order() {
+        let c = Clock(Instant::now());
+        let history = vec![
+            c.op(0, Kind::Create("a".into()), (0, 1), done(10, "a")),
+            c.op(1, put("b"), (2, 3), done(12, "b")),
+            c.op(1, put("c"), (4, 5), done(14, "c")),
+            c.op(1, put("d"), (6, 7), done(16, "d")),
+        ];
+        let event = |rv, value: &str| Seen::Event("k".into(), rv, value.into());
+        let good = [
+            Seen::Started(10),
+            event(12, "b"),
+            Seen::Bookmark(13),
+            Seen::Started(13),
+            event(14, "c"),
+            Seen::Gone,
+            Seen::Started(15),
+            event(16, "d"),
+        ];
+        assert_eq!(check_watch(&history, 0, &good), Vec::<String>::new());
+
+        // A gap, a repeat, a bookmark behind, a resume elsewhere.
+        let gap = [Seen::Started(10), event(14, "c")];
+        assert!(check_watch(&history, 0, &gap)[0].contains("version 12 was never delivered"));
+        let repeated = [
+            Seen::Started(10),
+            event(12, "b"),
+            event(12, "b"),
+            event(14, "c"),
+        ];
+        assert!(check_watch(&history, 0, &repeated)[0].contains("out of order or repeated"));
+        let behind = [Seen::Started(10), event(12, "b"), Seen::Bookmark(11)];
+        assert!(check_watch(&history, 0, &behind)[0].contains("a bookmark at 11"));
+        let elsewhere = [
+            Seen::Started(10),
+            event(12, "b"),
+            Seen::Started(13),
+            event(14, "c"),
+        ];
+        assert!(check_watch(&history, 0, &elsewhere)[0].contains("resumed from 13"));
+        let invented = [Seen::Started(10), event(12, "z")];
+        assert!(!check_watch(&history, 0, &invented).is_empty());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! namespace, link and rule it made, also when a test fails.
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tests::history::{self, Kind, Op, Outcome};
+use tests::history::{self, Kind, Op, Outcome, Seen};
 use tests::informer::Api;
 use tests::network::Network;
 use tests::{bin_dir, eventually};
@@ -418,6 +419,77 @@ fn workload(api: Api, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Op>>
     })
 }
 
+/// Watches the keys like client-go's reflector until `stop`: lists, watches
+/// from the list's version (with bookmarks, each watch ending after a few
+/// seconds), resumes from the last version seen, lists again after a 410;
+/// returns what it saw.
+fn watcher(api: Api, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Seen>> {
+    std::thread::spawn(move || {
+        let list = format!("/api/v1/namespaces/{NAMESPACE}/configmaps");
+        let mut seen = Vec::new();
+        let mut last: Option<u64> = None;
+        while !stop.load(Ordering::Relaxed) {
+            let from = match last {
+                Some(rv) => rv,
+                None => {
+                    let (status, body) = api.get(&list);
+                    match body["metadata"]["resourceVersion"].as_str().map(str::parse) {
+                        Some(Ok(rv)) if status == 200 => rv,
+                        _ => {
+                            std::thread::sleep(Duration::from_millis(200));
+                            continue;
+                        }
+                    }
+                }
+            };
+            seen.push(Seen::Started(from));
+            last = Some(from);
+            let url = format!(
+                "{}{list}?watch=true&resourceVersion={from}&allowWatchBookmarks=true&timeoutSeconds=4",
+                api.base
+            );
+            let Ok(response) = api.http.get(url).send() else {
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            };
+            if response.status().as_u16() == 410 {
+                seen.push(Seen::Gone);
+                last = None;
+                continue;
+            }
+            for line in BufReader::new(response).lines() {
+                let Ok(event) = line.map(|l| serde_json::from_str::<Value>(&l)) else {
+                    break;
+                };
+                let Ok(event) = event else { break };
+                let object = &event["object"];
+                let rv = object["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|v| v.parse().ok());
+                match (event["type"].as_str(), rv) {
+                    (Some("ADDED" | "MODIFIED"), Some(rv)) => {
+                        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+                        let value = object["data"]["v"].as_str().unwrap_or_default();
+                        seen.push(Seen::Event(name.into(), rv, value.into()));
+                        last = Some(rv);
+                    }
+                    (Some("BOOKMARK"), Some(rv)) => {
+                        seen.push(Seen::Bookmark(rv));
+                        last = Some(rv);
+                    }
+                    (Some("ERROR"), _) if object["code"] == 410 => {
+                        seen.push(Seen::Gone);
+                        last = None;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        seen
+    })
+}
+
 /// Creates the keys (acknowledged creates, the first writes of the history).
 fn create_keys(api: &Api) -> Vec<Op> {
     api.create_namespace(NAMESPACE);
@@ -471,6 +543,9 @@ fn under(chain: &Chain, fault: impl FnOnce(&Chain), heal: impl FnOnce(&Network))
     let api = chain.api(Duration::from_secs(5));
     let mut history = create_keys(&api);
     let stop = Arc::new(AtomicBool::new(false));
+    let watchers: Vec<_> = (0..2)
+        .map(|_| watcher(chain.api(Duration::from_secs(30)), stop.clone()))
+        .collect();
     let running = workload(api.clone(), stop.clone());
     std::thread::sleep(Duration::from_secs(3));
     fault(chain);
@@ -483,6 +558,20 @@ fn under(chain: &Chain, fault: impl FnOnce(&Chain), heal: impl FnOnce(&Network))
     assert!(reads.is_empty(), "{reads:#?}");
     let writes = history::check_writes(&history, &final_state(&api));
     assert!(writes.is_empty(), "{writes:#?}");
+    for (i, watcher) in watchers.into_iter().enumerate() {
+        let seen = watcher.join().expect("a watcher");
+        let count = |what: fn(&Seen) -> bool| seen.iter().filter(|s| what(s)).count();
+        let events = count(|s| matches!(s, Seen::Event(..)));
+        eprintln!(
+            "watcher {i}: {events} events, {} bookmarks, {} watches, {} times 410 Gone",
+            count(|s| matches!(s, Seen::Bookmark(_))),
+            count(|s| matches!(s, Seen::Started(_))),
+            count(|s| matches!(s, Seen::Gone)),
+        );
+        assert!(events > 0, "watcher {i} saw no event: {seen:?}");
+        let failures = history::check_watch(&history, i, &seen);
+        assert!(failures.is_empty(), "{failures:#?}");
+    }
     history
 }
 
