@@ -3,11 +3,15 @@
 //! Debian's iproute2 and cut apart with iptables inside the namespaces.
 //! Everything is named after the test's process, so that two runs never
 //! share a name, and removed when the [`Network`] is dropped, also when
-//! the test fails.
+//! the test fails. Links that are slow or drop connections go through a
+//! [`FaultProxy`].
 
-use std::net::Ipv4Addr;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
 
 /// One host: a network namespace and its address on the bridge.
 #[derive(Debug, Clone)]
@@ -207,5 +211,149 @@ impl Drop for Network {
                 "-w", "-D", "FORWARD", "-i", bridge, "-o", bridge, "-j", "ACCEPT",
             ])
             .output();
+    }
+}
+
+/// A slow, unreliable link: a TCP proxy in the test's process (this
+/// kernel has no `netem`), as Toxiproxy does it. Each chunk is held for
+/// the delay in each direction, and each second every open connection is
+/// reset (RST) with the given chance: long-lived connections (watches,
+/// etcd's gRPC streams, pooled keep-alives) are cut as often as new ones.
+pub struct FaultProxy {
+    /// Where clients connect instead of the upstream.
+    pub addr: SocketAddr,
+    faults: Arc<Faults>,
+}
+
+/// What a [`FaultProxy`] does now, and the connections it holds.
+#[derive(Default)]
+struct Faults {
+    delay_ms: AtomicU64,
+    reset_percent: AtomicU32,
+    stop: AtomicBool,
+    open: std::sync::Mutex<Vec<(TcpStream, TcpStream, Arc<AtomicBool>)>>,
+}
+
+/// A small generator of random numbers, enough to pick connections.
+fn random(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+/// Closes a connection with a reset instead of a FIN.
+fn reset(stream: &TcpStream) {
+    let linger = nix::libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let _ = nix::sys::socket::setsockopt(stream, nix::sys::socket::sockopt::Linger, &linger);
+    let _ = stream.shutdown(Shutdown::Both);
+}
+
+/// Copies `from` to `to`, each chunk held for the current delay; marks
+/// the connection `closed` when done.
+fn pump(mut from: TcpStream, mut to: TcpStream, faults: Arc<Faults>, closed: Arc<AtomicBool>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let delay = faults.delay_ms.load(Ordering::Relaxed);
+        if delay > 0 {
+            std::thread::sleep(Duration::from_millis(delay));
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
+    closed.store(true, Ordering::Relaxed);
+}
+
+impl FaultProxy {
+    /// Listens on `listen` and forwards every connection to `upstream`,
+    /// faithfully until [`FaultProxy::set`].
+    pub fn start(listen: SocketAddr, upstream: SocketAddr) -> FaultProxy {
+        let listener = TcpListener::bind(listen).unwrap_or_else(|e| panic!("{listen}: {e}"));
+        let faults = Arc::new(Faults::default());
+        let shared = faults.clone();
+        let ticking = faults.clone();
+        std::thread::spawn(move || {
+            let mut seed = u64::from(std::process::id()) << 16 | u64::from(listen.port()) | 1;
+            while !ticking.stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_secs(1));
+                let percent = u64::from(ticking.reset_percent.load(Ordering::Relaxed));
+                let mut open = ticking.open.lock().unwrap_or_else(|e| e.into_inner());
+                open.retain(|(client, server, closed)| {
+                    if closed.load(Ordering::Relaxed) {
+                        return false;
+                    }
+                    if random(&mut seed) % 100 < percent {
+                        reset(client);
+                        reset(server);
+                        return false;
+                    }
+                    true
+                });
+            }
+        });
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if shared.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(client) = client else { continue };
+                let Ok(server) = TcpStream::connect_timeout(&upstream, Duration::from_secs(3))
+                else {
+                    reset(&client);
+                    continue;
+                };
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                let (Ok(client_reader), Ok(server_reader), Ok(c), Ok(s)) = (
+                    client.try_clone(),
+                    server.try_clone(),
+                    client.try_clone(),
+                    server.try_clone(),
+                ) else {
+                    continue;
+                };
+                let closed = Arc::new(AtomicBool::new(false));
+                shared
+                    .open
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((c, s, closed.clone()));
+                let (up, down) = (shared.clone(), shared.clone());
+                let also = closed.clone();
+                std::thread::spawn(move || pump(client_reader, server, up, closed));
+                std::thread::spawn(move || pump(server_reader, client, down, also));
+            }
+        });
+        FaultProxy {
+            addr: listen,
+            faults,
+        }
+    }
+
+    /// From now on: hold each chunk for `delay`, and reset each open
+    /// connection with a chance of `reset_percent` in a hundred each second.
+    pub fn set(&self, delay: Duration, reset_percent: u32) {
+        self.faults
+            .delay_ms
+            .store(delay.as_millis() as u64, Ordering::Relaxed);
+        self.faults
+            .reset_percent
+            .store(reset_percent, Ordering::Relaxed);
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.faults.stop.store(true, Ordering::Relaxed);
+        // Wakes the accept loop so that it sees the stop.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
     }
 }

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,13 +22,17 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tests::history::{self, Kind, Op, Outcome, Seen};
 use tests::informer::Api;
-use tests::network::Network;
+use tests::network::{FaultProxy, Network};
 use tests::{bin_dir, eventually};
 
 const ETCD: [&str; 3] = ["etcd-0", "etcd-1", "etcd-2"];
 const NAMESPACE: &str = "partitions";
 const KEYS: usize = 4;
 const CLIENTS: usize = 4;
+/// The ports of the slow links on the test's own address: etcd members'
+/// from here up, and the front door's.
+const ETCD_PROXY: u16 = 23790;
+const FRONT_PROXY: u16 = 16443;
 
 /// One chain at a time: each is seven processes on a small machine.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -36,6 +41,10 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// network goes (fields drop in order).
 struct Chain {
     processes: Vec<(String, Child)>,
+    /// The slow links, when the chain was started with them: each etcd
+    /// member's (as every server reaches it) and the front door's (as the
+    /// clients do).
+    proxies: Vec<FaultProxy>,
     dir: PathBuf,
     network: Network,
 }
@@ -44,6 +53,13 @@ impl Chain {
     /// Makes the hosts, the certificates (every address in them) and starts
     /// every process; returns once the front door is ready.
     fn start() -> Chain {
+        Chain::start_with(false)
+    }
+
+    /// [`Chain::start`], with every etcd link and the clients' link to the
+    /// front door through a [`FaultProxy`] on the test's own address when
+    /// `proxied`.
+    fn start_with(proxied: bool) -> Chain {
         if let Some(why) = tests::network::unavailable() {
             panic!("network namespaces are needed (run as root): {why}");
         }
@@ -64,11 +80,13 @@ impl Chain {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("logs")).expect("the test's directory");
         let ip = |host: &str| network.host(host).addr.to_string();
-        let etcd_ips: Vec<String> = ETCD.iter().map(|h| ip(h)).collect();
+        let outside = network.outside().to_string();
+        let mut etcd_ips: Vec<String> = ETCD.iter().map(|h| ip(h)).collect();
+        etcd_ips.push(outside.clone());
         let certs = std::process::Command::new(bin_dir().join("kubechain"))
             .args(["certs", "--dir"])
             .arg(dir.join("pki"))
-            .args(["--hosts", &ip("front")])
+            .args(["--hosts", &format!("{},{outside}", ip("front"))])
             .args(["--etcd-members", &ETCD.join(",")])
             .args(["--etcd-hosts", &etcd_ips.join(",")])
             .output()
@@ -78,8 +96,19 @@ impl Chain {
             "{}",
             String::from_utf8_lossy(&certs.stderr)
         );
+        let mut proxies = Vec::new();
+        if proxied {
+            let at = |port: u16| SocketAddr::from((network.outside(), port));
+            for (i, member) in ETCD.iter().enumerate() {
+                let upstream = SocketAddr::from((network.host(member).addr, 2379));
+                proxies.push(FaultProxy::start(at(ETCD_PROXY + i as u16), upstream));
+            }
+            let front = SocketAddr::from((network.host("front").addr, 6443));
+            proxies.push(FaultProxy::start(at(FRONT_PROXY), front));
+        }
         let mut chain = Chain {
             processes: Vec::new(),
+            proxies,
             dir,
             network,
         };
@@ -190,10 +219,16 @@ impl Chain {
     }
 
     fn start_servers(&mut self) {
-        let etcd: Vec<String> = ETCD
-            .iter()
-            .map(|m| format!("https://{}:2379", self.ip(m)))
-            .collect();
+        let etcd: Vec<String> = match self.proxies.is_empty() {
+            true => ETCD
+                .iter()
+                .map(|m| format!("https://{}:2379", self.ip(m)))
+                .collect(),
+            false => self.proxies[..ETCD.len()]
+                .iter()
+                .map(|p| format!("https://{}", p.addr))
+                .collect(),
+        };
         let common = |cert: &str| {
             vec![
                 ("KUBECHAIN_ETCD_SERVERS", etcd.join(",")),
@@ -255,7 +290,10 @@ impl Chain {
 
     /// A client of the front door, as the admin, from the test's own address.
     fn api(&self, timeout: Duration) -> Api {
-        let base = format!("https://{}:6443", self.ip("front"));
+        let base = match self.proxies.last() {
+            Some(front) => format!("https://{}", front.addr),
+            None => format!("https://{}:6443", self.ip("front")),
+        };
         Api::at(&self.dir.join("pki"), &base, CLIENTS, timeout)
     }
 
@@ -539,7 +577,7 @@ fn final_state(api: &Api) -> HashMap<String, Option<(u64, String)>> {
 
 /// Runs the workload through `fault` (applied after a calm start, healed
 /// before a calm end) and checks its history.
-fn under(chain: &Chain, fault: impl FnOnce(&Chain), heal: impl FnOnce(&Network)) -> Vec<Op> {
+fn under(chain: &Chain, fault: impl FnOnce(&Chain), heal: impl FnOnce(&Chain)) -> Vec<Op> {
     let api = chain.api(Duration::from_secs(5));
     let mut history = create_keys(&api);
     let stop = Arc::new(AtomicBool::new(false));
@@ -550,7 +588,7 @@ fn under(chain: &Chain, fault: impl FnOnce(&Chain), heal: impl FnOnce(&Network))
     std::thread::sleep(Duration::from_secs(3));
     fault(chain);
     std::thread::sleep(Duration::from_secs(10));
-    heal(&chain.network);
+    heal(chain);
     std::thread::sleep(Duration::from_secs(5));
     stop.store(true, Ordering::Relaxed);
     history.extend(running.join().expect("the workload"));
@@ -604,7 +642,7 @@ fn a_core_replica_cut_from_etcd_serves_no_stale_read_and_loses_no_write() {
                 "core-1 is still registered, cut from etcd"
             );
         },
-        Network::heal,
+        |chain| chain.network.heal(),
     );
     let (done, refused, unknown) = tally(&history);
     eprintln!(
@@ -623,7 +661,7 @@ fn the_etcd_leader_isolated_in_a_minority_loses_nothing() {
     let history = under(
         &chain,
         |chain| chain.network.isolate(&[leader]),
-        Network::heal,
+        |chain| chain.network.heal(),
     );
     let (done, refused, unknown) = tally(&history);
     eprintln!(
@@ -646,7 +684,7 @@ fn etcd_quorum_lost_and_regained_loses_nothing() {
                 }
             }
         },
-        Network::heal,
+        |chain| chain.network.heal(),
     );
     let (done, refused, unknown) = tally(&history);
     eprintln!(
@@ -663,11 +701,36 @@ fn the_front_door_cut_from_one_core_replica_loses_nothing() {
     let history = under(
         &chain,
         |chain| chain.network.partition("front", "core-1"),
-        Network::heal,
+        |chain| chain.network.heal(),
     );
     let (done, refused, unknown) = tally(&history);
     eprintln!(
         "front door cut from core-1: {} operations: {done} done, {refused} refused, {unknown} indeterminate",
+        history.len()
+    );
+    assert!(done > 50, "only {done} operations succeeded");
+}
+
+#[test]
+fn every_etcd_link_and_the_clients_slow_with_resets_loses_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let chain = Chain::start_with(true);
+    let history = under(
+        &chain,
+        |chain| {
+            for proxy in &chain.proxies {
+                proxy.set(Duration::from_millis(100), 5);
+            }
+        },
+        |chain| {
+            for proxy in &chain.proxies {
+                proxy.set(Duration::ZERO, 0);
+            }
+        },
+    );
+    let (done, refused, unknown) = tally(&history);
+    eprintln!(
+        "slow links: {} operations: {done} done, {refused} refused, {unknown} indeterminate",
         history.len()
     );
     assert!(done > 50, "only {done} operations succeeded");
