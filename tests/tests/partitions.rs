@@ -1,5 +1,5 @@
 //! The chain across real network namespaces: three etcd members, two
-//! core-server replicas, an extension-server and the front door, each on
+//! core-server replicas, an extension-server and two front doors, each on
 //! a host of its own (a network namespace with its own address, joined by
 //! veth to a bridge), linked over TCP with mutual TLS as across machines.
 //! A workload of clients runs through the front door while the network is
@@ -26,6 +26,7 @@ use tests::network::{FaultProxy, Network};
 use tests::{bin_dir, eventually};
 
 const ETCD: [&str; 3] = ["etcd-0", "etcd-1", "etcd-2"];
+const FRONT_DOORS: [&str; 2] = ["front-0", "front-1"];
 const NAMESPACE: &str = "partitions";
 const KEYS: usize = 4;
 const CLIENTS: usize = 4;
@@ -70,7 +71,8 @@ impl Chain {
             "core-0",
             "core-1",
             "extension",
-            "front",
+            "front-0",
+            "front-1",
         ]);
         let dir = std::env::temp_dir().join(format!(
             "kubechain-partitions-{}-{}",
@@ -86,7 +88,10 @@ impl Chain {
         let certs = std::process::Command::new(bin_dir().join("kubechain"))
             .args(["certs", "--dir"])
             .arg(dir.join("pki"))
-            .args(["--hosts", &format!("{},{outside}", ip("front"))])
+            .args([
+                "--hosts",
+                &format!("{},{},{outside}", ip("front-0"), ip("front-1")),
+            ])
             .args(["--etcd-members", &ETCD.join(",")])
             .args(["--etcd-hosts", &etcd_ips.join(",")])
             .output()
@@ -103,8 +108,10 @@ impl Chain {
                 let upstream = SocketAddr::from((network.host(member).addr, 2379));
                 proxies.push(FaultProxy::start(at(ETCD_PROXY + i as u16), upstream));
             }
-            let front = SocketAddr::from((network.host("front").addr, 6443));
-            proxies.push(FaultProxy::start(at(FRONT_PROXY), front));
+            for (i, door) in FRONT_DOORS.iter().enumerate() {
+                let front = SocketAddr::from((network.host(door).addr, 6443));
+                proxies.push(FaultProxy::start(at(FRONT_PROXY + i as u16), front));
+            }
         }
         let mut chain = Chain {
             processes: Vec::new(),
@@ -121,12 +128,14 @@ impl Chain {
             chain.dir.join("logs").display()
         );
         chain.start_servers();
-        let front = chain.api(Duration::from_secs(5));
-        assert!(
-            eventually(Duration::from_secs(60), || front.get("/readyz").0 == 200),
-            "the front door is not ready; logs in {}",
-            chain.dir.join("logs").display()
-        );
+        for (door, name) in FRONT_DOORS.iter().enumerate() {
+            let front = chain.api(door, Duration::from_secs(5));
+            assert!(
+                eventually(Duration::from_secs(60), || front.get("/readyz").0 == 200),
+                "{name} is not ready; logs in {}",
+                chain.dir.join("logs").display()
+            );
+        }
         assert!(
             eventually(Duration::from_secs(30), || chain.registered("core-server")
                 == 2),
@@ -255,25 +264,29 @@ impl Chain {
             ));
             cores.push((host, core));
         }
-        let mut front = common("aggregator");
-        front.extend([
-            ("KUBECHAIN_LISTEN", format!("{}:6443", self.ip("front"))),
-            (
-                "KUBECHAIN_CORE_ENDPOINT",
-                format!("https://{}:7443", self.ip("core-0")),
-            ),
-            ("KUBECHAIN_CLIENT_CA_FILE", self.pki("ca.crt")),
-            (
-                "KUBECHAIN_INTERNAL_CERT_FILE",
-                self.pki("aggregator-internal.crt"),
-            ),
-            (
-                "KUBECHAIN_INTERNAL_KEY_FILE",
-                self.pki("aggregator-internal.key"),
-            ),
-            ("KUBECHAIN_INTERNAL_CA_FILE", self.pki("internal-ca.crt")),
-            ("KUBECHAIN_SERVICE_ACCOUNT_KEY_FILE", self.pki("sa.pub")),
-        ]);
+        let mut fronts = Vec::new();
+        for door in FRONT_DOORS {
+            let mut front = common("aggregator");
+            front.extend([
+                ("KUBECHAIN_LISTEN", format!("{}:6443", self.ip(door))),
+                (
+                    "KUBECHAIN_CORE_ENDPOINT",
+                    format!("https://{}:7443", self.ip("core-0")),
+                ),
+                ("KUBECHAIN_CLIENT_CA_FILE", self.pki("ca.crt")),
+                (
+                    "KUBECHAIN_INTERNAL_CERT_FILE",
+                    self.pki("aggregator-internal.crt"),
+                ),
+                (
+                    "KUBECHAIN_INTERNAL_KEY_FILE",
+                    self.pki("aggregator-internal.key"),
+                ),
+                ("KUBECHAIN_INTERNAL_CA_FILE", self.pki("internal-ca.crt")),
+                ("KUBECHAIN_SERVICE_ACCOUNT_KEY_FILE", self.pki("sa.pub")),
+            ]);
+            fronts.push((door, front));
+        }
         let bin = bin_dir();
         self.spawn(
             "extension-server",
@@ -285,14 +298,17 @@ impl Chain {
         for (host, env) in cores {
             self.spawn(host, host, &bin.join("core-server"), &[], &env);
         }
-        self.spawn("aggregator", "front", &bin.join("aggregator"), &[], &front);
+        for (door, env) in fronts {
+            self.spawn(door, door, &bin.join("aggregator"), &[], &env);
+        }
     }
 
-    /// A client of the front door, as the admin, from the test's own address.
-    fn api(&self, timeout: Duration) -> Api {
-        let base = match self.proxies.last() {
+    /// A client of front door `door` (0 or 1), as the admin, from the
+    /// test's own address.
+    fn api(&self, door: usize, timeout: Duration) -> Api {
+        let base = match self.proxies.get(ETCD.len() + door) {
             Some(front) => format!("https://{}", front.addr),
-            None => format!("https://{}:6443", self.ip("front")),
+            None => format!("https://{}:6443", self.ip(FRONT_DOORS[door])),
         };
         Api::at(&self.dir.join("pki"), &base, CLIENTS, timeout)
     }
@@ -389,12 +405,13 @@ fn outcome(status: u16, body: &Value) -> Outcome {
 /// Runs `CLIENTS` clients on `KEYS` keys until `stop`: consistent and
 /// cached reads, and updates with and without a precondition, each write
 /// a value never written before; returns the history.
-fn workload(api: Api, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Op>> {
+fn workload(doors: [Api; 2], stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Op>> {
     std::thread::spawn(move || {
         let history = Arc::new(Mutex::new(Vec::new()));
         let clients: Vec<_> = (0..CLIENTS)
             .map(|client| {
-                let (api, stop, history) = (api.clone(), stop.clone(), history.clone());
+                let api = doors[client % doors.len()].clone();
+                let (stop, history) = (stop.clone(), history.clone());
                 std::thread::spawn(move || {
                     let mut seen: HashMap<usize, u64> = HashMap::new();
                     let mut n = 0u64;
@@ -578,13 +595,14 @@ fn final_state(api: &Api) -> HashMap<String, Option<(u64, String)>> {
 /// Runs the workload through `fault` (applied after a calm start, healed
 /// before a calm end) and checks its history.
 fn under(chain: &Chain, fault: impl FnOnce(&Chain), heal: impl FnOnce(&Chain)) -> Vec<Op> {
-    let api = chain.api(Duration::from_secs(5));
+    let api = chain.api(0, Duration::from_secs(5));
     let mut history = create_keys(&api);
     let stop = Arc::new(AtomicBool::new(false));
     let watchers: Vec<_> = (0..2)
-        .map(|_| watcher(chain.api(Duration::from_secs(30)), stop.clone()))
+        .map(|door| watcher(chain.api(door, Duration::from_secs(30)), stop.clone()))
         .collect();
-    let running = workload(api.clone(), stop.clone());
+    let doors = [api.clone(), chain.api(1, Duration::from_secs(5))];
+    let running = workload(doors, stop.clone());
     std::thread::sleep(Duration::from_secs(3));
     fault(chain);
     std::thread::sleep(Duration::from_secs(10));
@@ -700,7 +718,7 @@ fn the_front_door_cut_from_one_core_replica_loses_nothing() {
     let chain = Chain::start();
     let history = under(
         &chain,
-        |chain| chain.network.partition("front", "core-1"),
+        |chain| chain.network.partition("front-0", "core-1"),
         |chain| chain.network.heal(),
     );
     let (done, refused, unknown) = tally(&history);
