@@ -403,8 +403,9 @@ fn outcome(status: u16, body: &Value) -> Outcome {
 }
 
 /// Runs `CLIENTS` clients on `KEYS` keys until `stop`: consistent and
-/// cached reads, and updates with and without a precondition, each write
-/// a value never written before; returns the history.
+/// cached reads, consistent lists, and updates with and without a
+/// precondition, each write a value never written before; returns the
+/// history.
 fn workload(doors: [Api; 2], stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Op>> {
     std::thread::spawn(move || {
         let history = Arc::new(Mutex::new(Vec::new()));
@@ -419,6 +420,11 @@ fn workload(doors: [Api; 2], stop: Arc<AtomicBool>) -> std::thread::JoinHandle<V
                         n += 1;
                         let k = (client + n as usize * 7) % KEYS;
                         let value = format!("c{client}-{n}");
+                        if n % 6 == 5 {
+                            // A consistent list: a consistent read of every key.
+                            history.lock().expect("the history").extend(list(&api, client));
+                            continue;
+                        }
                         let (kind, request) = match n % 5 {
                             0 | 1 => (
                                 Kind::Get { consistent: true },
@@ -543,6 +549,37 @@ fn watcher(api: Api, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Seen>
         }
         seen
     })
+}
+
+/// A consistent list of the keys, as one consistent read of each at the
+/// list's time (a key the list does not hold: read as missing).
+fn list(api: &Api, client: usize) -> Vec<Op> {
+    let invoked = Instant::now();
+    let (status, body) = api.get(&format!("/api/v1/namespaces/{NAMESPACE}/configmaps"));
+    let completed = Instant::now();
+    let items = body["items"].as_array().cloned().unwrap_or_default();
+    (0..KEYS)
+        .map(|k| {
+            let name = format!("key-{k}");
+            let outcome = match status {
+                200 => Outcome::Done(
+                    items
+                        .iter()
+                        .find(|item| item["metadata"]["name"] == name.as_str())
+                        .and_then(state),
+                ),
+                _ => Outcome::Indeterminate,
+            };
+            Op {
+                client,
+                key: name,
+                kind: Kind::Get { consistent: true },
+                invoked,
+                completed,
+                outcome,
+            }
+        })
+        .collect()
 }
 
 /// Creates the keys (acknowledged creates, the first writes of the history).
