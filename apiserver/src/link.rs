@@ -1,9 +1,10 @@
 //! Where a server sits and how requests reach it: behind the front door's
 //! proxy as an aggregated server ([`Aggregated`]: HTTPS, delegated
 //! authentication and authorization), or inside kubechain's own chain
-//! ([`Chained`]: delegation over gRPC, the cluster's etcd). The builder is
-//! the same; the link decides how admission is assembled and how the
-//! server listens.
+//! ([`Chained`]: the cluster's etcd; the front door at its head, or a
+//! server behind it reached by delegation over gRPC). The builder is the
+//! same; the link decides how admission is assembled and how the server
+//! listens.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

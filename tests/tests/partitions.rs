@@ -52,14 +52,9 @@ struct Chain {
 
 impl Chain {
     /// Makes the hosts, the certificates (every address in them) and starts
-    /// every process; returns once the front door is ready.
-    fn start() -> Chain {
-        Chain::start_with(false)
-    }
-
-    /// [`Chain::start`], with every etcd link and the clients' link to the
-    /// front door through a [`FaultProxy`] on the test's own address when
-    /// `proxied`.
+    /// every process, with every etcd link and the clients' links to the
+    /// front doors through a [`FaultProxy`] on the test's own address when
+    /// `proxied`; returns once the front doors are ready.
     fn start_with(proxied: bool) -> Chain {
         if let Some(why) = tests::network::unavailable() {
             panic!("network namespaces are needed (run as root): {why}");
@@ -679,18 +674,32 @@ fn tally(history: &[Op]) -> (usize, usize, usize) {
         })
 }
 
+/// One scenario: a chain of its own (one at a time), the workload through
+/// `fault` and `heal`, the history checked, its tally reported.
+fn scenario(what: &str, proxied: bool, fault: impl FnOnce(&Chain), heal: impl FnOnce(&Chain)) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let chain = Chain::start_with(proxied);
+    let history = under(&chain, fault, heal);
+    let (done, refused, unknown) = tally(&history);
+    eprintln!(
+        "{what}: {} operations: {done} done, {refused} refused, {unknown} indeterminate",
+        history.len()
+    );
+    // The workload ran on both sides of the fault.
+    assert!(done > 50, "{what}: only {done} operations succeeded");
+}
+
 #[test]
 fn a_core_replica_cut_from_etcd_serves_no_stale_read_and_loses_no_write() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let chain = Chain::start();
-    let history = under(
-        &chain,
+    scenario(
+        "core-1 cut from etcd",
+        false,
         |chain| {
             for member in ETCD {
                 chain.network.partition("core-1", member);
             }
             // Cut off, it can no longer renew its registration: the front
-            // door stops sending it requests once the registration expires.
+            // doors stop sending it requests once the registration expires.
             assert!(
                 eventually(Duration::from_secs(20), || chain.registered("core-server")
                     == 1),
@@ -699,39 +708,23 @@ fn a_core_replica_cut_from_etcd_serves_no_stale_read_and_loses_no_write() {
         },
         |chain| chain.network.heal(),
     );
-    let (done, refused, unknown) = tally(&history);
-    eprintln!(
-        "{} operations: {done} done, {refused} refused, {unknown} indeterminate",
-        history.len()
-    );
-    // The workload ran on both sides of the cut.
-    assert!(done > 50, "only {done} operations succeeded");
 }
 
 #[test]
 fn the_etcd_leader_isolated_in_a_minority_loses_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let chain = Chain::start();
-    let leader = chain.etcd_leader();
-    let history = under(
-        &chain,
-        |chain| chain.network.isolate(&[leader]),
+    scenario(
+        "the etcd leader isolated",
+        false,
+        |chain| chain.network.isolate(&[chain.etcd_leader()]),
         |chain| chain.network.heal(),
     );
-    let (done, refused, unknown) = tally(&history);
-    eprintln!(
-        "leader {leader} isolated: {} operations: {done} done, {refused} refused, {unknown} indeterminate",
-        history.len()
-    );
-    assert!(done > 50, "only {done} operations succeeded");
 }
 
 #[test]
 fn etcd_quorum_lost_and_regained_loses_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let chain = Chain::start();
-    let history = under(
-        &chain,
+    scenario(
+        "etcd quorum lost",
+        false,
         |chain| {
             for (i, a) in ETCD.iter().enumerate() {
                 for b in &ETCD[i + 1..] {
@@ -741,52 +734,31 @@ fn etcd_quorum_lost_and_regained_loses_nothing() {
         },
         |chain| chain.network.heal(),
     );
-    let (done, refused, unknown) = tally(&history);
-    eprintln!(
-        "quorum lost: {} operations: {done} done, {refused} refused, {unknown} indeterminate",
-        history.len()
-    );
-    assert!(done > 50, "only {done} operations succeeded");
 }
 
 #[test]
 fn the_front_door_cut_from_one_core_replica_loses_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let chain = Chain::start();
-    let history = under(
-        &chain,
+    scenario(
+        "front-0 cut from core-1",
+        false,
         |chain| chain.network.partition("front-0", "core-1"),
         |chain| chain.network.heal(),
     );
-    let (done, refused, unknown) = tally(&history);
-    eprintln!(
-        "front door cut from core-1: {} operations: {done} done, {refused} refused, {unknown} indeterminate",
-        history.len()
-    );
-    assert!(done > 50, "only {done} operations succeeded");
 }
 
 #[test]
 fn every_etcd_link_and_the_clients_slow_with_resets_loses_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let chain = Chain::start_with(true);
-    let history = under(
-        &chain,
-        |chain| {
+    let set = |delay, percent| {
+        move |chain: &Chain| {
             for proxy in &chain.proxies {
-                proxy.set(Duration::from_millis(100), 5);
+                proxy.set(delay, percent);
             }
-        },
-        |chain| {
-            for proxy in &chain.proxies {
-                proxy.set(Duration::ZERO, 0);
-            }
-        },
+        }
+    };
+    scenario(
+        "100 ms links with 5% resets",
+        true,
+        set(Duration::from_millis(100), 5),
+        set(Duration::ZERO, 0),
     );
-    let (done, refused, unknown) = tally(&history);
-    eprintln!(
-        "slow links: {} operations: {done} done, {refused} refused, {unknown} indeterminate",
-        history.len()
-    );
-    assert!(done > 50, "only {done} operations succeeded");
 }
