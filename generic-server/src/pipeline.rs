@@ -586,6 +586,10 @@ pub async fn serve_https(
     .shutdown_timeout(crate::shutdown::GRACE.as_secs())
     .keep_alive(std::time::Duration::from_secs(75))
     .client_request_timeout(HEADER_TIMEOUT)
+    // A client that closes its side (TLS close_notify, a FIN) ends its
+    // request, a watch included, as kube's does when its connection reads
+    // EOF: nothing is written after the client said it is done.
+    .h1_allow_half_closed(false)
     .bind_rustls_0_23(addr, tls)?
     .run();
     let handle = server.handle();

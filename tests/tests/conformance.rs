@@ -523,3 +523,44 @@ print("clean", len(body))
         );
     }
 }
+
+#[test]
+fn a_watch_ends_when_its_client_closes_the_tls_session() {
+    let cluster = Cluster::start();
+    // As Python's asyncio transport stops: close_notify on an open
+    // HTTP/1.1 watch, then wait for the server's own. kube ends the
+    // request when its connection reads EOF; the watch (60 s) must not
+    // run on, nor write after the client's close_notify.
+    let script = r#"
+import socket, ssl, sys, time
+port, pki = int(sys.argv[1]), sys.argv[2]
+ctx = ssl.create_default_context(cafile=pki + "/ca.crt")
+ctx.load_cert_chain(pki + "/admin.crt", pki + "/admin.key")
+ctx.set_alpn_protocols(["http/1.1"])
+tls = ctx.wrap_socket(socket.create_connection(("localhost", port)), server_hostname="localhost")
+tls.sendall(b"GET /api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=60 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+head = tls.recv(65536)
+assert head.startswith(b"HTTP/1.1 200"), head
+tls.settimeout(20)
+started = time.monotonic()
+try:
+    tls.unwrap()
+    print("ended after %.2f s" % (time.monotonic() - started))
+except TimeoutError:
+    print("still open 20 s after close_notify")
+except (ssl.SSLError, OSError) as e:
+    print("failed:", e)
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, &cluster.port.to_string()])
+        .arg(cluster.dir.join("pki"))
+        .output()
+        .expect("python3");
+    let said = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{said}");
+    assert!(
+        said.starts_with("ended"),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
