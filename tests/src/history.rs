@@ -16,7 +16,12 @@
 //! - no acknowledged write is lost: the final state is at least as new as
 //!   every acknowledged write, and holds a value that was written;
 //! - a read from the cache (`resourceVersion=0`) may be stale, but returns
-//!   only a value that was written, with the version it was given.
+//!   only a value that was written, with the version it was given;
+//! - a delete's own version is not in its answer (kube returns the object
+//!   as it was), so deletes order by real time and by the version they
+//!   removed: a consistent read finds a key missing only if a delete may
+//!   have followed every write acknowledged before the read was sent, and
+//!   after an acknowledged delete it finds a later object or none.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -33,6 +38,8 @@ pub enum Kind {
         /// The resourceVersion it must replace, if any.
         precondition: Option<u64>,
     },
+    /// A delete of the key.
+    Delete,
     /// A read: consistent (`resourceVersion` unset) or from the cache (`0`).
     Get {
         /// Whether the read must be consistent.
@@ -73,8 +80,29 @@ impl Op {
     fn written(&self) -> Option<&str> {
         match &self.kind {
             Kind::Create(value) | Kind::Update { value, .. } => Some(value),
-            Kind::Get { .. } => None,
+            Kind::Get { .. } | Kind::Delete => None,
         }
+    }
+
+    /// The version an acknowledged delete removed (the object it answered).
+    fn removed(&self) -> Option<u64> {
+        match (&self.kind, &self.outcome) {
+            (Kind::Delete, Outcome::Done(Some((rv, _)))) => Some(*rv),
+            _ => None,
+        }
+    }
+
+    /// Whether this delete may have come after `write` (an acknowledged
+    /// write): it was not refused, not over before the write was sent, and
+    /// did not remove an older version.
+    fn may_follow(&self, write: &Op) -> bool {
+        self.kind == Kind::Delete
+            && self.outcome != Outcome::Refused
+            && self.completed >= write.invoked
+            && match (self.removed(), write.acknowledged()) {
+                (Some(removed), Some(written)) => removed >= written,
+                _ => true,
+            }
     }
 
     /// The version an acknowledged write was given.
@@ -129,7 +157,27 @@ pub fn check_reads(history: &[Op]) -> Vec<String> {
             let Kind::Get { consistent } = read.kind else {
                 continue;
             };
-            let Outcome::Done(Some((version, value))) = &read.outcome else {
+            let Outcome::Done(found) = &read.outcome else {
+                continue;
+            };
+            let Some((version, value)) = found else {
+                // Missing: a delete may have followed every write
+                // acknowledged before the read was sent.
+                let unexplained = ops.iter().find(|w| {
+                    w.acknowledged().is_some()
+                        && w.completed < read.invoked
+                        && !ops
+                            .iter()
+                            .any(|d| d.invoked < read.completed && d.may_follow(w))
+                });
+                if let (true, Some(write)) = (consistent, unexplained) {
+                    failures.push(format!(
+                        "{key}: a consistent read by client {} found no object, but version {} was acknowledged to client {} before it was sent and no delete could have followed (stale)",
+                        read.client,
+                        write.acknowledged().unwrap_or_default(),
+                        write.client
+                    ));
+                }
                 continue;
             };
             if let Err(why) = was_written(&ops, *version, value, read.completed) {
@@ -141,6 +189,8 @@ pub fn check_reads(history: &[Op]) -> Vec<String> {
             for earlier in ops.iter().filter(|o| o.completed < read.invoked) {
                 let seen = match (&earlier.kind, &earlier.outcome) {
                     (_, Outcome::Done(Some((rv, _)))) if earlier.written().is_some() => *rv,
+                    // After a delete, a later object.
+                    (Kind::Delete, Outcome::Done(Some((rv, _)))) => rv + 1,
                     (Kind::Get { consistent: true }, Outcome::Done(Some((rv, _)))) => *rv,
                     _ => continue,
                 };
@@ -167,10 +217,24 @@ pub fn check_writes(history: &[Op], last: &HashMap<String, Option<(u64, String)>
         return failures;
     };
     for (key, ops) in by_key(history) {
-        let newest = ops.iter().filter_map(|o| o.acknowledged()).max();
-        match (last.get(key).cloned().flatten(), newest) {
+        let newest = ops
+            .iter()
+            .filter(|o| o.acknowledged().is_some())
+            .max_by_key(|o| o.acknowledged());
+        let newest_deleted = ops.iter().filter_map(|o| o.removed()).max();
+        match (last.get(key).cloned().flatten(), newest.and_then(|o| o.acknowledged())) {
             (None, Some(rv)) => {
-                failures.push(format!("{key}: acknowledged at version {rv}, now gone"))
+                let write = newest.expect("an acknowledged write");
+                if !ops.iter().any(|d| d.may_follow(write)) {
+                    failures.push(format!(
+                        "{key}: acknowledged at version {rv}, now gone, and no delete followed"
+                    ))
+                }
+            }
+            (Some((version, _)), _) if newest_deleted.is_some_and(|d| version <= d) => {
+                failures.push(format!(
+                    "{key}: version {version} was acknowledged as deleted, but is still there (lost delete)"
+                ))
             }
             (Some((version, _)), Some(rv)) if version < rv => failures.push(format!(
                 "{key}: acknowledged at version {rv}, now at the older {version} (lost)"
@@ -195,6 +259,8 @@ pub enum Seen {
     Started(u64),
     /// An ADDED or MODIFIED event: the key, its version and value.
     Event(String, u64, String),
+    /// A DELETED event: the key and the version of its deletion.
+    Deleted(String, u64),
     /// A BOOKMARK at this resourceVersion.
     Bookmark(u64),
     /// 410 Gone: the watcher lists again (its next start is the list's).
@@ -265,6 +331,26 @@ pub fn check_watch(history: &[Op], watcher: usize, seen: &[Seen]) -> Vec<String>
                 }
                 last = last.max(*rv);
                 delivered.push(*rv);
+            }
+            Seen::Deleted(key, rv) => {
+                if *rv <= last {
+                    failures.push(format!(
+                        "watcher {watcher}: the delete of {key} at version {rv} came after version {last} (out of order or repeated)"
+                    ));
+                }
+                let deletes = keys
+                    .get(key.as_str())
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                if !deletes
+                    .iter()
+                    .any(|d| d.kind == Kind::Delete && d.outcome != Outcome::Refused)
+                {
+                    failures.push(format!(
+                        "watcher {watcher}: {key} was deleted at version {rv}, but no delete of it was sent"
+                    ));
+                }
+                last = last.max(*rv);
             }
             Seen::Bookmark(rv) => {
                 if *rv < last {
@@ -430,5 +516,57 @@ mod tests {
         let failures = check_reads(&history);
         assert_eq!(failures.len(), 1, "{failures:#?}");
         assert!(failures[0].contains("client 3"), "{failures:#?}");
+    }
+
+    #[test]
+    fn a_missing_key_needs_a_delete_and_a_deleted_key_stays_gone() {
+        let c = Clock(Instant::now());
+        let create = |v: &str| Kind::Create(v.into());
+        let history = vec![
+            c.op(0, create("a"), (0, 1), done(10, "a")),
+            c.op(1, put("b"), (2, 3), done(12, "b")),
+            // The delete answers the object it removed.
+            c.op(2, Kind::Delete, (4, 5), done(12, "b")),
+            c.op(3, CONSISTENT, (6, 7), Outcome::Done(None)),
+            c.op(0, create("c"), (8, 9), done(15, "c")),
+            c.op(3, CONSISTENT, (10, 11), done(15, "c")),
+        ];
+        assert_eq!(check_reads(&history), Vec::<String>::new());
+        let last = HashMap::from([("k".to_string(), Some((15, "c".to_string())))]);
+        assert_eq!(check_writes(&history, &last), Vec::<String>::new());
+        let event = |rv, value: &str| Seen::Event("k".into(), rv, value.into());
+        let seen = [
+            Seen::Started(10),
+            event(12, "b"),
+            Seen::Deleted("k".into(), 13),
+            Seen::Bookmark(14),
+            event(15, "c"),
+        ];
+        assert_eq!(check_watch(&history, 0, &seen), Vec::<String>::new());
+
+        // Missing after a write no delete could follow: stale.
+        let mut stale = history.clone();
+        stale.push(c.op(3, CONSISTENT, (12, 13), Outcome::Done(None)));
+        let failures = check_reads(&stale);
+        assert_eq!(failures.len(), 1, "{failures:#?}");
+        assert!(failures[0].contains("found no object"), "{failures:#?}");
+        // The deleted version read after the delete was acknowledged.
+        let mut undead = history[..3].to_vec();
+        undead.push(c.op(3, CONSISTENT, (6, 7), done(12, "b")));
+        assert!(check_reads(&undead)[0].contains("(stale)"));
+        // Still there at the end: a lost delete; gone without one: a lost write.
+        let kept = HashMap::from([("k".to_string(), Some((12, "b".to_string())))]);
+        assert!(check_writes(&history[..3], &kept)[0].contains("lost delete"));
+        let gone = HashMap::from([("k".to_string(), None)]);
+        assert!(check_writes(&history[..2], &gone)[0].contains("no delete followed"));
+        // A delete out of order, and one nobody sent.
+        let late = [
+            Seen::Started(10),
+            event(12, "b"),
+            Seen::Deleted("k".into(), 11),
+        ];
+        assert!(check_watch(&history, 0, &late)[0].contains("out of order"));
+        let invented = [Seen::Started(10), Seen::Deleted("k".into(), 11)];
+        assert!(check_watch(&history[..2], 0, &invented)[0].contains("no delete of it"));
     }
 }

@@ -186,6 +186,34 @@ impl Network {
         }
     }
 
+    /// Sends what `from` opens to `to` through `via` instead (a
+    /// [`FaultProxy`] in front of `to`), without `from` knowing: a DNAT rule
+    /// inside `from`, so that it still dials, and verifies, `to`'s address.
+    /// Cuts no longer apply to such a link (the proxy's address is the
+    /// test's); [`Network::heal`] leaves it in place.
+    pub fn redirect(&self, from: &str, to: SocketAddr, via: SocketAddr) {
+        let (ip, port, via) = (to.ip().to_string(), to.port().to_string(), via.to_string());
+        self.iptables(
+            from,
+            &[
+                "-t",
+                "nat",
+                "-A",
+                "OUTPUT",
+                "-p",
+                "tcp",
+                "-d",
+                &ip,
+                "--dport",
+                &port,
+                "-j",
+                "DNAT",
+                "--to-destination",
+                &via,
+            ],
+        );
+    }
+
     /// Removes every cut.
     pub fn heal(&self) {
         for host in &self.hosts {

@@ -1,6 +1,6 @@
 //! The chain across real network namespaces: three etcd members, two
-//! core-server replicas, an extension-server and two front doors, each on
-//! a host of its own (a network namespace with its own address, joined by
+//! core-server replicas, an extension-server, two front doors and
+//! metrics-server (an aggregated server), each on a host of its own (a network namespace with its own address, joined by
 //! veth to a bridge), linked over TCP with mutual TLS as across machines.
 //! A workload of clients runs through the front door while the network is
 //! cut and healed, and its history is checked afterwards: no acknowledged
@@ -31,9 +31,14 @@ const NAMESPACE: &str = "partitions";
 const KEYS: usize = 4;
 const CLIENTS: usize = 4;
 /// The ports of the slow links on the test's own address: etcd members'
-/// from here up, and the front door's.
+/// from here up, the front doors', and the links between the servers'.
 const ETCD_PROXY: u16 = 23790;
 const FRONT_PROXY: u16 = 16443;
+const LINK_PROXY: u16 = 17440;
+/// The Node metrics-server measures.
+const NODE: &str = "partitions-node";
+/// The aggregated API metrics-server serves.
+const METRICS: &str = "/apis/metrics.k8s.io/v1beta1/nodes";
 
 /// One chain at a time: each is seven processes on a small machine.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -68,6 +73,7 @@ impl Chain {
             "extension",
             "front-0",
             "front-1",
+            "metrics",
         ]);
         let dir = std::env::temp_dir().join(format!(
             "kubechain-partitions-{}-{}",
@@ -107,6 +113,24 @@ impl Chain {
                 let front = SocketAddr::from((network.host(door).addr, 6443));
                 proxies.push(FaultProxy::start(at(FRONT_PROXY + i as u16), front));
             }
+            // The links between the servers (gRPC to the core and extension
+            // servers, HTTPS to metrics-server and back to the front door),
+            // which they dial by their registered addresses.
+            let links: [(&str, u16, &[&str]); 5] = [
+                ("core-0", 7443, &FRONT_DOORS),
+                ("core-1", 7443, &FRONT_DOORS),
+                ("extension", 7444, &["core-0", "core-1"]),
+                ("metrics", 4443, &FRONT_DOORS),
+                ("front-0", 6443, &["metrics"]),
+            ];
+            for (i, (to, port, from)) in links.into_iter().enumerate() {
+                let upstream = SocketAddr::from((network.host(to).addr, port));
+                let proxy = FaultProxy::start(at(LINK_PROXY + i as u16), upstream);
+                for host in from {
+                    network.redirect(host, upstream, proxy.addr);
+                }
+                proxies.push(proxy);
+            }
         }
         let mut chain = Chain {
             processes: Vec::new(),
@@ -136,7 +160,42 @@ impl Chain {
                 == 2),
             "both core-server replicas register"
         );
+        chain.register_metrics_server();
         chain
+    }
+
+    /// Registers metrics-server (its APIService, Service, EndpointSlice and
+    /// RBAC) and the Node it measures, as `kubechain up` does, and waits
+    /// until both front doors serve its API.
+    fn register_metrics_server(&self) {
+        let addons = std::process::Command::new(bin_dir().join("kubechain"))
+            .args(["addons", "--pki", &self.pki(""), "--node", NODE])
+            .args(["--server", &format!("https://{}:6443", self.ip("front-0"))])
+            .args(["--metrics", &format!("{}:4443", self.ip("metrics"))])
+            .output()
+            .expect("kubechain addons");
+        assert!(
+            addons.status.success(),
+            "{}",
+            String::from_utf8_lossy(&addons.stderr)
+        );
+        for door in 0..FRONT_DOORS.len() {
+            assert!(
+                self.metrics_served(door, Duration::from_secs(60)),
+                "front door {door} does not serve metrics-server's API; logs in {}",
+                self.dir.join("logs").display()
+            );
+        }
+    }
+
+    /// Whether front door `door` serves metrics-server's API (the Node's
+    /// metrics) within `time`.
+    fn metrics_served(&self, door: usize, time: Duration) -> bool {
+        let api = self.api(door, Duration::from_secs(5));
+        eventually(time, || {
+            let (status, body) = api.get(METRICS);
+            status == 200 && body["items"][0]["metadata"]["name"] == NODE
+        })
     }
 
     fn pki(&self, file: &str) -> String {
@@ -279,6 +338,18 @@ impl Chain {
                 ),
                 ("KUBECHAIN_INTERNAL_CA_FILE", self.pki("internal-ca.crt")),
                 ("KUBECHAIN_SERVICE_ACCOUNT_KEY_FILE", self.pki("sa.pub")),
+                (
+                    "KUBECHAIN_PROXY_CLIENT_CERT_FILE",
+                    self.pki("front-proxy-client.crt"),
+                ),
+                (
+                    "KUBECHAIN_PROXY_CLIENT_KEY_FILE",
+                    self.pki("front-proxy-client.key"),
+                ),
+                (
+                    "KUBECHAIN_REQUESTHEADER_CLIENT_CA_FILE",
+                    self.pki("front-proxy-ca.crt"),
+                ),
             ]);
             fronts.push((door, front));
         }
@@ -296,6 +367,35 @@ impl Chain {
         for (door, env) in fronts {
             self.spawn(door, door, &bin.join("aggregator"), &[], &env);
         }
+        let metrics = [
+            ("KUBECHAIN_LISTEN", format!("{}:4443", self.ip("metrics"))),
+            (
+                "KUBECHAIN_FRONT_DOOR",
+                format!("https://{}:6443", self.ip("front-0")),
+            ),
+            ("KUBECHAIN_NODE_NAME", NODE.to_string()),
+            ("KUBECHAIN_TLS_CERT_FILE", self.pki("metrics-server.crt")),
+            (
+                "KUBECHAIN_TLS_PRIVATE_KEY_FILE",
+                self.pki("metrics-server.key"),
+            ),
+            ("KUBECHAIN_CLIENT_CA_FILE", self.pki("ca.crt")),
+            (
+                "KUBECHAIN_REQUESTHEADER_CLIENT_CA_FILE",
+                self.pki("front-proxy-ca.crt"),
+            ),
+            (
+                "KUBECHAIN_REQUESTHEADER_ALLOWED_NAMES",
+                "front-proxy-client".to_string(),
+            ),
+        ];
+        self.spawn(
+            "metrics-server",
+            "metrics",
+            &bin.join("metrics-server"),
+            &[],
+            &metrics,
+        );
     }
 
     /// A client of front door `door` (0 or 1), as the admin, from the
@@ -387,20 +487,23 @@ fn state(object: &Value) -> Option<(u64, String)> {
     Some((rv, object["data"]["v"].as_str()?.to_string()))
 }
 
-/// What an answer says happened.
-fn outcome(status: u16, body: &Value) -> Outcome {
+/// What an answer to `kind` says happened.
+fn outcome(kind: &Kind, status: u16, body: &Value) -> Outcome {
     match status {
         200 | 201 => Outcome::Done(state(body)),
-        404 if body["reason"] == "NotFound" => Outcome::Done(None),
+        404 if body["reason"] == "NotFound" => match kind {
+            Kind::Get { .. } => Outcome::Done(None),
+            _ => Outcome::Refused,
+        },
         409 | 422 => Outcome::Refused,
         _ => Outcome::Indeterminate,
     }
 }
 
 /// Runs `CLIENTS` clients on `KEYS` keys until `stop`: consistent and
-/// cached reads, consistent lists, and updates with and without a
-/// precondition, each write a value never written before; returns the
-/// history.
+/// cached reads, consistent lists, creates, deletes, and updates with and
+/// without a precondition, each write a value never written before;
+/// returns the history.
 fn workload(doors: [Api; 2], stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Op>> {
     std::thread::spawn(move || {
         let history = Arc::new(Mutex::new(Vec::new()));
@@ -415,35 +518,53 @@ fn workload(doors: [Api; 2], stop: Arc<AtomicBool>) -> std::thread::JoinHandle<V
                         n += 1;
                         let k = (client + n as usize * 7) % KEYS;
                         let value = format!("c{client}-{n}");
-                        if n % 6 == 5 {
+                        let url = format!("{}{}", api.base, path(k));
+                        let object = |rv: Option<u64>| {
+                            let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": format!("key-{k}"), "namespace": NAMESPACE},
+                                "data": {"v": value}});
+                            if let Some(rv) = rv {
+                                object["metadata"]["resourceVersion"] = json!(rv.to_string());
+                            }
+                            object.to_string()
+                        };
+                        let (kind, request) = match n % 10 {
                             // A consistent list: a consistent read of every key.
-                            history.lock().expect("the history").extend(list(&api, client));
-                            continue;
-                        }
-                        let (kind, request) = match n % 5 {
-                            0 | 1 => (
-                                Kind::Get { consistent: true },
-                                api.http.get(format!("{}{}", api.base, path(k))),
-                            ),
+                            5 => {
+                                history
+                                    .lock()
+                                    .expect("the history")
+                                    .extend(list(&api, client));
+                                continue;
+                            }
+                            0 | 1 | 9 => (Kind::Get { consistent: true }, api.http.get(&url)),
                             2 => (
                                 Kind::Get { consistent: false },
+                                api.http.get(format!("{url}?resourceVersion=0")),
+                            ),
+                            7 => (Kind::Delete, api.http.delete(&url)),
+                            8 => (
+                                Kind::Create(value.clone()),
                                 api.http
-                                    .get(format!("{}{}?resourceVersion=0", api.base, path(k))),
+                                    .post(format!(
+                                        "{}/api/v1/namespaces/{NAMESPACE}/configmaps",
+                                        api.base
+                                    ))
+                                    .header("content-type", "application/json")
+                                    .body(object(None)),
                             ),
                             step => {
-                                let precondition = (step == 4).then(|| seen.get(&k).copied()).flatten();
-                                let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                                    "metadata": {"name": format!("key-{k}"), "namespace": NAMESPACE},
-                                    "data": {"v": value}});
-                                if let Some(rv) = precondition {
-                                    object["metadata"]["resourceVersion"] = json!(rv.to_string());
-                                }
+                                let precondition =
+                                    (step == 4).then(|| seen.get(&k).copied()).flatten();
                                 (
-                                    Kind::Update { value, precondition },
+                                    Kind::Update {
+                                        value: value.clone(),
+                                        precondition,
+                                    },
                                     api.http
-                                        .put(format!("{}{}", api.base, path(k)))
+                                        .put(&url)
                                         .header("content-type", "application/json")
-                                        .body(object.to_string()),
+                                        .body(object(precondition)),
                                 )
                             }
                         };
@@ -452,16 +573,18 @@ fn workload(doors: [Api; 2], stop: Arc<AtomicBool>) -> std::thread::JoinHandle<V
                         let op = Op {
                             client,
                             key: format!("key-{k}"),
+                            outcome: outcome(&kind, status, &body),
                             kind,
                             invoked,
                             completed: Instant::now(),
-                            outcome: outcome(status, &body),
                         };
-                        if let Outcome::Done(Some((rv, _))) = &op.outcome {
+                        if let (Outcome::Done(Some((rv, _))), false) =
+                            (&op.outcome, op.kind == Kind::Delete)
+                        {
                             seen.insert(k, *rv);
                         }
                         history.lock().expect("the history").push(op);
-                        if status != 200 && status != 201 {
+                        if status >= 500 || status == 0 {
                             std::thread::sleep(Duration::from_millis(50));
                         }
                     }
@@ -475,22 +598,45 @@ fn workload(doors: [Api; 2], stop: Arc<AtomicBool>) -> std::thread::JoinHandle<V
     })
 }
 
-/// Watches the keys like client-go's reflector until `stop`: lists, watches
-/// from the list's version (with bookmarks, each watch ending after a few
-/// seconds), resumes from the last version seen, lists again after a 410;
-/// returns what it saw.
-fn watcher(api: Api, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Seen>> {
+/// What a watcher saw, and when each event came.
+struct Watched {
+    seen: Vec<Seen>,
+    /// The version of each ADDED, MODIFIED or DELETED event, and when it came.
+    arrived: Vec<(u64, Instant)>,
+}
+
+/// Watches the keys like client-go's reflector until `stop`: lists (with a
+/// LIST, or when `streaming`, a watch with `sendInitialEvents` up to its
+/// end bookmark), watches from there with bookmarks, each watch ending
+/// after `seconds`, resumes from the last version seen, lists again after
+/// a 410; returns what it saw.
+fn watcher(
+    api: Api,
+    streaming: bool,
+    seconds: u64,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Watched> {
     std::thread::spawn(move || {
         let list = format!("/api/v1/namespaces/{NAMESPACE}/configmaps");
-        let mut seen = Vec::new();
+        let mut watched = Watched {
+            seen: Vec::new(),
+            arrived: Vec::new(),
+        };
+        let seen = &mut watched.seen;
         let mut last: Option<u64> = None;
         while !stop.load(Ordering::Relaxed) {
-            let from = match last {
-                Some(rv) => rv,
+            let query = match last {
+                Some(rv) => format!("resourceVersion={rv}"),
+                None if streaming => {
+                    "sendInitialEvents=true&resourceVersionMatch=NotOlderThan".to_string()
+                }
                 None => {
                     let (status, body) = api.get(&list);
                     match body["metadata"]["resourceVersion"].as_str().map(str::parse) {
-                        Some(Ok(rv)) if status == 200 => rv,
+                        Some(Ok(rv)) if status == 200 => {
+                            last = Some(rv);
+                            format!("resourceVersion={rv}")
+                        }
                         _ => {
                             std::thread::sleep(Duration::from_millis(200));
                             continue;
@@ -498,20 +644,32 @@ fn watcher(api: Api, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Seen>
                     }
                 }
             };
-            seen.push(Seen::Started(from));
-            last = Some(from);
+            // Until the end of its initial events, a streaming list is a list.
+            let mut listing = last.is_none();
+            if let Some(from) = last {
+                seen.push(Seen::Started(from));
+            }
             let url = format!(
-                "{}{list}?watch=true&resourceVersion={from}&allowWatchBookmarks=true&timeoutSeconds=4",
+                "{}{list}?watch=true&{query}&allowWatchBookmarks=true&timeoutSeconds={seconds}",
                 api.base
             );
             let Ok(response) = api.http.get(url).send() else {
                 std::thread::sleep(Duration::from_millis(200));
                 continue;
             };
-            if response.status().as_u16() == 410 {
-                seen.push(Seen::Gone);
-                last = None;
-                continue;
+            match response.status().as_u16() {
+                200 => {}
+                410 => {
+                    seen.push(Seen::Gone);
+                    last = None;
+                    continue;
+                }
+                // Refused (a replica that cannot prove it is current, or
+                // none reachable): again after a pause, as a reflector does.
+                _ => {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
             }
             for line in BufReader::new(response).lines() {
                 let Ok(event) = line.map(|l| serde_json::from_str::<Value>(&l)) else {
@@ -519,14 +677,30 @@ fn watcher(api: Api, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Seen>
                 };
                 let Ok(event) = event else { break };
                 let object = &event["object"];
-                let rv = object["metadata"]["resourceVersion"]
+                let metadata = &object["metadata"];
+                let rv = metadata["resourceVersion"]
                     .as_str()
                     .and_then(|v| v.parse().ok());
+                let name = metadata["name"].as_str().unwrap_or_default().to_string();
                 match (event["type"].as_str(), rv) {
+                    (Some("BOOKMARK"), Some(rv)) if listing => {
+                        if metadata["annotations"]["k8s.io/initial-events-end"] == "true" {
+                            seen.push(Seen::Started(rv));
+                            last = Some(rv);
+                            listing = false;
+                        }
+                    }
+                    // The initial events: the state at the list's version.
+                    _ if listing && event["type"] == "ADDED" => {}
                     (Some("ADDED" | "MODIFIED"), Some(rv)) => {
-                        let name = object["metadata"]["name"].as_str().unwrap_or_default();
                         let value = object["data"]["v"].as_str().unwrap_or_default();
-                        seen.push(Seen::Event(name.into(), rv, value.into()));
+                        seen.push(Seen::Event(name, rv, value.into()));
+                        watched.arrived.push((rv, Instant::now()));
+                        last = Some(rv);
+                    }
+                    (Some("DELETED"), Some(rv)) => {
+                        seen.push(Seen::Deleted(name, rv));
+                        watched.arrived.push((rv, Instant::now()));
                         last = Some(rv);
                     }
                     (Some("BOOKMARK"), Some(rv)) => {
@@ -542,7 +716,7 @@ fn watcher(api: Api, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Seen>
                 }
             }
         }
-        seen
+        watched
     })
 }
 
@@ -596,7 +770,7 @@ fn create_keys(api: &Api) -> Vec<Op> {
                 kind: Kind::Create(value),
                 invoked,
                 completed: Instant::now(),
-                outcome: outcome(status, &body),
+                outcome: Outcome::Done(state(&body)),
             }
         })
         .collect()
@@ -624,14 +798,52 @@ fn final_state(api: &Api) -> HashMap<String, Option<(u64, String)>> {
         .collect()
 }
 
+/// How a scenario's watchers watch: each watch's timeout, in seconds.
+#[derive(Clone, Copy)]
+enum Watches {
+    /// A few seconds: watches end and resume all through the scenario.
+    Short,
+    /// Longer than the scenario: the first watches stay open through the
+    /// fault and its heal, and must deliver every write.
+    Open,
+}
+
+/// What a scenario's run came to.
+struct Run {
+    history: Vec<Op>,
+    /// From the heal until the last failure of an operation sent after it
+    /// (zero if none failed).
+    recovered: Duration,
+    /// The longest time from a write's acknowledgement to a watcher's event.
+    lag: Duration,
+    /// Watches opened and bookmarks seen, over every watcher.
+    watches: usize,
+    bookmarks: usize,
+}
+
 /// Runs the workload through `fault` (applied after a calm start, healed
-/// before a calm end) and checks its history.
-fn under(chain: &Chain, fault: impl FnOnce(&Chain), heal: impl FnOnce(&Chain)) -> Vec<Op> {
+/// before a calm end), checks its history and that every part of the
+/// chain serves again after the heal.
+fn under(
+    chain: &Chain,
+    watches: Watches,
+    fault: impl FnOnce(&Chain),
+    heal: impl FnOnce(&Chain),
+) -> Run {
     let api = chain.api(0, Duration::from_secs(5));
     let mut history = create_keys(&api);
     let stop = Arc::new(AtomicBool::new(false));
+    let seconds = match watches {
+        Watches::Short => 4,
+        // Open from before the fault until after the workload stops.
+        Watches::Open => 25,
+    };
+    // One watcher lists with a LIST, the other with a streaming list.
     let watchers: Vec<_> = (0..2)
-        .map(|door| watcher(chain.api(door, Duration::from_secs(30)), stop.clone()))
+        .map(|door| {
+            let api = chain.api(door, Duration::from_secs(seconds + 30));
+            watcher(api, door == 1, seconds, stop.clone())
+        })
         .collect();
     let doors = [api.clone(), chain.api(1, Duration::from_secs(5))];
     let running = workload(doors, stop.clone());
@@ -639,28 +851,79 @@ fn under(chain: &Chain, fault: impl FnOnce(&Chain), heal: impl FnOnce(&Chain)) -
     fault(chain);
     std::thread::sleep(Duration::from_secs(10));
     heal(chain);
+    let healed = Instant::now();
     std::thread::sleep(Duration::from_secs(5));
     stop.store(true, Ordering::Relaxed);
+    let stopped = Instant::now();
     history.extend(running.join().expect("the workload"));
     let reads = history::check_reads(&history);
     assert!(reads.is_empty(), "{reads:#?}");
     let writes = history::check_writes(&history, &final_state(&api));
     assert!(writes.is_empty(), "{writes:#?}");
-    for (i, watcher) in watchers.into_iter().enumerate() {
-        let seen = watcher.join().expect("a watcher");
-        let count = |what: fn(&Seen) -> bool| seen.iter().filter(|s| what(s)).count();
-        let events = count(|s| matches!(s, Seen::Event(..)));
-        eprintln!(
-            "watcher {i}: {events} events, {} bookmarks, {} watches, {} times 410 Gone",
-            count(|s| matches!(s, Seen::Bookmark(_))),
-            count(|s| matches!(s, Seen::Started(_))),
-            count(|s| matches!(s, Seen::Gone)),
+    // Healed without a restart: the other door and the aggregated server too.
+    let other = chain.api(1, Duration::from_secs(5));
+    assert!(
+        eventually(Duration::from_secs(30), || other.get(&path(0)).0 / 100 != 5),
+        "front-1 does not serve after the heal"
+    );
+    for door in 0..FRONT_DOORS.len() {
+        assert!(
+            chain.metrics_served(door, Duration::from_secs(30)),
+            "front door {door} does not serve metrics-server's API after the heal"
         );
-        assert!(events > 0, "watcher {i} saw no event: {seen:?}");
-        let failures = history::check_watch(&history, i, &seen);
-        assert!(failures.is_empty(), "{failures:#?}");
     }
-    history
+    let mut run = Run {
+        recovered: history
+            .iter()
+            .filter(|op| op.outcome == Outcome::Indeterminate && op.invoked > healed)
+            .map(|op| op.completed - healed)
+            .max()
+            .unwrap_or_default(),
+        lag: Duration::ZERO,
+        watches: 0,
+        bookmarks: 0,
+        history,
+    };
+    for (i, watcher) in watchers.into_iter().enumerate() {
+        let Watched { seen, arrived } = watcher.join().expect("a watcher");
+        let count = |what: fn(&Seen) -> bool| seen.iter().filter(|s| what(s)).count();
+        let events = count(|s| matches!(s, Seen::Event(..) | Seen::Deleted(..)));
+        let gone = count(|s| matches!(s, Seen::Gone));
+        run.watches += count(|s| matches!(s, Seen::Started(_)));
+        run.bookmarks += count(|s| matches!(s, Seen::Bookmark(_)));
+        assert!(events > 0, "watcher {i} saw no event: {seen:?}");
+        let failures = history::check_watch(&run.history, i, &seen);
+        assert!(failures.is_empty(), "{failures:#?}");
+        let came: HashMap<u64, Instant> = arrived.into_iter().collect();
+        let first = seen.iter().find_map(|s| match s {
+            Seen::Started(rv) => Some(*rv),
+            _ => None,
+        });
+        for op in &run.history {
+            let (Kind::Create(_) | Kind::Update { .. }, Outcome::Done(Some((rv, _)))) =
+                (&op.kind, &op.outcome)
+            else {
+                continue;
+            };
+            match came.get(rv) {
+                Some(at) => run.lag = run.lag.max(at.saturating_duration_since(op.completed)),
+                // A watch open all along delivers every write acknowledged
+                // well before the end: it never goes silent.
+                None if matches!(watches, Watches::Open)
+                    && first.is_some_and(|first| *rv > first)
+                    && op.completed + Duration::from_secs(5) < stopped =>
+                {
+                    panic!(
+                        "watcher {i} never delivered {} at version {rv} ({gone} times 410); it saw, last: {:?}",
+                        op.key,
+                        &seen[seen.len().saturating_sub(20)..]
+                    )
+                }
+                None => {}
+            }
+        }
+    }
+    run
 }
 
 /// How many operations ended each way: done, refused, indeterminate.
@@ -675,15 +938,26 @@ fn tally(history: &[Op]) -> (usize, usize, usize) {
 }
 
 /// One scenario: a chain of its own (one at a time), the workload through
-/// `fault` and `heal`, the history checked, its tally reported.
-fn scenario(what: &str, proxied: bool, fault: impl FnOnce(&Chain), heal: impl FnOnce(&Chain)) {
+/// `fault` and `heal`, the history checked (a failed check fails the test:
+/// no lost write, stale read, watch gap or repeat), its row reported.
+fn scenario(
+    what: &str,
+    proxied: bool,
+    watches: Watches,
+    fault: impl FnOnce(&Chain),
+    heal: impl FnOnce(&Chain),
+) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let chain = Chain::start_with(proxied);
-    let history = under(&chain, fault, heal);
-    let (done, refused, unknown) = tally(&history);
+    let run = under(&chain, watches, fault, heal);
+    let (done, refused, unknown) = tally(&run.history);
     eprintln!(
-        "{what}: {} operations: {done} done, {refused} refused, {unknown} indeterminate",
-        history.len()
+        "| {what} | {} operations: {done} done, {refused} refused, {unknown} indeterminate | 0 lost, 0 stale, 0 watch gaps or repeats | {} watches, {} bookmarks, watch lag at most {:.1} s | recovered {:.1} s after the heal |",
+        run.history.len(),
+        run.watches,
+        run.bookmarks,
+        run.lag.as_secs_f64(),
+        run.recovered.as_secs_f64(),
     );
     // The workload ran on both sides of the fault.
     assert!(done > 50, "{what}: only {done} operations succeeded");
@@ -694,6 +968,7 @@ fn a_core_replica_cut_from_etcd_serves_no_stale_read_and_loses_no_write() {
     scenario(
         "core-1 cut from etcd",
         false,
+        Watches::Short,
         |chain| {
             for member in ETCD {
                 chain.network.partition("core-1", member);
@@ -715,6 +990,7 @@ fn the_etcd_leader_isolated_in_a_minority_loses_nothing() {
     scenario(
         "the etcd leader isolated",
         false,
+        Watches::Short,
         |chain| chain.network.isolate(&[chain.etcd_leader()]),
         |chain| chain.network.heal(),
     );
@@ -725,6 +1001,7 @@ fn etcd_quorum_lost_and_regained_loses_nothing() {
     scenario(
         "etcd quorum lost",
         false,
+        Watches::Short,
         |chain| {
             for (i, a) in ETCD.iter().enumerate() {
                 for b in &ETCD[i + 1..] {
@@ -741,6 +1018,7 @@ fn the_front_door_cut_from_one_core_replica_loses_nothing() {
     scenario(
         "front-0 cut from core-1",
         false,
+        Watches::Short,
         |chain| chain.network.partition("front-0", "core-1"),
         |chain| chain.network.heal(),
     );
@@ -758,7 +1036,23 @@ fn every_etcd_link_and_the_clients_slow_with_resets_loses_nothing() {
     scenario(
         "100 ms links with 5% resets",
         true,
+        Watches::Short,
         set(Duration::from_millis(100), 5),
         set(Duration::ZERO, 0),
+    );
+}
+
+#[test]
+fn watches_open_through_a_cut_and_its_heal_miss_nothing() {
+    scenario(
+        "core-1 cut from etcd, watches open",
+        false,
+        Watches::Open,
+        |chain| {
+            for member in ETCD {
+                chain.network.partition("core-1", member);
+            }
+        },
+        |chain| chain.network.heal(),
     );
 }

@@ -1,6 +1,7 @@
 //! Watches: the per-client watcher that replays history or initial events, then follows the cache, with bookmarks and selectors.
 
 use super::*;
+use tokio::time::Instant;
 
 /// What a watch produces, typed; the watch handler encodes it for the client.
 pub enum WatchItem {
@@ -38,6 +39,18 @@ pub(super) struct Watcher {
 
 /// How often bookmarks are sent to watchers that allow them.
 pub(super) const BOOKMARK_PERIOD: Duration = Duration::from_secs(60);
+/// How long before its deadline a watch sends its last bookmark.
+const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
+
+/// When a watch ending at `deadline` sends its next bookmark, seen at
+/// `now`: a period on, or just before the deadline if that comes first (so
+/// that its client resumes from as late a version as it can), or never once
+/// that time has passed (kube's cacheWatcher does the same).
+fn next_bookmark(now: Instant, deadline: Instant) -> Option<Instant> {
+    let last = deadline.checked_sub(BOOKMARK_BEFORE_DEADLINE)?;
+    let at = (now + BOOKMARK_PERIOD).min(last);
+    (at > now).then_some(at)
+}
 
 impl Watcher {
     async fn send(&self, item: WatchItem) -> bool {
@@ -110,6 +123,33 @@ impl Watcher {
         self.send(item).await
     }
 
+    /// Delivers the live events already queued for this watch, which hold
+    /// every event up to the cache's progress (the cache queues an event
+    /// before it moves its progress past it); returns the revision a
+    /// bookmark may then carry, or `None` when the watch must end (the
+    /// client is gone, or this watch fell behind and lost events).
+    async fn drain(
+        &self,
+        live: &mut Option<tokio::sync::broadcast::Receiver<Arc<WatchEvent>>>,
+    ) -> Option<i64> {
+        let mut revision = self.cacher.progress();
+        let Some(live) = live else {
+            return Some(revision);
+        };
+        loop {
+            match live.try_recv() {
+                Ok(event) => {
+                    revision = revision.max(event.revision());
+                    if !self.forward(&event).await {
+                        return None;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::TryRecvError::Empty) => return Some(revision),
+                Err(_) => return None,
+            }
+        }
+    }
+
     fn matches(&self, obj: &CachedObject) -> bool {
         obj.key.starts_with(&self.prefix) && selects(obj, &self.opts)
     }
@@ -122,6 +162,8 @@ impl Watcher {
     ) {
         let timeout = self.opts.timeout.unwrap_or_else(default_watch_timeout);
         let deadline = tokio::time::sleep(timeout);
+        let mut bookmark = next_bookmark(Instant::now(), Instant::now() + timeout)
+            .filter(|_| self.opts.allow_bookmarks);
         tokio::pin!(deadline);
         for event in &replay {
             if !self.forward(event).await {
@@ -139,19 +181,20 @@ impl Watcher {
                 }
             }
         }
-        let mut bookmarks = tokio::time::interval_at(
-            tokio::time::Instant::now() + BOOKMARK_PERIOD,
-            BOOKMARK_PERIOD,
-        );
+        let ends = Instant::now() + timeout;
         let mut live = live;
         let mut history = history;
         loop {
             tokio::select! {
                 _ = &mut deadline => return,
                 _ = self.tx.closed() => return,
-                _ = bookmarks.tick(), if self.opts.allow_bookmarks => {
-                    let item = WatchItem::Bookmark { revision: self.cacher.progress(), initial_end: false };
+                // While it replays etcd's history, the cache's progress is
+                // ahead of what this watch delivered: no bookmark then.
+                _ = tokio::time::sleep_until(bookmark.unwrap_or(ends)), if bookmark.is_some() && history.is_none() => {
+                    let Some(revision) = self.drain(&mut live).await else { return };
+                    let item = WatchItem::Bookmark { revision, initial_end: false };
                     if !self.send(item).await { return; }
+                    bookmark = next_bookmark(Instant::now(), ends);
                 }
                 event = next_live(&mut live), if live.is_some() => match event {
                     Some(event) => if !self.forward(&event).await { return },
@@ -209,6 +252,11 @@ impl Store {
         let initial = opts
             .send_initial_events
             .unwrap_or(rv.is_empty() || rv == "0");
+        // A stale cache would serve a silent watch: refused, the client
+        // watches elsewhere.
+        self.cacher
+            .check_current()
+            .map_err(|e| storage_error(self, "", e))?;
         let (tx, rx) = mpsc::channel::<WatchItem>(256);
         let (replay, live, history, initial_revision) = if initial {
             if rv.is_empty() {
@@ -267,5 +315,27 @@ impl Store {
         Ok(self
             .cache
             .snapshot_and_subscribe(&self.prefix, self.cacher.progress()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_bookmarks_every_period_and_just_before_its_deadline() {
+        let now = Instant::now();
+        let long = now + Duration::from_secs(600);
+        assert_eq!(next_bookmark(now, long), Some(now + BOOKMARK_PERIOD));
+        // A short watch: one bookmark, two seconds before it ends.
+        let short = now + Duration::from_secs(4);
+        assert_eq!(
+            next_bookmark(now, short),
+            Some(now + Duration::from_secs(2))
+        );
+        // Sent then: none after it.
+        assert_eq!(next_bookmark(now + Duration::from_secs(2), short), None);
+        // Too short for one.
+        assert_eq!(next_bookmark(now, now + Duration::from_secs(1)), None);
     }
 }

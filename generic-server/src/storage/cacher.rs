@@ -39,6 +39,14 @@ const LOAD_PAGE_BYTES: usize = 16 * 1024 * 1024;
 const LOAD_PAGE_MAX: i64 = 20_000;
 /// How long a consistent read waits for the cache before giving up.
 const FRESHNESS_TIMEOUT: Duration = Duration::from_secs(3);
+/// How often the cache proves it is current with etcd (reads etcd's
+/// revision and sees its events reach it).
+const PROOF_PERIOD: Duration = Duration::from_secs(1);
+/// How long the cache may go without that proof before it counts as stale:
+/// it ends its watches and refuses new ones and consistent reads until it
+/// is current again, so that clients go on at a replica that is (a
+/// replica cut from etcd would otherwise serve silent watches).
+const STALE_AFTER: Duration = Duration::from_secs(4);
 
 /// One cached object: its JSON (with `metadata.resourceVersion` set) and the
 /// few parsed attributes selectors need.
@@ -532,6 +540,8 @@ pub struct Cacher {
     dispatch: Mutex<()>,
     progress: watch::Sender<i64>,
     revisions: RevisionReader,
+    /// Set while the cache cannot prove it is current (see [`STALE_AFTER`]).
+    stale: std::sync::atomic::AtomicBool,
 }
 
 impl Cacher {
@@ -544,9 +554,60 @@ impl Cacher {
             dispatch: Mutex::new(()),
             progress: watch::channel(start).0,
             revisions: RevisionReader::new(storage),
+            stale: std::sync::atomic::AtomicBool::new(false),
         });
         tokio::spawn(cacher.clone().run(start));
+        tokio::spawn(cacher.clone().prove_current());
         Ok(cacher)
+    }
+
+    /// Proves, every [`PROOF_PERIOD`], that the cache is current with etcd;
+    /// without a proof for [`STALE_AFTER`], marks it stale and ends its
+    /// watches (their clients watch again, elsewhere while it is stale).
+    async fn prove_current(self: Arc<Self>) {
+        let mut proven = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(PROOF_PERIOD).await;
+            let proof = tokio::time::timeout(STALE_AFTER, async {
+                let revision = self.revisions.read().await?;
+                self.wait_for(revision).await
+            })
+            .await;
+            if let Ok(Ok(())) = proof {
+                proven = tokio::time::Instant::now();
+                if self.stale.swap(false, std::sync::atomic::Ordering::AcqRel) {
+                    tracing::info!("watch cache is current with etcd again");
+                }
+            } else if proven.elapsed() >= STALE_AFTER
+                && !self.stale.swap(true, std::sync::atomic::Ordering::AcqRel)
+            {
+                tracing::warn!(
+                    progress = self.progress(),
+                    "watch cache cannot prove it is current with etcd; ending its watches and refusing consistent reads until it is"
+                );
+                self.end_watches();
+            }
+        }
+    }
+
+    /// Ends every live watch of every cache (its clients watch again).
+    fn end_watches(&self) {
+        let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
+        for cache in caches.values() {
+            cache.write().sender = std::sync::OnceLock::new();
+        }
+    }
+
+    /// Refuses when the cache cannot prove it is current with etcd: what a
+    /// consistent read or a new watch asks first.
+    pub fn check_current(&self) -> Result<(), Error> {
+        match self.stale.load(std::sync::atomic::Ordering::Acquire) {
+            true => Err(Error::Unavailable(format!(
+                "the watch cache cannot prove it is current with etcd (at revision {})",
+                self.progress()
+            ))),
+            false => Ok(()),
+        }
     }
 
     /// The storage behind the cache.
@@ -659,6 +720,7 @@ impl Cacher {
 
     /// Waits until every cache is current with etcd (a consistent read).
     pub async fn wait_fresh(&self) -> Result<i64, Error> {
+        self.check_current()?;
         let revision = self.revisions.read().await?;
         self.wait_for(revision).await?;
         Ok(revision)
