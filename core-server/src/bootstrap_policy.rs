@@ -269,8 +269,8 @@ mod tests {
                 ("namespace-role-bindings.yaml", 7),
             ]
         );
-        for (collection, object) in objects().unwrap() {
-            let name = object["metadata"]["name"].as_str().unwrap();
+        for (collection, object) in objects().expect("kube's policy") {
+            let name = object["metadata"]["name"].as_str().expect("kube's policy");
             assert_eq!(
                 object["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults",
                 "{name}"
@@ -279,12 +279,13 @@ mod tests {
                 object["metadata"]["annotations"][AUTOUPDATE], "true",
                 "{name}"
             );
-            match object["kind"].as_str().unwrap() {
+            match object["kind"].as_str().expect("kube's policy") {
                 "ClusterRole" => {
                     let typed: k8s_openapi::api::rbac::v1::ClusterRole =
                         serde_json::from_value(object.clone()).expect("a ClusterRole");
                     assert!(
-                        typed.aggregation_rule.is_some() || !typed.rules.unwrap().is_empty(),
+                        typed.aggregation_rule.is_some()
+                            || !typed.rules.expect("kube's policy").is_empty(),
                         "{name}"
                     );
                     assert!(collection.ends_with("/clusterroles"));
@@ -292,7 +293,9 @@ mod tests {
                 "Role" => {
                     serde_json::from_value::<k8s_openapi::api::rbac::v1::Role>(object.clone())
                         .expect("a Role");
-                    let ns = object["metadata"]["namespace"].as_str().unwrap();
+                    let ns = object["metadata"]["namespace"]
+                        .as_str()
+                        .expect("kube's policy");
                     assert!(["kube-system", "kube-public"].contains(&ns), "{name}");
                     assert!(collection.ends_with(&format!("/namespaces/{ns}/roles")));
                 }
@@ -315,7 +318,7 @@ mod tests {
 
     #[test]
     fn every_binding_names_a_role_of_the_policy() {
-        let all = objects().unwrap();
+        let all = objects().expect("kube's policy");
         for (_, binding) in all.iter().filter(|(_, o)| {
             matches!(
                 o["kind"].as_str(),
@@ -334,7 +337,7 @@ mod tests {
 
     #[test]
     fn known_objects_read_as_kube_writes_them() {
-        let all = objects().unwrap();
+        let all = objects().expect("kube's policy");
         let view = named(&all, "ClusterRole", "view");
         assert_eq!(view["rules"], json!([]));
         assert_eq!(
@@ -346,16 +349,21 @@ mod tests {
             "true"
         );
         let scheduler = named(&all, "ClusterRole", "system:kube-scheduler");
-        assert!(scheduler["rules"].as_array().unwrap().contains(&json!(
-            {"apiGroups": ["coordination.k8s.io"], "resourceNames": ["kube-scheduler"],
-             "resources": ["leases"], "verbs": ["get", "update"]}
-        )));
+        assert!(
+            scheduler["rules"]
+                .as_array()
+                .expect("kube's policy")
+                .contains(&json!(
+                    {"apiGroups": ["coordination.k8s.io"], "resourceNames": ["kube-scheduler"],
+                     "resources": ["leases"], "verbs": ["get", "update"]}
+                ))
+        );
         let cidrs = named(
             &all,
             "ClusterRole",
             "system:controller:service-cidrs-controller",
         );
-        assert_eq!(cidrs["rules"].as_array().unwrap().len(), 5);
+        assert_eq!(cidrs["rules"].as_array().expect("kube's policy").len(), 5);
         let binding = named(
             &all,
             "ClusterRoleBinding",
@@ -378,19 +386,22 @@ mod tests {
             json!(["cluster-info"])
         );
         let leader = named(&all, "RoleBinding", "system::leader-locking-kube-scheduler");
-        assert_eq!(leader["subjects"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            leader["subjects"].as_array().expect("kube's policy").len(),
+            2
+        );
         assert!(named(&all, "ClusterRoleBinding", "system:node")["subjects"].is_null());
     }
 
     #[test]
     fn reconciling_adds_what_is_missing_and_respects_autoupdate_false() {
-        let all = objects().unwrap();
+        let all = objects().expect("kube's policy");
         let wanted = named(&all, "ClusterRole", "cluster-admin");
         let mut trimmed = wanted.clone();
         trimmed["rules"] = json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]);
         trimmed["metadata"]["labels"] = json!({"team": "x"});
         let fixed = reconciled(&trimmed, wanted).expect("a change");
-        assert_eq!(fixed["rules"].as_array().unwrap().len(), 2);
+        assert_eq!(fixed["rules"].as_array().expect("kube's policy").len(), 2);
         assert_eq!(
             fixed["metadata"]["labels"]["team"], "x",
             "extra labels stay"
@@ -412,7 +423,11 @@ mod tests {
         unbound["subjects"] =
             json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]);
         let fixed = reconciled(&unbound, binding).expect("a change");
-        assert_eq!(fixed["subjects"].as_array().unwrap().len(), 2, "{fixed}");
+        assert_eq!(
+            fixed["subjects"].as_array().expect("kube's policy").len(),
+            2,
+            "{fixed}"
+        );
 
         // A ServiceAccount subject as the server returns it (an empty
         // apiGroup written out) is the same subject.
