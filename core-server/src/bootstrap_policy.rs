@@ -1,419 +1,126 @@
-//! kube's bootstrap RBAC policy: the default ClusterRoles (cluster-admin,
-//! admin, edit, view, the aggregate-to-* roles, discovery, basic-user,
-//! public-info-viewer, auth-delegator, monitoring) and the bindings kube
-//! ships, created at start and reconciled as `rbac/bootstrap-roles` does it:
-//! a default object missing permissions, subjects, labels or annotations
-//! gets them back, unless it is annotated
+//! kube's bootstrap RBAC policy: every object of kube's six golden files
+//! (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/`), kept as
+//! data beside this file: the default ClusterRoles and their bindings, the
+//! roles of kube-controller-manager's controllers and their bindings, and
+//! the Roles and RoleBindings of `kube-system` and `kube-public`. They are
+//! created at start and reconciled as `rbac/bootstrap-roles` does it: a
+//! default object missing permissions, subjects, labels or annotations gets
+//! them back, unless it is annotated
 //! `rbac.authorization.kubernetes.io/autoupdate: "false"`.
 
 use apimachinery::error::{Reason, Result};
-use apimachinery::rbac::{self, GROUP};
+use apimachinery::rbac;
+use apimachinery::yaml::YamlError;
 use generic_server::loopback::Loopback;
-use generic_server::resource::ALL_VERBS;
 use k8s_openapi::api::rbac::v1::PolicyRule;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// The annotation that lets an administrator keep a default as they changed it.
 const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
-/// The label every default carries.
-const BOOTSTRAPPING: (&str, &str) = ("kubernetes.io/bootstrapping", "rbac-defaults");
 
-const READ: &[&str] = &["get", "list", "watch"];
-const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
+/// kube's policy files, in the order their objects are written: roles
+/// before the bindings that name them.
+pub const FILES: [(&str, &str); 6] = [
+    (
+        "cluster-roles.yaml",
+        include_str!("bootstrap_policy/cluster-roles.yaml"),
+    ),
+    (
+        "controller-roles.yaml",
+        include_str!("bootstrap_policy/controller-roles.yaml"),
+    ),
+    (
+        "namespace-roles.yaml",
+        include_str!("bootstrap_policy/namespace-roles.yaml"),
+    ),
+    (
+        "cluster-role-bindings.yaml",
+        include_str!("bootstrap_policy/cluster-role-bindings.yaml"),
+    ),
+    (
+        "controller-role-bindings.yaml",
+        include_str!("bootstrap_policy/controller-role-bindings.yaml"),
+    ),
+    (
+        "namespace-role-bindings.yaml",
+        include_str!("bootstrap_policy/namespace-role-bindings.yaml"),
+    ),
+];
 
-/// A resource rule.
-fn rule(verbs: &[&str], group: &str, resources: &[&str]) -> Value {
-    json!({"verbs": verbs, "apiGroups": [group], "resources": resources})
+/// A policy file that does not read as a kube `List` of RBAC objects.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// The file is not YAML.
+    #[error("{file}: {source}")]
+    Yaml {
+        /// The file's name.
+        file: &'static str,
+        /// What the YAML reader said.
+        source: YamlError,
+    },
+    /// An item is not a named RBAC object.
+    #[error("{file}: item {index} is not a named Role, ClusterRole or binding")]
+    NotRbac {
+        /// The file's name.
+        file: &'static str,
+        /// The item's position in `items`.
+        index: usize,
+    },
 }
 
-/// A non-resource rule.
-fn urls(verbs: &[&str], paths: &[&str]) -> Value {
-    json!({"verbs": verbs, "nonResourceURLs": paths})
-}
-
-/// The label that aggregates a role into `admin`, `edit` or `view`.
-fn aggregate_to(role: &str) -> String {
-    format!("{GROUP}/aggregate-to-{role}")
-}
-
-/// A default ClusterRole: its name, extra labels, rules and the roles it aggregates.
-fn cluster_role(
-    name: &str,
-    labels: &[String],
-    rules: Vec<Value>,
-    aggregates: Option<&str>,
-) -> Value {
-    let mut all = Map::new();
-    all.insert(BOOTSTRAPPING.0.into(), BOOTSTRAPPING.1.into());
-    for label in labels {
-        all.insert(label.clone(), "true".into());
-    }
-    let mut role = json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": name, "labels": all, "annotations": {AUTOUPDATE: "true"}},
-        "rules": rules,
-    });
-    if let Some(into) = aggregates {
-        role["aggregationRule"] =
-            json!({"clusterRoleSelectors": [{"matchLabels": {aggregate_to(into): "true"}}]});
-    }
-    role
-}
-
-/// The default ClusterRoles.
-pub fn cluster_roles() -> Vec<Value> {
-    let to = |roles: &[&str]| roles.iter().map(|r| aggregate_to(r)).collect::<Vec<_>>();
-    vec![
-        cluster_role(
-            "cluster-admin",
-            &[],
-            vec![rule(&["*"], "*", &["*"]), urls(&["*"], &["*"])],
-            None,
-        ),
-        cluster_role("admin", &[], vec![], Some("admin")),
-        cluster_role("edit", &to(&["admin"]), vec![], Some("edit")),
-        cluster_role("view", &to(&["edit"]), vec![], Some("view")),
-        cluster_role(
-            "system:aggregate-to-admin",
-            &to(&["admin"]),
-            vec![
-                rule(
-                    &["create"],
-                    "authorization.k8s.io",
-                    &["localsubjectaccessreviews"],
-                ),
-                rule(ALL_VERBS, GROUP, &["rolebindings", "roles"]),
-            ],
-            None,
-        ),
-        cluster_role(
-            "system:aggregate-to-edit",
-            &to(&["admin", "edit"]),
-            vec![
-                rule(
-                    READ,
-                    "",
-                    &[
-                        "pods/attach",
-                        "pods/exec",
-                        "pods/portforward",
-                        "pods/proxy",
-                        "secrets",
-                        "services/proxy",
-                    ],
-                ),
-                rule(&["impersonate"], "", &["serviceaccounts"]),
-                rule(
-                    WRITE,
-                    "",
-                    &[
-                        "pods",
-                        "pods/attach",
-                        "pods/exec",
-                        "pods/portforward",
-                        "pods/proxy",
-                    ],
-                ),
-                rule(&["create"], "", &["pods/eviction"]),
-                rule(
-                    WRITE,
-                    "",
-                    &[
-                        "configmaps",
-                        "events",
-                        "persistentvolumeclaims",
-                        "replicationcontrollers",
-                        "replicationcontrollers/scale",
-                        "secrets",
-                        "serviceaccounts",
-                        "services",
-                        "services/proxy",
-                    ],
-                ),
-                rule(&["create"], "", &["serviceaccounts/token"]),
-                rule(
-                    WRITE,
-                    "apps",
-                    &[
-                        "daemonsets",
-                        "deployments",
-                        "deployments/rollback",
-                        "deployments/scale",
-                        "replicasets",
-                        "replicasets/scale",
-                        "statefulsets",
-                        "statefulsets/scale",
-                    ],
-                ),
-                rule(WRITE, "autoscaling", &["horizontalpodautoscalers"]),
-                rule(WRITE, "batch", &["cronjobs", "jobs"]),
-                rule(
-                    WRITE,
-                    "extensions",
-                    &[
-                        "daemonsets",
-                        "deployments",
-                        "deployments/rollback",
-                        "deployments/scale",
-                        "ingresses",
-                        "networkpolicies",
-                        "replicasets",
-                        "replicasets/scale",
-                        "replicationcontrollers/scale",
-                    ],
-                ),
-                rule(WRITE, "policy", &["poddisruptionbudgets"]),
-                rule(
-                    WRITE,
-                    "networking.k8s.io",
-                    &["ingresses", "networkpolicies"],
-                ),
-                rule(ALL_VERBS, "coordination.k8s.io", &["leases"]),
-            ],
-            None,
-        ),
-        cluster_role(
-            "system:aggregate-to-view",
-            &to(&["admin", "edit", "view"]),
-            vec![
-                rule(
-                    READ,
-                    "",
-                    &[
-                        "configmaps",
-                        "endpoints",
-                        "persistentvolumeclaims",
-                        "persistentvolumeclaims/status",
-                        "pods",
-                        "replicationcontrollers",
-                        "replicationcontrollers/scale",
-                        "serviceaccounts",
-                        "services",
-                        "services/status",
-                    ],
-                ),
-                rule(
-                    READ,
-                    "",
-                    &[
-                        "bindings",
-                        "events",
-                        "limitranges",
-                        "namespaces/status",
-                        "pods/log",
-                        "pods/status",
-                        "replicationcontrollers/status",
-                        "resourcequotas",
-                        "resourcequotas/status",
-                    ],
-                ),
-                rule(READ, "", &["namespaces"]),
-                rule(READ, "discovery.k8s.io", &["endpointslices"]),
-                rule(
-                    READ,
-                    "apps",
-                    &[
-                        "controllerrevisions",
-                        "daemonsets",
-                        "daemonsets/status",
-                        "deployments",
-                        "deployments/scale",
-                        "deployments/status",
-                        "replicasets",
-                        "replicasets/scale",
-                        "replicasets/status",
-                        "statefulsets",
-                        "statefulsets/scale",
-                        "statefulsets/status",
-                    ],
-                ),
-                rule(
-                    READ,
-                    "autoscaling",
-                    &[
-                        "horizontalpodautoscalers",
-                        "horizontalpodautoscalers/status",
-                    ],
-                ),
-                rule(
-                    READ,
-                    "batch",
-                    &["cronjobs", "cronjobs/status", "jobs", "jobs/status"],
-                ),
-                rule(
-                    READ,
-                    "extensions",
-                    &[
-                        "daemonsets",
-                        "daemonsets/status",
-                        "deployments",
-                        "deployments/scale",
-                        "deployments/status",
-                        "ingresses",
-                        "ingresses/status",
-                        "networkpolicies",
-                        "replicasets",
-                        "replicasets/scale",
-                        "replicasets/status",
-                        "replicationcontrollers/scale",
-                    ],
-                ),
-                rule(
-                    READ,
-                    "policy",
-                    &["poddisruptionbudgets", "poddisruptionbudgets/status"],
-                ),
-                rule(
-                    READ,
-                    "networking.k8s.io",
-                    &["ingresses", "ingresses/status", "networkpolicies"],
-                ),
-            ],
-            None,
-        ),
-        cluster_role(
-            "system:discovery",
-            &[],
-            vec![urls(
-                &["get"],
-                &[
-                    "/api",
-                    "/api/*",
-                    "/apis",
-                    "/apis/*",
-                    "/healthz",
-                    "/livez",
-                    "/openapi",
-                    "/openapi/*",
-                    "/readyz",
-                    "/version",
-                    "/version/",
-                ],
-            )],
-            None,
-        ),
-        cluster_role(
-            "system:basic-user",
-            &[],
-            vec![
-                rule(
-                    &["create"],
-                    "authorization.k8s.io",
-                    &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-                ),
-                rule(
-                    &["create"],
-                    "authentication.k8s.io",
-                    &["selfsubjectreviews"],
-                ),
-            ],
-            None,
-        ),
-        cluster_role(
-            "system:public-info-viewer",
-            &[],
-            vec![urls(
-                &["get"],
-                &["/healthz", "/livez", "/readyz", "/version", "/version/"],
-            )],
-            None,
-        ),
-        cluster_role(
-            "system:auth-delegator",
-            &[],
-            vec![
-                rule(&["create"], "authentication.k8s.io", &["tokenreviews"]),
-                rule(
-                    &["create"],
-                    "authorization.k8s.io",
-                    &["subjectaccessreviews"],
-                ),
-            ],
-            None,
-        ),
-        cluster_role(
-            "system:monitoring",
-            &[],
-            vec![urls(
-                &["get"],
-                &[
-                    "/healthz",
-                    "/healthz/*",
-                    "/livez",
-                    "/livez/*",
-                    "/metrics",
-                    "/metrics/slis",
-                    "/readyz",
-                    "/readyz/*",
-                ],
-            )],
-            None,
-        ),
-        cluster_role(
-            "system:aggregated-metrics-reader",
-            &to(&["admin", "edit", "view"]),
-            vec![rule(READ, "metrics.k8s.io", &["nodes", "pods"])],
-            None,
-        ),
-    ]
-}
-
-/// The default ClusterRoleBindings: role name and the groups bound to it.
-pub fn cluster_role_bindings() -> Vec<Value> {
-    [
-        ("cluster-admin", &["system:masters"][..]),
-        ("system:basic-user", &["system:authenticated"]),
-        ("system:discovery", &["system:authenticated"]),
-        (
-            "system:public-info-viewer",
-            &["system:authenticated", "system:unauthenticated"],
-        ),
-        ("system:monitoring", &["system:monitoring"]),
-    ]
-    .into_iter()
-    .map(|(role, groups)| {
-        let subjects: Vec<Value> = groups
-            .iter()
-            .map(|g| json!({"apiGroup": GROUP, "kind": "Group", "name": g}))
-            .collect();
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {
-                "name": role,
-                "labels": {BOOTSTRAPPING.0: BOOTSTRAPPING.1},
-                "annotations": {AUTOUPDATE: "true"},
-            },
-            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": role},
-            "subjects": subjects,
+/// The objects of one policy file, each with the collection it is written to.
+pub fn read(
+    file: &'static str,
+    text: &str,
+) -> std::result::Result<Vec<(String, Value)>, PolicyError> {
+    let list = apimachinery::yaml::to_json(text.as_bytes())
+        .map_err(|source| PolicyError::Yaml { file, source })?;
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, mut object)| {
+            let collection = collection(&object).ok_or(PolicyError::NotRbac { file, index })?;
+            let is_role = matches!(object["kind"].as_str(), Some("ClusterRole" | "Role"));
+            if is_role && object["rules"].is_null() {
+                // kube's file says `rules: null` for the aggregated roles.
+                object["rules"] = json!([]);
+            }
+            Ok((collection, object))
         })
-    })
-    .collect()
+        .collect()
 }
 
-/// The default Roles and RoleBindings of `kube-system` that aggregated
-/// servers need (kube's `namespace-roles.yaml`): every server built on
-/// k8s.io/apiserver reads the front-proxy trust it is given from the
-/// `extension-apiserver-authentication` ConfigMap, bound to this Role.
-pub fn namespace_policy() -> Vec<Value> {
-    let metadata = |name: &str| {
-        json!({"name": name, "namespace": "kube-system",
-               "labels": {BOOTSTRAPPING.0: BOOTSTRAPPING.1},
-               "annotations": {AUTOUPDATE: "true"}})
+/// Every object of kube's bootstrap policy, in the order it is written.
+pub fn objects() -> std::result::Result<Vec<(String, Value)>, PolicyError> {
+    let mut all = Vec::new();
+    for (file, text) in FILES {
+        all.extend(read(file, text)?);
+    }
+    Ok(all)
+}
+
+/// The collection an RBAC object is created in, from its kind and namespace.
+fn collection(object: &Value) -> Option<String> {
+    const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+    object["metadata"]["name"].as_str()?;
+    let namespace = object["metadata"]["namespace"].as_str();
+    let resource = match object["kind"].as_str()? {
+        "ClusterRole" => return Some(format!("{RBAC}/clusterroles")),
+        "ClusterRoleBinding" => return Some(format!("{RBAC}/clusterrolebindings")),
+        "Role" => "roles",
+        "RoleBinding" => "rolebindings",
+        _ => return None,
     };
-    let reader = "extension-apiserver-authentication-reader";
-    let users = ["system:kube-controller-manager", "system:kube-scheduler"];
-    vec![
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-               "metadata": metadata(reader),
-               "rules": [{"apiGroups": [""], "resources": ["configmaps"],
-                          "resourceNames": ["extension-apiserver-authentication"], "verbs": READ}]}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": metadata(&format!("system::{reader}")),
-               "roleRef": {"apiGroup": GROUP, "kind": "Role", "name": reader},
-               "subjects": users.iter().map(|u| json!({"apiGroup": GROUP, "kind": "User", "name": u})).collect::<Vec<_>>()}),
-    ]
+    Some(format!("{RBAC}/namespaces/{}/{resource}", namespace?))
+}
+
+/// Whether two subjects name the same one (an absent `apiGroup` or
+/// `namespace` is the empty one).
+fn same_subject(a: &Value, b: &Value) -> bool {
+    ["kind", "apiGroup", "name", "namespace"]
+        .iter()
+        .all(|field| a[field].as_str().unwrap_or_default() == b[field].as_str().unwrap_or_default())
 }
 
 fn rules_of(object: &Value) -> Vec<PolicyRule> {
@@ -480,7 +187,7 @@ fn reconciled(existing: &Value, wanted: &Value) -> Option<Value> {
             let have = existing["subjects"].as_array().cloned().unwrap_or_default();
             let mut subjects = have.clone();
             for subject in wanted["subjects"].as_array().into_iter().flatten() {
-                if !subjects.contains(subject) {
+                if !subjects.iter().any(|have| same_subject(have, subject)) {
                     subjects.push(subject.clone());
                 }
             }
@@ -516,25 +223,13 @@ async fn ensure(client: &Loopback, collection: &str, wanted: &Value) -> Result<(
 /// kube's `rbac/bootstrap-roles` hook: writes the defaults, retrying until
 /// every one is in place (a replica racing another converges the same way).
 pub async fn bootstrap(client: Loopback) {
-    const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
-    const BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
-    const KUBE_SYSTEM: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system";
-    let objects: Vec<(String, Value)> = cluster_roles()
-        .into_iter()
-        .map(|r| (ROLES.to_string(), r))
-        .chain(
-            cluster_role_bindings()
-                .into_iter()
-                .map(|b| (BINDINGS.to_string(), b)),
-        )
-        .chain(namespace_policy().into_iter().map(|object| {
-            let collection = match object["kind"].as_str() {
-                Some("Role") => "roles",
-                _ => "rolebindings",
-            };
-            (format!("{KUBE_SYSTEM}/{collection}"), object)
-        }))
-        .collect();
+    let objects = match objects() {
+        Ok(objects) => objects,
+        Err(e) => {
+            tracing::error!(error = %e, "kube's bootstrap policy does not read");
+            return;
+        }
+    };
     for (collection, wanted) in &objects {
         let mut delay = std::time::Duration::from_millis(100);
         while let Err(e) = ensure(&client, collection, wanted).await {
@@ -549,58 +244,171 @@ pub async fn bootstrap(client: Loopback) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_default_is_a_valid_kube_object() {
-        for role in cluster_roles() {
-            let typed: k8s_openapi::api::rbac::v1::ClusterRole =
-                serde_json::from_value(role.clone()).expect("a ClusterRole");
-            let aggregated = typed.aggregation_rule.is_some();
-            assert!(
-                aggregated || !typed.rules.unwrap_or_default().is_empty(),
-                "{role}"
-            );
-        }
-        let names: Vec<String> = cluster_roles()
+    fn named<'a>(objects: &'a [(String, Value)], kind: &str, name: &str) -> &'a Value {
+        objects
             .iter()
-            .map(|r| r["metadata"]["name"].as_str().unwrap().to_string())
+            .map(|(_, o)| o)
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{kind} {name}"))
+    }
+
+    #[test]
+    fn every_file_reads_with_kube_s_counts() {
+        let counts: Vec<(&str, usize)> = FILES
+            .iter()
+            .map(|(file, text)| (*file, read(file, text).expect("a policy file").len()))
             .collect();
-        for binding in cluster_role_bindings() {
-            let typed: k8s_openapi::api::rbac::v1::ClusterRoleBinding =
-                serde_json::from_value(binding).expect("a ClusterRoleBinding");
-            assert!(
-                names.contains(&typed.role_ref.name),
-                "{}",
-                typed.role_ref.name
-            );
-        }
-        let [role, binding] = &namespace_policy()[..] else {
-            panic!("a Role and its RoleBinding");
-        };
-        let role: k8s_openapi::api::rbac::v1::Role =
-            serde_json::from_value(role.clone()).expect("a Role");
-        let binding: k8s_openapi::api::rbac::v1::RoleBinding =
-            serde_json::from_value(binding.clone()).expect("a RoleBinding");
         assert_eq!(
-            binding.role_ref.name,
-            role.metadata.name.unwrap_or_default()
+            counts,
+            [
+                ("cluster-roles.yaml", 31),
+                ("controller-roles.yaml", 38),
+                ("namespace-roles.yaml", 7),
+                ("cluster-role-bindings.yaml", 12),
+                ("controller-role-bindings.yaml", 38),
+                ("namespace-role-bindings.yaml", 7),
+            ]
         );
+        for (collection, object) in objects().expect("kube's policy") {
+            let name = object["metadata"]["name"].as_str().expect("kube's policy");
+            assert_eq!(
+                object["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults",
+                "{name}"
+            );
+            assert_eq!(
+                object["metadata"]["annotations"][AUTOUPDATE], "true",
+                "{name}"
+            );
+            match object["kind"].as_str().expect("kube's policy") {
+                "ClusterRole" => {
+                    let typed: k8s_openapi::api::rbac::v1::ClusterRole =
+                        serde_json::from_value(object.clone()).expect("a ClusterRole");
+                    assert!(
+                        typed.aggregation_rule.is_some()
+                            || !typed.rules.expect("kube's policy").is_empty(),
+                        "{name}"
+                    );
+                    assert!(collection.ends_with("/clusterroles"));
+                }
+                "Role" => {
+                    serde_json::from_value::<k8s_openapi::api::rbac::v1::Role>(object.clone())
+                        .expect("a Role");
+                    let ns = object["metadata"]["namespace"]
+                        .as_str()
+                        .expect("kube's policy");
+                    assert!(["kube-system", "kube-public"].contains(&ns), "{name}");
+                    assert!(collection.ends_with(&format!("/namespaces/{ns}/roles")));
+                }
+                "ClusterRoleBinding" => {
+                    serde_json::from_value::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(
+                        object.clone(),
+                    )
+                    .expect("a ClusterRoleBinding");
+                }
+                "RoleBinding" => {
+                    serde_json::from_value::<k8s_openapi::api::rbac::v1::RoleBinding>(
+                        object.clone(),
+                    )
+                    .expect("a RoleBinding");
+                }
+                kind => panic!("{kind}"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_binding_names_a_role_of_the_policy() {
+        let all = objects().expect("kube's policy");
+        for (_, binding) in all.iter().filter(|(_, o)| {
+            matches!(
+                o["kind"].as_str(),
+                Some("ClusterRoleBinding" | "RoleBinding")
+            )
+        }) {
+            let role = &binding["roleRef"];
+            let found = all.iter().any(|(_, o)| {
+                o["kind"] == role["kind"]
+                    && o["metadata"]["name"] == role["name"]
+                    && o["metadata"]["namespace"] == binding["metadata"]["namespace"]
+            });
+            assert!(found, "{binding}");
+        }
+    }
+
+    #[test]
+    fn known_objects_read_as_kube_writes_them() {
+        let all = objects().expect("kube's policy");
+        let view = named(&all, "ClusterRole", "view");
+        assert_eq!(view["rules"], json!([]));
+        assert_eq!(
+            view["aggregationRule"]["clusterRoleSelectors"][0]["matchLabels"]["rbac.authorization.k8s.io/aggregate-to-view"],
+            "true"
+        );
+        assert_eq!(
+            view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"],
+            "true"
+        );
+        let scheduler = named(&all, "ClusterRole", "system:kube-scheduler");
+        assert!(
+            scheduler["rules"]
+                .as_array()
+                .expect("kube's policy")
+                .contains(&json!(
+                    {"apiGroups": ["coordination.k8s.io"], "resourceNames": ["kube-scheduler"],
+                     "resources": ["leases"], "verbs": ["get", "update"]}
+                ))
+        );
+        let cidrs = named(
+            &all,
+            "ClusterRole",
+            "system:controller:service-cidrs-controller",
+        );
+        assert_eq!(cidrs["rules"].as_array().expect("kube's policy").len(), 5);
+        let binding = named(
+            &all,
+            "ClusterRoleBinding",
+            "system:controller:job-controller",
+        );
+        assert_eq!(
+            binding["subjects"],
+            json!([{"kind": "ServiceAccount", "name": "job-controller", "namespace": "kube-system"}])
+        );
+        let signer = all
+            .iter()
+            .find(|(c, o)| {
+                c.contains("/namespaces/kube-public/")
+                    && o["metadata"]["name"] == "system:controller:bootstrap-signer"
+                    && o["kind"] == "Role"
+            })
+            .expect("bootstrap-signer in kube-public");
+        assert_eq!(
+            signer.1["rules"][1]["resourceNames"],
+            json!(["cluster-info"])
+        );
+        let leader = named(&all, "RoleBinding", "system::leader-locking-kube-scheduler");
+        assert_eq!(
+            leader["subjects"].as_array().expect("kube's policy").len(),
+            2
+        );
+        assert!(named(&all, "ClusterRoleBinding", "system:node")["subjects"].is_null());
     }
 
     #[test]
     fn reconciling_adds_what_is_missing_and_respects_autoupdate_false() {
-        let wanted = &cluster_roles()[0];
+        let all = objects().expect("kube's policy");
+        let wanted = named(&all, "ClusterRole", "cluster-admin");
         let mut trimmed = wanted.clone();
         trimmed["rules"] = json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]);
         trimmed["metadata"]["labels"] = json!({"team": "x"});
         let fixed = reconciled(&trimmed, wanted).expect("a change");
-        assert_eq!(fixed["rules"].as_array().unwrap().len(), 2);
+        assert_eq!(fixed["rules"].as_array().expect("kube's policy").len(), 2);
         assert_eq!(
             fixed["metadata"]["labels"]["team"], "x",
             "extra labels stay"
         );
         assert_eq!(
-            fixed["metadata"]["labels"][BOOTSTRAPPING.0],
-            BOOTSTRAPPING.1
+            fixed["metadata"]["labels"]["kubernetes.io/bootstrapping"],
+            "rbac-defaults"
         );
         assert!(
             reconciled(&fixed, wanted).is_none(),
@@ -609,10 +417,34 @@ mod tests {
         let mut kept = trimmed.clone();
         kept["metadata"]["annotations"] = json!({AUTOUPDATE: "false"});
         assert!(reconciled(&kept, wanted).is_none());
-        let binding = &cluster_role_bindings()[0];
+
+        let binding = named(&all, "ClusterRoleBinding", "cluster-admin");
         let mut unbound = binding.clone();
-        unbound["subjects"] = json!([{"kind": "User", "apiGroup": GROUP, "name": "alice"}]);
+        unbound["subjects"] =
+            json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]);
         let fixed = reconciled(&unbound, binding).expect("a change");
-        assert_eq!(fixed["subjects"].as_array().unwrap().len(), 2, "{fixed}");
+        assert_eq!(
+            fixed["subjects"].as_array().expect("kube's policy").len(),
+            2,
+            "{fixed}"
+        );
+
+        // A ServiceAccount subject as the server returns it (an empty
+        // apiGroup written out) is the same subject.
+        let binding = named(&all, "RoleBinding", "system:controller:token-cleaner");
+        let mut stored = binding.clone();
+        stored["subjects"][0]["apiGroup"] = json!("");
+        assert!(reconciled(&stored, binding).is_none(), "{stored}");
+
+        // An aggregated role keeps the rules the controller gave it, and
+        // gets its selector back.
+        let view = named(&all, "ClusterRole", "view");
+        let mut filled = view.clone();
+        filled["rules"] = json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]);
+        assert!(reconciled(&filled, view).is_none());
+        filled["aggregationRule"] = json!({"clusterRoleSelectors": []});
+        let fixed = reconciled(&filled, view).expect("a change");
+        assert_eq!(fixed["aggregationRule"], view["aggregationRule"]);
+        assert_eq!(fixed["rules"], filled["rules"]);
     }
 }

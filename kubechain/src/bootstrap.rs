@@ -113,6 +113,17 @@ pub async fn register(
                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:metrics-server"},
                    "subjects": [user]}),
         ),
+        (
+            // metrics-server's manifest lets admin, edit and view read metrics.
+            format!("{rbac}/clusterroles"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                   "metadata": {"name": "system:aggregated-metrics-reader", "labels": {
+                       "k8s-app": "metrics-server",
+                       "rbac.authorization.k8s.io/aggregate-to-admin": "true",
+                       "rbac.authorization.k8s.io/aggregate-to-edit": "true",
+                       "rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+                   "rules": [{"apiGroups": ["metrics.k8s.io"], "resources": ["nodes", "pods"], "verbs": ["get", "list", "watch"]}]}),
+        ),
     ];
     let registration = Registration {
         group: "metrics.k8s.io".to_string(),

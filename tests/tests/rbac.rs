@@ -2,10 +2,14 @@
 //! roles, a `kubectl auth can-i` matrix for view, edit, admin and nobody,
 //! a ServiceAccount bound to edit doing its work with the Python client,
 //! escalation refused (and allowed with `escalate` and `bind`),
-//! impersonation allowed and refused, aggregation extending `view`, and
-//! local access reviews held to their own namespace.
+//! impersonation allowed and refused, aggregation extending `view`, local
+//! access reviews held to their own namespace, and kube's whole bootstrap
+//! policy as the cluster holds it.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
+
+use serde_json::Value;
 
 use tests::{As, Cluster, eventually};
 
@@ -831,5 +835,292 @@ fn a_namespace_admin_asks_local_access_reviews_about_its_own_namespace_only() {
     assert_eq!(
         can_i(&cluster, &me, &["get", "secrets", "-n", "kube-system"]),
         "no"
+    );
+}
+
+/// kube's bootstrap policy files, the ones the core server writes at start.
+const POLICY: [&str; 6] = [
+    include_str!("../../core-server/src/bootstrap_policy/cluster-roles.yaml"),
+    include_str!("../../core-server/src/bootstrap_policy/controller-roles.yaml"),
+    include_str!("../../core-server/src/bootstrap_policy/namespace-roles.yaml"),
+    include_str!("../../core-server/src/bootstrap_policy/cluster-role-bindings.yaml"),
+    include_str!("../../core-server/src/bootstrap_policy/controller-role-bindings.yaml"),
+    include_str!("../../core-server/src/bootstrap_policy/namespace-role-bindings.yaml"),
+];
+
+/// An object's kind, namespace and name.
+type Key = (String, String, String);
+
+fn key(object: &Value) -> Key {
+    let field = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    (
+        field(&object["kind"]),
+        field(&object["metadata"]["namespace"]),
+        field(&object["metadata"]["name"]),
+    )
+}
+
+/// What a set of rules allows, one (groups or URL, resource, name, verb) at a
+/// time, so that rules split or merged differently compare equal.
+fn grants(rules: &Value) -> BTreeSet<String> {
+    let list = |rule: &Value, field: &str| -> Vec<String> {
+        match rule[field].as_array() {
+            Some(values) if !values.is_empty() => values
+                .iter()
+                .map(|v| v.as_str().unwrap_or_default().to_string())
+                .collect(),
+            _ => vec![String::new()],
+        }
+    };
+    let mut all = BTreeSet::new();
+    for rule in rules.as_array().into_iter().flatten() {
+        for verb in list(rule, "verbs") {
+            if rule["nonResourceURLs"].is_array() {
+                for url in list(rule, "nonResourceURLs") {
+                    all.insert(format!("{verb} {url}"));
+                }
+                continue;
+            }
+            for group in list(rule, "apiGroups") {
+                for resource in list(rule, "resources") {
+                    for name in list(rule, "resourceNames") {
+                        all.insert(format!("{verb} {group}/{resource}/{name}"));
+                    }
+                }
+            }
+        }
+    }
+    all
+}
+
+/// Subjects as a set, an absent `apiGroup` or `namespace` being the empty one.
+fn subjects(object: &Value) -> BTreeSet<String> {
+    object["subjects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            ["kind", "apiGroup", "namespace", "name"]
+                .map(|f| s[f].as_str().unwrap_or_default())
+                .join("/")
+        })
+        .collect()
+}
+
+/// The rules an aggregated role holds: those of every role its selectors
+/// match, an aggregated one's own aggregated rules included (`admin` takes
+/// `edit`'s, which takes `view`'s; kube's golden files list no rules for
+/// them). `depth` bounds a cycle of selectors.
+fn aggregated(role: &Value, roles: &[&Value], depth: usize) -> BTreeSet<String> {
+    let selectors = role["aggregationRule"]["clusterRoleSelectors"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    roles
+        .iter()
+        .filter(|r| {
+            selectors.iter().any(|s| {
+                s["matchLabels"].as_object().is_some_and(|labels| {
+                    labels.iter().all(|(k, v)| &r["metadata"]["labels"][k] == v)
+                })
+            })
+        })
+        .flat_map(|r| {
+            if r["aggregationRule"].is_object() && depth > 0 {
+                aggregated(r, roles, depth - 1)
+            } else {
+                grants(&r["rules"])
+            }
+        })
+        .collect()
+}
+
+/// How the live objects differ from kube's policy, one line a difference
+/// (empty when the cluster holds the policy).
+fn policy_diff(golden: &[Value], live: &BTreeMap<Key, Value>) -> Vec<String> {
+    let mut diff = Vec::new();
+    let live_roles: Vec<&Value> = live
+        .values()
+        .filter(|o| o["kind"] == "ClusterRole")
+        .collect();
+    let golden_keys: BTreeSet<Key> = golden.iter().map(key).collect();
+    // Roles aggregated into admin/edit/view that kube does not ship (e.g. a
+    // CRD author's) count with kube's own.
+    let mut aggregated_from: Vec<&Value> = golden
+        .iter()
+        .filter(|o| o["kind"] == "ClusterRole")
+        .collect();
+    aggregated_from.extend(
+        live_roles
+            .iter()
+            .filter(|r| !golden_keys.contains(&key(r)))
+            .copied(),
+    );
+    for want in golden {
+        let (kind, namespace, name) = key(want);
+        let what = format!("{kind} {namespace}/{name}");
+        let Some(have) = live.get(&key(want)) else {
+            diff.push(format!("{what}: missing"));
+            continue;
+        };
+        for field in ["labels", "annotations"] {
+            let (w, h) = (&want["metadata"][field], &have["metadata"][field]);
+            if w != h {
+                diff.push(format!("{what}: {field} {h} != {w}"));
+            }
+        }
+        if kind.ends_with("Binding") {
+            if want["roleRef"] != have["roleRef"] {
+                diff.push(format!(
+                    "{what}: roleRef {} != {}",
+                    have["roleRef"], want["roleRef"]
+                ));
+            }
+            let (w, h) = (subjects(want), subjects(have));
+            if w != h {
+                diff.push(format!("{what}: subjects {h:?} != {w:?}"));
+            }
+            continue;
+        }
+        if want["aggregationRule"] != have["aggregationRule"] {
+            diff.push(format!(
+                "{what}: aggregationRule {} != {}",
+                have["aggregationRule"], want["aggregationRule"]
+            ));
+        }
+        let w = if want["aggregationRule"].is_object() {
+            aggregated(want, &aggregated_from, 4)
+        } else {
+            grants(&want["rules"])
+        };
+        let h = grants(&have["rules"]);
+        let (missing, extra): (Vec<_>, Vec<_>) =
+            (w.difference(&h).collect(), h.difference(&w).collect());
+        if !missing.is_empty() || !extra.is_empty() {
+            let first = |v: &[&String]| v.iter().take(8).map(|s| s.to_string()).collect::<Vec<_>>();
+            diff.push(format!(
+                "{what}: {} rules missing {:?}..., {} extra {:?}...",
+                missing.len(),
+                first(&missing),
+                extra.len(),
+                first(&extra)
+            ));
+        }
+    }
+    diff
+}
+
+#[test]
+fn the_cluster_holds_kube_s_whole_bootstrap_policy() {
+    let cluster = Cluster::start();
+    let golden: Vec<Value> = POLICY
+        .iter()
+        .flat_map(|text| {
+            let list = apimachinery::yaml::to_json(text.as_bytes()).expect("a policy file");
+            list["items"].as_array().cloned().unwrap_or_default()
+        })
+        .collect();
+    let count = |kind: &str| golden.iter().filter(|o| o["kind"] == kind).count();
+    println!(
+        "kube's files: {} ClusterRoles, {} ClusterRoleBindings, {} Roles, {} RoleBindings",
+        count("ClusterRole"),
+        count("ClusterRoleBinding"),
+        count("Role"),
+        count("RoleBinding")
+    );
+    let live = || {
+        let mut all = BTreeMap::new();
+        for args in [
+            &["get", "clusterroles,clusterrolebindings", "-o", "json"][..],
+            &[
+                "get",
+                "roles,rolebindings",
+                "-n",
+                "kube-system",
+                "-o",
+                "json",
+            ],
+            &[
+                "get",
+                "roles,rolebindings",
+                "-n",
+                "kube-public",
+                "-o",
+                "json",
+            ],
+        ] {
+            for item in cluster.kubectl(args).json()["items"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+            {
+                all.insert(key(&item), item);
+            }
+        }
+        all
+    };
+    // The hook writes the policy just after start, and the aggregation
+    // controller fills admin, edit and view after that.
+    let mut diff = Vec::new();
+    let settled = eventually(Duration::from_secs(30), || {
+        diff = policy_diff(&golden, &live());
+        diff.is_empty()
+    });
+    let held = live();
+    let held_count = |kind: &str| held.keys().filter(|k| k.0 == kind).count();
+    println!(
+        "the cluster: {} ClusterRoles, {} ClusterRoleBindings, {} Roles, {} RoleBindings",
+        held_count("ClusterRole"),
+        held_count("ClusterRoleBinding"),
+        held_count("Role"),
+        held_count("RoleBinding")
+    );
+    println!("diff ({} lines):", diff.len());
+    for line in &diff {
+        println!("  {line}");
+    }
+    assert!(settled && diff.is_empty(), "{diff:#?}");
+
+    // kube-scheduler's identity, by impersonation: its bootstrap roles let it
+    // read its lease in kube-system, and nothing lets it delete a namespace.
+    cluster
+        .kubectl_stdin(
+            &["apply", "-f", "-"],
+            r#"{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": "kube-scheduler", "namespace": "kube-system"},
+                "spec": {"holderIdentity": "someone"}}"#,
+        )
+        .ok();
+    cluster.kubectl(&["create", "namespace", NS]).ok();
+    let scheduler = ["Impersonate-User: system:kube-scheduler"];
+    let lease = cluster.curl(
+        As::Admin,
+        "GET",
+        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler",
+        &scheduler,
+        None,
+    );
+    assert_eq!(lease.code, 200, "{}", lease.text);
+    assert_eq!(lease.json["spec"]["holderIdentity"], "someone");
+    let refused = cluster.curl(
+        As::Admin,
+        "DELETE",
+        &format!("/api/v1/namespaces/{NS}"),
+        &scheduler,
+        None,
+    );
+    assert_eq!(refused.code, 403, "{}", refused.text);
+    assert_eq!(refused.json["kind"], "Status");
+    assert_eq!(refused.json["reason"], "Forbidden");
+    assert_eq!(refused.json["code"], 403);
+    assert_eq!(
+        refused.json["message"],
+        format!(
+            "namespaces \"{NS}\" is forbidden: User \"system:kube-scheduler\" cannot delete resource \"namespaces\" in API group \"\" in the namespace \"{NS}\""
+        )
+    );
+    assert!(
+        cluster.kubectl(&["get", "namespace", NS]).code == 0,
+        "the namespace is still there"
     );
 }
