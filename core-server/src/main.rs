@@ -4,9 +4,11 @@
 
 mod admission;
 mod allocation;
+mod binding;
 mod bootstrap_policy;
 mod controllers;
 mod escalation;
+mod eviction;
 mod resources;
 mod reviews;
 mod tokens;
@@ -190,6 +192,8 @@ async fn run(options: Options) -> anyhow::Result<()> {
     );
     let _ = policy.set(rbac.clone());
     reviews::install(server.api(), rbac);
+    binding::install(server.api());
+    eviction::install(server.api());
     install_token_requests(server.api(), &options)?;
 
     let client = Loopback::new(server.api().clone(), "system:kube-controller-manager");

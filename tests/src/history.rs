@@ -149,10 +149,23 @@ fn was_written(ops: &[&Op], version: u64, value: &str, before: Instant) -> Resul
 }
 
 /// Every failure of the read checks: values and versions that were never
-/// written, stale consistent reads, and consistent reads going back.
+/// written, stale consistent reads, consistent reads going back, and a
+/// value seen at two versions (a write that happened twice, or an
+/// indeterminate one that happened for some readers only).
 pub fn check_reads(history: &[Op]) -> Vec<String> {
     let mut failures = Vec::new();
     for (key, ops) in by_key(history) {
+        let mut versions: HashMap<&str, u64> = HashMap::new();
+        for op in ops.iter().filter(|op| op.kind != Kind::Delete) {
+            if let Outcome::Done(Some((version, value))) = &op.outcome {
+                match versions.insert(value, *version) {
+                    Some(other) if other != *version => failures.push(format!(
+                        "{key}: {value:?} seen at versions {other} and {version}"
+                    )),
+                    _ => {}
+                }
+            }
+        }
         for read in &ops {
             let Kind::Get { consistent } = read.kind else {
                 continue;
@@ -198,6 +211,51 @@ pub fn check_reads(history: &[Op]) -> Vec<String> {
                     failures.push(format!(
                         "{key}: a consistent read by client {} returned version {version}, older than {seen} seen by client {} before it was sent (stale)",
                         read.client, earlier.client
+                    ));
+                }
+            }
+        }
+    }
+    failures.sort();
+    failures.dedup();
+    failures
+}
+
+/// Every conditional write that replaced another version than the one it
+/// named: an acknowledged update with precondition `p`, given version `v`,
+/// while some operation saw the key at a version between them, or a delete
+/// removed `p` (a lost update).
+pub fn check_conditional_writes(history: &[Op]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (key, ops) in by_key(history) {
+        for write in &ops {
+            let (
+                Kind::Update {
+                    precondition: Some(p),
+                    value,
+                },
+                Some(v),
+            ) = (&write.kind, write.acknowledged())
+            else {
+                continue;
+            };
+            for other in &ops {
+                let seen = match (&other.kind, &other.outcome) {
+                    (Kind::Delete, Outcome::Done(Some((removed, _)))) if removed == p => {
+                        failures.push(format!(
+                            "{key}: {value:?} replaced version {p}, which client {} deleted (lost update)",
+                            other.client
+                        ));
+                        continue;
+                    }
+                    (Kind::Delete, _) => continue,
+                    (_, Outcome::Done(Some((seen, _)))) => *seen,
+                    _ => continue,
+                };
+                if *p < seen && seen < v {
+                    failures.push(format!(
+                        "{key}: {value:?} was written over version {p} at {v}, but client {} saw version {seen} between them (lost update)",
+                        other.client
                     ));
                 }
             }
@@ -443,7 +501,12 @@ mod tests {
             c.op(0, CACHED, (12, 13), done(13, "r")),
         ];
         let failures = check_reads(&history);
-        assert_eq!(failures.len(), 4, "{failures:#?}");
+        assert_eq!(failures.len(), 5, "{failures:#?}");
+        assert!(
+            failures
+                .iter()
+                .any(|f| f.contains("seen at versions 12 and 11"))
+        );
         assert!(failures.iter().any(|f| f.contains("(stale)")));
         assert!(failures.iter().any(|f| f.contains("never written")));
         assert!(
@@ -568,5 +631,55 @@ mod tests {
         assert!(check_watch(&history, 0, &late)[0].contains("out of order"));
         let invented = [Seen::Started(10), Seen::Deleted("k".into(), 11)];
         assert!(check_watch(&history[..2], 0, &invented)[0].contains("no delete of it"));
+    }
+
+    #[test]
+    fn a_conditional_write_replaces_exactly_the_version_it_names() {
+        let c = Clock(Instant::now());
+        let conditional = |value: &str, rv| Kind::Update {
+            value: value.into(),
+            precondition: Some(rv),
+        };
+        let history = vec![
+            c.op(0, Kind::Create("a".into()), (0, 1), done(10, "a")),
+            c.op(1, conditional("b", 10), (2, 3), done(12, "b")),
+            c.op(2, conditional("c", 10), (4, 5), Outcome::Refused),
+            c.op(2, conditional("d", 12), (6, 7), done(14, "d")),
+        ];
+        assert_eq!(check_conditional_writes(&history), Vec::<String>::new());
+        // Version 12 came between 10 and the write given 13: lost.
+        let mut lost = history.clone();
+        lost.push(c.op(3, conditional("e", 10), (8, 9), done(16, "e")));
+        let failures = check_conditional_writes(&lost);
+        assert!(
+            failures.iter().any(|f| f.contains("saw version 12")),
+            "{failures:#?}"
+        );
+        // Over a deleted version.
+        let mut deleted = history[..2].to_vec();
+        deleted.push(c.op(3, Kind::Delete, (4, 5), done(12, "b")));
+        deleted.push(c.op(2, conditional("f", 12), (6, 7), done(14, "f")));
+        assert!(check_conditional_writes(&deleted)[0].contains("deleted (lost update)"));
+    }
+
+    #[test]
+    fn an_indeterminate_write_happens_once_for_everyone() {
+        let c = Clock(Instant::now());
+        let history = vec![
+            c.op(0, Kind::Create("a".into()), (0, 1), done(10, "a")),
+            c.op(1, put("b"), (2, 30), Outcome::Indeterminate),
+            c.op(2, CACHED, (3, 4), done(12, "b")),
+            c.op(3, CACHED, (5, 6), done(12, "b")),
+        ];
+        assert_eq!(check_reads(&history), Vec::<String>::new());
+        let mut twice = history.clone();
+        twice.push(c.op(3, CACHED, (7, 8), done(15, "b")));
+        let failures = check_reads(&twice);
+        assert!(
+            failures
+                .iter()
+                .any(|f| f.contains("seen at versions 12 and 15")),
+            "{failures:#?}"
+        );
     }
 }

@@ -16,6 +16,7 @@ mod events_v1;
 pub(crate) mod fields;
 mod flowcontrol;
 mod horizontalpodautoscaler;
+mod horizontalpodautoscaler_v1;
 mod ingress;
 mod ingressclass;
 mod job;
@@ -52,11 +53,11 @@ pub use priorityclass::SYSTEM_CLASSES as SYSTEM_PRIORITY_CLASSES;
 use apimachinery::group_version::GroupVersionKind;
 use generic_server::resource::{Resource, ScaleSelector, ScaleSpec};
 use k8s_openapi::api::{
-    admissionregistration::v1 as admission_v1, apps::v1 as apps, autoscaling::v2 as autoscaling,
-    batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
-    core::v1, discovery::v1 as discovery, events::v1 as events, flowcontrol::v1 as flowcontrol_v1,
-    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac_v1,
-    scheduling::v1 as scheduling, storage::v1 as storage,
+    admissionregistration::v1 as admission_v1, apps::v1 as apps, autoscaling::v1 as autoscaling_v1,
+    autoscaling::v2 as autoscaling, batch::v1 as batch, certificates::v1 as certificates,
+    coordination::v1 as coordination, core::v1, discovery::v1 as discovery, events::v1 as events,
+    flowcontrol::v1 as flowcontrol_v1, networking::v1 as networking, policy::v1 as policy,
+    rbac::v1 as rbac_v1, scheduling::v1 as scheduling, storage::v1 as storage,
 };
 
 /// The verbs of resources that cannot be deleted as a collection (namespaces).
@@ -74,6 +75,7 @@ pub fn all() -> Vec<Resource> {
 
 fn core_v1() -> Vec<Resource> {
     vec![
+        crate::binding::resource(),
         Resource::builtin::<v1::ConfigMap>(configmap::ConfigMapStrategy).short_names(&["cm"]),
         Resource::builtin::<v1::Endpoints>(endpoints::EndpointsStrategy).short_names(&["ep"]),
         Resource::builtin::<v1::Event>(event::EventStrategy).short_names(&["ev"]),
@@ -100,15 +102,7 @@ fn core_v1() -> Vec<Resource> {
         Resource::builtin::<v1::PersistentVolume>(persistentvolume::PersistentVolumeStrategy)
             .short_names(&["pv"])
             .status(),
-        kubelet::POD_CONNECT
-            .iter()
-            .fold(
-                Resource::builtin::<v1::Pod>(pod::PodStrategy)
-                    .short_names(&["po"])
-                    .categories(&["all"]),
-                |pod, (name, kind, verbs)| pod.connect_subresource(name, kind, verbs),
-            )
-            .status(),
+        pod(),
         Resource::builtin::<v1::PodTemplate>(podtemplate::PodTemplateStrategy),
         Resource::builtin::<v1::ReplicationController>(
             replicationcontroller::ReplicationControllerStrategy,
@@ -136,6 +130,32 @@ fn core_v1() -> Vec<Resource> {
             .categories(&["all"])
             .status(),
     ]
+}
+
+/// Pods, with their subresources in kube's (alphabetical) order: the
+/// kubelet's, and binding and eviction (`crate::binding`, `crate::eviction`).
+fn pod() -> Resource {
+    let mut pod = kubelet::POD_CONNECT
+        .iter()
+        .fold(
+            Resource::builtin::<v1::Pod>(pod::PodStrategy)
+                .short_names(&["po"])
+                .categories(&["all"]),
+            |pod, (name, kind, verbs)| pod.connect_subresource(name, kind, verbs),
+        )
+        .subresource_of_kind(
+            "binding",
+            GroupVersionKind::new("", "v1", "Binding"),
+            &["create"],
+        )
+        .subresource_of_kind(
+            "eviction",
+            GroupVersionKind::new("policy", "v1", "Eviction"),
+            &["create"],
+        )
+        .status();
+    pod.subresources.sort_by(|a, b| a.name.cmp(&b.name));
+    pod
 }
 
 fn named_groups() -> Vec<Resource> {
@@ -172,6 +192,17 @@ fn named_groups() -> Vec<Resource> {
             ),
             "hpa",
         ),
+        workload(
+            Resource::builtin::<autoscaling_v1::HorizontalPodAutoscaler>(
+                horizontalpodautoscaler_v1::HorizontalPodAutoscalerV1Strategy,
+            ),
+            "hpa",
+        )
+        .stored_as(GroupVersionKind::new(
+            "autoscaling",
+            "v2",
+            "HorizontalPodAutoscaler",
+        )),
         workload(
             Resource::builtin::<batch::CronJob>(cronjob::CronJobStrategy),
             "cj",
@@ -337,6 +368,7 @@ mod tests {
     );
 
     const EXPECTED: &[Expected] = &[
+        ("", "bindings", "Binding", true, &[], &[], &[]),
         ("", "configmaps", "ConfigMap", true, &["cm"], &[], &[]),
         ("", "endpoints", "Endpoints", true, &["ep"], &[], &[]),
         ("", "events", "Event", true, &["ev"], &[], &[]),
@@ -384,7 +416,16 @@ mod tests {
             true,
             &["po"],
             &["all"],
-            &["attach", "exec", "log", "portforward", "proxy", "status"],
+            &[
+                "attach",
+                "binding",
+                "eviction",
+                "exec",
+                "log",
+                "portforward",
+                "proxy",
+                "status",
+            ],
         ),
         ("", "podtemplates", "PodTemplate", true, &[], &[], &[]),
         (
@@ -470,6 +511,15 @@ mod tests {
             &["status", "scale"],
         ),
         ("events.k8s.io", "events", "Event", true, &["ev"], &[], &[]),
+        (
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            true,
+            &["hpa"],
+            &["all"],
+            &["status"],
+        ),
         (
             "autoscaling",
             "horizontalpodautoscalers",
@@ -684,10 +734,10 @@ mod tests {
             assert_eq!(r.categories, *categories, "{what}");
             let subs: Vec<&str> = r.subresources.iter().map(|s| s.name.as_str()).collect();
             assert_eq!(subs, *subresources, "{what}");
-            let verbs: &[&str] = if *plural == "namespaces" {
-                NO_DELETECOLLECTION
-            } else {
-                generic_server::resource::ALL_VERBS
+            let verbs: &[&str] = match *plural {
+                "namespaces" => NO_DELETECOLLECTION,
+                "bindings" => &["create"],
+                _ => generic_server::resource::ALL_VERBS,
             };
             assert_eq!(r.verbs, verbs, "{what}");
             assert_eq!(r.scale.is_some(), subresources.contains(&"scale"), "{what}");

@@ -328,6 +328,25 @@ impl Strategy for PodStrategy {
         errs
     }
 
+    /// A binding (`pods/binding`) writes what it computed: the node, the
+    /// scheduled condition and its annotations (`crate::binding`).
+    fn update_subresource(&self, subresource: &str, new: &Value, _old: &Value) -> Option<Value> {
+        (subresource == "binding").then(|| new.clone())
+    }
+
+    fn validate_subresource_update(
+        &self,
+        subresource: &str,
+        new: &Value,
+        old: &Value,
+    ) -> Vec<FieldError> {
+        match subresource {
+            // What a binding changes, the binding checked.
+            "binding" => Vec::new(),
+            _ => self.validate_update(new, old),
+        }
+    }
+
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let (new_spec, old_spec) = (
             new.get("spec").cloned().unwrap_or_default(),
