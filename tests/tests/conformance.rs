@@ -188,6 +188,8 @@ fn what_needs_a_kubelet_answers_at_once_with_kubes_words() {
             "nodes/proxy",
             "nodes/status",
             "pods/attach",
+            "pods/binding",
+            "pods/eviction",
             "pods/exec",
             "pods/log",
             "pods/portforward",
