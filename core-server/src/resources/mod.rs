@@ -37,6 +37,7 @@ mod rbac;
 mod replicaset;
 mod replicationcontroller;
 mod resourcequota;
+mod runtimeclass;
 mod secret;
 mod service;
 mod serviceaccount;
@@ -55,7 +56,7 @@ use k8s_openapi::api::{
     admissionregistration::v1 as admission_v1, apps::v1 as apps, autoscaling::v2 as autoscaling,
     batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
     core::v1, discovery::v1 as discovery, events::v1 as events, flowcontrol::v1 as flowcontrol_v1,
-    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac_v1,
+    networking::v1 as networking, node::v1 as node_v1, policy::v1 as policy, rbac::v1 as rbac_v1,
     scheduling::v1 as scheduling, storage::v1 as storage,
 };
 
@@ -220,6 +221,7 @@ fn named_groups() -> Vec<Resource> {
         Resource::builtin::<scheduling::PriorityClass>(priorityclass::PriorityClassStrategy)
             .short_names(&["pc"]),
         Resource::builtin::<coordination::Lease>(lease::LeaseStrategy),
+        Resource::builtin::<node_v1::RuntimeClass>(runtimeclass::RuntimeClassStrategy),
         Resource::builtin::<discovery::EndpointSlice>(endpointslice::EndpointSliceStrategy),
         Resource::builtin::<flowcontrol_v1::FlowSchema>(flowcontrol::FlowSchemaStrategy).status(),
         Resource::builtin::<flowcontrol_v1::PriorityLevelConfiguration>(
@@ -629,6 +631,15 @@ mod tests {
             "leases",
             "Lease",
             true,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "node.k8s.io",
+            "runtimeclasses",
+            "RuntimeClass",
+            false,
             &[],
             &[],
             &[],
