@@ -7,6 +7,9 @@ mod certificatesigningrequest;
 mod configmap;
 mod controllerrevision;
 mod cronjob;
+mod csidriver;
+mod csinode;
+mod csistoragecapacity;
 mod daemonset;
 mod deployment;
 mod endpoints;
@@ -43,6 +46,7 @@ mod service;
 mod serviceaccount;
 mod statefulset;
 mod storageclass;
+mod volumeattachment;
 mod workload;
 
 #[cfg(test)]
@@ -203,8 +207,15 @@ fn named_groups() -> Vec<Resource> {
         Resource::builtin::<rbac_v1::ClusterRole>(rbac::RoleStrategy { namespaced: false }),
         Resource::builtin::<rbac_v1::RoleBinding>(rbac::RoleBindingStrategy { namespaced: true }),
         Resource::builtin::<rbac_v1::Role>(rbac::RoleStrategy { namespaced: true }),
+        Resource::builtin::<storage::CSIDriver>(csidriver::CSIDriverStrategy),
+        Resource::builtin::<storage::CSINode>(csinode::CSINodeStrategy),
+        Resource::builtin::<storage::CSIStorageCapacity>(
+            csistoragecapacity::CSIStorageCapacityStrategy,
+        ),
         Resource::builtin::<storage::StorageClass>(storageclass::StorageClassStrategy)
             .short_names(&["sc"]),
+        Resource::builtin::<storage::VolumeAttachment>(volumeattachment::VolumeAttachmentStrategy)
+            .status(),
         Resource::builtin::<admission_v1::MutatingWebhookConfiguration>(
             admissionregistration::WebhookConfigurationStrategy { mutating: true },
         ),
@@ -574,12 +585,48 @@ mod tests {
         ),
         (
             "storage.k8s.io",
+            "csidrivers",
+            "CSIDriver",
+            false,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "storage.k8s.io",
+            "csinodes",
+            "CSINode",
+            false,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "storage.k8s.io",
+            "csistoragecapacities",
+            "CSIStorageCapacity",
+            true,
+            &[],
+            &[],
+            &[],
+        ),
+        (
+            "storage.k8s.io",
             "storageclasses",
             "StorageClass",
             false,
             &["sc"],
             &[],
             &[],
+        ),
+        (
+            "storage.k8s.io",
+            "volumeattachments",
+            "VolumeAttachment",
+            false,
+            &[],
+            &[],
+            &["status"],
         ),
         (
             "admissionregistration.k8s.io",
