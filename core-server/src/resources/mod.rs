@@ -21,6 +21,7 @@ mod flowcontrol;
 mod horizontalpodautoscaler;
 mod ingress;
 mod ingressclass;
+mod ipaddress;
 mod job;
 mod kubelet;
 mod lease;
@@ -44,6 +45,7 @@ mod runtimeclass;
 mod secret;
 mod service;
 mod serviceaccount;
+mod servicecidr;
 mod statefulset;
 mod storageclass;
 mod volumeattachment;
@@ -194,8 +196,11 @@ fn named_groups() -> Vec<Resource> {
         Resource::builtin::<networking::Ingress>(ingress::IngressStrategy)
             .short_names(&["ing"])
             .status(),
+        Resource::builtin::<networking::IPAddress>(ipaddress::IPAddressStrategy)
+            .short_names(&["ip"]),
         Resource::builtin::<networking::NetworkPolicy>(networkpolicy::NetworkPolicyStrategy)
             .short_names(&["netpol"]),
+        Resource::builtin::<networking::ServiceCIDR>(servicecidr::ServiceCIDRStrategy).status(),
         Resource::builtin::<policy::PodDisruptionBudget>(
             poddisruptionbudget::PodDisruptionBudgetStrategy,
         )
@@ -531,12 +536,30 @@ mod tests {
         ),
         (
             "networking.k8s.io",
+            "ipaddresses",
+            "IPAddress",
+            false,
+            &["ip"],
+            &[],
+            &[],
+        ),
+        (
+            "networking.k8s.io",
             "networkpolicies",
             "NetworkPolicy",
             true,
             &["netpol"],
             &[],
             &[],
+        ),
+        (
+            "networking.k8s.io",
+            "servicecidrs",
+            "ServiceCIDR",
+            false,
+            &[],
+            &[],
+            &["status"],
         ),
         (
             "policy",
@@ -750,11 +773,13 @@ mod tests {
             assert_eq!(r.verbs, verbs, "{what}");
             assert_eq!(r.scale.is_some(), subresources.contains(&"scale"), "{what}");
             let columns = r.strategy.columns();
+            // kube's IPAddress printer fills an age cell it declares no column for.
+            let extra = usize::from(*plural == "ipaddresses");
             assert_eq!(
                 r.strategy
                     .cells(&serde_json::json!({"metadata": {"name": "x"}}))
                     .len(),
-                columns.len(),
+                columns.len() + extra,
                 "{what}: one cell per column"
             );
         }
