@@ -376,16 +376,18 @@ fn qualify(group: &str) -> String {
     }
 }
 
+/// The causes as kube's aggregate error prints them: each distinct message
+/// once, in brackets unless there is only one.
 fn render_causes(causes: &[FieldError]) -> String {
-    match causes {
-        [one] => one.to_string(),
-        many => format!(
-            "[{}]",
-            many.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    let mut messages: Vec<String> = Vec::new();
+    for message in causes.iter().map(ToString::to_string) {
+        if !messages.contains(&message) {
+            messages.push(message);
+        }
+    }
+    match messages.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
     }
 }
 
@@ -739,6 +741,19 @@ mod tests {
         assert_eq!(
             two.to_string(),
             "ConfigMap \"x\" is invalid: [metadata.name: Required value: name or generateName is required, data: Too long: may not be more than 5 bytes]"
+        );
+        let twice = Error::invalid(
+            "storage.k8s.io",
+            "VolumeAttachment",
+            "va",
+            vec![
+                FieldError::required("spec.attacher", ""),
+                FieldError::required("spec.attacher", ""),
+            ],
+        );
+        assert_eq!(
+            twice.to_string(),
+            "VolumeAttachment.storage.k8s.io \"va\" is invalid: spec.attacher: Required value"
         );
         let status = two.to_status();
         assert_eq!(status.code, 422);

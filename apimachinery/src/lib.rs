@@ -17,6 +17,7 @@ pub mod error;
 pub mod field_selector;
 pub mod flowcontrol;
 pub mod group_version;
+pub mod ip;
 pub mod jsonpath;
 pub mod keys;
 pub mod kubeconfig;

@@ -25,6 +25,8 @@ pub enum NameRule {
     Dns1035Label,
     /// Any path segment (RBAC roles and bindings).
     PathSegment,
+    /// An IP address in canonical form (networking.k8s.io IPAddresses).
+    IpAddress,
 }
 
 impl NameRule {
@@ -35,6 +37,7 @@ impl NameRule {
             NameRule::Label => dns1123_label(name),
             NameRule::Dns1035Label => dns1035_label(name),
             NameRule::PathSegment => path_segment_name(name),
+            NameRule::IpAddress => crate::ip::valid_ip(name),
         }
     }
 }

@@ -22,7 +22,16 @@ def api_class(api_version):
 
 
 def snake(kind):
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower()
+    # CSIDriver -> csi_driver, IPAddress -> ip_address, ServiceCIDR -> service_cidr.
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", kind).lower()
+
+
+def another_name(kind, name):
+    """A second object's name: an IPAddress is named by its address, so the next one."""
+    if kind == "IPAddress":
+        head, _, last = name.rpartition(".")
+        return f"{head}.{int(last) + 1}"
+    return name + "-again"
 
 
 def main():
@@ -83,7 +92,7 @@ def main():
             step = "delete"
             call("delete", *where)
             step = "delete_collection"
-            body["metadata"] = dict(body["metadata"], name=name + "-again")
+            body["metadata"] = dict(body["metadata"], name=another_name(kind, name))
             body["metadata"].pop("resourceVersion", None)
             call("create", *((ns,) if ns else ()), body)
             status = call("delete_collection", *((ns,) if ns else ()), label_selector=label)

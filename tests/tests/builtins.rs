@@ -5,7 +5,8 @@
 //! sent; service IP and node port allocation; status subresources and
 //! generation; finalizers, graceful deletion and garbage collection;
 //! deletecollection, dry runs, warnings; a watch on deployments; who may
-//! ask for, approve and sign certificates.
+//! ask for, approve and sign certificates; the node, CSI and service-IP
+//! kinds a chart ships (RuntimeClass to IPAddress).
 
 use std::collections::BTreeSet;
 use std::io::Read as _;
@@ -1776,6 +1777,53 @@ fn every_kind() -> Vec<(&'static str, Value, Value)> {
             json!({"reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}),
         ),
         (
+            "csidrivers.storage.k8s.io",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "every.csi.example.com"},
+                "spec": {"attachRequired": false, "tokenRequests": [{"audience": "vault", "expirationSeconds": 3600}]}}),
+            json!({"spec": {"podInfoOnMount": false, "storageCapacity": false, "fsGroupPolicy": "ReadWriteOnceWithFSType",
+                "volumeLifecycleModes": ["Persistent"], "requiresRepublish": false, "seLinuxMount": false}}),
+        ),
+        (
+            "csinodes.storage.k8s.io",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "every-node"},
+                "spec": {"drivers": [{"name": "every.csi.example.com", "nodeID": "every-node",
+                    "topologyKeys": ["topology.example.com/zone"], "allocatable": {"count": 16}}]}}),
+            Value::Null,
+        ),
+        (
+            "csistoragecapacities.storage.k8s.io",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity", "metadata": meta("every-capacity"),
+                "storageClassName": "fast", "capacity": "10Gi", "maximumVolumeSize": "1Gi",
+                "nodeTopology": {"matchLabels": {"topology.example.com/zone": "a"}}}),
+            Value::Null,
+        ),
+        (
+            "volumeattachments.storage.k8s.io",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "every-attachment"},
+                "spec": {"attacher": "every.csi.example.com", "nodeName": "every-node",
+                    "source": {"persistentVolumeName": "every-pv"}}}),
+            Value::Null,
+        ),
+        (
+            "runtimeclasses.node.k8s.io",
+            json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "every-runtime"},
+                "handler": "runsc", "overhead": {"podFixed": {"cpu": "250m"}},
+                "scheduling": {"nodeSelector": {"runtime": "gvisor"}}}),
+            Value::Null,
+        ),
+        (
+            "servicecidrs.networking.k8s.io",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "every-range"},
+                "spec": {"cidrs": ["10.250.0.0/24", "fd00:250::/112"]}}),
+            Value::Null,
+        ),
+        (
+            "ipaddresses.networking.k8s.io",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress", "metadata": {"name": "10.250.0.5"},
+                "spec": {"parentRef": {"resource": "services", "namespace": ns, "name": "svc"}}}),
+            Value::Null,
+        ),
+        (
             "mutatingwebhookconfigurations.admissionregistration.k8s.io",
             json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration", "metadata": {"name": "mwc"},
                 "webhooks": [webhook("mutate.example.com", "mutate")]}),
@@ -1975,6 +2023,343 @@ fn every_kind_through_the_typed_python_client() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+// ---------------------------------------------------------------------------
+// The node, CSI and service-IP kinds a chart ships (issue 36).
+// ---------------------------------------------------------------------------
+
+/// One of each of RuntimeClass, CSIDriver, CSINode, CSIStorageCapacity,
+/// VolumeAttachment, ServiceCIDR and IPAddress, as a chart ships them.
+const SEVEN_KINDS: &str = "apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+overhead: {podFixed: {cpu: 250m, memory: 120Mi}}
+scheduling:
+  nodeSelector: {runtime: gvisor}
+  tolerations: [{key: runtime, operator: Equal, value: gvisor, effect: NoSchedule}]
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: ebs.csi.example.com}
+spec: {attachRequired: false, podInfoOnMount: true}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: node-a}
+spec:
+  drivers: [{name: ebs.csi.example.com, nodeID: i-0abc, topologyKeys: [topology.ebs.csi.example.com/zone]}]
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIStorageCapacity
+metadata: {name: cap-1, namespace: default}
+storageClassName: fast
+capacity: 10Gi
+nodeTopology: {matchLabels: {topology.ebs.csi.example.com/zone: zone-a}}
+---
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttachment
+metadata: {name: va-1}
+spec: {attacher: ebs.csi.example.com, nodeName: node-a, source: {persistentVolumeName: pv-1}}
+---
+apiVersion: networking.k8s.io/v1
+kind: ServiceCIDR
+metadata: {name: extra}
+spec: {cidrs: [10.200.0.0/16]}
+---
+apiVersion: networking.k8s.io/v1
+kind: IPAddress
+metadata: {name: 10.200.0.10}
+spec: {parentRef: {group: '', resource: services, namespace: default, name: web}}
+";
+
+/// The header and the first row of `kubectl get <what>`, split on whitespace.
+fn table_of(cluster: &Cluster, what: &[&str]) -> (Vec<String>, Vec<String>) {
+    let mut args = vec!["get"];
+    args.extend_from_slice(what);
+    let out = cluster.kubectl(&args).ok().to_string();
+    let mut lines = out
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>());
+    let header = lines.next().unwrap_or_default();
+    let row = lines.next().unwrap_or_default();
+    (header, row)
+}
+
+#[test]
+fn node_csi_and_service_ip_kinds_as_a_chart_ships_them() {
+    use tests::As;
+    let cluster = Cluster::start();
+    let applied = apply(&cluster, SEVEN_KINDS);
+    assert_eq!(
+        applied.ok().lines().collect::<Vec<_>>(),
+        [
+            "runtimeclass.node.k8s.io/gvisor created",
+            "csidriver.storage.k8s.io/ebs.csi.example.com created",
+            "csinode.storage.k8s.io/node-a created",
+            "csistoragecapacity.storage.k8s.io/cap-1 created",
+            "volumeattachment.storage.k8s.io/va-1 created",
+            "servicecidr.networking.k8s.io/extra created",
+            "ipaddress.networking.k8s.io/10.200.0.10 created",
+        ]
+    );
+
+    // kubectl get: kube's columns, with the cells (but the age) of each row.
+    let tables: [(&[&str], &[&str], &[&str]); 7] = [
+        (
+            &["runtimeclasses"],
+            &["NAME", "HANDLER", "AGE"],
+            &["gvisor", "runsc"],
+        ),
+        (
+            &["csidrivers"],
+            &[
+                "NAME",
+                "ATTACHREQUIRED",
+                "PODINFOONMOUNT",
+                "STORAGECAPACITY",
+                "TOKENREQUESTS",
+                "REQUIRESREPUBLISH",
+                "MODES",
+                "AGE",
+            ],
+            &[
+                "ebs.csi.example.com",
+                "false",
+                "true",
+                "false",
+                "<unset>",
+                "false",
+                "Persistent",
+            ],
+        ),
+        (&["csinodes"], &["NAME", "DRIVERS", "AGE"], &["node-a", "1"]),
+        (
+            &["csistoragecapacities", "-n", "default"],
+            // kube's default table: its printer for the kind is not wired up.
+            &["NAME", "CREATED", "AT"],
+            &["cap-1"],
+        ),
+        (
+            &["volumeattachments"],
+            &["NAME", "ATTACHER", "PV", "NODE", "ATTACHED", "AGE"],
+            &["va-1", "ebs.csi.example.com", "pv-1", "node-a", "false"],
+        ),
+        (
+            &["servicecidrs"],
+            &["NAME", "CIDRS", "AGE"],
+            &["extra", "10.200.0.0/16"],
+        ),
+        (
+            &["ipaddresses"],
+            &["NAME", "PARENTREF"],
+            &["10.200.0.10", "services/default/web"],
+        ),
+    ];
+    for (what, header, cells) in tables {
+        let (got_header, got_row) = table_of(&cluster, what);
+        assert_eq!(got_header, header, "{what:?}");
+        assert_eq!(got_row[..cells.len()], *cells, "{what:?}: {got_row:?}");
+    }
+
+    // Defaults as kube adds them; no generation until the spec changes.
+    let driver = get(&cluster, &["csidriver", "ebs.csi.example.com"]);
+    assert_eq!(
+        driver["spec"],
+        json!({"attachRequired": false, "podInfoOnMount": true, "storageCapacity": false,
+            "fsGroupPolicy": "ReadWriteOnceWithFSType", "volumeLifecycleModes": ["Persistent"],
+            "requiresRepublish": false, "seLinuxMount": false})
+    );
+    assert!(driver["metadata"].get("generation").is_none(), "{driver}");
+    let va = get(&cluster, &["volumeattachment", "va-1"]);
+    assert_eq!(va["status"], json!({"attached": false}));
+
+    // A refused create of each kind through the front door: 422, kube's message.
+    let json_body = ["Content-Type: application/json"];
+    let refusals = [
+        (
+            "/apis/node.k8s.io/v1/runtimeclasses",
+            json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "bad"}, "handler": "Bad_Handler"}),
+            "RuntimeClass.node.k8s.io \"bad\" is invalid: handler: Invalid value: \"Bad_Handler\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+            "handler",
+        ),
+        (
+            "/apis/storage.k8s.io/v1/csidrivers",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "bad.csi.example.com"}, "spec": {"fsGroupPolicy": "Always"}}),
+            "CSIDriver.storage.k8s.io \"bad.csi.example.com\" is invalid: spec.fsGroupPolicy: Unsupported value: \"Always\": supported values: \"File\", \"None\", \"ReadWriteOnceWithFSType\"",
+            "spec.fsGroupPolicy",
+        ),
+        (
+            "/apis/storage.k8s.io/v1/csinodes",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "node-b"},
+                "spec": {"drivers": [{"name": "a.example.com", "nodeID": "1"}, {"name": "a.example.com", "nodeID": "2"}]}}),
+            "CSINode.storage.k8s.io \"node-b\" is invalid: spec.drivers[1].name: Duplicate value: \"a.example.com\"",
+            "spec.drivers[1].name",
+        ),
+        (
+            "/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity", "metadata": {"name": "bad", "namespace": "default"},
+                "storageClassName": "fast", "capacity": "-1Gi"}),
+            "CSIStorageCapacity.storage.k8s.io \"bad\" is invalid: capacity: Invalid value: \"-1Gi\": must be greater than or equal to 0",
+            "capacity",
+        ),
+        (
+            "/apis/storage.k8s.io/v1/volumeattachments",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "bad"},
+                "spec": {"attacher": "ebs.csi.example.com", "nodeName": "node-a", "source": {}}}),
+            "VolumeAttachment.storage.k8s.io \"bad\" is invalid: spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName",
+            "spec.source",
+        ),
+        (
+            "/apis/networking.k8s.io/v1/servicecidrs",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "bad"}, "spec": {"cidrs": ["10.201.0.1/16"]}}),
+            "ServiceCIDR.networking.k8s.io \"bad\" is invalid: spec.cidrs[0]: Invalid value: \"10.201.0.1/16\": must not have bits set beyond the prefix length",
+            "spec.cidrs[0]",
+        ),
+        (
+            "/apis/networking.k8s.io/v1/ipaddresses",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress", "metadata": {"name": "010.0.0.1"},
+                "spec": {"parentRef": {"resource": "services", "name": "web"}}}),
+            "IPAddress.networking.k8s.io \"010.0.0.1\" is invalid: metadata.name: Invalid value: \"010.0.0.1\": must not have leading 0s",
+            "metadata.name",
+        ),
+    ];
+    for (path, body, message, field) in refusals {
+        let answer = cluster.curl(
+            As::Admin,
+            "POST",
+            path,
+            &json_body,
+            Some(body.to_string().as_bytes()),
+        );
+        assert_eq!(answer.code, 422, "{path}: {}", answer.text);
+        assert_eq!(answer.json["reason"], "Invalid", "{path}");
+        assert_eq!(answer.json["message"], message, "{path}");
+        assert_eq!(
+            answer.json["details"]["causes"][0]["field"], field,
+            "{path}: {}",
+            answer.text
+        );
+    }
+
+    // Immutable fields: a changed handler or attachRequired is refused,
+    // while podInfoOnMount may change (and the generation then starts).
+    let changed = |from: &str, to: &str| SEVEN_KINDS.replacen(from, to, 1);
+    assert_eq!(
+        apply(&cluster, &changed("handler: runsc", "handler: crun"))
+            .err()
+            .trim(),
+        "The RuntimeClass \"gvisor\" is invalid: handler: Invalid value: \"crun\": field is immutable"
+    );
+    assert_eq!(
+        apply(
+            &cluster,
+            &changed("attachRequired: false", "attachRequired: true")
+        )
+        .err()
+        .trim(),
+        "The CSIDriver \"ebs.csi.example.com\" is invalid: spec.attachedRequired: Invalid value: true: field is immutable"
+    );
+    let ipaddress = apply(&cluster, &changed("name: web}", "name: other}"));
+    assert!(
+        ipaddress.err().trim().starts_with(
+            "The IPAddress \"10.200.0.10\" is invalid: spec.parentRef: Invalid value: "
+        ),
+        "{}",
+        ipaddress.stderr
+    );
+    assert!(
+        ipaddress.stderr.trim().ends_with(": field is immutable"),
+        "{}",
+        ipaddress.stderr
+    );
+    assert_eq!(
+        apply(
+            &cluster,
+            &changed("cidrs: [10.200.0.0/16]", "cidrs: [10.201.0.0/16]")
+        )
+        .err()
+        .trim(),
+        "The ServiceCIDR \"extra\" is invalid: spec.cidrs[0]: Invalid value: \"10.201.0.0/16\": field is immutable"
+    );
+    apply(
+        &cluster,
+        &changed("podInfoOnMount: true", "podInfoOnMount: false"),
+    )
+    .ok();
+    let driver = get(&cluster, &["csidriver", "ebs.csi.example.com"]);
+    assert_eq!(driver["metadata"]["generation"], 1, "{driver}");
+    assert_eq!(driver["spec"]["podInfoOnMount"], false);
+    // A single-stack range may gain its other family.
+    apply(
+        &cluster,
+        &changed(
+            "cidrs: [10.200.0.0/16]",
+            "cidrs: [10.200.0.0/16, 'fd00:10:200::/108']",
+        ),
+    )
+    .ok();
+
+    // The attacher reports through status.
+    cluster
+        .kubectl(&[
+            "patch",
+            "volumeattachment",
+            "va-1",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"attached":true,"attachmentMetadata":{"devicePath":"/dev/xvdba"}}}"#,
+        ])
+        .ok();
+    let (_, row) = table_of(&cluster, &["volumeattachments"]);
+    assert_eq!(row[4], "true", "{row:?}");
+
+    // Discovery lists all seven, with kube's group, scope and kind.
+    let resources = cluster.kubectl(&["api-resources"]);
+    let lines: Vec<Vec<&str>> = resources
+        .ok()
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let expected: [&[&str]; 7] = [
+        &["runtimeclasses", "node.k8s.io/v1", "false", "RuntimeClass"],
+        &["csidrivers", "storage.k8s.io/v1", "false", "CSIDriver"],
+        &["csinodes", "storage.k8s.io/v1", "false", "CSINode"],
+        &[
+            "csistoragecapacities",
+            "storage.k8s.io/v1",
+            "true",
+            "CSIStorageCapacity",
+        ],
+        &[
+            "volumeattachments",
+            "storage.k8s.io/v1",
+            "false",
+            "VolumeAttachment",
+        ],
+        &[
+            "servicecidrs",
+            "networking.k8s.io/v1",
+            "false",
+            "ServiceCIDR",
+        ],
+        &[
+            "ipaddresses",
+            "ip",
+            "networking.k8s.io/v1",
+            "false",
+            "IPAddress",
+        ],
+    ];
+    for expected in expected {
+        assert!(
+            lines.iter().any(|l| l == expected),
+            "{expected:?} not in\n{}",
+            resources.stdout
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -245,6 +245,17 @@ fn drop_null(schema: &mut Value, depth: usize) {
 }
 
 /// A schemars generator writing refs as `#/components/schemas/<name>`, with no transforms.
+/// The description of `K`'s property `property` (kube's `SwaggerDoc()`
+/// text, which its printers give as column descriptions), empty if none.
+pub fn property_description<K: JsonSchema>(property: &str) -> String {
+    K::json_schema(&mut generator())
+        .to_value()
+        .pointer(&format!("/properties/{property}/description"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
 fn generator() -> SchemaGenerator {
     SchemaSettings::openapi3()
         .with(|settings| {

@@ -37,7 +37,7 @@ mod parameters;
 pub mod list_meta;
 pub mod v2;
 
-pub use components::{Components, SCHEMA_PREFIX, inline_refs};
+pub use components::{Components, SCHEMA_PREFIX, inline_refs, property_description};
 pub use document::{
     ALL_VERBS, OPENAPI_VERSION, ResourceSpec, SubresourceSpec, group_version_document,
     group_version_path,

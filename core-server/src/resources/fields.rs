@@ -144,6 +144,32 @@ pub fn immutable(new: &Value, old: &Value, pointer: &str, field: &str) -> Option
         .then(|| FieldError::invalid(field, value(new, pointer), "field is immutable"))
 }
 
+/// For a kind whose generation kube leaves unset at create but bumps on
+/// every change of its spec (CSIDriver): `metadata.generation` one past the
+/// old object's (0 when it has none) when the value at `pointer` changed.
+pub fn bump_generation_on_change(new: &mut Value, old: &Value, pointer: &str) {
+    if new.pointer(pointer) != old.pointer(pointer) {
+        let next = int(old, "/metadata/generation").unwrap_or(0) + 1;
+        set(new, "/metadata/generation", json!(next));
+    }
+}
+
+/// kube's `ValidateCSIDriverName`: required, at most 63 characters, and a
+/// DNS subdomain once lowercased.
+pub fn csi_driver_name(name: &str, field: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if name.is_empty() {
+        errs.push(FieldError::required(field, ""));
+    }
+    if name.len() > 63 {
+        errs.push(FieldError::too_long(field, 63));
+    }
+    for msg in validation::dns1123_subdomain(&name.to_lowercase()) {
+        errs.push(FieldError::invalid(field, name, msg));
+    }
+    errs
+}
+
 /// A list longer than allowed (`Too many`).
 pub fn too_many(field: impl Into<String>, max: usize) -> FieldError {
     FieldError {

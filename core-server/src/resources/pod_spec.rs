@@ -589,7 +589,7 @@ fn validate_probe(
     }
 }
 
-fn validate_tolerations(tolerations: &[Value], path: &str) -> Vec<FieldError> {
+pub(crate) fn validate_tolerations(tolerations: &[Value], path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, t) in tolerations.iter().enumerate() {
         let tpath = format!("{path}[{i}]");
