@@ -138,12 +138,11 @@ impl Evict {
     async fn spend_on(
         &self,
         namespace: &str,
-        budget: Value,
+        mut budget: Value,
         pod: &str,
         opts: &WriteOptions,
     ) -> Result<()> {
         let name = text(&budget, "/metadata/name").to_string();
-        let mut budget = budget;
         for _ in 0..BUDGET_ATTEMPTS {
             let spent = spend(budget, pod)?;
             match self

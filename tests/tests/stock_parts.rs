@@ -27,6 +27,17 @@ fn post_as(cluster: &Cluster, user: Option<&str>, path: &str, body: &Value) -> t
     )
 }
 
+/// A PUT of `body` to `path` as the admin.
+fn put_json(cluster: &Cluster, path: &str, body: &Value) -> tests::Answer {
+    cluster.curl(
+        As::Admin,
+        "PUT",
+        path,
+        &["Content-Type: application/json"],
+        Some(body.to_string().as_bytes()),
+    )
+}
+
 /// Creates pod `name` with `labels`.
 fn create_pod(cluster: &Cluster, name: &str, labels: Value) {
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
@@ -148,12 +159,10 @@ fn eviction_asks_the_disruption_budget_and_drain_evicts() {
     for name in ["a", "b"] {
         let mut running = pod(&cluster, name);
         running["status"]["phase"] = json!("Running");
-        let put = cluster.curl(
-            As::Admin,
-            "PUT",
+        let put = put_json(
+            &cluster,
             &format!("/api/v1/namespaces/{NS}/pods/{name}/status"),
-            &["Content-Type: application/json"],
-            Some(running.to_string().as_bytes()),
+            &running,
         );
         assert_eq!(put.code, 200, "{}", put.text);
     }
@@ -177,6 +186,25 @@ fn eviction_asks_the_disruption_budget_and_drain_evicts() {
         )
     };
     // Not yet computed by a disruption controller: kube's 429.
+    // A ServiceAccount of the namespace, without a grant, is refused.
+    cluster
+        .kubectl(&["create", "serviceaccount", "-n", NS, "app"])
+        .ok();
+    let token = cluster.kubectl(&["create", "token", "-n", NS, "app"]);
+    let token = token.ok().trim().to_string();
+    let refused = cluster.curl(
+        As::Token(&token),
+        "POST",
+        &format!("/api/v1/namespaces/{NS}/pods/a/eviction"),
+        &["Content-Type: application/json"],
+        Some(json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "a", "namespace": NS}}).to_string().as_bytes()),
+    );
+    assert_eq!(refused.code, 403, "{}", refused.text);
+    assert_eq!(
+        refused.json["message"],
+        "pods \"a\" is forbidden: User \"system:serviceaccount:scheduling:app\" cannot create resource \"pods/eviction\" in API group \"\" in the namespace \"scheduling\""
+    );
+    cluster.kubectl(&["get", "pod", "-n", NS, "a"]).ok();
     let early = evict("a");
     assert_eq!(early.code, 429, "{}", early.text);
     assert_eq!(
@@ -196,12 +224,10 @@ fn eviction_asks_the_disruption_budget_and_drain_evicts() {
     .expect("the budget");
     budget["status"] = json!({"observedGeneration": budget["metadata"]["generation"], "disruptionsAllowed": 1,
         "currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2});
-    let put = cluster.curl(
-        As::Admin,
-        "PUT",
+    let put = put_json(
+        &cluster,
         &format!("/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/web/status"),
-        &["Content-Type: application/json"],
-        Some(budget.to_string().as_bytes()),
+        &budget,
     );
     assert_eq!(put.code, 200, "{}", put.text);
     let first = evict("a");
@@ -296,12 +322,10 @@ fn an_autoscaler_reads_and_writes_in_both_autoscaling_versions() {
         .expect("metrics")
         .push(json!({"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "500Mi"}}}));
     more["spec"]["behavior"] = json!({"scaleDown": {"stabilizationWindowSeconds": 60}});
-    let put = cluster.curl(
-        As::Admin,
-        "PUT",
+    let put = put_json(
+        &cluster,
         &format!("/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers/web"),
-        &["Content-Type: application/json"],
-        Some(more.to_string().as_bytes()),
+        &more,
     );
     assert_eq!(put.code, 200, "{}", put.text);
     let as_v1 = get("v1");
@@ -312,12 +336,10 @@ fn an_autoscaler_reads_and_writes_in_both_autoscaling_versions() {
         .unwrap_or_default();
     assert!(kept.contains("memory"), "{as_v1}");
     // Written back through v1 unchanged, v2 still has both metrics and the behavior.
-    let put = cluster.curl(
-        As::Admin,
-        "PUT",
+    let put = put_json(
+        &cluster,
         &format!("/apis/autoscaling/v1/namespaces/{NS}/horizontalpodautoscalers/web"),
-        &["Content-Type: application/json"],
-        Some(as_v1.to_string().as_bytes()),
+        &as_v1,
     );
     assert_eq!(put.code, 200, "{}", put.text);
     let again = get("v2");

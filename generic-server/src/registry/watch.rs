@@ -160,10 +160,10 @@ impl Watcher {
         live: Option<tokio::sync::broadcast::Receiver<Arc<WatchEvent>>>,
         history: Option<crate::storage::EventStream>,
     ) {
-        let timeout = self.opts.timeout.unwrap_or_else(default_watch_timeout);
-        let deadline = tokio::time::sleep(timeout);
-        let mut bookmark = next_bookmark(Instant::now(), Instant::now() + timeout)
-            .filter(|_| self.opts.allow_bookmarks);
+        let ends = Instant::now() + self.opts.timeout.unwrap_or_else(default_watch_timeout);
+        let deadline = tokio::time::sleep_until(ends);
+        let mut bookmark =
+            next_bookmark(Instant::now(), ends).filter(|_| self.opts.allow_bookmarks);
         tokio::pin!(deadline);
         for event in &replay {
             if !self.forward(event).await {
@@ -181,7 +181,6 @@ impl Watcher {
                 }
             }
         }
-        let ends = Instant::now() + timeout;
         let mut live = live;
         let mut history = history;
         loop {
