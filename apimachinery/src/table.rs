@@ -6,9 +6,36 @@ use serde_json::{Value, json};
 
 /// The Accept parameters that ask for a Table.
 pub fn wants_table(accept: &str) -> bool {
+    wants_as(accept, &["Table"])
+}
+
+/// Whether an Accept header asks for objects' metadata only
+/// (`as=PartialObjectMetadata` or `PartialObjectMetadataList`, group meta.k8s.io),
+/// what client-go's metadata informers ask.
+pub fn wants_metadata(accept: &str) -> bool {
+    wants_as(
+        accept,
+        &["PartialObjectMetadata", "PartialObjectMetadataList"],
+    )
+}
+
+fn wants_as(accept: &str, kinds: &[&str]) -> bool {
     accept.split(',').any(|part| {
         let params: Vec<&str> = part.split(';').map(str::trim).collect();
-        params.contains(&"as=Table") && params.contains(&"g=meta.k8s.io")
+        params.contains(&"g=meta.k8s.io")
+            && params.iter().any(|p| {
+                p.strip_prefix("as=")
+                    .is_some_and(|kind| kinds.contains(&kind))
+            })
+    })
+}
+
+/// An object's metadata as a meta.k8s.io/v1 PartialObjectMetadata.
+pub fn partial_object_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
     })
 }
 
@@ -159,11 +186,7 @@ pub fn row(cells: Vec<Value>, obj: &Value, include: IncludeObject) -> Value {
         IncludeObject::None => json!({ "cells": cells }),
         IncludeObject::Metadata => json!({
             "cells": cells,
-            "object": {
-                "kind": "PartialObjectMetadata",
-                "apiVersion": "meta.k8s.io/v1",
-                "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
-            }
+            "object": partial_object_metadata(obj),
         }),
         IncludeObject::Object => json!({ "cells": cells, "object": obj }),
     }

@@ -17,7 +17,7 @@ use apimachinery::error::{Error, Reason, Result};
 pub const JSON: &str = "application/json";
 /// The YAML media type.
 pub const YAML: &str = "application/yaml";
-/// The Kubernetes protobuf media type (request bodies only).
+/// The Kubernetes protobuf media type (request bodies, and answers made at the door: [`crate::protobuf`]).
 pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
 /// Largest request body accepted, as kube-apiserver (3 MiB).

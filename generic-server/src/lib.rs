@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod mirror;
 pub mod pipeline;
 pub mod plain_listener;
+pub mod protobuf;
 pub mod registration;
 pub mod registry;
 pub mod replica;

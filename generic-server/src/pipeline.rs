@@ -26,6 +26,7 @@ use crate::filters::impersonation;
 use crate::filters::request_path;
 use crate::filters::unread::{self, HELD_SLICE, PerUser};
 use crate::metrics::Metrics;
+use crate::protobuf::Negotiated;
 use crate::request::{self, ApiRequest, ApiResponse, Body, Handler, UserInfo};
 use crate::request_info::RequestInfo;
 use crate::trace::{self, TraceContext};
@@ -165,10 +166,12 @@ impl Pipeline {
         method: Method,
         raw_path: &str,
         query: &str,
-        headers: HeaderMap,
+        mut headers: HeaderMap,
         body: impl Future<Output = Result<Bytes, apimachinery::Error>>,
     ) -> ApiResponse {
         let audit_id = audit::audit_id(&headers);
+        // Behind the door everything is JSON; a protobuf answer is made here.
+        let protobuf = Negotiated::of(raw_path, query, &mut headers);
         let mut exchange = Exchange {
             req: ApiRequest {
                 method: method.clone(),
@@ -205,6 +208,9 @@ impl Pipeline {
         };
         for stage in CHAIN[..passed].iter().rev() {
             resp = self.leave(*stage, &mut exchange, resp);
+        }
+        if let Some(protobuf) = protobuf {
+            resp = protobuf.answer(resp);
         }
         audit::set_audit_id(&mut resp, &audit_id);
         resp

@@ -2,8 +2,9 @@
 //! protobuf schemas.
 //!
 //! `delegation.proto` and `k8s/*.proto` are compiled by protox at build time;
-//! nothing here is written by hand except this wrapper, [`k8s`], the
-//! decoder for Kubernetes protobuf request bodies, and [`openapi_v2::encode`].
+//! nothing here is written by hand except this wrapper, [`k8s`] (Kubernetes
+//! protobuf bodies decoded to JSON, and JSON encoded as kube's protobuf
+//! answers), and [`openapi_v2::encode`].
 
 /// The generated messages and the `Delegation` service.
 #[allow(missing_docs, clippy::all)]

@@ -73,6 +73,12 @@ impl Setup {
     /// GET `path` as `client` (a certificate file stem, or none) with extra
     /// headers; the status code (0 if TLS failed) and the body.
     fn get(&self, client: Option<&str>, headers: &[&str], path: &str) -> (u16, String) {
+        let (code, body) = self.get_bytes(client, headers, path);
+        (code, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// [`Setup::get`], the body as bytes.
+    fn get_bytes(&self, client: Option<&str>, headers: &[&str], path: &str) -> (u16, Vec<u8>) {
         let mut curl = Command::new("curl");
         curl.args(["-sS", "-w", "\n%{http_code}", "--cacert"])
             .arg(self.dir.join("ca.crt"));
@@ -89,9 +95,13 @@ impl Setup {
             .arg(format!("https://localhost:{}{path}", self.port))
             .output()
             .expect("curl on PATH");
-        let text = String::from_utf8_lossy(&output.stdout).into_owned();
-        let (body, code) = text.rsplit_once('\n').unwrap_or_default();
-        (code.trim().parse().unwrap_or(0), body.to_string())
+        let out = output.stdout;
+        let split = out.iter().rposition(|b| *b == b'\n').unwrap_or(0);
+        let code = String::from_utf8_lossy(&out[split..])
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        (code, out[..split].to_vec())
     }
 
     /// GET through the "aggregator": front-proxy certificate, the admin's identity in headers.
@@ -101,9 +111,15 @@ impl Setup {
             "X-Remote-Group: system:masters",
             &format!("Accept: {accept}"),
         ];
-        let (code, body) = self.get(Some("front-proxy-client"), &headers, path);
-        assert_eq!(code, 200, "{path}: {body}");
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {body}"))
+        let (code, body) = self.get_bytes(Some("front-proxy-client"), &headers, path);
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(code, 200, "{path}: {text}");
+        if accept.starts_with("application/vnd.kubernetes.protobuf") {
+            // As kube's metrics-server answers `kubectl top`: protobuf.
+            assert!(body.starts_with(b"k8s\0"), "{path}: not protobuf: {text}");
+            return proto::k8s::decode(&body).unwrap_or_else(|e| panic!("{path}: {e}"));
+        }
+        serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {text}"))
     }
 }
 

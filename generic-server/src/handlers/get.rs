@@ -38,7 +38,9 @@ pub async fn get(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
                 body.freeze(),
             ))
         }
-        Output::Table(_) => Ok(object_response(resource, StatusCode::OK, &obj.value(), out)),
+        Output::Table(_) | Output::Metadata => {
+            Ok(object_response(resource, StatusCode::OK, &obj.value(), out))
+        }
     }
 }
 
@@ -59,6 +61,18 @@ pub async fn list(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
             crate::codec::JSON,
             list_json(resource, &result, revision.as_deref()),
         ),
+        Output::Metadata => {
+            let items: Vec<Value> = result
+                .items
+                .iter()
+                .map(|o| table::partial_object_metadata(&o.value()))
+                .collect();
+            ApiResponse::json(
+                StatusCode::OK,
+                &json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                        "metadata": list_metadata(&result, revision.as_deref()), "items": items}),
+            )
+        }
         Output::Table(include) => {
             let strategy = &resource.strategy;
             let rows = result
@@ -87,16 +101,7 @@ pub async fn list(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
 /// A List from the cached JSON of its items, as pieces that share the
 /// items' bytes with the cache: neither re-encoded nor copied.
 fn list_json(resource: &Resource, result: &ListResult, revision: Option<&str>) -> Vec<Bytes> {
-    let mut metadata = json!({});
-    if let Some(revision) = revision {
-        metadata["resourceVersion"] = json!(revision);
-    }
-    if let Some(token) = &result.continue_token {
-        metadata["continue"] = Value::String(token.clone());
-    }
-    if let Some(remaining) = result.remaining {
-        metadata["remainingItemCount"] = json!(remaining);
-    }
+    let metadata = list_metadata(result, revision);
     let head = json!({"kind": resource.list_kind, "apiVersion": resource.api_version(), "metadata": metadata});
     let mut head = serde_json::to_vec(&head).unwrap_or_default();
     head.pop();
@@ -111,4 +116,19 @@ fn list_json(resource: &Resource, result: &ListResult, revision: Option<&str>) -
     }
     pieces.push(Bytes::from_static(b"]}\n"));
     pieces
+}
+
+/// A list's metadata: its resourceVersion, continue token and remaining count.
+fn list_metadata(result: &ListResult, revision: Option<&str>) -> Value {
+    let mut metadata = json!({});
+    if let Some(revision) = revision {
+        metadata["resourceVersion"] = json!(revision);
+    }
+    if let Some(token) = &result.continue_token {
+        metadata["continue"] = Value::String(token.clone());
+    }
+    if let Some(remaining) = result.remaining {
+        metadata["remainingItemCount"] = json!(remaining);
+    }
+    metadata
 }

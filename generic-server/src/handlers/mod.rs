@@ -89,6 +89,8 @@ pub(crate) enum Output {
     Json,
     /// A meta.k8s.io/v1 Table.
     Table(IncludeObject),
+    /// meta.k8s.io/v1 PartialObjectMetadata: the metadata only.
+    Metadata,
 }
 
 /// Negotiates the response form from Accept.
@@ -98,6 +100,9 @@ pub(crate) fn output(req: &ApiRequest) -> Result<Output> {
         return Ok(Output::Table(IncludeObject::parse(
             req.param("includeObject").as_deref(),
         )));
+    }
+    if table::wants_metadata(accept) {
+        return Ok(Output::Metadata);
     }
     let acceptable = accept.is_empty()
         || accept
@@ -348,6 +353,7 @@ fn object_response(
 ) -> ApiResponse {
     match out {
         Output::Json => ApiResponse::json(status, obj),
+        Output::Metadata => ApiResponse::json(status, &table::partial_object_metadata(obj)),
         Output::Table(include) => {
             let strategy = &resource.strategy;
             let row = table::row(strategy.cells(obj), obj, include);

@@ -34,6 +34,7 @@ pub async fn watch(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
     let content_type = match out {
         Output::Json => crate::codec::JSON,
         Output::Table(_) => "application/json;as=Table;v=v1;g=meta.k8s.io",
+        Output::Metadata => "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
     };
     Ok(ApiResponse::stream(StatusCode::OK, content_type, stream))
 }
@@ -45,6 +46,10 @@ fn encode(resource: &Resource, out: Output, item: WatchItem) -> Bytes {
             // The cache's own encoding, shared by every watcher that sees the event as it is.
             (Output::Json, Some(event)) if event.kind == kind => event.json_line(),
             (Output::Json, _) => watch_event::line(kind.as_str(), &object.bytes),
+            (Output::Metadata, _) => watch_event::value_line(
+                kind.as_str(),
+                &table::partial_object_metadata(&object.value()),
+            ),
             (Output::Table(include), _) => {
                 let obj = object.value();
                 let row = table::row(resource.strategy.cells(&obj), &obj, include);
@@ -64,6 +69,9 @@ fn encode(resource: &Resource, out: Output, item: WatchItem) -> Bytes {
             let object = match out {
                 Output::Json => {
                     json!({"kind": resource.kind, "apiVersion": resource.api_version(), "metadata": metadata})
+                }
+                Output::Metadata => {
+                    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata})
                 }
                 Output::Table(_) => {
                     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": null, "rows": null})

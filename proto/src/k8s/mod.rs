@@ -1,4 +1,6 @@
-//! Kubernetes protobuf request bodies, turned into the JSON of the same object.
+//! Kubernetes protobuf: request bodies turned into the JSON of the same
+//! object ([`decode`]), and objects' JSON turned into the protobuf answers
+//! kube-apiserver sends ([`encode`], [`encode_watch_event`]).
 //!
 //! kubectl 1.31+ (and any client-go program that asks for it) sends bodies as
 //! `application/vnd.kubernetes.protobuf`: the magic bytes `k8s\0`, then a
@@ -12,7 +14,7 @@
 //! let body = b"k8s\0\x0a\x0f\x0a\x02v1\x12\x09Namespace\x12\x07\x0a\x05\x0a\x01x\x12\x00";
 //! let object = proto::k8s::decode(body)?;
 //! assert_eq!(object, serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}));
-//! # Ok::<(), proto::k8s::DecodeError>(())
+//! # Ok::<(), proto::k8s::Error>(())
 //! ```
 //!
 //! The schemas are `proto/k8s/*.proto` (written by `proto/k8s/gen.py`, field
@@ -37,6 +39,10 @@
 //!   nested `runtime.Unknown`, and string-list wrappers (`Verbs`,
 //!   `ExtraValue`: one repeated string field `items`) which become arrays.
 
+mod encode;
+
+pub use encode::{WATCH_CONTENT_TYPE, encode, encode_watch_event, serves};
+
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
@@ -54,9 +60,9 @@ pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
 /// The four bytes every Kubernetes protobuf body starts with.
 const MAGIC: &[u8] = b"k8s\0";
 /// `apiVersion kind message` lines for every top-level kind, written by `gen.py`.
-const KINDS: &str = include_str!("../k8s/kinds.txt");
+const KINDS: &str = include_str!("../../k8s/kinds.txt");
 /// `message field...` lines: the fields whose zero value Go's JSON keeps, written by `probe.py`.
-const ZERO_FIELDS: &str = include_str!("../k8s/zero_fields.txt");
+const ZERO_FIELDS: &str = include_str!("../../k8s/zero_fields.txt");
 /// The JSON name `gen.py` gives a Go struct embedded with `json:",inline"`.
 const INLINE: &str = ",inline";
 
@@ -94,9 +100,9 @@ thread_local! {
     static DECODED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// Why a body could not be decoded.
+/// Why a body could not be decoded, or an object encoded.
 #[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
+pub enum Error {
     /// The body does not start with `k8s\0`.
     #[error("not a Kubernetes protobuf body: it does not start with the magic bytes \"k8s\\0\"")]
     BadMagic,
@@ -129,7 +135,7 @@ pub enum DecodeError {
     #[error("the object's nested envelopes hold more than {} MiB", MAX_DECODED_BYTES >> 20)]
     TooLarge,
     /// A value inside the object is malformed; the envelope reports it as
-    /// [`DecodeError::MalformedObject`], naming the kind.
+    /// [`Error::MalformedObject`], naming the kind.
     #[error("{0}")]
     Malformed(String),
     /// The compiled-in schemas do not load (a build problem, not a bad body).
@@ -139,16 +145,16 @@ pub enum DecodeError {
 
 /// Decodes a Kubernetes protobuf body (`k8s\0` + `runtime.Unknown`) into the
 /// object's JSON, with `apiVersion` and `kind` taken from the envelope.
-pub fn decode(body: &[u8]) -> Result<Json, DecodeError> {
-    let envelope = body.strip_prefix(MAGIC).ok_or(DecodeError::BadMagic)?;
+pub fn decode(body: &[u8]) -> Result<Json, Error> {
+    let envelope = body.strip_prefix(MAGIC).ok_or(Error::BadMagic)?;
     let schemas = SCHEMAS
         .as_ref()
-        .map_err(|e| DecodeError::Schemas(e.to_string()))?;
+        .map_err(|e| Error::Schemas(e.to_string()))?;
     DECODED.with(|decoded| decoded.set(0));
     schemas.decode_envelope(envelope, 0)
 }
 
-static SCHEMAS: LazyLock<Result<Schemas, DecodeError>> = LazyLock::new(Schemas::load);
+static SCHEMAS: LazyLock<Result<Schemas, Error>> = LazyLock::new(Schemas::load);
 
 /// The descriptor pool, the kind table and the zero-field table, loaded once.
 struct Schemas {
@@ -162,24 +168,22 @@ struct Schemas {
 }
 
 impl Schemas {
-    fn load() -> Result<Self, DecodeError> {
+    fn load() -> Result<Self, Error> {
         let pool = DescriptorPool::decode(crate::K8S_FILE_DESCRIPTOR_SET)
-            .map_err(|e| DecodeError::Schemas(e.to_string()))?;
+            .map_err(|e| Error::Schemas(e.to_string()))?;
         let unknown = pool
             .get_message_by_name(UNKNOWN)
-            .ok_or_else(|| DecodeError::Schemas(format!("{UNKNOWN} is missing")))?;
+            .ok_or_else(|| Error::Schemas(format!("{UNKNOWN} is missing")))?;
         let mut kinds = HashMap::new();
         let mut packages: HashMap<String, Vec<String>> = HashMap::new();
         for line in data_lines(KINDS) {
             let [api_version, kind, message] = line.split_whitespace().collect::<Vec<_>>()[..]
             else {
-                return Err(DecodeError::Schemas(format!(
-                    "kinds.txt: bad line {line:?}"
-                )));
+                return Err(Error::Schemas(format!("kinds.txt: bad line {line:?}")));
             };
             let desc = pool
                 .get_message_by_name(message)
-                .ok_or_else(|| DecodeError::Schemas(format!("kinds.txt: no message {message}")))?;
+                .ok_or_else(|| Error::Schemas(format!("kinds.txt: no message {message}")))?;
             let in_version = packages.entry(api_version.to_owned()).or_default();
             if !in_version.iter().any(|p| p == desc.package_name()) {
                 in_version.push(desc.package_name().to_owned());
@@ -216,31 +220,39 @@ impl Schemas {
                 .then(|| self.pool.get_message_by_name(&format!("{META}.{kind}")))
                 .flatten()
         };
+        // Discovery documents and metadata-only objects: metav1's, served
+        // as `v1` (legacy discovery) or `meta.k8s.io/v1`.
+        let discovery = || {
+            matches!(api_version, "" | "v1" | "meta.k8s.io/v1")
+                .then(|| self.pool.get_message_by_name(&format!("{META}.{kind}")))
+                .flatten()
+        };
         self.kinds
             .get(&key)
             .cloned()
             .or_else(by_package)
             .or_else(meta)
+            .or_else(discovery)
     }
 
     /// Decodes a `runtime.Unknown` (after the magic bytes) into the object's JSON.
-    fn decode_envelope(&self, envelope: &[u8], depth: usize) -> Result<Json, DecodeError> {
+    fn decode_envelope(&self, envelope: &[u8], depth: usize) -> Result<Json, Error> {
         if depth > MAX_DEPTH {
-            return Err(DecodeError::TooDeep);
+            return Err(Error::TooDeep);
         }
         let decoded = DECODED.with(|decoded| {
             decoded.set(decoded.get() + envelope.len());
             decoded.get()
         });
         if decoded > MAX_DECODED_BYTES {
-            return Err(DecodeError::TooLarge);
+            return Err(Error::TooLarge);
         }
         let unknown = DynamicMessage::decode(self.unknown.clone(), envelope)
-            .map_err(|e| DecodeError::MalformedEnvelope(e.to_string()))?;
+            .map_err(|e| Error::MalformedEnvelope(e.to_string()))?;
         self.unknown_to_json(&unknown, depth)
     }
 
-    fn unknown_to_json(&self, unknown: &DynamicMessage, depth: usize) -> Result<Json, DecodeError> {
+    fn unknown_to_json(&self, unknown: &DynamicMessage, depth: usize) -> Result<Json, Error> {
         let type_meta = message_field(unknown, 1);
         let api_version = type_meta
             .as_ref()
@@ -253,42 +265,42 @@ impl Schemas {
         let raw = bytes_field(unknown, 2);
         let encoding = string_field(unknown, 3);
         if !encoding.is_empty() {
-            return Err(DecodeError::MalformedEnvelope(format!(
+            return Err(Error::MalformedEnvelope(format!(
                 "unsupported contentEncoding {encoding:?}"
             )));
         }
         let content_type = string_field(unknown, 4);
         if content_type.starts_with("application/json") {
             let object: Json =
-                serde_json::from_slice(&raw).map_err(|e| DecodeError::MalformedObject {
+                serde_json::from_slice(&raw).map_err(|e| Error::MalformedObject {
                     api_version,
                     kind,
                     reason: e.to_string(),
                 })?;
             return within_depth(&object, depth)
                 .then_some(object)
-                .ok_or(DecodeError::TooDeep);
+                .ok_or(Error::TooDeep);
         }
         if !content_type.is_empty() && content_type != CONTENT_TYPE {
-            return Err(DecodeError::MalformedEnvelope(format!(
+            return Err(Error::MalformedEnvelope(format!(
                 "unsupported contentType {content_type:?}"
             )));
         }
         if kind.is_empty() {
-            return Err(DecodeError::MalformedEnvelope(
+            return Err(Error::MalformedEnvelope(
                 "typeMeta.kind is empty".to_owned(),
             ));
         }
         let Some(desc) = self.message(&api_version, &kind) else {
-            return Err(DecodeError::UnknownKind { api_version, kind });
+            return Err(Error::UnknownKind { api_version, kind });
         };
         let fields = DynamicMessage::decode(desc, raw.as_slice())
-            .map_err(|e| DecodeError::Malformed(e.to_string()))
+            .map_err(|e| Error::Malformed(e.to_string()))
             .and_then(|object| self.message_to_json(&object, depth));
         let fields = match fields {
             Ok(fields) => fields,
-            Err(DecodeError::Malformed(reason)) => {
-                return Err(DecodeError::MalformedObject {
+            Err(Error::Malformed(reason)) => {
+                return Err(Error::MalformedObject {
                     api_version,
                     kind,
                     reason,
@@ -312,9 +324,9 @@ impl Schemas {
         &self,
         message: &DynamicMessage,
         depth: usize,
-    ) -> Result<Option<Json>, DecodeError> {
+    ) -> Result<Option<Json>, Error> {
         if depth > MAX_DEPTH {
-            return Err(DecodeError::TooDeep);
+            return Err(Error::TooDeep);
         }
         let desc = message.descriptor();
         let name = desc.full_name();
@@ -406,18 +418,13 @@ impl Schemas {
     }
 
     /// The items of a repeated field; an item with no JSON of its own (an empty `Time`) is `null`.
-    fn list_to_json(
-        &self,
-        kind: &Kind,
-        items: &[Value],
-        depth: usize,
-    ) -> Result<Json, DecodeError> {
+    fn list_to_json(&self, kind: &Kind, items: &[Value], depth: usize) -> Result<Json, Error> {
         let items = items.iter().map(|item| {
             Ok(self
                 .value_to_json(kind, item, depth + 1)?
                 .unwrap_or(Json::Null))
         });
-        Ok(Json::Array(items.collect::<Result<_, DecodeError>>()?))
+        Ok(Json::Array(items.collect::<Result<_, Error>>()?))
     }
 
     /// A single value (a field's, a list item's or a map entry's).
@@ -426,7 +433,7 @@ impl Schemas {
         kind: &Kind,
         value: &Value,
         depth: usize,
-    ) -> Result<Option<Json>, DecodeError> {
+    ) -> Result<Option<Json>, Error> {
         Ok(match value {
             Value::String(s) => Some(Json::String(s.clone())),
             Value::Bytes(b) => Some(Json::String(
@@ -447,12 +454,12 @@ impl Schemas {
             }),
             Value::Message(message) => self.message_to_json(message, depth)?,
             Value::List(items) => Some(self.list_to_json(kind, items, depth)?),
-            Value::Map(_) => return Err(DecodeError::Malformed("map inside a list".to_owned())),
+            Value::Map(_) => return Err(Error::Malformed("map inside a list".to_owned())),
         })
     }
 
     /// Raw bytes holding JSON (or a nested protobuf object); base64 if they are neither.
-    fn raw_json(&self, raw: &[u8], depth: usize) -> Result<Option<Json>, DecodeError> {
+    fn raw_json(&self, raw: &[u8], depth: usize) -> Result<Option<Json>, Error> {
         if raw.is_empty() {
             return Ok(None);
         }
@@ -466,17 +473,13 @@ impl Schemas {
             Json::String(base64::engine::general_purpose::STANDARD.encode(raw))
         });
         if !within_depth(&json, depth) {
-            return Err(DecodeError::TooDeep);
+            return Err(Error::TooDeep);
         }
         Ok(Some(json))
     }
 
     /// The CRD schema unions (marshalled as whichever side is set) and CRD `JSON`.
-    fn schema_union(
-        &self,
-        message: &DynamicMessage,
-        depth: usize,
-    ) -> Result<Option<Json>, DecodeError> {
+    fn schema_union(&self, message: &DynamicMessage, depth: usize) -> Result<Option<Json>, Error> {
         let name = message.descriptor().name().to_owned();
         let schema = |number| match message_field(message, number) {
             Some(schema) => self.message_to_json(&schema, depth),
@@ -552,23 +555,23 @@ fn string_list_wrapper(message: &DynamicMessage) -> Option<Json> {
 
 /// An error of an object nested in another: too deep stays too deep; the
 /// rest is malformed, in the nested error's words.
-fn nested(e: DecodeError) -> DecodeError {
+fn nested(e: Error) -> Error {
     match e {
-        DecodeError::TooDeep => DecodeError::TooDeep,
-        DecodeError::TooLarge => DecodeError::TooLarge,
-        other => DecodeError::Malformed(other.to_string()),
+        Error::TooDeep => Error::TooDeep,
+        Error::TooLarge => Error::TooLarge,
+        other => Error::Malformed(other.to_string()),
     }
 }
 
 /// `Time` and `MicroTime` {1 seconds, 2 nanos}: RFC 3339 in UTC, or left out when zero.
-fn time_json(message: &DynamicMessage, micro: bool) -> Result<Option<Json>, DecodeError> {
+fn time_json(message: &DynamicMessage, micro: bool) -> Result<Option<Json>, Error> {
     let (seconds, nanos) = (int_field(message, 1), int_field(message, 2));
     if seconds == 0 && nanos == 0 {
         return Ok(None);
     }
     let time = OffsetDateTime::from_unix_timestamp(seconds)
         .and_then(|t| t.replace_nanosecond(u32::try_from(nanos).unwrap_or(0)))
-        .map_err(|e| DecodeError::Malformed(format!("time out of range: {e}")))?;
+        .map_err(|e| Error::Malformed(format!("time out of range: {e}")))?;
     let formatted = if micro {
         time.format(format_description!(
             "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
@@ -580,7 +583,7 @@ fn time_json(message: &DynamicMessage, micro: bool) -> Result<Option<Json>, Deco
     };
     formatted
         .map(|s| Some(Json::String(s)))
-        .map_err(|e| DecodeError::Malformed(e.to_string()))
+        .map_err(|e| Error::Malformed(e.to_string()))
 }
 
 /// `IntOrString` {1 type (0 int, 1 string), 2 intVal, 3 strVal}.
@@ -1062,18 +1065,16 @@ mod tests {
     fn bad_magic() {
         assert!(matches!(
             decode(br#"{"kind":"Namespace"}"#),
-            Err(DecodeError::BadMagic)
+            Err(Error::BadMagic)
         ));
-        assert!(matches!(decode(b"k8s"), Err(DecodeError::BadMagic)));
+        assert!(matches!(decode(b"k8s"), Err(Error::BadMagic)));
     }
 
     #[test]
     fn unknown_kind() {
         let err = decode(&envelope("example.com/v1", "Widget", b"")).unwrap_err();
-        assert!(
-            matches!(&err, DecodeError::UnknownKind { api_version, kind }
-            if api_version == "example.com/v1" && kind == "Widget")
-        );
+        assert!(matches!(&err, Error::UnknownKind { api_version, kind }
+            if api_version == "example.com/v1" && kind == "Widget"));
         assert_eq!(err.to_string(), "unknown kind example.com/v1/Widget");
     }
 
@@ -1094,19 +1095,16 @@ mod tests {
         let ok = decode(&nested_revisions(MAX_DEPTH - 1, b"")).unwrap();
         assert_eq!(ok["data"]["data"]["kind"], "ControllerRevision");
         let err = decode(&nested_revisions(MAX_DEPTH + 1, b"")).unwrap_err();
-        assert!(matches!(err, DecodeError::TooDeep), "{err}");
+        assert!(matches!(err, Error::TooDeep), "{err}");
         // The crafted request of the hardening issue: thousands of levels,
         // ~800 KB, refused by depth or by the bytes its levels hold.
         let body = nested_revisions(20_000, b"");
         assert!(body.len() > 500_000, "{}", body.len());
         let err = decode(&body).unwrap_err();
-        assert!(
-            matches!(err, DecodeError::TooDeep | DecodeError::TooLarge),
-            "{err}"
-        );
+        assert!(matches!(err, Error::TooDeep | Error::TooLarge), "{err}");
         // Big levels: what they hold together is bounded, not only their depth.
         let big = nested_revisions(10, &vec![b' '; 2 << 20]);
-        assert!(matches!(decode(&big).unwrap_err(), DecodeError::TooLarge));
+        assert!(matches!(decode(&big).unwrap_err(), Error::TooLarge));
         let one = decode(&nested_revisions(2, &vec![b' '; 2 << 20])).unwrap();
         assert_eq!(one["kind"], "ControllerRevision");
     }
@@ -1116,7 +1114,7 @@ mod tests {
         let arrays = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
         // 40 envelopes around 40 nested arrays: over the limit.
         let err = decode(&nested_revisions(40, arrays(40).as_bytes())).unwrap_err();
-        assert!(matches!(err, DecodeError::TooDeep), "{err}");
+        assert!(matches!(err, Error::TooDeep), "{err}");
         let ok = decode(&nested_revisions(40, arrays(20).as_bytes())).unwrap();
         assert_eq!(ok["kind"], "ControllerRevision");
     }
@@ -1125,7 +1123,7 @@ mod tests {
     fn truncated_bytes() {
         let namespace = hex(NAMESPACE);
         let err = decode(&namespace[..namespace.len() - 10]).unwrap_err();
-        assert!(matches!(err, DecodeError::MalformedEnvelope(_)), "{err}");
+        assert!(matches!(err, Error::MalformedEnvelope(_)), "{err}");
         // An intact envelope around a cut-off object: ObjectMeta claims 0x11 bytes, has 3.
         let err = decode(&envelope(
             "v1",
@@ -1133,8 +1131,8 @@ mod tests {
             &[0x0a, 0x11, 0x0a, 0x01, b'x'],
         ))
         .unwrap_err();
-        assert!(matches!(err, DecodeError::MalformedObject { .. }), "{err}");
+        assert!(matches!(err, Error::MalformedObject { .. }), "{err}");
         let err = decode(&envelope("v1", "", b"")).unwrap_err();
-        assert!(matches!(err, DecodeError::MalformedEnvelope(_)), "{err}");
+        assert!(matches!(err, Error::MalformedEnvelope(_)), "{err}");
     }
 }
