@@ -5,10 +5,12 @@
 //! priority and fairness, authorization, long-running limits, the body);
 //! the handler, under panic recovery, is the chain's end.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -631,6 +633,10 @@ async fn entry(
     let certs = req.conn_data::<PeerCerts>().map(|c| c.0.clone());
     let peer = req.peer_addr();
     let upgrade = req.headers().contains_key(actix_web::http::header::UPGRADE);
+    // The body is read only once the caller may send it; a body left
+    // unread (a refusal) stays open until the answer is written.
+    let unread = Rc::new(RefCell::new(Some(payload)));
+    let reader = unread.clone();
     let resp = door
         .serve(
             peer,
@@ -642,20 +648,110 @@ async fn entry(
             async move {
                 // An upgrade (exec, attach, port-forward over SPDY or
                 // WebSocket) has no body: what follows is the stream it asks for.
-                if upgrade {
-                    Ok(Bytes::new())
-                } else {
-                    read_body(payload).await
+                let payload = reader.borrow_mut().take().filter(|_| !upgrade);
+                let Some(mut payload) = payload else {
+                    return Ok(Bytes::new());
+                };
+                let read = read_body(&mut payload).await;
+                if read.is_err() {
+                    // Too large or too slow: what is left is the answer's to drop.
+                    *reader.borrow_mut() = Some(payload);
                 }
+                read
             },
         )
         .await;
-    into_http(resp)
+    let resp = into_http(resp);
+    let unread = unread.borrow_mut().take();
+    match unread {
+        Some(unread)
+            if req.version() == actix_web::http::Version::HTTP_2
+                && matches!(req.method().as_str(), "POST" | "PUT" | "PATCH") =>
+        {
+            resp.map_body(|_, body| AnswerFirst::new(body, unread))
+                .map_into_boxed_body()
+        }
+        _ => resp,
+    }
+}
+
+/// The most of a refused request's body read (and dropped) after its answer.
+const DISCARD_BYTES: usize = codec::MAX_BODY_BYTES;
+/// How long a refused request's body is read after its answer.
+const DISCARD_TIME: Duration = Duration::from_secs(5);
+
+/// An HTTP/2 answer to a request whose body was left unread (a refusal
+/// before the body is read). Dropping the body ends the request with
+/// RST_STREAM: CANCEL before the answer is sent, and the client sees a
+/// reset, not the answer; NO_ERROR after it (RFC 9113 8.1), which clients
+/// like curl before 8.x still take for an error while they send. So the
+/// answer goes out first, and the rest of the body (up to [`DISCARD_BYTES`]
+/// within [`DISCARD_TIME`]) is read and dropped before the answer's end, so
+/// the request ends as any other; past those bounds, the reset.
+struct AnswerFirst {
+    body: actix_web::body::BoxBody,
+    unread: Option<web::Payload>,
+    discarded: usize,
+    /// Set when the answer has been written.
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl AnswerFirst {
+    fn new(body: actix_web::body::BoxBody, unread: web::Payload) -> Self {
+        AnswerFirst {
+            body,
+            unread: Some(unread),
+            discarded: 0,
+            deadline: None,
+        }
+    }
+}
+
+impl actix_web::body::MessageBody for AnswerFirst {
+    type Error = Box<dyn std::error::Error>;
+
+    fn size(&self) -> actix_web::body::BodySize {
+        // Streamed: the end waits for the discarded body.
+        match self.body.size() {
+            actix_web::body::BodySize::None => actix_web::body::BodySize::Stream,
+            size => size,
+        }
+    }
+
+    fn poll_next(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Bytes, Self::Error>>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        match Pin::new(&mut this.body).poll_next(cx) {
+            Poll::Ready(None) => {}
+            other => return other,
+        }
+        let deadline = this
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(DISCARD_TIME)));
+        while let Some(unread) = this.unread.as_mut() {
+            if deadline.as_mut().poll(cx).is_ready() {
+                this.unread = None;
+                break;
+            }
+            match unread.poll_next_unpin(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(chunk))) if this.discarded + chunk.len() <= DISCARD_BYTES => {
+                    this.discarded += chunk.len();
+                }
+                // Ended, broken or too long: stop reading.
+                Poll::Ready(_) => this.unread = None,
+            }
+        }
+        Poll::Ready(None)
+    }
 }
 
 /// Reads a body up to the API's limit (413 past it) within [`BODY_TIMEOUT`]
 /// (a 504 Status past it: a slow sender is cut off).
-async fn read_body(mut payload: web::Payload) -> Result<Bytes, apimachinery::Error> {
+async fn read_body(payload: &mut web::Payload) -> Result<Bytes, apimachinery::Error> {
     let read = async {
         let mut body = BytesMut::new();
         while let Some(chunk) = payload.next().await {
