@@ -103,6 +103,12 @@ impl RequestInfo {
         if info.name.is_empty() && info.verb == "delete" {
             info.verb = "deletecollection".into();
         }
+        if info.name.is_empty() && matches!(info.verb.as_str(), "list" | "watch") {
+            // As kube: a list or watch of one name (what an informer of one
+            // object asks) is authorized as a request for that name, so a
+            // role limited to named objects allows it.
+            info.name = selected_name(query).unwrap_or_default();
+        }
         info
     }
 
@@ -111,6 +117,30 @@ impl RequestInfo {
     pub fn is_discovery(&self) -> bool {
         !self.is_resource_request && (!self.api_version.is_empty() || !self.api_group.is_empty())
     }
+}
+
+/// The name a `fieldSelector` requires exactly (`metadata.name=x` or
+/// `metadata.name==x` among its terms), if it is a valid path segment.
+fn selected_name(query: &str) -> Option<String> {
+    let selector = form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "fieldSelector")
+        .map(|(_, v)| v.into_owned())?;
+    // Escaped selectors (`\,`) are left alone: no name is better than a wrong one.
+    if selector.contains('\\') {
+        return None;
+    }
+    selector.split(',').find_map(|term| {
+        let (field, value) = term.split_once('=')?;
+        if field.trim() != "metadata.name" {
+            return None;
+        }
+        let value = value.strip_prefix('=').unwrap_or(value).trim();
+        let valid = !value.is_empty()
+            && value != "."
+            && value != ".."
+            && !value.contains(['/', '%']);
+        valid.then(|| value.to_string())
+    })
 }
 
 #[cfg(test)]
@@ -157,6 +187,33 @@ mod tests {
             parse(Method::DELETE, "/api/v1/namespaces/x/pods", "").verb,
             "deletecollection"
         );
+    }
+
+    #[test]
+    fn a_list_of_one_name_is_a_request_for_that_name() {
+        let one = |query: &str| {
+            let info = parse(Method::GET, "/api/v1/namespaces/kube-system/configmaps", query);
+            (info.verb, info.name)
+        };
+        let named = "fieldSelector=metadata.name%3Dextension-apiserver-authentication";
+        assert_eq!(one(named), ("list".into(), "extension-apiserver-authentication".into()));
+        assert_eq!(
+            one("watch=true&fieldSelector=status.phase%3DRunning%2Cmetadata.name%3D%3Dx"),
+            ("watch".into(), "x".into())
+        );
+        for other in [
+            "",
+            "fieldSelector=metadata.name%21%3Dx",
+            "fieldSelector=metadata.namespace%3Dx",
+            "fieldSelector=metadata.name%3D..",
+            "fieldSelector=metadata.name%3Da%2Fb",
+            "labelSelector=metadata.name%3Dx",
+        ] {
+            assert_eq!(one(other).1, "", "{other}");
+        }
+        // A name in the path stays the name.
+        let get = parse(Method::GET, "/api/v1/namespaces/a/configmaps/b", "fieldSelector=metadata.name%3Dc");
+        assert_eq!((get.verb.as_str(), get.name.as_str()), ("get", "b"));
     }
 
     #[test]

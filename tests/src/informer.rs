@@ -23,6 +23,12 @@ pub struct Api {
 
 /// The admin's TLS client configuration for a cluster's PKI.
 pub fn tls_config(pki: &Path) -> rustls::ClientConfig {
+    tls_config_as(pki, true)
+}
+
+/// A TLS client configuration trusting a cluster's CA, with the admin's
+/// certificate or with none (a client that brings a token).
+fn tls_config_as(pki: &Path, admin: bool) -> rustls::ClientConfig {
     let read = |name: &str| {
         std::fs::read(pki.join(name)).unwrap_or_else(|e| panic!("reading {name}: {e}"))
     };
@@ -30,16 +36,22 @@ pub fn tls_config(pki: &Path) -> rustls::ClientConfig {
     for cert in rustls_pemfile::certs(&mut &read("ca.crt")[..]) {
         roots.add(cert.expect("CA PEM")).expect("CA certificate");
     }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots);
+    if !admin {
+        return config.with_no_client_auth();
+    }
     let certs = rustls_pemfile::certs(&mut &read("admin.crt")[..])
         .collect::<Result<Vec<_>, _>>()
         .expect("admin certificate");
     let key = rustls_pemfile::private_key(&mut &read("admin.key")[..])
         .expect("admin key PEM")
         .expect("an admin key");
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_root_certificates(roots)
+    config
         .with_client_auth_cert(certs, key)
         .expect("the admin client certificate")
 }
@@ -73,6 +85,21 @@ impl Api {
         }
     }
 
+    /// A client of `cluster`'s front door without a client certificate: its
+    /// requests are anonymous unless they bring a token.
+    pub fn without_certificate(cluster: &Cluster) -> Api {
+        let http = reqwest::blocking::Client::builder()
+            .tls_backend_preconfigured(tls_config_as(&cluster.dir.join("pki"), false))
+            .timeout(Duration::from_secs(60))
+            .no_proxy()
+            .build()
+            .expect("an HTTPS client");
+        Api {
+            http,
+            base: format!("https://127.0.0.1:{}", cluster.port),
+        }
+    }
+
     /// Sends a request; status 0 when no HTTP response came back.
     pub fn send(&self, request: reqwest::blocking::RequestBuilder) -> (u16, Value) {
         match request.send() {
@@ -103,6 +130,39 @@ impl Api {
         self.send(self.http.get(format!("{}{path}", self.base)))
     }
 
+    /// Sends a request with headers (and a body with its Content-Type);
+    /// the answer as it came, bytes and all (panics if none came).
+    pub fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<(&str, Vec<u8>)>,
+    ) -> Raw {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("a method");
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        if let Some((content_type, body)) = body {
+            request = request.header("content-type", content_type).body(body);
+        }
+        let resp = request.send().unwrap_or_else(|e| panic!("{path}: {e}"));
+        let code = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let body = resp.bytes().expect("a body").to_vec();
+        Raw {
+            code,
+            content_type,
+            body,
+        }
+    }
+
     /// Creates a namespace (201 or the test fails).
     pub fn create_namespace(&self, name: &str) {
         let (status, body) = self.post(
@@ -110,6 +170,29 @@ impl Api {
             &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
         );
         assert_eq!(status, 201, "creating namespace {name}: {body}");
+    }
+}
+
+/// An answer as it came: status, Content-Type and bytes.
+#[derive(Debug)]
+pub struct Raw {
+    /// The HTTP status.
+    pub code: u16,
+    /// The Content-Type header.
+    pub content_type: String,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl Raw {
+    /// The body as text (lossy), for messages.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The body as JSON, or `Null`.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
 }
 

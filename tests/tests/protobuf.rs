@@ -12,43 +12,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tests::Cluster;
-use tests::informer::Api;
+use tests::informer::{Api, Raw};
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// What client-go's typed clients send.
 const TYPED: &str = "application/vnd.kubernetes.protobuf,application/json";
 const NS: &str = "wire";
 
-/// An answer's status, Content-Type and bytes.
-struct Raw {
-    code: u16,
-    content_type: String,
-    body: Vec<u8>,
-}
-
 fn send(api: &Api, method: &str, path: &str, accept: &str, body: Option<(&str, Vec<u8>)>) -> Raw {
-    let method = reqwest::Method::from_bytes(method.as_bytes()).expect("a method");
-    let mut request = api
-        .http
-        .request(method, format!("{}{path}", api.base))
-        .header("accept", accept);
-    if let Some((content_type, body)) = body {
-        request = request.header("content-type", content_type).body(body);
-    }
-    let resp = request.send().expect("an answer");
-    let code = resp.status().as_u16();
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let body = resp.bytes().expect("a body").to_vec();
-    Raw {
-        code,
-        content_type,
-        body,
-    }
+    api.raw(method, path, &[("accept", accept)], body)
 }
 
 /// The JSON answer to a GET.
