@@ -280,17 +280,21 @@ fn named_groups() -> Vec<Resource> {
             .status(),
         Resource::builtin::<admission_v1::MutatingWebhookConfiguration>(
             admissionregistration::WebhookConfigurationStrategy { mutating: true },
-        ),
+        )
+        .categories(&["api-extensions"]),
         Resource::builtin::<admission_v1::ValidatingAdmissionPolicy>(
             admissionregistration::ValidatingAdmissionPolicyStrategy,
         )
+        .categories(&["api-extensions"])
         .status(),
         Resource::builtin::<admission_v1::ValidatingAdmissionPolicyBinding>(
             admissionregistration::ValidatingAdmissionPolicyBindingStrategy,
-        ),
+        )
+        .categories(&["api-extensions"]),
         Resource::builtin::<admission_v1::ValidatingWebhookConfiguration>(
             admissionregistration::WebhookConfigurationStrategy { mutating: false },
-        ),
+        )
+        .categories(&["api-extensions"]),
         Resource::builtin::<scheduling::PriorityClass>(priorityclass::PriorityClassStrategy)
             .short_names(&["pc"]),
         Resource::builtin::<coordination::Lease>(lease::LeaseStrategy),
@@ -735,7 +739,7 @@ mod tests {
             "MutatingWebhookConfiguration",
             false,
             &[],
-            &[],
+            &["api-extensions"],
             &[],
         ),
         (
@@ -744,7 +748,7 @@ mod tests {
             "ValidatingAdmissionPolicy",
             false,
             &[],
-            &[],
+            &["api-extensions"],
             &["status"],
         ),
         (
@@ -753,7 +757,7 @@ mod tests {
             "ValidatingAdmissionPolicyBinding",
             false,
             &[],
-            &[],
+            &["api-extensions"],
             &[],
         ),
         (
@@ -762,7 +766,7 @@ mod tests {
             "ValidatingWebhookConfiguration",
             false,
             &[],
-            &[],
+            &["api-extensions"],
             &[],
         ),
         (
