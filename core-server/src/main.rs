@@ -192,10 +192,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
     );
     let _ = policy.set(rbac.clone());
     reviews::install(server.api(), rbac);
-    server.api().install_read_only(vec![resources::component_statuses(
-        cacher.storage().clone(),
-        options.config.etcd.etcd_servers.len(),
-    )]);
+    server
+        .api()
+        .install_read_only(vec![resources::component_statuses(
+            cacher.storage().clone(),
+            options.config.etcd.etcd_servers.len(),
+        )]);
     binding::install(server.api());
     eviction::install(server.api());
     install_token_requests(server.api(), &options)?;

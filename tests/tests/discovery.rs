@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use tests::{As, Cluster};
 
 /// The accept header of aggregated discovery.
-const AGGREGATED: &str = "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+const AGGREGATED: &str =
+    "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// Differences from kube 1.33 kubechain keeps, each with its reason:
 /// (groupVersion, resource or subresource, field, why). Each is printed;
@@ -224,7 +225,9 @@ fn compare_aggregated(
 
 /// The version entry of aggregated discovery for a group/version.
 fn aggregated_version<'a>(lists: &'a [Value], group_version: &str) -> Option<&'a Value> {
-    let (group, version) = group_version.rsplit_once('/').unwrap_or(("", group_version));
+    let (group, version) = group_version
+        .rsplit_once('/')
+        .unwrap_or(("", group_version));
     lists
         .iter()
         .flat_map(|l| l["items"].as_array().into_iter().flatten())
@@ -282,7 +285,10 @@ fn discovery_matches_kube_1_33() {
     for (group_version, resources) in &kube {
         let answer = cluster.curl(As::Admin, "GET", &path_of(group_version), &[], None);
         let ours: Vec<Value> = if answer.code == 200 {
-            answer.json["resources"].as_array().cloned().unwrap_or_default()
+            answer.json["resources"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
         } else {
             Vec::new()
         };
@@ -311,8 +317,10 @@ fn discovery_matches_kube_1_33() {
             ));
         }
         // What kubechain serves in a kube group/version that kube does not.
-        let kube_names: BTreeSet<&str> =
-            resources.iter().filter_map(|r| r["name"].as_str()).collect();
+        let kube_names: BTreeSet<&str> = resources
+            .iter()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
         for extra in ours_names.difference(&kube_names) {
             rows.push(format!(
                 "| {group_version} | {extra} | | | EXTRA (not in kube 1.33) |"
@@ -435,11 +443,156 @@ fn table_is_well_formed() {
 #[test]
 fn the_added_resources_work_with_kubectl() {
     let cluster = Cluster::start();
-    let _ = json!({});
-    // componentstatuses: read-only, computed.
-    let listed = cluster.kubectl(&["get", "componentstatuses"]);
-    let out = listed.ok();
-    assert!(out.contains("etcd-0"), "{out}");
-    assert!(out.contains("Healthy"), "{out}");
-    let _ = listed.stderr.contains("v1 ComponentStatus is deprecated");
+    // componentstatuses: read-only, computed; etcd answers.
+    let out = cluster
+        .kubectl(&["get", "componentstatuses"])
+        .ok()
+        .to_string();
+    let etcd = out
+        .lines()
+        .find(|l| l.starts_with("etcd-0"))
+        .unwrap_or_default();
+    assert!(etcd.contains("Healthy") && etcd.contains("ok"), "{out}");
+    let cs = cluster
+        .kubectl(&["get", "cs", "etcd-0", "-o", "json"])
+        .json();
+    assert_eq!(cs["kind"], "ComponentStatus");
+    assert_eq!(
+        cs["conditions"][0],
+        json!({"type": "Healthy", "status": "True", "message": "ok"})
+    );
+    let refused = cluster.kubectl(&["delete", "cs", "etcd-0"]);
+    assert!(
+        refused
+            .err()
+            .contains("the server does not allow this method"),
+        "{}",
+        refused.stderr
+    );
+
+    let pod = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+        "spec": {"containers": [{"name": "app", "image": "nginx",
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}"#;
+    cluster.kubectl_stdin(&["create", "-f", "-"], pod).ok();
+
+    // kubectl debug: a patch of pods/ephemeralcontainers.
+    cluster
+        .kubectl(&[
+            "debug",
+            "web",
+            "--image=busybox",
+            "--container=debugger",
+            "--target=app",
+        ])
+        .ok();
+    let got = cluster.kubectl(&["get", "pod", "web", "-o", "json"]).json();
+    assert_eq!(got["spec"]["ephemeralContainers"][0]["name"], "debugger");
+    assert_eq!(
+        got["spec"]["ephemeralContainers"][0]["targetContainerName"],
+        "app"
+    );
+    assert_eq!(
+        got["spec"]["ephemeralContainers"][0]["terminationMessagePolicy"], "File",
+        "defaulted"
+    );
+    // The main resource may not add them; the subresource may not change them.
+    let direct = cluster.kubectl(&["patch", "pod", "web", "--type=json", "-p",
+        r#"[{"op": "add", "path": "/spec/ephemeralContainers/-", "value": {"name": "x", "image": "busybox"}}]"#]);
+    assert!(
+        direct
+            .err()
+            .contains("Forbidden: pod updates may not change fields"),
+        "{}",
+        direct.stderr
+    );
+    let changed = cluster.kubectl(&[
+        "patch",
+        "pod",
+        "web",
+        "--subresource=ephemeralcontainers",
+        "--type=json",
+        "-p",
+        r#"[{"op": "replace", "path": "/spec/ephemeralContainers/0/image", "value": "alpine"}]"#,
+    ]);
+    assert!(
+        changed.err().contains(r#"spec.ephemeralContainers: Forbidden: existing ephemeral containers "debugger" may not be changed"#),
+        "{}",
+        changed.stderr
+    );
+    let sub = cluster
+        .kubectl(&[
+            "get",
+            "pod",
+            "web",
+            "--subresource=ephemeralcontainers",
+            "-o",
+            "json",
+        ])
+        .json();
+    assert_eq!(sub["kind"], "Pod");
+
+    // In-place resize through pods/resize: cpu changes, nothing else does.
+    cluster
+        .kubectl(&["patch", "pod", "web", "--subresource=resize", "-p",
+            r#"{"spec": {"containers": [{"name": "app", "image": "ignored", "resources": {"requests": {"cpu": "200m"}}}]}}"#])
+        .ok();
+    let got = cluster.kubectl(&["get", "pod", "web", "-o", "json"]).json();
+    assert_eq!(
+        got["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+        "200m"
+    );
+    assert_eq!(got["spec"]["containers"][0]["image"], "nginx");
+    let other = cluster.kubectl(&["patch", "pod", "web", "--subresource=resize", "-p",
+        r#"{"spec": {"containers": [{"name": "app", "resources": {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "1"}}}]}}"#]);
+    assert!(
+        other
+            .err()
+            .contains("only cpu and memory resources are mutable"),
+        "{}",
+        other.stderr
+    );
+    let plain = cluster.kubectl(&["patch", "pod", "web", "-p",
+        r#"{"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "300m"}}}]}}"#]);
+    assert!(
+        plain
+            .err()
+            .contains("Forbidden: pod updates may not change fields"),
+        "{}",
+        plain.stderr
+    );
+
+    // The proxies: no endpoints behind a service, no kubelet behind a pod.
+    cluster
+        .kubectl(&["create", "service", "clusterip", "web", "--tcp=80:80"])
+        .ok();
+    let answer = cluster.curl(
+        As::Admin,
+        "GET",
+        "/api/v1/namespaces/default/services/web/proxy/",
+        &[],
+        None,
+    );
+    assert_eq!(answer.code, 503, "{}", answer.text);
+    assert_eq!(answer.json["reason"], "ServiceUnavailable");
+    assert_eq!(
+        answer.json["message"],
+        r#"no endpoints available for service "web""#
+    );
+    let missing = cluster.curl(
+        As::Admin,
+        "GET",
+        "/api/v1/namespaces/default/services/nope/proxy/",
+        &[],
+        None,
+    );
+    assert_eq!(missing.code, 404, "{}", missing.text);
+    assert_eq!(missing.json["message"], r#"services "nope" not found"#);
+    let pod_proxy = cluster.curl(
+        As::Admin,
+        "GET",
+        "/api/v1/namespaces/default/pods/web/proxy/",
+        &[],
+        None,
+    );
+    assert_eq!(pod_proxy.code, 400, "no pod IP: {}", pod_proxy.text);
 }

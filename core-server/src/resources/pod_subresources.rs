@@ -131,7 +131,11 @@ pub fn validate_ephemeral_update(new: &Value, old: &Value) -> Vec<FieldError> {
 
 /// kube's rules for a resize: only cpu and memory change, and the pod's
 /// QoS class stays what it was.
-pub fn validate_resize(new: &Value, old: &Value, qos: fn(&Value) -> &'static str) -> Vec<FieldError> {
+pub fn validate_resize(
+    new: &Value,
+    old: &Value,
+    qos: fn(&Value) -> &'static str,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let resources = |pod: &Value, list: &str, name: &str| -> Value {
         let mut r = items(pod, &format!("/spec/{list}"))
