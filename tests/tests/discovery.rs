@@ -461,6 +461,16 @@ fn the_added_resources_work_with_kubectl() {
         cs["conditions"][0],
         json!({"type": "Healthy", "status": "True", "message": "ok"})
     );
+    // In core v1's OpenAPI beside the stored kinds, which stay there.
+    for what in [
+        "componentstatuses.conditions",
+        "pods.spec.ephemeralContainers",
+    ] {
+        assert!(
+            cluster.kubectl(&["explain", what]).ok().contains("FIELD"),
+            "{what}"
+        );
+    }
     let refused = cluster.kubectl(&["delete", "cs", "etcd-0"]);
     assert!(
         refused
