@@ -160,6 +160,8 @@ pub enum FieldErrorKind {
     TooLong,
     /// There are too many items.
     TooMany,
+    /// The value names something that does not exist.
+    NotFound,
 }
 
 impl FieldError {
@@ -201,6 +203,11 @@ impl FieldError {
         )
     }
 
+    /// A value naming something that does not exist.
+    pub fn not_found(field: impl Into<String>, value: impl Into<Value>) -> Self {
+        Self::new(FieldErrorKind::NotFound, field, Some(value.into()), "")
+    }
+
     /// A field that may not be set or changed.
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
         Self::new(FieldErrorKind::Forbidden, field, None, detail)
@@ -240,6 +247,7 @@ impl FieldError {
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::TooLong => "FieldValueTooLong",
             FieldErrorKind::TooMany => "FieldValueTooMany",
+            FieldErrorKind::NotFound => "FieldValueNotFound",
         }
     }
 
@@ -261,6 +269,7 @@ impl FieldError {
             FieldErrorKind::Forbidden => with_detail("Forbidden".into()),
             FieldErrorKind::TooLong => with_detail("Too long".into()),
             FieldErrorKind::TooMany => with_detail("Too many".into()),
+            FieldErrorKind::NotFound => format!("Not found: {value}"),
         }
     }
 }

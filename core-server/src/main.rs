@@ -179,6 +179,8 @@ async fn run(options: Options) -> anyhow::Result<()> {
     ];
     let mut all = resources::all();
     all.extend(reviews::resources());
+    // Declared here for discovery and OpenAPI; served computed (below).
+    all.push(resources::component_statuses(cacher.storage().clone(), 0).0);
     let mut server = plugins
         .into_iter()
         .fold(server.with_stored(all, &storage), Server::with_admission)
@@ -192,6 +194,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
     );
     let _ = policy.set(rbac.clone());
     reviews::install(server.api(), rbac);
+    let (statuses, computed) = resources::component_statuses(
+        cacher.storage().clone(),
+        options.config.etcd.etcd_servers.len(),
+    );
+    server.api().add_read_only(&statuses, computed);
     binding::install(server.api());
     eviction::install(server.api());
     install_token_requests(server.api(), &options)?;

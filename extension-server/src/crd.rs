@@ -2,6 +2,7 @@
 //! change, validation, and the cleanup finalizer every CRD carries.
 
 use apimachinery::error::{FieldError, Result};
+use apimachinery::group_version::GroupVersionKind;
 use apimachinery::table::{self, Column};
 use generic_server::resource::Resource;
 use generic_server::strategy::Strategy;
@@ -17,6 +18,15 @@ pub fn resource() -> Resource {
         .short_names(&["crd", "crds"])
         .categories(&["api-extensions"])
         .status()
+        // kube stores CRDs as apiextensions.k8s.io/v1beta1 and announces
+        // that version's storageVersionHash; ours are v1 JSON, but the hash
+        // is an opaque token that clients compare with kube's, so it is
+        // kube's.
+        .stored_as(GroupVersionKind::new(
+            "apiextensions.k8s.io",
+            "v1beta1",
+            "CustomResourceDefinition",
+        ))
 }
 
 /// The rules of `apiextensions.k8s.io/v1` CustomResourceDefinition.

@@ -69,11 +69,13 @@ pub fn group_priority(group: &str) -> i64 {
     }
 }
 
-/// The aggregated-discovery entry of one resource.
+/// The aggregated-discovery entry of one resource. As kube's, a
+/// `responseKind` names its group and version only when they differ from
+/// the resource's (a `scale` subresource's `autoscaling/v1` Scale).
 pub fn resource_entry(r: &Resource) -> Value {
     let mut entry = json!({
         "resource": r.plural,
-        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "responseKind": {"group": "", "version": "", "kind": r.kind},
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
         "verbs": r.verbs,
@@ -94,9 +96,14 @@ pub fn resource_entry(r: &Resource) -> Value {
             .iter()
             .map(|s| {
                 let kind = s.kind.clone().unwrap_or_else(|| r.gvk());
+                let (group, version) = if kind.group == r.group && kind.version == r.version {
+                    ("", "")
+                } else {
+                    (kind.group.as_str(), kind.version.as_str())
+                };
                 json!({
                     "subresource": s.name,
-                    "responseKind": {"group": kind.group, "version": kind.version, "kind": kind.kind},
+                    "responseKind": {"group": group, "version": version, "kind": kind.kind},
                     "verbs": s.verbs,
                 })
             })
@@ -603,7 +610,13 @@ fn resource_list(group: &str, version: &Value) -> Value {
                 "kind": kind["kind"],
                 "verbs": s.get("verbs").cloned().unwrap_or(json!([])),
             });
-            if kind["group"].as_str() != Some(group) || kind["version"].as_str() != Some(v) {
+            let (kind_group, kind_version) = (
+                kind["group"].as_str().unwrap_or_default(),
+                kind["version"].as_str().unwrap_or_default(),
+            );
+            let own = (kind_group.is_empty() && kind_version.is_empty())
+                || (kind_group == group && kind_version == v);
+            if !own {
                 sub["group"] = kind["group"].clone();
                 sub["version"] = kind["version"].clone();
             }

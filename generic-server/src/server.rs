@@ -341,6 +341,13 @@ impl ApiServer {
         self.add_rest(subresource, Arc::new(answered));
     }
 
+    /// Serves a read-only endpoint computed on request for a resource
+    /// already installed with [`ApiServer::install`] (beside stored ones in
+    /// its group/version, so discovery and OpenAPI come from there).
+    pub fn add_read_only(&self, resource: &Resource, endpoint: Arc<dyn ReadOnly>) {
+        self.add_rest("", Arc::new(Computed::new(resource.clone(), endpoint)));
+    }
+
     /// Every store this server serves.
     pub fn stores(&self) -> Vec<Arc<Store>> {
         self.rest

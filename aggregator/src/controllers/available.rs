@@ -351,8 +351,6 @@ async fn remembered(etcd: &mut etcd_client::Client, key: &str) -> Vec<Value> {
 /// Aggregated-discovery resources from a legacy `APIResourceList`.
 fn resources_of(list: &Value) -> Vec<Value> {
     let items = list["resources"].as_array().cloned().unwrap_or_default();
-    let group_version = list["groupVersion"].as_str().unwrap_or_default();
-    let (group, version) = group_version.split_once('/').unwrap_or(("", group_version));
     let mut out: Vec<Value> = Vec::new();
     for r in items
         .iter()
@@ -360,7 +358,8 @@ fn resources_of(list: &Value) -> Vec<Value> {
     {
         let mut entry = json!({
             "resource": r["name"],
-            "responseKind": {"group": group, "version": version, "kind": r["kind"]},
+            // As kube's: the group and version only where they differ.
+            "responseKind": {"group": "", "version": "", "kind": r["kind"]},
             "scope": if r["namespaced"] == true { "Namespaced" } else { "Cluster" },
             "singularResource": r.get("singularName").cloned().unwrap_or(json!("")),
             "verbs": r.get("verbs").cloned().unwrap_or(json!([])),
@@ -379,7 +378,7 @@ fn resources_of(list: &Value) -> Vec<Value> {
         let name = sub["name"].as_str().unwrap_or_default();
         let (parent, subresource) = name.split_once('/').unwrap_or((name, ""));
         if let Some(entry) = out.iter_mut().find(|e| e["resource"] == parent) {
-            let kind = json!({"group": sub.get("group").cloned().unwrap_or(json!(group)), "version": sub.get("version").cloned().unwrap_or(json!(version)), "kind": sub["kind"]});
+            let kind = json!({"group": sub.get("group").cloned().unwrap_or(json!("")), "version": sub.get("version").cloned().unwrap_or(json!("")), "kind": sub["kind"]});
             let item = json!({"subresource": subresource, "responseKind": kind, "verbs": sub.get("verbs").cloned().unwrap_or(json!([]))});
             match entry.get_mut("subresources").and_then(Value::as_array_mut) {
                 Some(list) => list.push(item),

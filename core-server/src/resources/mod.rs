@@ -4,6 +4,7 @@
 
 mod admissionregistration;
 mod certificatesigningrequest;
+mod componentstatus;
 mod configmap;
 mod controllerrevision;
 mod cronjob;
@@ -35,6 +36,7 @@ mod persistentvolume;
 mod persistentvolumeclaim;
 mod pod;
 mod pod_spec;
+mod pod_subresources;
 mod poddisruptionbudget;
 mod podtemplate;
 mod priorityclass;
@@ -67,6 +69,22 @@ use k8s_openapi::api::{
     policy::v1 as policy, rbac::v1 as rbac_v1, scheduling::v1 as scheduling,
     storage::v1 as storage,
 };
+
+/// `componentstatuses`, read-only and computed from `storage`'s health.
+pub fn component_statuses(
+    storage: std::sync::Arc<dyn generic_server::storage::Storage>,
+    etcd_servers: usize,
+) -> (Resource, std::sync::Arc<dyn generic_server::rest::ReadOnly>) {
+    (
+        Resource::builtin::<v1::ComponentStatus>(componentstatus::ComponentStatusStrategy)
+            .short_names(&["cs"])
+            .verbs(&["get", "list"]),
+        std::sync::Arc::new(componentstatus::ComponentStatuses {
+            storage,
+            etcd_servers,
+        }),
+    )
+}
 
 /// The verbs of resources that cannot be deleted as a collection (namespaces).
 const NO_DELETECOLLECTION: &[&str] = &[
@@ -136,6 +154,11 @@ fn core_v1() -> Vec<Resource> {
         Resource::builtin::<v1::Service>(service::ServiceStrategy)
             .short_names(&["svc"])
             .categories(&["all"])
+            .connect_subresource(
+                service::SERVICE_PROXY.0,
+                service::SERVICE_PROXY.1,
+                service::SERVICE_PROXY.2,
+            )
             .status(),
     ]
 }
@@ -156,11 +179,13 @@ fn pod() -> Resource {
             GroupVersionKind::new("", "v1", "Binding"),
             &["create"],
         )
+        .subresource("ephemeralcontainers", &["get", "patch", "update"])
         .subresource_of_kind(
             "eviction",
             GroupVersionKind::new("policy", "v1", "Eviction"),
             &["create"],
         )
+        .subresource("resize", &["get", "patch", "update"])
         .status();
     pod.subresources.sort_by(|a, b| a.name.cmp(&b.name));
     pod
@@ -255,17 +280,21 @@ fn named_groups() -> Vec<Resource> {
             .status(),
         Resource::builtin::<admission_v1::MutatingWebhookConfiguration>(
             admissionregistration::WebhookConfigurationStrategy { mutating: true },
-        ),
+        )
+        .categories(&["api-extensions"]),
         Resource::builtin::<admission_v1::ValidatingAdmissionPolicy>(
             admissionregistration::ValidatingAdmissionPolicyStrategy,
         )
+        .categories(&["api-extensions"])
         .status(),
         Resource::builtin::<admission_v1::ValidatingAdmissionPolicyBinding>(
             admissionregistration::ValidatingAdmissionPolicyBindingStrategy,
-        ),
+        )
+        .categories(&["api-extensions"]),
         Resource::builtin::<admission_v1::ValidatingWebhookConfiguration>(
             admissionregistration::WebhookConfigurationStrategy { mutating: false },
-        ),
+        )
+        .categories(&["api-extensions"]),
         Resource::builtin::<scheduling::PriorityClass>(priorityclass::PriorityClassStrategy)
             .short_names(&["pc"]),
         Resource::builtin::<coordination::Lease>(lease::LeaseStrategy),
@@ -438,11 +467,13 @@ mod tests {
             &[
                 "attach",
                 "binding",
+                "ephemeralcontainers",
                 "eviction",
                 "exec",
                 "log",
                 "portforward",
                 "proxy",
+                "resize",
                 "status",
             ],
         ),
@@ -482,7 +513,7 @@ mod tests {
             true,
             &["svc"],
             &["all"],
-            &["status"],
+            &["proxy", "status"],
         ),
         (
             "apps",
@@ -708,7 +739,7 @@ mod tests {
             "MutatingWebhookConfiguration",
             false,
             &[],
-            &[],
+            &["api-extensions"],
             &[],
         ),
         (
@@ -717,7 +748,7 @@ mod tests {
             "ValidatingAdmissionPolicy",
             false,
             &[],
-            &[],
+            &["api-extensions"],
             &["status"],
         ),
         (
@@ -726,7 +757,7 @@ mod tests {
             "ValidatingAdmissionPolicyBinding",
             false,
             &[],
-            &[],
+            &["api-extensions"],
             &[],
         ),
         (
@@ -735,7 +766,7 @@ mod tests {
             "ValidatingWebhookConfiguration",
             false,
             &[],
-            &[],
+            &["api-extensions"],
             &[],
         ),
         (

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::fields::{self, default, int, is_set, items, text};
 use super::pod_spec;
+use super::pod_subresources;
 use apimachinery::quantity;
 
 /// The fields a pod update may change, as kube's message lists them.
@@ -329,9 +330,19 @@ impl Strategy for PodStrategy {
     }
 
     /// A binding (`pods/binding`) writes what it computed: the node, the
-    /// scheduled condition and its annotations (`crate::binding`).
-    fn update_subresource(&self, subresource: &str, new: &Value, _old: &Value) -> Option<Value> {
-        (subresource == "binding").then(|| new.clone())
+    /// scheduled condition and its annotations (`crate::binding`);
+    /// `ephemeralcontainers` and `resize` change only their own fields.
+    fn update_subresource(&self, subresource: &str, new: &Value, old: &Value) -> Option<Value> {
+        let mut merged = match subresource {
+            "binding" => return Some(new.clone()),
+            "ephemeralcontainers" => pod_subresources::with_ephemeral_containers(new, old),
+            "resize" => pod_subresources::with_resources(new, old),
+            _ => return None,
+        };
+        if let Some(spec) = merged.get_mut("spec").filter(|s| s.is_object()) {
+            pod_spec::default_spec(spec);
+        }
+        Some(merged)
     }
 
     fn validate_subresource_update(
@@ -343,6 +354,16 @@ impl Strategy for PodStrategy {
         match subresource {
             // What a binding changes, the binding checked.
             "binding" => Vec::new(),
+            "ephemeralcontainers" => {
+                let mut errs = pod_spec::validate_spec(&new["spec"], "spec");
+                errs.extend(pod_subresources::validate_ephemeral_update(new, old));
+                errs
+            }
+            "resize" => {
+                let mut errs = pod_spec::validate_spec(&new["spec"], "spec");
+                errs.extend(pod_subresources::validate_resize(new, old, qos_class));
+                errs
+            }
             _ => self.validate_update(new, old),
         }
     }
