@@ -262,10 +262,10 @@ mod tests {
             counts,
             [
                 ("cluster-roles.yaml", 31),
-                ("controller-roles.yaml", 38),
+                ("controller-roles.yaml", 35),
                 ("namespace-roles.yaml", 7),
                 ("cluster-role-bindings.yaml", 12),
-                ("controller-role-bindings.yaml", 38),
+                ("controller-role-bindings.yaml", 35),
                 ("namespace-role-bindings.yaml", 7),
             ]
         );
