@@ -189,11 +189,13 @@ fn what_needs_a_kubelet_answers_at_once_with_kubes_words() {
             "nodes/status",
             "pods/attach",
             "pods/binding",
+            "pods/ephemeralcontainers",
             "pods/eviction",
             "pods/exec",
             "pods/log",
             "pods/portforward",
             "pods/proxy",
+            "pods/resize",
             "pods/status"
         ]
     );
