@@ -135,10 +135,8 @@ fn selected_name(query: &str) -> Option<String> {
             return None;
         }
         let value = value.strip_prefix('=').unwrap_or(value).trim();
-        let valid = !value.is_empty()
-            && value != "."
-            && value != ".."
-            && !value.contains(['/', '%']);
+        let valid =
+            !value.is_empty() && value != "." && value != ".." && !value.contains(['/', '%']);
         valid.then(|| value.to_string())
     })
 }
@@ -192,11 +190,18 @@ mod tests {
     #[test]
     fn a_list_of_one_name_is_a_request_for_that_name() {
         let one = |query: &str| {
-            let info = parse(Method::GET, "/api/v1/namespaces/kube-system/configmaps", query);
+            let info = parse(
+                Method::GET,
+                "/api/v1/namespaces/kube-system/configmaps",
+                query,
+            );
             (info.verb, info.name)
         };
         let named = "fieldSelector=metadata.name%3Dextension-apiserver-authentication";
-        assert_eq!(one(named), ("list".into(), "extension-apiserver-authentication".into()));
+        assert_eq!(
+            one(named),
+            ("list".into(), "extension-apiserver-authentication".into())
+        );
         assert_eq!(
             one("watch=true&fieldSelector=status.phase%3DRunning%2Cmetadata.name%3D%3Dx"),
             ("watch".into(), "x".into())
@@ -212,7 +217,11 @@ mod tests {
             assert_eq!(one(other).1, "", "{other}");
         }
         // A name in the path stays the name.
-        let get = parse(Method::GET, "/api/v1/namespaces/a/configmaps/b", "fieldSelector=metadata.name%3Dc");
+        let get = parse(
+            Method::GET,
+            "/api/v1/namespaces/a/configmaps/b",
+            "fieldSelector=metadata.name%3Dc",
+        );
         assert_eq!((get.verb.as_str(), get.name.as_str()), ("get", "b"));
     }
 
