@@ -164,6 +164,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
                 .await
                 .context("default storage class admission")?,
         ),
+        Arc::new(
+            admission::runtime_class::RuntimeClass::new(cacher.clone(), prefix)
+                .await
+                .context("runtime class admission")?,
+        ),
         Arc::new(admission::certificates::approval::CertificateApproval {
             policy: policy.clone(),
         }),

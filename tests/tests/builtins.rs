@@ -2365,6 +2365,71 @@ fn node_csi_and_service_ip_kinds_as_a_chart_ships_them() {
             resources.stdout
         );
     }
+
+    // RuntimeClass admission: a pod naming the class gets its overhead and
+    // scheduling; a class that does not exist, a contradicting node selector
+    // or an overhead without a class is refused in kube's words.
+    let pod = |name: &str, spec: Value| {
+        let mut spec = spec;
+        spec["containers"] = json!([{"name": "main", "image": "nginx"}]);
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+            .to_string()
+    };
+    cluster
+        .kubectl_stdin(
+            &["create", "-f", "-"],
+            &pod(
+                "sandboxed",
+                json!({"runtimeClassName": "gvisor", "nodeSelector": {"zone": "a"}}),
+            ),
+        )
+        .ok();
+    let created = cluster
+        .kubectl(&["get", "pod", "sandboxed", "-o", "json"])
+        .json();
+    assert_eq!(
+        created["spec"]["overhead"],
+        json!({"cpu": "250m", "memory": "120Mi"})
+    );
+    assert_eq!(
+        created["spec"]["nodeSelector"],
+        json!({"runtime": "gvisor", "zone": "a"})
+    );
+    assert!(
+        created["spec"]["tolerations"].as_array().is_some_and(|t| t
+            .iter()
+            .any(|t| t["key"] == "runtime" && t["value"] == "gvisor")),
+        "{}",
+        created["spec"]["tolerations"]
+    );
+    for (name, spec, message) in [
+        (
+            "missing",
+            json!({"runtimeClassName": "kata"}),
+            "pods \"missing\" is forbidden: pod rejected: RuntimeClass \"kata\" not found",
+        ),
+        (
+            "conflict",
+            json!({"runtimeClassName": "gvisor", "nodeSelector": {"runtime": "runc"}}),
+            "pods \"conflict\" is forbidden: conflict: runtimeClass.scheduling.nodeSelector[runtime] = gvisor; pod.spec.nodeSelector[runtime] = runc",
+        ),
+        (
+            "heavier",
+            json!({"runtimeClassName": "gvisor", "overhead": {"cpu": "1"}}),
+            "pods \"heavier\" is forbidden: pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead",
+        ),
+        (
+            "classless",
+            json!({"overhead": {"cpu": "1"}}),
+            "pods \"classless\" is forbidden: pod rejected: Pod Overhead set without corresponding RuntimeClass",
+        ),
+    ] {
+        let refused = cluster.kubectl_stdin(&["create", "-f", "-"], &pod(name, spec));
+        assert_eq!(
+            refused.err().trim(),
+            format!("Error from server (Forbidden): error when creating \"STDIN\": {message}")
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ pub mod default_toleration_seconds;
 pub mod limit_ranger;
 pub mod pod_security;
 pub mod priority;
+pub mod runtime_class;
 pub mod service_account;
 
 use std::sync::Arc;
