@@ -153,8 +153,24 @@ pub fn resource(crd: &Value, version: &Value) -> Resource {
         .find(|v| v["storage"] == true && v["served"] == true)
         .and_then(|v| v["name"].as_str())
         .map(|v| GroupVersionKind::new(&served.group, v, &served.kind));
+    // A version marked deprecated warns on every answer, in its own words
+    // or kube's default ones.
+    let deprecation = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"] == served.version.as_str() && v["deprecated"] == true)
+        .map(|v| match v["deprecationWarning"].as_str() {
+            Some(warning) => warning.to_string(),
+            None => format!(
+                "{}/{} {} is deprecated",
+                served.group, served.version, served.kind
+            ),
+        });
     Resource {
         storage,
+        deprecation,
         group: served.group.clone(),
         version: served.version.clone(),
         kind: served.kind.clone(),

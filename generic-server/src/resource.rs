@@ -77,6 +77,9 @@ pub struct Resource {
     /// Converts between the versions of one kind that share its storage:
     /// set on each served version ([`Resource::converted_by`]).
     pub converter: Option<Arc<dyn Converter>>,
+    /// The warning every answer for a deprecated API carries (kube's
+    /// `v1 ComponentStatus is deprecated in v1.19+`), if it is deprecated.
+    pub deprecation: Option<String>,
 }
 
 /// Where a resource keeps what its `scale` subresource shows (JSON pointers).
@@ -155,6 +158,7 @@ impl Resource {
             scale: None,
             storage: Some(GroupVersionKind::new(K::GROUP, K::VERSION, K::KIND)),
             converter: None,
+            deprecation: None,
         }
     }
 
@@ -213,6 +217,12 @@ impl Resource {
     /// Adds kubectl short names.
     pub fn short_names(mut self, names: &[&str]) -> Self {
         self.short_names = names.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// Marks the API deprecated: every answer for it carries `warning`.
+    pub fn deprecated(mut self, warning: &str) -> Self {
+        self.deprecation = Some(warning.to_string());
         self
     }
 

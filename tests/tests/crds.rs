@@ -406,7 +406,7 @@ fn versions_convert_with_none_and_with_a_webhook() {
     // Two versions, strategy None: the same object through both.
     let pets = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: pets.example.com}\n\
                 spec: {group: example.com, scope: Namespaced, names: {plural: pets, kind: Pet},\n\
-                versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}},\n\
+                versions: [{name: v1, served: true, storage: true, deprecated: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}},\n\
                            {name: v2, served: true, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}\n";
     cluster.kubectl_stdin(&["apply", "-f", "-"], pets).ok();
     cluster
@@ -444,6 +444,18 @@ fn versions_convert_with_none_and_with_a_webhook() {
         (v1["apiVersion"].as_str(), v2["apiVersion"].as_str()),
         (Some("example.com/v1"), Some("example.com/v2"))
     );
+    // The deprecated version warns on every answer, in kube's default words; v2 does not.
+    let old = cluster.kubectl(&["get", "pets.v1.example.com", "rex"]);
+    old.ok();
+    assert!(
+        old.stderr
+            .contains("Warning: example.com/v1 Pet is deprecated"),
+        "{}",
+        old.stderr
+    );
+    let new = cluster.kubectl(&["get", "pets.v2.example.com", "rex"]);
+    new.ok();
+    assert!(!new.stderr.contains("deprecated"), "{}", new.stderr);
     assert_eq!(v1["spec"], v2["spec"]);
     let stored = cluster.etcdctl(&[
         "get",

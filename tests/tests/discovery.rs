@@ -444,10 +444,16 @@ fn table_is_well_formed() {
 fn the_added_resources_work_with_kubectl() {
     let cluster = Cluster::start();
     // componentstatuses: read-only, computed; etcd answers.
-    let out = cluster
-        .kubectl(&["get", "componentstatuses"])
-        .ok()
-        .to_string();
+    let listed = cluster.kubectl(&["get", "componentstatuses"]);
+    let out = listed.ok().to_string();
+    // Every answer for the deprecated API says so, as kube's does.
+    assert!(
+        listed
+            .stderr
+            .contains("Warning: v1 ComponentStatus is deprecated in v1.19+"),
+        "{}",
+        listed.stderr
+    );
     let etcd = out
         .lines()
         .find(|l| l.starts_with("etcd-0"))

@@ -78,7 +78,8 @@ pub fn component_statuses(
     (
         Resource::builtin::<v1::ComponentStatus>(componentstatus::ComponentStatusStrategy)
             .short_names(&["cs"])
-            .verbs(&["get", "list"]),
+            .verbs(&["get", "list"])
+            .deprecated("v1 ComponentStatus is deprecated in v1.19+"),
         std::sync::Arc::new(componentstatus::ComponentStatuses {
             storage,
             etcd_servers,

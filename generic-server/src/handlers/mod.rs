@@ -26,7 +26,11 @@ use apimachinery::table::{self, IncludeObject};
 /// verb it lacks answers 405, a subresource it does not have or a
 /// namespace on a cluster-scoped resource 404.
 pub async fn serve(rest: &dyn Rest, req: ApiRequest) -> ApiResponse {
-    verb(rest, &req).await.unwrap_or_else(ApiResponse::from)
+    let mut resp = verb(rest, &req).await.unwrap_or_else(ApiResponse::from);
+    if let Some(warning) = &rest.resource().deprecation {
+        resp.warn(warning);
+    }
+    resp
 }
 
 async fn verb(rest: &dyn Rest, req: &ApiRequest) -> Result<ApiResponse> {
