@@ -408,11 +408,13 @@ fn writes_answer_in_protobuf_and_watches_stream_frames() {
         .expect("a list version")
         .to_owned();
 
-    // A protobuf watch and a JSON one from the same version, open while we write.
+    // A protobuf watch and a JSON one from the same version, open while we
+    // write, of the one object written (the namespace's kube-root-ca.crt may
+    // arrive after the list's version).
     let watch = |accept: &'static str| {
         let api = api.clone();
         let path = format!(
-            "{collection}?watch=true&resourceVersion={start}&timeoutSeconds=4&allowWatchBookmarks=true"
+            "{collection}?watch=true&resourceVersion={start}&timeoutSeconds=4&allowWatchBookmarks=true&fieldSelector=metadata.name%3Dw"
         );
         std::thread::spawn(move || send(&api, "GET", &path, accept, None))
     };
