@@ -69,33 +69,34 @@ impl Negotiated {
                 Body::Stream(watch_frames(stream))
             }
             Body::Stream(stream) => Body::Stream(stream),
-            whole @ (Body::Full(_) | Body::Pieces(_)) => {
-                let json = match &whole {
-                    Body::Full(bytes) => bytes.clone(),
-                    Body::Pieces(pieces) => Body::joined(pieces),
-                    Body::Stream(_) => Bytes::new(),
-                };
-                let encoded = serde_json::from_slice::<Value>(&json)
-                    .map_err(|e| proto::k8s::Error::Malformed(e.to_string()))
-                    .and_then(|object| proto::k8s::encode(&object));
-                match encoded {
-                    Ok(encoded) => {
-                        set_content_type(&mut resp, PROTOBUF);
-                        Body::Full(encoded.into())
-                    }
-                    Err(proto::k8s::Error::UnknownKind { .. }) => {
-                        resp.body = Body::Full(json);
-                        return self.json_or_refuse(resp);
-                    }
-                    Err(e) => {
-                        // JSON still decodes: client-go reads the Content-Type.
-                        tracing::warn!(error = %e, "answering in JSON: the object has no protobuf form");
-                        Body::Full(json)
-                    }
-                }
-            }
+            Body::Full(json) => return self.whole(resp, json),
+            Body::Pieces(pieces) => return self.whole(resp, Body::joined(&pieces)),
         };
         resp
+    }
+
+    /// A whole JSON answer (object, list, status) in protobuf.
+    fn whole(self, mut resp: ApiResponse, json: Bytes) -> ApiResponse {
+        let encoded = serde_json::from_slice::<Value>(&json)
+            .map_err(|e| proto::k8s::Error::Malformed(e.to_string()))
+            .and_then(|object| proto::k8s::encode(&object));
+        match encoded {
+            Ok(encoded) => {
+                set_content_type(&mut resp, PROTOBUF);
+                resp.body = Body::Full(encoded.into());
+                resp
+            }
+            Err(proto::k8s::Error::UnknownKind { .. }) => {
+                resp.body = Body::Full(json);
+                self.json_or_refuse(resp)
+            }
+            Err(e) => {
+                // JSON still decodes: client-go reads the Content-Type.
+                tracing::warn!(error = %e, "answering in JSON: the object has no protobuf form");
+                resp.body = Body::Full(json);
+                resp
+            }
+        }
     }
 
     /// A JSON answer for a client that also accepts JSON; 406 for one that does not.

@@ -858,7 +858,7 @@ pub fn openssl_self_signed(dir: &Path, name: &str, host: &str) -> String {
 /// Starts the test aggregated server (`tests/python/aggregated_server.py`)
 /// on `port` with the serving certificate `<dir>/<cert>.crt` and `.key`;
 /// returns once it says it is ready.
-pub fn start_aggregated_server(cluster: &Cluster, port: u16, cert: &str) -> Child {
+pub fn start_aggregated_server(cluster: &Cluster, port: u16, cert: &str) -> Server {
     spawn_ready(
         Command::new("python3")
             .arg(workspace().join("tests/python/aggregated_server.py"))
@@ -872,7 +872,7 @@ pub fn start_aggregated_server(cluster: &Cluster, port: u16, cert: &str) -> Chil
 /// Starts the test webhook (`tests/python/admission_webhook.py`) on
 /// `port` with the certificate `<dir>/hook.crt`, logging the reviews it
 /// gets to `log`.
-pub fn start_webhook(dir: &Path, port: u16, log: &Path) -> Child {
+pub fn start_webhook(dir: &Path, port: u16, log: &Path) -> Server {
     spawn_ready(
         Command::new("python3")
             .arg(workspace().join("tests/python/admission_webhook.py"))
@@ -885,7 +885,7 @@ pub fn start_webhook(dir: &Path, port: u16, log: &Path) -> Child {
 
 /// The test webhook with an `openssl req -x509` certificate, behind the
 /// Service `webhooks/hook`: its CA bundle, the log of its reviews, its process.
-pub fn webhook_behind_service(cluster: &Cluster) -> (String, PathBuf, Child) {
+pub fn webhook_behind_service(cluster: &Cluster) -> (String, PathBuf, Server) {
     let dir = &cluster.dir;
     let ca = openssl_self_signed(dir, "hook", "hook.webhooks.svc");
     let port = free_port();
@@ -900,8 +900,32 @@ pub fn webhook_behind_service(cluster: &Cluster) -> (String, PathBuf, Child) {
     (ca, log, webhook)
 }
 
+/// A test server's process (a webhook, an aggregated server): killed and
+/// reaped when dropped, so a failing test leaves none behind.
+pub struct Server(Child);
+
+impl std::ops::Deref for Server {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Spawns a test server and returns once its first line says `ready`.
-pub fn spawn_ready(command: &mut Command) -> Child {
+pub fn spawn_ready(command: &mut Command) -> Server {
     let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -912,7 +936,7 @@ pub fn spawn_ready(command: &mut Command) -> Child {
         let _ = BufReader::new(out).read_line(&mut line);
     }
     assert_eq!(line.trim(), "ready");
-    child
+    Server(child)
 }
 
 /// A Namespace, a Service `name` in it on port 443, and an EndpointSlice

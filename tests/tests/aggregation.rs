@@ -3,7 +3,7 @@
 //! streaming), its availability, and what happens when it dies.
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -27,7 +27,7 @@ fn server_certificates(dir: &std::path::Path) -> String {
     base64::engine::general_purpose::STANDARD.encode(ca_pem)
 }
 
-fn start_server(cluster: &Cluster, port: u16) -> Child {
+fn start_server(cluster: &Cluster, port: u16) -> tests::Server {
     tests::start_aggregated_server(cluster, port, "wardle")
 }
 

@@ -103,6 +103,11 @@ fn assert_same(json: &Value, decoded: &Value, what: &str) {
 
 /// The frames of a protobuf watch stream, decoded: (type, object).
 fn frames(mut body: &[u8]) -> Vec<(String, Value)> {
+    let pool =
+        prost_reflect::DescriptorPool::decode(proto::K8S_FILE_DESCRIPTOR_SET).expect("schemas");
+    let desc = pool
+        .get_message_by_name("k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent")
+        .expect("WatchEvent");
     let mut events = Vec::new();
     while !body.is_empty() {
         assert!(body.len() >= 4, "a truncated frame length");
@@ -110,19 +115,14 @@ fn frames(mut body: &[u8]) -> Vec<(String, Value)> {
         let frame = &body[4..4 + length];
         body = &body[4 + length..];
         // WatchEvent {1 type, 2 RawExtension {1 raw}}: read with the schemas.
-        let event = watch_event(frame);
+        let event = watch_event(&desc, frame);
         events.push(event);
     }
     events
 }
 
-fn watch_event(frame: &[u8]) -> (String, Value) {
-    let pool =
-        prost_reflect::DescriptorPool::decode(proto::K8S_FILE_DESCRIPTOR_SET).expect("schemas");
-    let desc = pool
-        .get_message_by_name("k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent")
-        .expect("WatchEvent");
-    let event = prost_reflect::DynamicMessage::decode(desc, frame).expect("a WatchEvent");
+fn watch_event(desc: &prost_reflect::MessageDescriptor, frame: &[u8]) -> (String, Value) {
+    let event = prost_reflect::DynamicMessage::decode(desc.clone(), frame).expect("a WatchEvent");
     let event_type = event
         .get_field_by_name("type")
         .and_then(|v| v.as_str().map(str::to_owned))

@@ -283,7 +283,7 @@ impl Store {
     ) -> Result<Arc<CachedObject>> {
         let key = self.key(namespace, name);
         let obj = match resource_version.filter(|rv| !rv.is_empty()) {
-            None if !self.cache_is_fresh().await => {
+            None if !self.cache_is_fresh().await? => {
                 // The cache lags behind etcd: read the object from etcd itself.
                 let kv = self
                     .storage
@@ -330,17 +330,25 @@ impl Store {
         })
     }
 
-    /// Whether the cache caught up with etcd's current revision in time (a
-    /// consistent read from memory); when it did not, the caller reads etcd,
-    /// as kube-apiserver falls back when its cache lags.
-    async fn cache_is_fresh(&self) -> bool {
-        match self.fresh().await {
-            Ok(_) => true,
-            Err(e) => {
-                tracing::warn!(resource = %self.resource.plural, error = %e, "consistent read falls back to etcd");
-                false
+    /// Whether a consistent read can be served from memory: the cache is
+    /// current and caught up with etcd's current revision in time. When it
+    /// is stale or lags, the caller reads etcd, as kube-apiserver falls back
+    /// when its cache is not ready or lags; when etcd does not answer the
+    /// revision read, that is the answer (kube's cacher returns it too), so
+    /// the request fails after one timeout, not two.
+    async fn cache_is_fresh(&self) -> Result<bool> {
+        let fresh = match self.cacher.check_current() {
+            Ok(()) => {
+                let revision = self.cacher.current_revision().await?;
+                self.cacher.wait_for(revision).await
             }
+            Err(stale) => Err(stale),
+        };
+        if let Err(e) = fresh {
+            tracing::warn!(resource = %self.resource.plural, error = %e, "consistent read falls back to etcd");
+            return Ok(false);
         }
+        Ok(true)
     }
 
     /// Waits until the cache is current with etcd (a consistent read).
@@ -405,7 +413,7 @@ impl Store {
                         "resourceVersionMatch is forbidden unless resourceVersion is provided",
                     ));
                 }
-                if !self.cache_is_fresh().await {
+                if !self.cache_is_fresh().await? {
                     return self.list_from_storage(&prefix, &prefix, 0, opts).await;
                 }
             }
@@ -634,6 +642,27 @@ mod tests {
             .expect("a consistent list");
         assert_eq!(listed.items.len(), 1);
         assert_eq!(listed.revision, revision);
+    }
+
+    #[tokio::test]
+    async fn a_consistent_read_fails_with_etcd_s_revision_read_and_reads_nothing_else() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let faulty = Arc::new(crate::storage::memory::Faulty::default());
+        let storage: Arc<dyn Storage> = faulty.clone();
+        let store = configmap_store(storage.clone()).await;
+        create_configmap_a(&storage).await;
+        let ranges = faulty.limits.lock().unwrap().len();
+        faulty.revision_down.store(true, Relaxed);
+        faulty.revision_release.notify_one();
+        let Err(err) = store.list("ns", &ListOptions::default()).await else {
+            panic!("listed while etcd did not answer");
+        };
+        assert_eq!(err.code(), 503, "{err}");
+        assert_eq!(
+            faulty.limits.lock().unwrap().len(),
+            ranges,
+            "no second read of etcd"
+        );
     }
 
     /// Stores configmap `ns/a` straight into `storage`; its revision.

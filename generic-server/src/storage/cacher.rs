@@ -721,9 +721,15 @@ impl Cacher {
     /// Waits until every cache is current with etcd (a consistent read).
     pub async fn wait_fresh(&self) -> Result<i64, Error> {
         self.check_current()?;
-        let revision = self.revisions.read().await?;
+        let revision = self.current_revision().await?;
         self.wait_for(revision).await?;
         Ok(revision)
+    }
+
+    /// etcd's current revision, from a read sent after this call (shared
+    /// with every caller waiting for the same read).
+    pub async fn current_revision(&self) -> Result<i64, Error> {
+        self.revisions.read().await
     }
 
     /// Waits until the dispatcher has applied `revision`.
@@ -848,7 +854,16 @@ impl RevisionReader {
                         break;
                     }
                     let result = storage.current_revision().await;
-                    for waiter in batch {
+                    // A failure is a safe answer for those who asked while
+                    // the read was out too (only a success must come from a
+                    // read sent after the question): when etcd does not
+                    // answer, nobody waits for a second timeout.
+                    let late = if result.is_err() {
+                        std::mem::take(&mut *w.lock().unwrap_or_else(|e| e.into_inner()))
+                    } else {
+                        Vec::new()
+                    };
+                    for waiter in batch.into_iter().chain(late) {
                         let _ = waiter.send(result.clone());
                     }
                 }
@@ -1163,5 +1178,36 @@ mod tests {
         let reader = RevisionReader::new(storage.clone());
         let reads = futures::future::join_all((0..50).map(|_| reader.read())).await;
         assert!(reads.iter().all(|r| *r.as_ref().unwrap() == 1));
+    }
+
+    #[tokio::test]
+    async fn who_asks_while_a_revision_read_fails_shares_the_failure() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let faulty = Arc::new(crate::storage::memory::Faulty::default());
+        faulty.revision_down.store(true, Relaxed);
+        let reader = RevisionReader::new(faulty.clone());
+        let late = async {
+            // Asks once the first read is out.
+            while faulty.revision_reads.load(Relaxed) == 0 {
+                tokio::task::yield_now().await;
+            }
+            let answer = reader.read();
+            tokio::pin!(answer);
+            let answer = futures::future::poll_fn(|cx| {
+                let polled = answer.as_mut().poll(cx);
+                // Queued: now the first read may fail (one failure only).
+                faulty.revision_release.notify_one();
+                polled
+            });
+            answer.await
+        };
+        let both = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            futures::future::join(reader.read(), late),
+        )
+        .await
+        .expect("nobody waits for a second read");
+        assert!(both.0.is_err() && both.1.is_err(), "{both:?}");
+        assert_eq!(faulty.revision_reads.load(Relaxed), 1, "one read for both");
     }
 }

@@ -235,6 +235,12 @@ pub(crate) struct Faulty {
     pub limits: Mutex<Vec<i64>>,
     /// How many of the next creates find their key already taken.
     pub collisions: std::sync::atomic::AtomicUsize,
+    /// Revision reads fail (each once `revision_release` is notified).
+    pub revision_down: std::sync::atomic::AtomicBool,
+    /// What a failing revision read waits for.
+    pub revision_release: tokio::sync::Notify,
+    /// Revision reads sent.
+    pub revision_reads: std::sync::atomic::AtomicUsize,
 }
 
 #[cfg(test)]
@@ -278,7 +284,13 @@ impl Storage for Faulty {
         self.inner.watch(start, end, from).await
     }
     async fn current_revision(&self) -> Result<i64> {
-        let lag = self.lag.load(std::sync::atomic::Ordering::Relaxed);
+        use std::sync::atomic::Ordering::Relaxed;
+        self.revision_reads.fetch_add(1, Relaxed);
+        if self.revision_down.load(Relaxed) {
+            self.revision_release.notified().await;
+            return Err(Error::Unavailable("etcd did not answer".into()));
+        }
+        let lag = self.lag.load(Relaxed);
         Ok(self.inner.current_revision().await? + lag)
     }
 }

@@ -18,7 +18,7 @@
 //! ```
 
 use base64::Engine as _;
-use prost::encoding::{WireType, encode_key, encode_varint};
+use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::Value as Json;
 use time::OffsetDateTime;
@@ -54,17 +54,23 @@ pub fn encode(object: &Json) -> Result<Vec<u8>, Error> {
 pub fn encode_watch_event(event: &Json) -> Result<Vec<u8>, Error> {
     let event_type = event.get("type").and_then(Json::as_str).unwrap_or_default();
     let object = encode(event.get("object").unwrap_or(&Json::Null))?;
-    let mut raw_extension = Vec::with_capacity(object.len() + 8);
-    write_bytes(1, &object, &mut raw_extension);
-    let mut watch_event = Vec::with_capacity(raw_extension.len() + event_type.len() + 16);
-    write_bytes(1, event_type.as_bytes(), &mut watch_event);
-    write_bytes(2, &raw_extension, &mut watch_event);
-    let length = u32::try_from(watch_event.len())
+    // The nested lengths are known up front, so the object is copied once.
+    let raw_extension = bytes_field_len(1, object.len());
+    let watch_event = bytes_field_len(1, event_type.len()) + bytes_field_len(2, raw_extension);
+    let length = u32::try_from(watch_event)
         .map_err(|_| Error::Malformed("a watch event of more than 4 GiB".to_owned()))?;
-    let mut frame = Vec::with_capacity(watch_event.len() + 4);
+    let mut frame = Vec::with_capacity(watch_event + 4);
     frame.extend_from_slice(&length.to_be_bytes());
-    frame.extend_from_slice(&watch_event);
+    write_bytes(1, event_type.as_bytes(), &mut frame);
+    encode_key(2, WireType::LengthDelimited, &mut frame);
+    encode_varint(raw_extension as u64, &mut frame);
+    write_bytes(1, &object, &mut frame);
     Ok(frame)
+}
+
+/// The encoded length of a length-delimited field `number` holding `len` bytes.
+fn bytes_field_len(number: u32, len: usize) -> usize {
+    key_len(number) + encoded_len_varint(len as u64) + len
 }
 
 impl Schemas {
