@@ -571,10 +571,10 @@ mod tests {
 
     #[test]
     fn ranges() {
-        let r = Ranges::new("10.96.0.0/12", 30000..=32767).unwrap();
+        let r = Ranges::new("10.96.0.0/12", 30000..=32767).expect("ranges");
         assert_eq!(r.first(), Ipv4Addr::new(10, 96, 0, 1));
         assert_eq!(r.cidr(), "10.96.0.0/12");
-        let sloppy = Ranges::new("10.96.3.4/12", 30000..=32767).unwrap();
+        let sloppy = Ranges::new("10.96.3.4/12", 30000..=32767).expect("ranges");
         assert_eq!(sloppy.cidr(), "10.96.0.0/12", "the canonical network");
         assert!(Ranges::new("10.0.0.0", 1..=2).is_err());
     }
