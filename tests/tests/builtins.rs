@@ -2801,6 +2801,36 @@ fn service_cidrs_hand_out_cluster_ips_as_ip_addresses() {
     );
 }
 
+#[test]
+fn the_default_service_cidr_is_one_across_replicas_and_restarts() {
+    let mut cluster = Cluster::start_with(&["--core-replicas", "2"]);
+    let names = |cluster: &Cluster| {
+        get(cluster, &["servicecidrs"])["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|c| c["metadata"]["name"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&cluster), [json!("kubernetes")]);
+    let cidr = get(&cluster, &["servicecidr", "kubernetes"]);
+    let address = get(&cluster, &["ipaddress", "10.96.0.1"]);
+    cluster.restart();
+    assert_eq!(names(&cluster), [json!("kubernetes")]);
+    let again = get(&cluster, &["servicecidr", "kubernetes"]);
+    assert_eq!(
+        again["metadata"]["uid"], cidr["metadata"]["uid"],
+        "created once"
+    );
+    assert_eq!(again["spec"], json!({"cidrs": ["10.96.0.0/12"]}));
+    assert_eq!(ready_condition(&again)["status"], "True", "{again}");
+    let address_again = get(&cluster, &["ipaddress", "10.96.0.1"]);
+    assert_eq!(
+        address_again["metadata"]["uid"], address["metadata"]["uid"],
+        "the `kubernetes` service keeps its IPAddress"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Status subresources and metadata.generation.
 // ---------------------------------------------------------------------------
