@@ -1,15 +1,19 @@
 //! Service cluster IPs and node ports: allocated when a Service is written
 //! (an admission plugin), released when it goes (a repair actor that also
-//! reclaims what a failed write left behind).
+//! reclaims what a failed write left behind, and records a Service's IP
+//! that has no IPAddress).
 //!
-//! Each allocation is an etcd key created only if absent, so replicas of
-//! the core server never hand out the same IP or port twice.
+//! A cluster IP is an IPAddress object ([`crate::cluster_ip`]); a node port
+//! an etcd key. Each is created only if absent, so replicas of the core
+//! server never hand out the same IP or port twice.
 
-use std::net::Ipv4Addr;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
 use std::ops::RangeInclusive;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::cluster_ip::{self, AllocationError, ClusterIps};
 use actix::prelude::*;
 use apimachinery::error::{Error, FieldError, Result};
 use bytes::Bytes;
@@ -26,11 +30,10 @@ use apimachinery::keys::ALLOCATIONS as PREFIX;
 /// in the middle of being created).
 const GRACE: Duration = Duration::from_secs(60);
 
-/// The service IP range and node port range.
+/// The service IP range (the default ServiceCIDR's) and node port range.
 #[derive(Debug, Clone)]
 pub struct Ranges {
     base: u32,
-    size: u32,
     cidr: String,
     node_ports: RangeInclusive<u16>,
 }
@@ -48,10 +51,10 @@ impl Ranges {
             .filter(|b| (8..=30).contains(b))
             .ok_or_else(|| format!("{cidr}: prefix must be 8..=30"))?;
         let size = 1u32 << (32 - bits);
+        let base = u32::from(ip) & !(size - 1);
         Ok(Ranges {
-            base: u32::from(ip) & !(size - 1),
-            size,
-            cidr: cidr.into(),
+            base,
+            cidr: format!("{}/{bits}", Ipv4Addr::from(base)),
             node_ports,
         })
     }
@@ -61,20 +64,10 @@ impl Ranges {
         Ipv4Addr::from(self.base + 1)
     }
 
-    fn contains(&self, ip: Ipv4Addr) -> bool {
-        let ip = u32::from(ip);
-        ip > self.base && ip < self.base + self.size - 1
+    /// The service IP range, canonical (the default ServiceCIDR's `spec.cidrs`).
+    pub fn cidr(&self) -> &str {
+        &self.cidr
     }
-
-    fn random_ip(&self) -> Ipv4Addr {
-        // Skip the network address, the first address (reserved for the
-        // `kubernetes` service) and the broadcast address.
-        Ipv4Addr::from(self.base + 2 + rand::rng().random_range(0..self.size - 3))
-    }
-}
-
-fn ip_key(ip: &str) -> String {
-    format!("{PREFIX}serviceips/{ip}")
 }
 
 fn port_key(port: i64) -> String {
@@ -94,12 +87,22 @@ fn held_by(value: &[u8], namespace: &str, name: &str) -> bool {
 pub struct ServiceAllocator {
     storage: Arc<dyn Storage>,
     ranges: Ranges,
+    cluster_ips: Arc<OnceLock<ClusterIps>>,
 }
 
 impl ServiceAllocator {
-    /// An allocator keeping its state in `storage`.
-    pub fn new(storage: Arc<dyn Storage>, ranges: Ranges) -> Self {
-        ServiceAllocator { storage, ranges }
+    /// An allocator keeping node ports in `storage` and cluster IPs as
+    /// IPAddresses (once `cluster_ips` is set, when the stores are installed).
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        ranges: Ranges,
+        cluster_ips: Arc<OnceLock<ClusterIps>>,
+    ) -> Self {
+        ServiceAllocator {
+            storage,
+            ranges,
+            cluster_ips,
+        }
     }
 
     /// Takes `key` for a service; Ok(false) if someone else holds it.
@@ -144,48 +147,38 @@ impl ServiceAllocator {
                 vec![FieldError::invalid("spec.clusterIPs", value, detail)],
             )
         };
+        let ips = self
+            .cluster_ips
+            .get()
+            .ok_or_else(|| Error::internal("the ClusterIP allocator is not ready"))?;
+        let (namespace, name, dry_run) = (attrs.namespace, attrs.name, attrs.dry_run);
         let chosen = if ip.is_empty() {
-            let mut found = None;
-            for _ in 0..64 {
-                let candidate = self.ranges.random_ip().to_string();
-                if self
-                    .take(
-                        &ip_key(&candidate),
-                        attrs.namespace,
-                        attrs.name,
-                        attrs.dry_run,
-                    )
-                    .await?
-                {
-                    found = Some(candidate);
-                    break;
+            let ipv6 = svc
+                .pointer("/spec/ipFamilies/0")
+                .is_some_and(|f| f == "IPv6");
+            match ips.allocate_next(ipv6, namespace, name, dry_run).await {
+                Ok(ip) => ip.to_string(),
+                Err(AllocationError::Api(e)) => return Err(e),
+                Err(e) => {
+                    return Err(Error::internal(format!(
+                        "failed to allocate a serviceIP: {e}"
+                    )));
                 }
             }
-            found
-                .ok_or_else(|| Error::internal("failed to allocate a service IP: range is full"))?
         } else {
-            let parsed: Ipv4Addr = ip
+            let parsed: IpAddr = ip
                 .parse()
                 .map_err(|_| invalid(json!([ip]), "must be a valid IP address".into()))?;
-            if !self.ranges.contains(parsed) {
-                return Err(invalid(
-                    json!([ip]),
-                    format!(
-                        "failed to allocate IP {ip}: the provided IP ({ip}) is not in the valid range. The range of valid IPs is {}",
-                        self.ranges.cidr
-                    ),
-                ));
+            match ips.allocate(parsed, namespace, name, dry_run).await {
+                Ok(()) => ip,
+                Err(AllocationError::Api(e)) => return Err(e),
+                Err(e) => {
+                    return Err(invalid(
+                        json!([ip]),
+                        format!("failed to allocate IP {ip}: {e}"),
+                    ));
+                }
             }
-            if !self
-                .take(&ip_key(&ip), attrs.namespace, attrs.name, attrs.dry_run)
-                .await?
-            {
-                return Err(invalid(
-                    json!([ip]),
-                    format!("failed to allocate IP {ip}: provided IP is already allocated"),
-                ));
-            }
-            ip
         };
         svc["spec"]["clusterIP"] = json!(chosen);
         svc["spec"]["clusterIPs"] = json!([chosen]);
@@ -297,21 +290,21 @@ impl AdmissionPlugin for ServiceAllocator {
     }
 }
 
-/// The keys a Service holds.
+/// The node port keys a Service holds.
 fn keys_of(svc: &Value) -> Vec<String> {
-    let mut keys = Vec::new();
-    for ip in svc
-        .pointer("/spec/clusterIPs")
+    node_ports_of(svc).into_iter().map(port_key).collect()
+}
+
+/// The cluster IPs a Service holds (none for a headless one).
+fn cluster_ips_of(svc: &Value) -> Vec<String> {
+    svc.pointer("/spec/clusterIPs")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-    {
-        if let Some(ip) = ip.as_str().filter(|ip| *ip != "None") {
-            keys.push(ip_key(ip));
-        }
-    }
-    keys.extend(node_ports_of(svc).into_iter().map(port_key));
-    keys
+        .filter_map(Value::as_str)
+        .filter(|ip| !ip.is_empty() && *ip != "None")
+        .map(str::to_string)
+        .collect()
 }
 
 /// The node ports a Service names (none for a port without one).
@@ -325,18 +318,37 @@ fn node_ports_of(svc: &Value) -> Vec<i64> {
         .collect()
 }
 
-/// Releases what deleted Services held, and reclaims allocations no Service holds.
+/// The (namespace, name) of an object.
+fn who(obj: &Value) -> (String, String) {
+    let field = |f: &str| {
+        obj.pointer(&format!("/metadata/{f}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    (field("namespace"), field("name"))
+}
+
+/// Releases what deleted Services held, reclaims allocations no Service
+/// holds, and records the cluster IPs Services hold without an IPAddress
+/// (kube's repair loops, `repairip` for the IPs).
 pub struct AllocationRepair {
     storage: Arc<dyn Storage>,
     services: Arc<Store>,
+    cluster_ips: ClusterIps,
 }
 
 impl AllocationRepair {
     /// Starts following `services`; when its informer has synced.
-    pub fn start(storage: Arc<dyn Storage>, services: Arc<Store>) -> informer::Synced {
+    pub fn start(
+        storage: Arc<dyn Storage>,
+        services: Arc<Store>,
+        cluster_ips: ClusterIps,
+    ) -> informer::Synced {
         let addr = AllocationRepair {
             storage,
             services: services.clone(),
+            cluster_ips,
         }
         .start();
         let events = addr.clone();
@@ -357,7 +369,14 @@ impl Actor for AllocationRepair {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.run_interval(Duration::from_secs(60), |this, ctx| {
             let (storage, services) = (this.storage.clone(), this.services.clone());
-            ctx.spawn(async move { reclaim(storage, services).await }.into_actor(this));
+            let cluster_ips = this.cluster_ips.clone();
+            ctx.spawn(
+                async move {
+                    reclaim(storage, services.clone()).await;
+                    repair_cluster_ips(&cluster_ips, &services).await;
+                }
+                .into_actor(this),
+            );
         });
     }
 }
@@ -374,32 +393,39 @@ impl Handler<Released> for AllocationRepair {
     type Result = ();
 
     fn handle(&mut self, msg: Released, ctx: &mut Context<Self>) {
-        let namespace = msg
-            .svc
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let name = msg
-            .svc
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let keep = if msg.deleted {
-            Vec::new()
+        let (namespace, name) = who(&msg.svc);
+        let (keep, keep_ips) = if msg.deleted {
+            (Vec::new(), Vec::new())
         } else {
-            keys_of(&msg.svc)
+            (keys_of(&msg.svc), cluster_ips_of(&msg.svc))
         };
-        let storage = self.storage.clone();
+        // A cluster IP only changes when a Service becomes an ExternalName one.
+        let external = msg
+            .svc
+            .pointer("/spec/type")
+            .is_some_and(|t| t == "ExternalName");
+        let scan_ips = msg.deleted || external;
+        let seen = cluster_ip::revision(&msg.svc);
+        let (storage, cluster_ips) = (self.storage.clone(), self.cluster_ips.clone());
         ctx.spawn(
             async move {
-                let Ok(page) = storage.range(PREFIX, &prefix_end(PREFIX), 0, 0).await else {
+                let ports = format!("{PREFIX}nodeports/");
+                if let Ok(page) = storage.range(&ports, &prefix_end(&ports), 0, 0).await {
+                    for kv in page.kvs {
+                        if held_by(&kv.value, &namespace, &name) && !keep.contains(&kv.key) {
+                            let _ = storage.delete(&kv.key, Some(kv.mod_revision)).await;
+                        }
+                    }
+                }
+                if !scan_ips {
+                    return;
+                }
+                let Ok(addresses) = cluster_ips.ip_addresses().await else {
                     return;
                 };
-                for kv in page.kvs {
-                    if held_by(&kv.value, &namespace, &name) && !keep.contains(&kv.key) {
-                        let _ = storage.delete(&kv.key, Some(kv.mod_revision)).await;
+                for address in addresses {
+                    if releasable(&address, &namespace, &name, &keep_ips, seen) {
+                        cluster_ips.release(&address).await;
                     }
                 }
             }
@@ -408,7 +434,31 @@ impl Handler<Released> for AllocationRepair {
     }
 }
 
-/// Deletes allocations older than the grace period whose Service is gone.
+/// Whether a Service seen at revision `seen`, holding `keep`, lets go of
+/// `address`: the allocator's, naming the Service, not kept, and taken
+/// before that revision (a newer one is an allocation in flight for a
+/// write not yet seen).
+fn releasable(address: &Value, namespace: &str, name: &str, keep: &[String], seen: i64) -> bool {
+    let ip = address["metadata"]["name"].as_str().unwrap_or_default();
+    cluster_ip::managed(address)
+        && cluster_ip::parent_service(address) == Some((namespace, name))
+        && !keep.iter().any(|k| k == ip)
+        && cluster_ip::revision(address) < seen
+}
+
+/// Whether an object was created more than the grace period ago.
+fn older_than_grace(obj: &Value) -> bool {
+    let created = obj
+        .pointer("/metadata/creationTimestamp")
+        .and_then(Value::as_str)
+        .and_then(|t| {
+            time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
+        });
+    created.is_some_and(|t| time::OffsetDateTime::now_utc() - t >= GRACE)
+}
+
+/// Deletes node port allocations older than the grace period whose Service
+/// is gone (and what earlier versions kept as keys for cluster IPs).
 async fn reclaim(storage: Arc<dyn Storage>, services: Arc<Store>) {
     let Ok(page) = storage.range(PREFIX, &prefix_end(PREFIX), 0, 0).await else {
         return;
@@ -440,27 +490,101 @@ async fn reclaim(storage: Arc<dyn Storage>, services: Arc<Store>) {
     }
 }
 
+/// What the repair of cluster IPs does, from the Services and IPAddresses.
+#[derive(Debug, Default, PartialEq)]
+struct IpRepair {
+    /// IPAddresses (by name) whose Service is gone or holds another IP.
+    orphaned: Vec<String>,
+    /// Cluster IPs Services hold without an IPAddress: (ip, namespace, name).
+    unrecorded: Vec<(String, String, String)>,
+}
+
+/// Compares the Services' cluster IPs with the allocator's IPAddresses:
+/// an IPAddress older than the grace period whose Service is gone or holds
+/// another IP is orphaned; a Service's IP without an IPAddress unrecorded.
+fn plan_ip_repair(services: &[Value], addresses: &[Value]) -> IpRepair {
+    let mut held: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for svc in services {
+        for ip in cluster_ips_of(svc) {
+            held.insert(ip, who(svc));
+        }
+    }
+    let recorded: BTreeSet<&str> = addresses
+        .iter()
+        .filter_map(|a| a["metadata"]["name"].as_str())
+        .collect();
+    let mut plan = IpRepair::default();
+    for address in addresses.iter().filter(|a| cluster_ip::managed(a)) {
+        let ip = address["metadata"]["name"].as_str().unwrap_or_default();
+        let holder = held
+            .get(ip)
+            .map(|(namespace, name)| (namespace.as_str(), name.as_str()));
+        if holder != cluster_ip::parent_service(address) && older_than_grace(address) {
+            plan.orphaned.push(ip.to_string());
+        }
+    }
+    for (ip, (namespace, name)) in held {
+        if !recorded.contains(ip.as_str()) {
+            plan.unrecorded.push((ip, namespace, name));
+        }
+    }
+    plan
+}
+
+/// Deletes orphaned IPAddresses and records the IPs Services hold without one.
+async fn repair_cluster_ips(cluster_ips: &ClusterIps, services: &Store) {
+    // The IPAddresses first, as cached, then the Services as they are: an
+    // IP released meanwhile is not recorded again for a Service gone.
+    let Ok(addresses) = cluster_ips.ip_addresses().await else {
+        return;
+    };
+    let Ok(services) = cluster_ip::list(services, None).await else {
+        return;
+    };
+    let plan = plan_ip_repair(&services, &addresses);
+    for address in &addresses {
+        let name = address["metadata"]["name"].as_str().unwrap_or_default();
+        if plan.orphaned.iter().any(|o| o == name) {
+            tracing::info!(ip = name, "releasing a ClusterIP no service holds");
+            cluster_ips.release(address).await;
+        }
+    }
+    for (ip, namespace, name) in plan.unrecorded {
+        let Ok(parsed) = ip.parse::<IpAddr>() else {
+            continue;
+        };
+        match cluster_ips.record(parsed, &namespace, &name).await {
+            Ok(true) => {
+                tracing::info!(%ip, %namespace, %name, "Cluster IP is not allocated; repairing")
+            }
+            Ok(false) => {
+                tracing::warn!(%ip, %namespace, %name, "Cluster IP was assigned to multiple services")
+            }
+            Err(error) => tracing::warn!(%ip, %error, "recording a ClusterIP"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn ranges() {
-        let r = Ranges::new("10.96.0.0/12", 30000..=32767).unwrap();
+        let r = Ranges::new("10.96.0.0/12", 30000..=32767).expect("ranges");
         assert_eq!(r.first(), Ipv4Addr::new(10, 96, 0, 1));
-        assert!(r.contains(Ipv4Addr::new(10, 100, 3, 4)));
-        assert!(!r.contains(Ipv4Addr::new(10, 112, 0, 1)));
-        for _ in 0..1000 {
-            let ip = r.random_ip();
-            assert!(r.contains(ip) && ip != r.first());
-        }
+        assert_eq!(r.cidr(), "10.96.0.0/12");
+        let sloppy = Ranges::new("10.96.3.4/12", 30000..=32767).expect("ranges");
+        assert_eq!(sloppy.cidr(), "10.96.0.0/12", "the canonical network");
         assert!(Ranges::new("10.0.0.0", 1..=2).is_err());
     }
 
     #[test]
     fn holders_and_keys() {
         let svc = json!({"spec": {"clusterIPs": ["10.96.0.9"], "ports": [{"port": 80, "nodePort": 30080}, {"port": 81}]}});
-        assert_eq!(keys_of(&svc), vec![ip_key("10.96.0.9"), port_key(30080)]);
+        assert_eq!(keys_of(&svc), vec![port_key(30080)]);
+        assert_eq!(cluster_ips_of(&svc), vec!["10.96.0.9"]);
+        assert!(cluster_ips_of(&json!({"spec": {"clusterIPs": ["None"]}})).is_empty());
         assert!(held_by(&holder("a", "b"), "a", "b"));
         assert!(!held_by(&holder("a", "b"), "a", "c"));
     }
@@ -491,7 +615,7 @@ mod tests {
         for _ in 0..20 {
             let storage = Arc::new(MemoryStorage::default());
             let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).expect("ranges");
-            let allocator = ServiceAllocator::new(storage, ranges);
+            let allocator = ServiceAllocator::new(storage, ranges, Default::default());
             let mut svc = json!({"spec": {"ports": [{"port": 80}, {"port": 81}]}});
             allocator
                 .node_ports(&mut svc, None, &attrs)
@@ -510,7 +634,7 @@ mod tests {
         // A port the Service names itself is not handed to its other port.
         let storage = Arc::new(MemoryStorage::default());
         let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).expect("ranges");
-        let allocator = ServiceAllocator::new(storage, ranges);
+        let allocator = ServiceAllocator::new(storage, ranges, Default::default());
         let mut svc = json!({"spec": {"ports": [{"port": 80}, {"port": 81, "nodePort": 30000}]}});
         allocator
             .node_ports(&mut svc, None, &attrs)
@@ -521,12 +645,72 @@ mod tests {
         // Three ports in a range of two: refused, not doubled up.
         let storage = Arc::new(MemoryStorage::default());
         let ranges = Ranges::new("10.96.0.0/12", 30000..=30001).expect("ranges");
-        let allocator = ServiceAllocator::new(storage, ranges);
+        let allocator = ServiceAllocator::new(storage, ranges, Default::default());
         let mut svc = json!({"spec": {"ports": [{"port": 80}, {"port": 81}, {"port": 82}]}});
         let err = allocator
             .node_ports(&mut svc, None, &attrs)
             .await
             .expect_err("a full range");
         assert!(err.to_string().contains("range is full"), "{err}");
+    }
+
+    fn address(ip: &str, namespace: &str, name: &str, created: &str, rv: &str) -> Value {
+        let mut a = cluster_ip::ip_address(ip.parse().expect("an IP"), namespace, name);
+        a["metadata"]["creationTimestamp"] = json!(created);
+        a["metadata"]["resourceVersion"] = json!(rv);
+        a
+    }
+
+    #[test]
+    fn a_service_releases_the_ips_it_let_go_but_not_one_in_flight() {
+        let old = "2020-01-01T00:00:00Z";
+        let a = address("10.96.0.5", "default", "web", old, "10");
+        assert!(releasable(&a, "default", "web", &[], 20), "deleted");
+        assert!(
+            !releasable(&a, "default", "web", &["10.96.0.5".into()], 20),
+            "kept"
+        );
+        assert!(!releasable(&a, "default", "other", &[], 20), "another's");
+        assert!(
+            !releasable(&a, "default", "web", &[], 5),
+            "taken after the state seen"
+        );
+        let mut foreign = a.clone();
+        foreign["metadata"]["labels"] = json!({});
+        assert!(
+            !releasable(&foreign, "default", "web", &[], 20),
+            "not the allocator's"
+        );
+    }
+
+    #[test]
+    fn the_ip_repair_reconciles_both_ways() {
+        let (old, now) = ("2020-01-01T00:00:00Z", now_rfc3339());
+        let svc = |ns: &str, name: &str, ips: Value| json!({"metadata": {"namespace": ns, "name": name}, "spec": {"clusterIPs": ips}});
+        let services = [
+            svc("default", "kubernetes", json!(["10.96.0.1"])),
+            svc("default", "web", json!(["10.96.0.7"])),
+            svc("default", "headless", json!(["None"])),
+        ];
+        let mut foreign = address("10.96.0.9", "default", "gone", old, "1");
+        foreign["metadata"]["labels"] = json!({});
+        let addresses = [
+            address("10.96.0.1", "default", "kubernetes", old, "1"),
+            // The Service is gone: orphaned once old enough.
+            address("10.96.0.2", "default", "gone", old, "1"),
+            address("10.96.0.3", "default", "gone", &now, "1"),
+            // Another Service holds the IP than the one named.
+            address("10.96.0.4", "default", "kubernetes", old, "1"),
+            // Not the allocator's: left alone.
+            foreign,
+        ];
+        let plan = plan_ip_repair(&services, &addresses);
+        assert_eq!(
+            plan,
+            IpRepair {
+                orphaned: vec!["10.96.0.2".into(), "10.96.0.4".into()],
+                unrecorded: vec![("10.96.0.7".into(), "default".into(), "web".into())],
+            }
+        );
     }
 }

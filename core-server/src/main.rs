@@ -6,6 +6,7 @@ mod admission;
 mod allocation;
 mod binding;
 mod bootstrap_policy;
+mod cluster_ip;
 mod controllers;
 mod escalation;
 mod eviction;
@@ -133,7 +134,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
     let (cacher, prefix) = (storage.cacher().clone(), storage.prefix());
 
     let ranges = service_ranges(&options)?;
-    let allocator = ServiceAllocator::new(cacher.storage().clone(), ranges.clone());
+    let cluster_ips = Arc::new(OnceLock::new());
+    let allocator = ServiceAllocator::new(
+        cacher.storage().clone(),
+        ranges.clone(),
+        cluster_ips.clone(),
+    );
     let policy = Arc::new(OnceLock::new());
     // Between NamespaceLifecycle and the cluster's policies and webhooks,
     // in kube's order; ResourceQuota comes last.
@@ -208,6 +214,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     eviction::install(server.api());
     install_token_requests(server.api(), &options)?;
 
+    let ips = cluster_ip_allocator(server.api())?;
+    let _ = cluster_ips.set(ips.clone());
+
     let client = Loopback::new(server.api().clone(), "system:kube-controller-manager");
     for name in SYSTEM_NAMESPACES {
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
@@ -217,9 +226,17 @@ async fn run(options: Options) -> anyhow::Result<()> {
             }
         }
     }
+    // The `kubernetes` service's IP comes from the default ServiceCIDR.
+    controllers::default_service_cidr::DefaultServiceCidrController::new(
+        Loopback::new(server.api().clone(), "system:apiserver"),
+        ranges.cidr(),
+    )
+    .ensure()
+    .await
+    .context("creating the default ServiceCIDR")?;
     bootstrap_kubernetes_service(server.api(), &client, &ranges, &options).await?;
     bootstrap_priority_classes(&client).await?;
-    controllers::add_post_start_hooks(&mut server, client, root_ca_bundle);
+    controllers::add_post_start_hooks(&mut server, client, root_ca_bundle, ranges.cidr(), ips);
     server
         .serve_delegation(endpoint)
         .await
@@ -311,6 +328,20 @@ fn max_token_expiration(text: &str) -> Result<std::time::Duration, String> {
         Some(_) => Err("must be at least 10m".into()),
         None => Err(format!("{text:?} is not a duration such as 48h")),
     }
+}
+
+/// The ClusterIP allocator over the served ServiceCIDRs and IPAddresses
+/// (kube 1.33 allocates from them: MultiCIDRServiceAllocator is on).
+fn cluster_ip_allocator(server: &ApiServer) -> anyhow::Result<cluster_ip::ClusterIps> {
+    let store = |plural: &str| {
+        server
+            .store("networking.k8s.io", "v1", plural)
+            .with_context(|| format!("ClusterIPs are allocated as networking.k8s.io/v1 {plural}, which are not served"))
+    };
+    Ok(cluster_ip::ClusterIps::new(
+        store("servicecidrs")?,
+        store("ipaddresses")?,
+    ))
 }
 
 fn service_ranges(options: &Options) -> anyhow::Result<Ranges> {

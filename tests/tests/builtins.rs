@@ -1815,7 +1815,8 @@ fn every_kind() -> Vec<(&'static str, Value, Value)> {
             "servicecidrs.networking.k8s.io",
             json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "every-range"},
                 "spec": {"cidrs": ["10.250.0.0/24", "fd00:250::/112"]}}),
-            Value::Null,
+            // The ServiceCIDR controller's, at once.
+            json!({"metadata": {"finalizers": ["networking.k8s.io/service-cidr-finalizer"]}}),
         ),
         (
             "ipaddresses.networking.k8s.io",
@@ -2550,7 +2551,9 @@ fn services_get_unique_cluster_ips_and_node_ports() {
         ),
     );
     assert!(
-        outside.err().contains("failed to allocate IP 10.200.0.1: the provided IP (10.200.0.1) is not in the valid range. The range of valid IPs is 10.96.0.0/12"),
+        outside.err().contains(
+            "failed to allocate IP 10.200.0.1: the provided network does not match the current range"
+        ),
         "{}",
         outside.stderr
     );
@@ -2644,6 +2647,187 @@ fn services_get_unique_cluster_ips_and_node_ports() {
     assert_eq!(
         get(&cluster, &["service", "headless"])["spec"]["clusterIPs"],
         json!(["None"])
+    );
+}
+
+/// The Ready condition of a ServiceCIDR (Null without one).
+fn ready_condition(cidr: &Value) -> Value {
+    cidr["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[test]
+fn service_cidrs_hand_out_cluster_ips_as_ip_addresses() {
+    let cluster = Cluster::start();
+    let finalizer = json!(["networking.k8s.io/service-cidr-finalizer"]);
+    // The default ServiceCIDR: the service range, Ready, with the finalizer.
+    let (header, row) = table_of(&cluster, &["servicecidr", "kubernetes"]);
+    assert_eq!(header, ["NAME", "CIDRS", "AGE"]);
+    assert_eq!(row[..2], ["kubernetes", "10.96.0.0/12"], "{row:?}");
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            let cidr = get(&cluster, &["servicecidr", "kubernetes"]);
+            ready_condition(&cidr)["status"] == "True"
+                && cidr["metadata"]["finalizers"] == finalizer
+        }),
+        "{}",
+        get(&cluster, &["servicecidr", "kubernetes"])
+    );
+    // The API server's own Service holds its IP as an IPAddress.
+    let kubernetes_ip = get(&cluster, &["ipaddress", "10.96.0.1"]);
+    assert_eq!(
+        kubernetes_ip["spec"]["parentRef"],
+        json!({"resource": "services", "namespace": "default", "name": "kubernetes"})
+    );
+    assert_eq!(
+        kubernetes_ip["metadata"]["labels"],
+        json!({"ipaddress.kubernetes.io/ip-family": "IPv4", "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"})
+    );
+
+    // A Service's IP is an IPAddress pointing at it, gone with the Service.
+    apply(
+        &cluster,
+        &service("web", "ClusterIP", "  ports: [{port: 80}]\n"),
+    )
+    .ok();
+    let ip = get(&cluster, &["service", "web"])["spec"]["clusterIP"]
+        .as_str()
+        .expect("a cluster IP")
+        .to_string();
+    let (header, row) = table_of(&cluster, &["ipaddress", &ip]);
+    assert_eq!(header, ["NAME", "PARENTREF"]);
+    assert_eq!(row[..2], [ip.as_str(), "services/default/web"], "{row:?}");
+    cluster.kubectl(&["delete", "service", "web"]).ok();
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            cluster.kubectl(&["get", "ipaddress", &ip]).code != 0
+        }),
+        "the IPAddress {ip} outlived its Service"
+    );
+    assert!(
+        cluster
+            .kubectl(&["get", "ipaddress", &ip])
+            .err()
+            .contains(&format!("ipaddresses.networking.k8s.io \"{ip}\" not found"))
+    );
+
+    // A second ServiceCIDR grows the range: an IP in it may be taken.
+    apply(
+        &cluster,
+        "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}\nspec:\n  cidrs: [10.200.0.0/24]\n",
+    )
+    .ok();
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            let cidr = get(&cluster, &["servicecidr", "extra"]);
+            let ready = ready_condition(&cidr);
+            ready["status"] == "True"
+                && ready["message"] == "Kubernetes Service CIDR is ready"
+                && cidr["metadata"]["finalizers"] == finalizer
+        }),
+        "{}",
+        get(&cluster, &["servicecidr", "extra"])
+    );
+    let pinned = |name: &str, ip: &str| {
+        apply(
+            &cluster,
+            &service(
+                name,
+                "ClusterIP",
+                &format!("  clusterIP: {ip}\n  ports: [{{port: 80}}]\n"),
+            ),
+        )
+    };
+    pinned("in-extra", "10.200.0.10").ok();
+    assert_eq!(
+        get(&cluster, &["ipaddress", "10.200.0.10"])["spec"]["parentRef"],
+        json!({"resource": "services", "namespace": "default", "name": "in-extra"})
+    );
+    // An IP outside every ServiceCIDR is refused, in kube's words.
+    let outside = pinned("outside", "10.201.0.1");
+    // KNOWN GAP (as above): the value renders as JSON, not Go's %#v.
+    assert!(
+        outside
+            .err()
+            .starts_with("The Service \"outside\" is invalid: spec.clusterIPs: Invalid value: "),
+        "{}",
+        outside.stderr
+    );
+    assert!(
+        outside.stderr.trim().ends_with(
+            ": failed to allocate IP 10.201.0.1: the provided network does not match the current range"
+        ),
+        "{}",
+        outside.stderr
+    );
+
+    // Deleting a ServiceCIDR whose IPs are in use leaves it Terminating,
+    // allocating nothing more, until they go.
+    cluster
+        .kubectl(&["delete", "servicecidr", "extra", "--wait=false"])
+        .ok();
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            let ready = ready_condition(&get(&cluster, &["servicecidr", "extra"]));
+            ready["status"] == "False" && ready["reason"] == "Terminating"
+        }),
+        "{}",
+        get(&cluster, &["servicecidr", "extra"])
+    );
+    let cidr = get(&cluster, &["servicecidr", "extra"]);
+    assert!(cidr["metadata"]["deletionTimestamp"].is_string(), "{cidr}");
+    assert_eq!(
+        ready_condition(&cidr)["message"],
+        "There are still IPAddresses referencing the ServiceCIDR, please remove them or create a new ServiceCIDR"
+    );
+    assert!(pinned("late", "10.200.0.11").err().contains(
+        "failed to allocate IP 10.200.0.11: the provided network does not match the current range"
+    ));
+    cluster.kubectl(&["delete", "service", "in-extra"]).ok();
+    assert!(
+        eventually(Duration::from_secs(40), || {
+            cluster.kubectl(&["get", "servicecidr", "extra"]).code != 0
+        }),
+        "{}",
+        get(&cluster, &["servicecidr", "extra"])
+    );
+    // The default one stays, its IPs in use.
+    assert_eq!(
+        ready_condition(&get(&cluster, &["servicecidr", "kubernetes"]))["status"],
+        "True"
+    );
+}
+
+#[test]
+fn the_default_service_cidr_is_one_across_replicas_and_restarts() {
+    let mut cluster = Cluster::start_with(&["--core-replicas", "2"]);
+    let names = |cluster: &Cluster| {
+        get(cluster, &["servicecidrs"])["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|c| c["metadata"]["name"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&cluster), [json!("kubernetes")]);
+    let cidr = get(&cluster, &["servicecidr", "kubernetes"]);
+    let address = get(&cluster, &["ipaddress", "10.96.0.1"]);
+    cluster.restart();
+    assert_eq!(names(&cluster), [json!("kubernetes")]);
+    let again = get(&cluster, &["servicecidr", "kubernetes"]);
+    assert_eq!(
+        again["metadata"]["uid"], cidr["metadata"]["uid"],
+        "created once"
+    );
+    assert_eq!(again["spec"], json!({"cidrs": ["10.96.0.0/12"]}));
+    assert_eq!(ready_condition(&again)["status"], "True", "{again}");
+    let address_again = get(&cluster, &["ipaddress", "10.96.0.1"]);
+    assert_eq!(
+        address_again["metadata"]["uid"], address["metadata"]["uid"],
+        "the `kubernetes` service keeps its IPAddress"
     );
 }
 

@@ -3,11 +3,13 @@
 //! once its informers have synced.
 
 pub mod clusterrole_aggregation;
+pub mod default_service_cidr;
 pub mod flowcontrol_bootstrap;
 pub mod garbage_collector;
 pub mod per_namespace;
 pub mod resource_quota;
 pub mod root_ca_publisher;
+pub mod service_cidrs;
 pub mod serviceaccount;
 pub mod validating_admission_policy_status;
 
@@ -22,18 +24,23 @@ use kubechain_apiserver::{Chained, Installed};
 use serde_json::Value;
 
 use crate::allocation::AllocationRepair;
+use crate::cluster_ip::ClusterIps;
 
 /// Adds the core server's controllers: kube's bootstrap RBAC policy and the
 /// ClusterRole aggregation controller, the garbage collector (over this
 /// server's objects and its delegates'), the service account controller and
 /// the root CA publisher (given the CA bundle it publishes), each keeping
 /// one object in every namespace, the resource quota controller, the repair
-/// of service IP and node port allocations, the ValidatingAdmissionPolicy
-/// status controller, and API Priority and Fairness's bootstrap configuration.
+/// of service IP and node port allocations, the default ServiceCIDR and
+/// ServiceCIDR controllers (given the service IP range), the
+/// ValidatingAdmissionPolicy status controller, and API Priority and
+/// Fairness's bootstrap configuration.
 pub fn add_post_start_hooks(
     server: &mut Installed<Chained>,
     client: Loopback,
     root_ca_bundle: Option<String>,
+    service_cidr: &str,
+    cluster_ips: ClusterIps,
 ) {
     let bootstrap_client = client.clone();
     server.add_post_start_hook("rbac/bootstrap-roles", async move {
@@ -141,6 +148,35 @@ pub fn add_post_start_hooks(
             serviceaccount::DefaultServiceAccount,
         ),
     );
+    let default_cidr =
+        default_service_cidr::DefaultServiceCidrController::new(client.clone(), service_cidr);
+    server.add_post_start_hook("start-kubernetes-service-cidr-controller", async move {
+        default_cidr.start();
+    });
+    if let (Some(cidrs), Some(addresses)) = (
+        server
+            .api()
+            .store("networking.k8s.io", "v1", "servicecidrs"),
+        server.api().store("networking.k8s.io", "v1", "ipaddresses"),
+    ) {
+        let (cidr_client, ips) = (client.clone(), cluster_ips.clone());
+        server.add_post_start_hook("start-service-cidr-controller", async move {
+            let controller = service_cidrs::ServiceCidrController::new(cidr_client, ips).start();
+            let on_cidr = controller.clone();
+            let cidrs_synced = follow_present(cidrs, move |cidr| {
+                let name = cidr["metadata"]["name"].as_str().unwrap_or_default();
+                on_cidr.do_send(service_cidrs::Sync(name.to_string()));
+            });
+            let addresses_synced =
+                informer::follow(addresses, Duration::from_secs(30), move |change| {
+                    if service_cidrs::unblocks(&change) {
+                        controller.do_send(service_cidrs::SyncTerminating);
+                    }
+                    true
+                });
+            informer::Synced::all(vec![cidrs_synced, addresses_synced]).await;
+        });
+    }
     if let Some(bundle) = root_ca_bundle {
         keep_in_every_namespace(
             server,
@@ -154,7 +190,9 @@ pub fn add_post_start_hooks(
     if let Some(services) = server.api().store("", "v1", "services") {
         let storage = server.storage().cacher().storage().clone();
         server.add_post_start_hook("start-service-ip-repair-controllers", async move {
-            AllocationRepair::start(storage, services).wait().await;
+            AllocationRepair::start(storage, services, cluster_ips)
+                .wait()
+                .await;
         });
     }
 }
