@@ -192,6 +192,7 @@ impl CreateOnly for Evict {
             user: req.user.clone(),
         };
         let pod = self.pods.get(namespace, name, None).await?.value();
+        crate::admission::node_restriction::evicts_own_pod(&req.user, name, &pod)?;
         if !ignores_budget(&pod) {
             let mut budgets = self.budgets_of(namespace, &pod).await?;
             if budgets.len() > 1 {

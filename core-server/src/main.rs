@@ -149,6 +149,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
                 .context("service account admission")?,
         ),
         Arc::new(
+            admission::node_restriction::NodeRestriction::new(cacher.clone(), prefix)
+                .await
+                .context("node restriction admission")?,
+        ),
+        Arc::new(
             admission::pod_security::PodSecurity::new(cacher.clone(), prefix)
                 .await
                 .context("pod security admission")?,
