@@ -203,7 +203,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
             .context("following the RBAC policy")?,
     );
     let _ = policy.set(rbac.clone());
-    reviews::install(server.api(), rbac);
+    let node = Arc::new(
+        generic_server::filters::node::NodeAuthorizer::new(&cacher, prefix)
+            .await
+            .context("following pods for the Node authorizer")?,
+    );
+    reviews::install(server.api(), node, rbac);
     let (statuses, computed) = resources::component_statuses(
         cacher.storage().clone(),
         options.config.etcd.etcd_servers.len(),

@@ -130,9 +130,13 @@ impl CreateOnly for TokenRequests {
     async fn create(&self, req: &ApiRequest, mut obj: Value) -> Result<Value> {
         let (namespace, name) = (&req.info.namespace, &req.info.name);
         // NodeRestriction: a kubelet's token is bound to a pod on its node.
-        if let Some(pod) = node_restriction::token_pod(&req.user, name, &obj)? {
+        let bound_pod = node_restriction::token_pod(&req.user, &obj)
+            .map_err(|why| node_restriction::refused("serviceaccounts", name, why))?;
+        if let Some(pod) = bound_pod {
             let pod = self.pods.get(namespace, pod, None).await?.value();
-            node_restriction::token_for_own_pod(&req.user, name, &obj, &pod)?;
+            if let Some(why) = node_restriction::token_refusal(&req.user, &obj, &pod) {
+                return Err(node_restriction::refused("serviceaccounts", name, why));
+            }
         }
         let account = self.accounts.get(namespace, name, None).await?.value();
         let seconds = match obj.pointer("/spec/expirationSeconds") {

@@ -405,9 +405,8 @@ fn a_kubelet_starts_through_the_node_authorizer_and_node_restriction() {
     // Its secure port's webhook authentication and authorization.
     let review = kubelet.expect(201, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", TYPED,
         Some(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "not-a-token"}})));
-    assert_eq!(
-        review["status"]["authenticated"].as_bool().unwrap_or(false),
-        false,
+    assert!(
+        !review["status"]["authenticated"].as_bool().unwrap_or(false),
         "{review}"
     );
     kubelet.expect(201, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", TYPED,
@@ -573,6 +572,20 @@ fn a_kubelet_starts_through_the_node_authorizer_and_node_restriction() {
 
     // What is not its own: refused, in kube's words.
     let no_relationship = "no relationship found between node 'node-1' and this object";
+    // Access reviews answer as the front door does (kube's Node,RBAC).
+    let review = |secret: &str| {
+        let (code, body) = api.post("/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            &json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {
+                "user": user, "groups": ["system:nodes", "system:authenticated"],
+                "resourceAttributes": {"verb": "get", "resource": "secrets", "namespace": "default", "name": secret}}}));
+        assert_eq!(code, 201, "{body}");
+        body["status"].clone()
+    };
+    assert_eq!(review("db"), json!({"allowed": true}));
+    assert_eq!(
+        review("other"),
+        json!({"allowed": false, "reason": no_relationship})
+    );
     kubelet.refused("GET", "/api/v1/namespaces/default/secrets/other", None, &format!(
         "secrets \"other\" is forbidden: User \"{user}\" cannot get resource \"secrets\" in API group \"\" in the namespace \"default\": {no_relationship}"));
     kubelet.refused("GET", "/api/v1/namespaces/kube-system/secrets/db", None, &format!(

@@ -6,8 +6,8 @@
 //! trust bundle), delete and update the status of only pods bound to
 //! itself, write only its own Lease in `kube-node-lease` and its own
 //! CSINode, and update only the status of claims. Evictions and token
-//! requests, which are not stored, ask [`evicts_own_pod`] and
-//! [`token_for_own_pod`].
+//! requests, which are not stored, ask [`eviction_refusal`],
+//! [`token_pod`] and [`token_refusal`].
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use std::sync::Arc;
 use apimachinery::error::{Error, Reason, Result};
 use apimachinery::group_version::GroupResource;
 use generic_server::admission::{AdmissionPlugin, Attributes, Operation, cached, forbidden};
+use generic_server::filters::node::graph::{Kind, PodEdges};
 use generic_server::filters::node::{NODE_LEASE_NAMESPACE, node_identity};
 use generic_server::request::UserInfo;
 use generic_server::storage::cacher::{Cacher, ResourceCache};
@@ -56,117 +57,147 @@ impl NodeRestriction {
         Ok(NodeRestriction { cacher, nodes })
     }
 
-    /// A mirror pod bound to the node, owned by its Node, using nothing else.
+    /// A mirror pod bound to the node, owned by its Node (by uid), using nothing else.
     async fn pod_create(&self, attrs: &Attributes<'_>, node: &str, pod: &Value) -> Result<()> {
-        let refuse = |why: String| Err(forbidden(attrs, &why));
-        let mirror = pod
-            .pointer("/metadata/annotations")
-            .and_then(Value::as_object)
-            .is_some_and(|a| a.contains_key(MIRROR_POD_ANNOTATION));
-        if !mirror {
-            return refuse(format!(
-                "pod does not have {MIRROR_POD_ANNOTATION:?} annotation, node {node:?} can only create mirror pods"
+        if let Err(why) = mirror_pod_owner(node, pod) {
+            return Err(forbidden(attrs, &why));
+        }
+        let Some(found) = cached(&self.cacher, &self.nodes, node).await? else {
+            return Err(Error::NotFound {
+                resource: GroupResource::new("", "nodes"),
+                name: node.to_string(),
+            });
+        };
+        let (expected, found) = (text(pod, "/metadata/ownerReferences/0/uid"), found.value());
+        let uid = text(&found, "/metadata/uid");
+        if expected != uid {
+            return Err(forbidden(
+                attrs,
+                &format!("node {node} UID mismatch: expected {expected} got {uid}"),
             ));
         }
-        if text(pod, "/spec/nodeName") != node {
-            return refuse(format!(
-                "node {node:?} can only create pods with spec.nodeName set to itself"
-            ));
-        }
-        let owners = items(pod, "/metadata/ownerReferences");
-        match owners {
-            [] => {
-                return refuse(format!(
-                    "node {node:?} can only create pods with an owner reference set to itself"
-                ));
-            }
-            [owner] => {
-                if text(owner, "/apiVersion") != "v1"
-                    || text(owner, "/kind") != "Node"
-                    || text(owner, "/name") != node
-                {
-                    return refuse(format!(
-                        "node {node:?} can only create pods with an owner reference set to itself"
-                    ));
+        mirror_pod_references(node, pod).map_err(|why| forbidden(attrs, &why))
+    }
+
+    /// The checks for a write by the kubelet of `node` (`new`: the object written, if any).
+    async fn check(&self, attrs: &Attributes<'_>, node: &str, new: Option<&Value>) -> Result<()> {
+        let resource = &attrs.resource;
+        let checked = match (resource.group.as_str(), resource.plural.as_str()) {
+            ("", "pods") => match (attrs.operation, attrs.subresource, new) {
+                (Operation::Create, "", Some(pod)) => {
+                    return self.pod_create(attrs, node, pod).await;
                 }
-                if owner["controller"] != Value::Bool(true) {
-                    return refuse(format!(
-                        "node {node:?} can only create pods with a controller owner reference set to itself"
-                    ));
+                (Operation::Delete, "", _) => {
+                    match text(attrs.old.unwrap_or(&Value::Null), "/spec/nodeName") == node {
+                        true => Ok(()),
+                        false => Err(format!(
+                            "node {node:?} can only delete pods with spec.nodeName set to itself"
+                        )),
+                    }
                 }
-                if owner["blockOwnerDeletion"] == Value::Bool(true) {
-                    return refuse(format!(
-                        "node {node:?} must not set blockOwnerDeletion on an owner reference"
-                    ));
-                }
-                let Some(found) = cached(&self.cacher, &self.nodes, node).await? else {
-                    return Err(Error::NotFound {
-                        resource: GroupResource::new("", "nodes"),
-                        name: node.to_string(),
-                    });
-                };
-                let (expected, got) = (text(owner, "/uid"), found.value());
-                let uid = text(&got, "/metadata/uid");
-                if expected != uid {
-                    return refuse(format!(
-                        "node {node} UID mismatch: expected {expected} got {uid}"
-                    ));
-                }
-            }
-            _ => {
-                return refuse(format!(
-                    "node {node:?} can only create pods with a single owner reference set to itself"
-                ));
-            }
-        }
-        let references = generic_server::filters::node::graph::PodEdges::of(pod).references;
-        use generic_server::filters::node::graph::Kind;
-        let references_a = |kind: Kind| references.iter().any(|r| r.kind == kind);
-        if !text(pod, "/spec/serviceAccountName").is_empty() {
-            return refuse(format!(
-                "node {node:?} can not create pods that reference a service account"
-            ));
-        }
-        if references_a(Kind::Secret) {
-            return refuse(format!(
-                "node {node:?} can not create pods that reference secrets"
-            ));
-        }
-        if references_a(Kind::ConfigMap) {
-            return refuse(format!(
-                "node {node:?} can not create pods that reference configmaps"
-            ));
-        }
-        let volumes = items(pod, "/spec/volumes");
-        if volumes.iter().any(|v| {
-            items(v, "/projected/sources")
-                .iter()
-                .any(|s| is_set(s, "/clusterTrustBundle"))
-        }) {
-            return refuse(format!(
-                "node {node:?} can not create pods that reference clustertrustbundles"
-            ));
-        }
-        if volumes.iter().any(|v| is_set(v, "/persistentVolumeClaim")) {
-            return refuse(format!(
-                "node {node:?} can not create pods that reference persistentvolumeclaims"
-            ));
-        }
-        Ok(())
+                (_, _, pod) => pod_write(attrs, node, pod.unwrap_or(&Value::Null)),
+            },
+            ("", "nodes") => node_write(attrs, node, new),
+            ("", "persistentvolumeclaims") => claim_write(attrs, node, new),
+            ("coordination.k8s.io", "leases") if attrs.namespace != NODE_LEASE_NAMESPACE => Err(
+                format!("can only access leases in the {NODE_LEASE_NAMESPACE:?} system namespace"),
+            ),
+            ("coordination.k8s.io", "leases") => named_after_node(attrs, node, new, "node lease"),
+            ("storage.k8s.io", "csinodes") => named_after_node(attrs, node, new, "CSINode"),
+            _ => Ok(()),
+        };
+        checked.map_err(|why| forbidden(attrs, &why))
     }
 }
 
-/// Pods: mirror pods created, and the status of its own pods updated.
-fn pod_write(attrs: &Attributes<'_>, node: &str, pod: &Value) -> Result<()> {
+/// A node's pod must be a mirror pod bound to it with one controller owner
+/// reference, to its Node.
+fn mirror_pod_owner(node: &str, pod: &Value) -> std::result::Result<(), String> {
+    let mirror = pod
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .is_some_and(|a| a.contains_key(MIRROR_POD_ANNOTATION));
+    if !mirror {
+        return Err(format!(
+            "pod does not have {MIRROR_POD_ANNOTATION:?} annotation, node {node:?} can only create mirror pods"
+        ));
+    }
+    if text(pod, "/spec/nodeName") != node {
+        return Err(format!(
+            "node {node:?} can only create pods with spec.nodeName set to itself"
+        ));
+    }
+    let owner = match items(pod, "/metadata/ownerReferences") {
+        [owner] => owner,
+        [] => {
+            return Err(format!(
+                "node {node:?} can only create pods with an owner reference set to itself"
+            ));
+        }
+        _ => {
+            return Err(format!(
+                "node {node:?} can only create pods with a single owner reference set to itself"
+            ));
+        }
+    };
+    if text(owner, "/apiVersion") != "v1"
+        || text(owner, "/kind") != "Node"
+        || text(owner, "/name") != node
+    {
+        return Err(format!(
+            "node {node:?} can only create pods with an owner reference set to itself"
+        ));
+    }
+    if owner["controller"] != Value::Bool(true) {
+        return Err(format!(
+            "node {node:?} can only create pods with a controller owner reference set to itself"
+        ));
+    }
+    if owner["blockOwnerDeletion"] == Value::Bool(true) {
+        return Err(format!(
+            "node {node:?} must not set blockOwnerDeletion on an owner reference"
+        ));
+    }
+    Ok(())
+}
+
+/// A node's mirror pod may reference no service account, secret, config
+/// map, cluster trust bundle or claim.
+fn mirror_pod_references(node: &str, pod: &Value) -> std::result::Result<(), String> {
+    let references = PodEdges::of(pod).references;
+    let references_a = |kind: Kind| references.iter().any(|r| r.kind == kind);
+    let volumes = items(pod, "/spec/volumes");
+    let what = if !text(pod, "/spec/serviceAccountName").is_empty() {
+        "a service account"
+    } else if references_a(Kind::Secret) {
+        "secrets"
+    } else if references_a(Kind::ConfigMap) {
+        "configmaps"
+    } else if volumes.iter().any(|v| {
+        items(v, "/projected/sources")
+            .iter()
+            .any(|s| is_set(s, "/clusterTrustBundle"))
+    }) {
+        "clustertrustbundles"
+    } else if volumes.iter().any(|v| is_set(v, "/persistentVolumeClaim")) {
+        "persistentvolumeclaims"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "node {node:?} can not create pods that reference {what}"
+    ))
+}
+
+/// Pods: the status of its own pods updated (mirror pods are created, and
+/// pods deleted, in [`NodeRestriction::check`]).
+fn pod_write(attrs: &Attributes<'_>, node: &str, pod: &Value) -> std::result::Result<(), String> {
     match (attrs.subresource, attrs.operation) {
         ("status", Operation::Update) => {
             let old = attrs.old.unwrap_or(&Value::Null);
             if text(old, "/spec/nodeName") != node {
-                return Err(forbidden(
-                    attrs,
-                    &format!(
-                        "node {node:?} can only update pod status for pods with spec.nodeName set to itself"
-                    ),
+                return Err(format!(
+                    "node {node:?} can only update pod status for pods with spec.nodeName set to itself"
                 ));
             }
             let labels = |p: &Value| {
@@ -175,29 +206,19 @@ fn pod_write(attrs: &Attributes<'_>, node: &str, pod: &Value) -> Result<()> {
                     .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
             };
             if labels(old) != labels(pod) {
-                return Err(forbidden(
-                    attrs,
-                    &format!("node {node:?} cannot update labels through pod status"),
+                return Err(format!(
+                    "node {node:?} cannot update labels through pod status"
                 ));
             }
             Ok(())
         }
-        ("status", operation) => Err(forbidden(
-            attrs,
-            &format!("unexpected operation {:?}", operation.as_str()),
+        ("status", operation) => Err(format!("unexpected operation {:?}", operation.as_str())),
+        ("", operation) => Err(format!(
+            "unexpected operation {:?}, node {node:?} can only create and delete mirror pods",
+            operation.as_str()
         )),
-        ("", operation) => Err(forbidden(
-            attrs,
-            &format!(
-                "unexpected operation {:?}, node {node:?} can only create and delete mirror pods",
-                operation.as_str()
-            ),
-        )),
-        (other, _) => Err(forbidden(
-            attrs,
-            &format!(
-                "unexpected pod subresource {other:?}, only 'status' and 'eviction' are allowed"
-            ),
+        (other, _) => Err(format!(
+            "unexpected pod subresource {other:?}, only 'status' and 'eviction' are allowed"
         )),
     }
 }
@@ -246,86 +267,69 @@ fn forbidden_labels(modified: BTreeSet<String>) -> Vec<String> {
         .collect()
 }
 
-/// A list that may be missing, null or empty (all the same to kube).
-fn list_at(obj: &Value, pointer: &str) -> Vec<Value> {
-    items(obj, pointer).to_vec()
-}
-
 /// Its own Node: created without a config source or forbidden labels;
 /// updated without changing its taints, config source or forbidden labels.
-fn node_write(attrs: &Attributes<'_>, node: &str, new: Option<&Value>) -> Result<()> {
+fn node_write(
+    attrs: &Attributes<'_>,
+    node: &str,
+    new: Option<&Value>,
+) -> std::result::Result<(), String> {
     if attrs.name != node {
-        return Err(forbidden(
-            attrs,
-            &format!(
-                "node {node:?} is not allowed to modify node {:?}",
-                attrs.name
-            ),
+        return Err(format!(
+            "node {node:?} is not allowed to modify node {:?}",
+            attrs.name
         ));
     }
     let Some(new) = new else { return Ok(()) };
+    let old = attrs.old.unwrap_or(&Value::Null);
     match attrs.operation {
-        Operation::Create => {
-            if is_set(new, "/spec/configSource") {
-                return Err(forbidden(
-                    attrs,
-                    &format!(
-                        "node {node:?} is not allowed to create pods with a non-nil configSource"
-                    ),
-                ));
-            }
-            let refused = forbidden_labels(modified_labels(new, &Value::Null));
-            if !refused.is_empty() {
-                return Err(forbidden(
-                    attrs,
-                    &format!(
-                        "node {node:?} is not allowed to set the following labels: {}",
-                        refused.join(", ")
-                    ),
-                ));
-            }
-        }
-        Operation::Update => {
-            let old = attrs.old.unwrap_or(&Value::Null);
+        Operation::Create if is_set(new, "/spec/configSource") => Err(format!(
+            "node {node:?} is not allowed to create pods with a non-nil configSource"
+        )),
+        Operation::Create => match forbidden_labels(modified_labels(new, &Value::Null)) {
+            refused if refused.is_empty() => Ok(()),
+            refused => Err(format!(
+                "node {node:?} is not allowed to set the following labels: {}",
+                refused.join(", ")
+            )),
+        },
+        Operation::Update
             if is_set(new, "/spec/configSource")
-                && new.pointer("/spec/configSource") != old.pointer("/spec/configSource")
-            {
-                return Err(forbidden(
-                    attrs,
-                    &format!(
-                        "node {node:?} is not allowed to update configSource to a new non-nil configSource"
-                    ),
-                ));
-            }
-            if list_at(new, "/spec/taints") != list_at(old, "/spec/taints") {
-                return Err(forbidden(
-                    attrs,
-                    &format!("node {node:?} is not allowed to modify taints"),
-                ));
-            }
-            let refused = forbidden_labels(modified_labels(new, old));
-            if !refused.is_empty() {
-                return Err(forbidden(
-                    attrs,
-                    &format!("is not allowed to modify labels: {}", refused.join(", ")),
-                ));
-            }
+                && new.pointer("/spec/configSource") != old.pointer("/spec/configSource") =>
+        {
+            Err(format!(
+                "node {node:?} is not allowed to update configSource to a new non-nil configSource"
+            ))
         }
-        Operation::Delete => {}
+        // Missing, null or empty taints are all the same to kube.
+        Operation::Update if items(new, "/spec/taints") != items(old, "/spec/taints") => {
+            Err(format!("node {node:?} is not allowed to modify taints"))
+        }
+        Operation::Update => match forbidden_labels(modified_labels(new, old)) {
+            refused if refused.is_empty() => Ok(()),
+            refused => Err(format!(
+                "is not allowed to modify labels: {}",
+                refused.join(", ")
+            )),
+        },
+        Operation::Delete => Ok(()),
     }
-    Ok(())
 }
 
 /// Only the status of a claim, and in it only its capacity, conditions and
 /// allocated resources.
-fn claim_write(attrs: &Attributes<'_>, node: &str, new: Option<&Value>) -> Result<()> {
+fn claim_write(
+    attrs: &Attributes<'_>,
+    node: &str,
+    new: Option<&Value>,
+) -> std::result::Result<(), String> {
     if attrs.subresource != "status" {
-        return Err(forbidden(attrs, "may only update PVC status"));
+        return Err("may only update PVC status".into());
     }
     if attrs.operation != Operation::Update {
-        return Err(forbidden(
-            attrs,
-            &format!("unexpected operation {:?}", attrs.operation.as_str()),
+        return Err(format!(
+            "unexpected operation {:?}",
+            attrs.operation.as_str()
         ));
     }
     let comparable = |claim: &Value| {
@@ -346,86 +350,41 @@ fn claim_write(attrs: &Attributes<'_>, node: &str, new: Option<&Value>) -> Resul
         }
         claim
     };
-    let old = attrs.old.unwrap_or(&Value::Null);
-    if comparable(old) != comparable(new.unwrap_or(&Value::Null)) {
-        return Err(forbidden(
-            attrs,
-            &format!(
-                "node {node:?} is not allowed to update fields other than status.capacity and status.conditions"
-            ),
+    if comparable(attrs.old.unwrap_or(&Value::Null)) != comparable(new.unwrap_or(&Value::Null)) {
+        return Err(format!(
+            "node {node:?} is not allowed to update fields other than status.capacity and status.conditions"
         ));
     }
     Ok(())
 }
 
-/// Its own Lease, in `kube-node-lease`; its own CSINode.
+/// Its own Lease (in `kube-node-lease`) or CSINode: named after the node.
 fn named_after_node(
     attrs: &Attributes<'_>,
     node: &str,
     new: Option<&Value>,
     what: &str,
-) -> Result<()> {
+) -> std::result::Result<(), String> {
     let name = match (attrs.operation, new) {
         (Operation::Create, Some(new)) => text(new, "/metadata/name"),
         _ => attrs.name,
     };
     if name != node {
-        return Err(forbidden(
-            attrs,
-            &format!("can only access {what} with the same name as the requesting node"),
+        return Err(format!(
+            "can only access {what} with the same name as the requesting node"
         ));
     }
     Ok(())
 }
 
-impl NodeRestriction {
-    /// The checks for a write by the kubelet of `node` (`new`: the object written, if any).
-    async fn check(&self, attrs: &Attributes<'_>, node: &str, new: Option<&Value>) -> Result<()> {
-        let resource = &attrs.resource;
-        match (resource.group.as_str(), resource.plural.as_str()) {
-            ("", "pods") => match (attrs.operation, attrs.subresource, new) {
-                (Operation::Create, "", Some(pod)) => self.pod_create(attrs, node, pod).await,
-                (Operation::Delete, "", _) => {
-                    let old = attrs.old.unwrap_or(&Value::Null);
-                    if text(old, "/spec/nodeName") != node {
-                        return Err(forbidden(
-                            attrs,
-                            &format!(
-                                "node {node:?} can only delete pods with spec.nodeName set to itself"
-                            ),
-                        ));
-                    }
-                    Ok(())
-                }
-                (_, _, pod) => pod_write(attrs, node, pod.unwrap_or(&Value::Null)),
-            },
-            ("", "nodes") => node_write(attrs, node, new),
-            ("", "persistentvolumeclaims") => claim_write(attrs, node, new),
-            ("coordination.k8s.io", "leases") => {
-                if attrs.namespace != NODE_LEASE_NAMESPACE {
-                    return Err(forbidden(
-                        attrs,
-                        &format!(
-                            "can only access leases in the {NODE_LEASE_NAMESPACE:?} system namespace"
-                        ),
-                    ));
-                }
-                named_after_node(attrs, node, new, "node lease")
-            }
-            ("storage.k8s.io", "csinodes") => named_after_node(attrs, node, new, "CSINode"),
-            _ => Ok(()),
-        }
-    }
-}
-
-/// The node a write is by, or `None` when no node wrote it; a node's user
-/// without a node name is refused.
-fn writing_node<'a>(attrs: &'a Attributes<'_>) -> Result<Option<&'a str>> {
+/// The node a write is by, `None` when no node wrote it; a node's user
+/// without a node name is refused (the why).
+fn writing_node<'a>(attrs: &'a Attributes<'_>) -> std::result::Result<Option<&'a str>, String> {
     match node_identity(attrs.user) {
         None => Ok(None),
-        Some("") => Err(forbidden(
-            attrs,
-            &format!("could not determine node from user {:?}", attrs.user.name),
+        Some("") => Err(format!(
+            "could not determine node from user {:?}",
+            attrs.user.name
         )),
         Some(node) => Ok(Some(node)),
     }
@@ -434,7 +393,7 @@ fn writing_node<'a>(attrs: &'a Attributes<'_>) -> Result<Option<&'a str>> {
 #[async_trait::async_trait]
 impl AdmissionPlugin for NodeRestriction {
     async fn admit(&self, attrs: &Attributes<'_>, obj: &mut Value) -> Result<()> {
-        match writing_node(attrs)? {
+        match writing_node(attrs).map_err(|why| forbidden(attrs, &why))? {
             Some(node) => self.check(attrs, node, Some(obj)).await,
             None => Ok(()),
         }
@@ -445,17 +404,18 @@ impl AdmissionPlugin for NodeRestriction {
         if attrs.operation != Operation::Delete {
             return Ok(());
         }
-        match writing_node(attrs)? {
+        match writing_node(attrs).map_err(|why| forbidden(attrs, &why))? {
             Some(node) => self.check(attrs, node, None).await,
             None => Ok(()),
         }
     }
 }
 
-/// kube's refusal of a write to a resource that is not stored.
-fn refused(group_resource: GroupResource, name: &str, why: String) -> Error {
+/// kube's refusal (`<plural> "<name>" is forbidden: <why>`) of a write to a
+/// core resource that is not stored (an eviction, a token request).
+pub fn refused(plural: &str, name: &str, why: String) -> Error {
     Error::Refused {
-        resource: group_resource,
+        resource: GroupResource::new("", plural),
         name: name.into(),
         reason: Reason::Forbidden,
         why,
@@ -463,35 +423,27 @@ fn refused(group_resource: GroupResource, name: &str, why: String) -> Error {
     }
 }
 
-/// An eviction by a kubelet is only of a pod bound to its node.
-pub fn evicts_own_pod(user: &UserInfo, name: &str, pod: &Value) -> Result<()> {
-    match node_identity(user) {
-        Some(node) if text(pod, "/spec/nodeName") != node => Err(refused(
-            GroupResource::new("", "pods"),
-            name,
-            format!("node {node} can only evict pods with spec.nodeName set to itself"),
-        )),
-        _ => Ok(()),
-    }
+/// Why a kubelet may not evict `pod`: it is not bound to its node.
+pub fn eviction_refusal(user: &UserInfo, pod: &Value) -> Option<String> {
+    let node = node_identity(user)?;
+    (text(pod, "/spec/nodeName") != node)
+        .then(|| format!("node {node} can only evict pods with spec.nodeName set to itself"))
 }
 
-/// The pod a kubelet's TokenRequest for `account` is bound to: it must name
-/// one, with its uid (kube's NodeRestriction on `serviceaccounts/token`).
-/// `None` when no node asks.
+/// The pod a kubelet's TokenRequest is bound to: it must name one, with
+/// its uid (kube's NodeRestriction on `serviceaccounts/token`). `Ok(None)`
+/// when no node asks; the why when it is refused.
 pub fn token_pod<'a>(
     user: &UserInfo,
-    account: &str,
     request: &'a Value,
-) -> Result<Option<&'a str>> {
+) -> std::result::Result<Option<&'a str>, String> {
     let Some(node) = node_identity(user) else {
         return Ok(None);
     };
-    let accounts = || GroupResource::new("", "serviceaccounts");
     if node.is_empty() {
-        return Err(refused(
-            accounts(),
-            account,
-            format!("could not determine node from user {:?}", user.name),
+        return Err(format!(
+            "could not determine node from user {:?}",
+            user.name
         ));
     }
     let reference = &request["spec"]["boundObjectRef"];
@@ -500,51 +452,26 @@ pub fn token_pod<'a>(
         || text(reference, "/kind") != "Pod"
         || name.is_empty()
     {
-        return Err(refused(
-            accounts(),
-            account,
-            "node requested token not bound to a pod".into(),
-        ));
+        return Err("node requested token not bound to a pod".into());
     }
     if text(reference, "/uid").is_empty() {
-        return Err(refused(
-            accounts(),
-            account,
-            "node requested token with a pod binding without a uid".into(),
-        ));
+        return Err("node requested token with a pod binding without a uid".into());
     }
     Ok(Some(name))
 }
 
-/// A kubelet's token is bound to a pod (as it is on record) scheduled on its node.
-pub fn token_for_own_pod(
-    user: &UserInfo,
-    account: &str,
-    request: &Value,
-    pod: &Value,
-) -> Result<()> {
-    let Some(node) = node_identity(user) else {
-        return Ok(());
-    };
-    let accounts = || GroupResource::new("", "serviceaccounts");
+/// Why a kubelet's token may not be bound to `pod` (as it is on record):
+/// another uid, or a pod scheduled on another node.
+pub fn token_refusal(user: &UserInfo, request: &Value, pod: &Value) -> Option<String> {
+    let node = node_identity(user)?;
     let wanted = text(request, "/spec/boundObjectRef/uid");
     if wanted != text(pod, "/metadata/uid") {
-        return Err(refused(
-            accounts(),
-            account,
-            format!(
-                "the UID in the bound object reference ({wanted}) does not match the UID in record. The object might have been deleted and then recreated"
-            ),
+        return Some(format!(
+            "the UID in the bound object reference ({wanted}) does not match the UID in record. The object might have been deleted and then recreated"
         ));
     }
-    if text(pod, "/spec/nodeName") != node {
-        return Err(refused(
-            accounts(),
-            account,
-            "node requested token bound to a pod scheduled on a different node".into(),
-        ));
-    }
-    Ok(())
+    (text(pod, "/spec/nodeName") != node)
+        .then(|| "node requested token bound to a pod scheduled on a different node".into())
 }
 
 #[cfg(test)]
@@ -841,25 +768,33 @@ mod tests {
     fn tokens_and_evictions_are_for_its_own_pods() {
         let n1 = kubelet("n1");
         let pod = json!({"metadata": {"name": "web", "uid": "u1"}, "spec": {"nodeName": "n2"}});
+        let why = eviction_refusal(&n1, &pod).unwrap_or_default();
         assert_eq!(
-            evicts_own_pod(&n1, "web", &pod).unwrap_err().to_string(),
+            refused("pods", "web", why).to_string(),
             "pods \"web\" is forbidden: node n1 can only evict pods with spec.nodeName set to itself"
         );
         let unbound = json!({"spec": {}});
         assert_eq!(
-            token_pod(&n1, "runner", &unbound).unwrap_err().to_string(),
-            "serviceaccounts \"runner\" is forbidden: node requested token not bound to a pod"
+            token_pod(&n1, &unbound),
+            Err("node requested token not bound to a pod".to_string())
         );
         let request = json!({"spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "web", "uid": "u1"}}});
-        assert_eq!(token_pod(&n1, "runner", &request).unwrap(), Some("web"));
+        assert_eq!(token_pod(&n1, &request), Ok(Some("web")));
         assert_eq!(
-            token_for_own_pod(&n1, "runner", &request, &pod)
-                .unwrap_err()
-                .to_string(),
-            "serviceaccounts \"runner\" is forbidden: node requested token bound to a pod scheduled on a different node"
+            token_refusal(&n1, &request, &pod).as_deref(),
+            Some("node requested token bound to a pod scheduled on a different node")
         );
+        let recreated = json!({"metadata": {"uid": "u2"}, "spec": {"nodeName": "n1"}});
+        assert_eq!(
+            token_refusal(&n1, &request, &recreated).as_deref(),
+            Some(
+                "the UID in the bound object reference (u1) does not match the UID in record. The object might have been deleted and then recreated"
+            )
+        );
+        let here = json!({"metadata": {"uid": "u1"}, "spec": {"nodeName": "n1"}});
+        assert_eq!(token_refusal(&n1, &request, &here), None);
         let admin = UserInfo::default();
-        assert_eq!(token_pod(&admin, "runner", &unbound).unwrap(), None);
-        assert!(evicts_own_pod(&admin, "web", &pod).is_ok());
+        assert_eq!(token_pod(&admin, &unbound), Ok(None));
+        assert_eq!(eviction_refusal(&admin, &pod), None);
     }
 }

@@ -106,13 +106,12 @@ impl PodEdges {
                 text(&volume, "/persistentVolumeClaim/claimName"),
             );
             // A generic ephemeral volume's claim is named after the pod and the volume.
-            if volume.get("ephemeral").is_some() {
-                if let Some(volume_name) = text(&volume, "/name") {
-                    add(
-                        Kind::PersistentVolumeClaim,
-                        Some(format!("{pod_name}-{volume_name}")),
-                    );
-                }
+            if let (Some(_), Some(volume_name)) = (volume.get("ephemeral"), text(&volume, "/name"))
+            {
+                add(
+                    Kind::PersistentVolumeClaim,
+                    Some(format!("{pod_name}-{volume_name}")),
+                );
             }
         }
         add(Kind::ServiceAccount, text(spec, "/serviceAccountName"));

@@ -126,29 +126,22 @@ impl Drop for NodeAuthorizer {
 
 impl NodeAuthorizer {
     /// Follows pods, persistent volumes and volume attachments in `cacher`
-    /// (registering lean caches of them: what the graph needs, and uids).
+    /// (registering lean caches of them, what the graph needs and uids,
+    /// unless the server serves them and so holds them whole already).
     pub async fn new(cacher: &Cacher, etcd_root: &str) -> crate::Result<NodeAuthorizer> {
         let key = |group: &str, resource: &str| {
             apimachinery::keys::key_prefix(etcd_root, group, resource)
         };
         let pods = cacher
-            .register(&key("", "pods"), lean_ingest(|pod| PodEdges::of(pod)))
+            .register(&key("", "pods"), lean_ingest(PodEdges::of))
             .await?;
         let volumes = cacher
-            .register(
-                &key("", "persistentvolumes"),
-                lean_ingest(|pv| PvEdges::of(pv)),
-            )
+            .register(&key("", "persistentvolumes"), lean_ingest(PvEdges::of))
             .await?;
         let attachments = cacher
             .register(
                 &key("storage.k8s.io", "volumeattachments"),
-                lean_ingest(|va| {
-                    va.pointer("/spec/nodeName")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
-                }),
+                lean_ingest(attachment_node),
             )
             .await?;
         let graph = Arc::new(RwLock::new(Graph::default()));
@@ -156,20 +149,29 @@ impl NodeAuthorizer {
             follow(
                 pods.clone(),
                 graph.clone(),
-                Graph::clear_pods,
-                |g, o, edges| g.set_pod(&o.namespace, &o.name, edges),
+                Feed {
+                    edges: PodEdges::of,
+                    clear: Graph::clear_pods,
+                    set: |g, o, edges| g.set_pod(&o.namespace, &o.name, edges),
+                },
             ),
             follow(
                 volumes,
                 graph.clone(),
-                Graph::clear_volumes,
-                |g, o, edges| g.set_volume(&o.name, edges),
+                Feed {
+                    edges: PvEdges::of,
+                    clear: Graph::clear_volumes,
+                    set: |g, o, edges| g.set_volume(&o.name, edges),
+                },
             ),
             follow(
                 attachments,
                 graph.clone(),
-                Graph::clear_attachments,
-                |g, o, node| g.set_attachment(&o.name, node),
+                Feed {
+                    edges: attachment_node,
+                    clear: Graph::clear_attachments,
+                    set: |g, o, node| g.set_attachment(&o.name, node),
+                },
             ),
         ];
         Ok(NodeAuthorizer {
@@ -179,9 +181,10 @@ impl NodeAuthorizer {
         })
     }
 
-    /// The pods cache the authorizer follows: each pod's name, namespace
-    /// and uid (in the field [`UID_FIELD`]), for whoever else needs to
-    /// know which pods exist (the front door's bound tokens).
+    /// The pods cache the authorizer follows: where it registered it (a
+    /// server that does not serve pods), each pod's name, namespace and
+    /// uid (in the field [`UID_FIELD`]), for whoever else needs to know
+    /// which pods exist (the front door's bound tokens).
     pub fn pods(&self) -> Arc<ResourceCache> {
         self.pods.clone()
     }
@@ -430,27 +433,50 @@ fn lean_ingest<E: Serialize + DeserializeOwned + 'static>(
     })
 }
 
-/// The edges of a lean cached object.
-fn edges_of<E: DeserializeOwned>(object: &CachedObject) -> Option<E> {
-    serde_json::from_slice::<Lean<E>>(&object.bytes)
-        .ok()
-        .map(|lean| lean.node_graph)
+/// The node a volume attachment is for.
+fn attachment_node(attachment: &Value) -> String {
+    attachment
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
-/// Loads what `cache` holds into the graph, then applies its events as they
-/// come (loading afresh after falling behind).
+/// The edges of a cached object: a lean one's, or read by `edges` from a
+/// whole one (a server's own cache of a resource it serves).
+fn edges_of<E: DeserializeOwned>(object: &CachedObject, edges: fn(&Value) -> E) -> Option<E> {
+    let value: Value = serde_json::from_slice(&object.bytes).ok()?;
+    match value.get("nodeGraph") {
+        Some(lean) => serde_json::from_value(lean.clone()).ok(),
+        None => Some(edges(&value)),
+    }
+}
+
+/// How one followed resource enters the graph.
+struct Feed<E> {
+    /// Reads a whole object's edges.
+    edges: fn(&Value) -> E,
+    /// Forgets every object of the resource.
+    clear: fn(&mut Graph),
+    /// Sets (or, with `None`, removes) one object.
+    set: fn(&mut Graph, &CachedObject, Option<E>),
+}
+
+/// Loads what `cache` holds into the graph (after clearing the resource's
+/// part of it), then applies its events as they come (loading afresh after
+/// falling behind).
 fn follow<E: DeserializeOwned + Send + 'static>(
     cache: Arc<ResourceCache>,
     graph: Arc<RwLock<Graph>>,
-    clear: fn(&mut Graph),
-    set: fn(&mut Graph, &CachedObject, Option<E>),
+    feed: Feed<E>,
 ) -> tokio::task::JoinHandle<()> {
+    let Feed { edges, clear, set } = feed;
     let load = move |graph: &RwLock<Graph>| {
         let (snapshot, events) = cache.snapshot_and_subscribe(cache.prefix(), 0);
         let mut graph = graph.write().unwrap_or_else(|e| e.into_inner());
         clear(&mut graph);
         for object in &snapshot.objects {
-            set(&mut graph, object, edges_of(object));
+            set(&mut graph, object, edges_of(object, edges));
         }
         events
     };
@@ -459,12 +485,12 @@ fn follow<E: DeserializeOwned + Send + 'static>(
         loop {
             match events.recv().await {
                 Ok(event) => {
-                    let edges = match event.kind {
+                    let found = match event.kind {
                         WatchEventType::Deleted => None,
-                        _ => edges_of(&event.object),
+                        _ => edges_of(&event.object, edges),
                     };
                     let mut graph = graph.write().unwrap_or_else(|e| e.into_inner());
-                    set(&mut graph, &event.object, edges);
+                    set(&mut graph, &event.object, found);
                 }
                 Err(RecvError::Lagged(missed)) => {
                     tracing::info!(missed, "the node authorizer's graph fell behind; reloading");
@@ -604,6 +630,30 @@ mod tests {
         }
         assert!(gone, "a deleted pod's secret stays reachable");
         assert!(authorizer.pods().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_server_serving_pods_relates_them_from_its_own_cache() {
+        let storage = Arc::new(MemoryStorage::default());
+        let cacher = Cacher::start(storage.clone()).await.unwrap();
+        let whole = crate::storage::cacher::generic_ingest();
+        cacher.register("/registry/pods/", whole).await.unwrap();
+        let authorizer = NodeAuthorizer::new(&cacher, "/registry").await.unwrap();
+        put(&storage, "/registry/pods/ns/web", json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "ns"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}})).await;
+        cacher.wait_fresh().await.unwrap();
+        let cfg = ask(Method::GET, "/api/v1/namespaces/ns/configmaps/cfg", "");
+        assert_eq!(
+            decided(&authorizer, &kubelet("n1"), &cfg).await,
+            Opinion::Allow(String::new())
+        );
+        assert!(
+            authorizer
+                .pods()
+                .get("/registry/pods/ns/web")
+                .is_some_and(|p| p.value()["spec"]["containers"].is_array())
+        );
     }
 
     #[test]
