@@ -421,6 +421,13 @@ fn a_kubelet_starts_through_the_node_authorizer_and_node_restriction() {
         "spec": {"podCIDR": "10.244.1.0/24"}})));
     let node_uid = node["metadata"]["uid"].as_str().expect("a uid").to_owned();
     kubelet.expect(200, "GET", "/api/v1/nodes/node-1", TYPED, None);
+    // NodeRestriction reads Nodes from the server's own cache, selectable fields and all.
+    let (code, schedulable) = api.get("/api/v1/nodes?fieldSelector=spec.unschedulable%3Dfalse");
+    assert_eq!(code, 200, "{schedulable}");
+    assert_eq!(
+        schedulable["items"][0]["metadata"]["name"], "node-1",
+        "{schedulable}"
+    );
     // Its informers: its Node, its pods, services, CSI drivers, runtime classes.
     kubelet.inform(
         "/api/v1/nodes",

@@ -47,14 +47,26 @@ const KUBELET_LABEL_NAMESPACES: [&str; 2] = ["kubelet.kubernetes.io", "node.kube
 /// kube's NodeRestriction admission plugin, reading Nodes from the watch cache.
 pub struct NodeRestriction {
     cacher: Arc<Cacher>,
-    nodes: Arc<ResourceCache>,
+    etcd_root: String,
 }
 
 impl NodeRestriction {
-    /// Follows Nodes (for a mirror pod's owner's uid) through the server's cache.
-    pub async fn new(cacher: Arc<Cacher>, etcd_root: &str) -> Result<Self> {
-        let nodes = super::watch(&cacher, etcd_root, "", "nodes").await?;
-        Ok(NodeRestriction { cacher, nodes })
+    /// Reads Nodes (for a mirror pod's owner's uid) from the server's cache.
+    pub fn new(cacher: Arc<Cacher>, etcd_root: &str) -> Self {
+        NodeRestriction {
+            cacher,
+            etcd_root: etcd_root.to_string(),
+        }
+    }
+
+    /// The Nodes cache: the server's own (with the fields its selectors
+    /// read), which this plugin, made before the stores, must not register.
+    async fn nodes(&self) -> Result<Arc<ResourceCache>> {
+        let prefix = apimachinery::keys::key_prefix(&self.etcd_root, "", "nodes");
+        match self.cacher.registered(&prefix) {
+            Some(cache) => Ok(cache),
+            None => super::watch(&self.cacher, &self.etcd_root, "", "nodes").await,
+        }
     }
 
     /// A mirror pod bound to the node, owned by its Node (by uid), using nothing else.
@@ -62,7 +74,8 @@ impl NodeRestriction {
         if let Err(why) = mirror_pod_owner(node, pod) {
             return Err(forbidden(attrs, &why));
         }
-        let Some(found) = cached(&self.cacher, &self.nodes, node).await? else {
+        let nodes = self.nodes().await?;
+        let Some(found) = cached(&self.cacher, &nodes, node).await? else {
             return Err(Error::NotFound {
                 resource: GroupResource::new("", "nodes"),
                 name: node.to_string(),
@@ -528,7 +541,7 @@ mod tests {
             .await
             .unwrap();
         let cacher = Cacher::start(storage).await.unwrap();
-        NodeRestriction::new(cacher, "/registry").await.unwrap()
+        NodeRestriction::new(cacher, "/registry")
     }
 
     fn mirror(extra: Value) -> Value {
