@@ -19,7 +19,9 @@ use clap::Parser;
 use generic_server::audit::{AuditOptions, Auditor};
 use generic_server::config::{self, Config, Delegate};
 use generic_server::filters::authentication::Authenticator;
+use generic_server::filters::authorization::Union;
 use generic_server::filters::flowcontrol::{self, PriorityAndFairness, PriorityLevelsDump};
+use generic_server::filters::node::NodeAuthorizer;
 use generic_server::filters::rbac::Rbac;
 use generic_server::loopback::Loopback;
 use generic_server::pipeline::Pipeline;
@@ -193,6 +195,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
         publish_authentication_config(client, options_authentication(&options)?),
     );
 
+    // kube's `--authorization-mode=Node,RBAC`: kubelets first, by what
+    // their pods use; its pods cache also says which pods exist, for tokens.
+    let node = NodeAuthorizer::new(&cacher, prefix)
+        .await
+        .context("following pods for the Node authorizer")?;
     let mut authenticator = match &options.token_auth_file {
         Some(path) => Authenticator::with_token_file(path)
             .with_context(|| format!("reading {}", path.display()))?,
@@ -217,7 +224,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
                 generic_server::jwt::Verifier::new(&pem, &options.service_account_issuer)?,
                 follow("serviceaccounts").await?,
             )
-            .with_bound_objects(follow("pods").await?, follow("secrets").await?);
+            .with_bound_objects(node.pods(), follow("secrets").await?);
     }
     let authenticator = Arc::new(authenticator);
     token_review::install(&api, authenticator.clone());
@@ -232,7 +239,8 @@ async fn run(options: Options) -> anyhow::Result<()> {
         }
         tracing::info!(levels = ?consumer.nominal_limits(), "priority and fairness: nominal seats");
     });
-    let door = Pipeline::new(authenticator, Box::new(rbac), handler);
+    let authorizer = Union(vec![Box::new(node), Box::new(rbac)]);
+    let door = Pipeline::new(authenticator, Box::new(authorizer), handler);
     let door = match options.enable_priority_and_fairness {
         true => door.with_flow_control(flow_control),
         false => door,

@@ -336,6 +336,14 @@ mod tests {
     }
 
     #[test]
+    fn the_node_authorizer_holds_the_system_node_roles_rules() {
+        let all = objects().expect("kube's policy");
+        let role = named(&all, "ClusterRole", "system:node");
+        let rules: Vec<PolicyRule> = serde_json::from_value(role["rules"].clone()).expect("rules");
+        assert_eq!(rules, generic_server::filters::node::node_rules());
+    }
+
+    #[test]
     fn known_objects_read_as_kube_writes_them() {
         let all = objects().expect("kube's policy");
         let view = named(&all, "ClusterRole", "view");

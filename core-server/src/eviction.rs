@@ -18,6 +18,7 @@ use generic_server::rest::CreateOnly;
 use generic_server::server::ApiServer;
 use serde_json::{Value, json};
 
+use crate::admission::node_restriction;
 use crate::resources::fields::{is_set, text};
 
 /// How often a spent disruption is retried when the budget changed meanwhile.
@@ -192,6 +193,10 @@ impl CreateOnly for Evict {
             user: req.user.clone(),
         };
         let pod = self.pods.get(namespace, name, None).await?.value();
+        // NodeRestriction: a kubelet evicts only pods bound to its node.
+        if let Some(why) = node_restriction::eviction_refusal(&req.user, &pod) {
+            return Err(node_restriction::refused("pods", name, why));
+        }
         if !ignores_budget(&pod) {
             let mut budgets = self.budgets_of(namespace, &pod).await?;
             if budgets.len() > 1 {

@@ -154,6 +154,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
                 .await
                 .context("service account admission")?,
         ),
+        Arc::new(admission::node_restriction::NodeRestriction::new(
+            cacher.clone(),
+            prefix,
+        )),
         Arc::new(
             admission::pod_security::PodSecurity::new(cacher.clone(), prefix)
                 .await
@@ -204,7 +208,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
             .context("following the RBAC policy")?,
     );
     let _ = policy.set(rbac.clone());
-    reviews::install(server.api(), rbac);
+    let node = Arc::new(
+        generic_server::filters::node::NodeAuthorizer::new(&cacher, prefix)
+            .await
+            .context("following pods for the Node authorizer")?,
+    );
+    reviews::install(server.api(), node, rbac);
     let (statuses, computed) = resources::component_statuses(
         cacher.storage().clone(),
         options.config.etcd.etcd_servers.len(),

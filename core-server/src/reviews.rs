@@ -1,5 +1,5 @@
-//! Reviews: create-only kinds answered from the request itself and the RBAC
-//! policy, never stored. `kubectl auth whoami` and `kubectl auth can-i
+//! Reviews: create-only kinds answered from the request itself and the
+//! authorizers (the Node authorizer, then the RBAC policy), never stored. `kubectl auth whoami` and `kubectl auth can-i
 //! [--list]` use them.
 
 use std::sync::Arc;
@@ -7,6 +7,8 @@ use std::sync::Arc;
 use apimachinery::error::{Error, FieldError, Result};
 use apimachinery::group_version::GroupVersionKind;
 use apimachinery::rbac::Decision;
+use generic_server::filters::authorization::Opinion;
+use generic_server::filters::node::NodeAuthorizer;
 use generic_server::filters::rbac::{Rbac, SUPERUSERS};
 use generic_server::request::{ApiRequest, UserInfo};
 use generic_server::request_info::RequestInfo;
@@ -28,15 +30,19 @@ pub fn resources() -> Vec<Resource> {
     ]
 }
 
-/// Serves every review on `server`, answering access reviews by `rbac`.
-pub fn install(server: &ApiServer, rbac: Arc<Rbac>) {
+/// Serves every review on `server`, answering access reviews as the front
+/// door authorizes: by `node`, then `rbac` (kube's `Node,RBAC`).
+pub fn install(server: &ApiServer, node: Arc<NodeAuthorizer>, rbac: Arc<Rbac>) {
     for r in resources() {
         let endpoint: Arc<dyn CreateOnly> = match r.kind.as_str() {
             "SelfSubjectReview" => Arc::new(WhoAmI),
             // The front door, which checks tokens, answers TokenReviews.
             "TokenReview" => continue,
             "SelfSubjectRulesReview" => Arc::new(Rules(rbac.clone())),
-            _ => Arc::new(AccessReview(rbac.clone())),
+            _ => Arc::new(AccessReview {
+                node: node.clone(),
+                rbac: rbac.clone(),
+            }),
         };
         server.add_create_only(
             &r,
@@ -81,8 +87,33 @@ fn subject(req: &ApiRequest, obj: &Value) -> UserInfo {
     }
 }
 
-/// `SubjectAccessReview` and its local and self variants: asks the authorizer.
-struct AccessReview(Arc<Rbac>);
+/// `SubjectAccessReview` and its local and self variants: asks the authorizers.
+struct AccessReview {
+    node: Arc<NodeAuthorizer>,
+    rbac: Arc<Rbac>,
+}
+
+impl AccessReview {
+    /// The union's decision: the Node authorizer's, unless it has no
+    /// opinion, then RBAC's; a denial gives both reasons.
+    fn decide(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Decision {
+        let not_node = match self.node.decide(user, info, path) {
+            Opinion::Allow(reason) => return Decision::Allow(reason),
+            Opinion::Deny(reason) => return Decision::Deny(reason),
+            Opinion::NoOpinion(reason) => reason,
+        };
+        match self.rbac.decide(user, info, path) {
+            Decision::Deny(reason) => {
+                let reasons: Vec<&str> = [not_node.as_str(), reason.as_str()]
+                    .into_iter()
+                    .filter(|r| !r.is_empty())
+                    .collect();
+                Decision::Deny(reasons.join("\n"))
+            }
+            allowed => allowed,
+        }
+    }
+}
 
 #[async_trait::async_trait]
 impl CreateOnly for AccessReview {
@@ -127,7 +158,7 @@ impl CreateOnly for AccessReview {
             ),
             (None, None) => (RequestInfo::default(), String::new()),
         };
-        obj["status"] = match self.0.decide(&user, &info, &path) {
+        obj["status"] = match self.decide(&user, &info, &path) {
             Decision::Allow(reason) if reason.is_empty() => json!({"allowed": true}),
             Decision::Allow(reason) => json!({"allowed": true, "reason": reason}),
             Decision::Deny(reason) if reason.is_empty() => json!({"allowed": false}),

@@ -11,6 +11,8 @@ use generic_server::request::ApiRequest;
 use generic_server::rest::CreateOnly;
 use serde_json::{Value, json};
 
+use crate::admission::node_restriction;
+
 /// Shortest token lifetime a client may ask for (kube: 10 minutes).
 const MIN_SECONDS: i64 = 600;
 /// Longest token lifetime a client may ask for (kube: 2^32 seconds).
@@ -127,6 +129,15 @@ impl TokenRequests {
 impl CreateOnly for TokenRequests {
     async fn create(&self, req: &ApiRequest, mut obj: Value) -> Result<Value> {
         let (namespace, name) = (&req.info.namespace, &req.info.name);
+        // NodeRestriction: a kubelet's token is bound to a pod on its node.
+        let bound_pod = node_restriction::token_pod(&req.user, &obj)
+            .map_err(|why| node_restriction::refused("serviceaccounts", name, why))?;
+        if let Some(pod) = bound_pod {
+            let pod = self.pods.get(namespace, pod, None).await?.value();
+            if let Some(why) = node_restriction::token_refusal(&req.user, &obj, &pod) {
+                return Err(node_restriction::refused("serviceaccounts", name, why));
+            }
+        }
         let account = self.accounts.get(namespace, name, None).await?.value();
         let seconds = match obj.pointer("/spec/expirationSeconds") {
             None | Some(Value::Null) => DEFAULT_SECONDS,

@@ -129,6 +129,8 @@ fn from_pb(req: pb::ApiRequest) -> Result<ApiRequest, tonic::Status> {
             resource: i.resource,
             subresource: i.subresource,
             name: i.name,
+            // Read only by authorizers, which ran at the front door.
+            field_selector: Vec::new(),
         },
         None => RequestInfo::parse(&method, &req.path, &req.query),
     };

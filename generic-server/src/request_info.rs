@@ -25,6 +25,10 @@ pub struct RequestInfo {
     pub subresource: String,
     /// The object name.
     pub name: String,
+    /// A list or watch's exact `fieldSelector` requirements (`field=value`
+    /// or `field==value` terms), kube's `GetFieldSelector()`: what lets the
+    /// Node authorizer allow a kubelet's `spec.nodeName=<node>` pod watch.
+    pub field_selector: Vec<(String, String)>,
 }
 
 /// Subresources of a namespace, which follow `namespaces/<name>/`.
@@ -109,6 +113,9 @@ impl RequestInfo {
             // role limited to named objects allows it.
             info.name = selected_name(query).unwrap_or_default();
         }
+        if matches!(info.verb.as_str(), "list" | "watch") {
+            info.field_selector = field_requirements(query);
+        }
         info
     }
 
@@ -139,6 +146,31 @@ fn selected_name(query: &str) -> Option<String> {
             !value.is_empty() && value != "." && value != ".." && !value.contains(['/', '%']);
         valid.then(|| value.to_string())
     })
+}
+
+/// The exact-equality terms of a `fieldSelector` (none when it has an
+/// escaped term: no requirement is better than a wrong one).
+fn field_requirements(query: &str) -> Vec<(String, String)> {
+    let Some(selector) = form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "fieldSelector")
+        .map(|(_, v)| v.into_owned())
+    else {
+        return Vec::new();
+    };
+    if selector.contains('\\') {
+        return Vec::new();
+    }
+    selector
+        .split(',')
+        .filter_map(|term| {
+            let (field, value) = term.split_once('=')?;
+            if field.ends_with('!') {
+                return None;
+            }
+            let value = value.strip_prefix('=').unwrap_or(value);
+            Some((field.trim().to_string(), value.trim().to_string()))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -223,6 +255,28 @@ mod tests {
             "fieldSelector=metadata.name%3Dc",
         );
         assert_eq!((get.verb.as_str(), get.name.as_str()), ("get", "b"));
+    }
+
+    #[test]
+    fn a_list_carries_its_field_selectors_exact_terms() {
+        let pods = parse(
+            Method::GET,
+            "/api/v1/pods",
+            "watch=1&fieldSelector=spec.nodeName%3Dn1%2Cstatus.phase%21%3DFailed%2Cmetadata.namespace%3D%3Dns",
+        );
+        assert_eq!(
+            pods.field_selector,
+            [
+                ("spec.nodeName".to_string(), "n1".to_string()),
+                ("metadata.namespace".to_string(), "ns".to_string())
+            ]
+        );
+        let get = parse(
+            Method::GET,
+            "/api/v1/namespaces/a/pods/b",
+            "fieldSelector=spec.nodeName%3Dn1",
+        );
+        assert!(get.field_selector.is_empty());
     }
 
     #[test]

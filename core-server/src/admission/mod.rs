@@ -6,6 +6,7 @@ pub mod certificates;
 pub mod default_storage_class;
 pub mod default_toleration_seconds;
 pub mod limit_ranger;
+pub mod node_restriction;
 pub mod pod_security;
 pub mod priority;
 pub mod runtime_class;

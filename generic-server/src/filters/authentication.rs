@@ -11,7 +11,7 @@ use http::HeaderMap;
 
 use crate::jwt::{BoundKind, BoundObject, Verified};
 use crate::request::UserInfo;
-use crate::storage::cacher::ResourceCache;
+use crate::storage::cacher::{ResourceCache, UID_FIELD};
 use crate::tls;
 use apimachinery::error::{Error, Reason, Result};
 
@@ -71,16 +71,20 @@ pub struct Authenticator {
 }
 
 /// Whether `cache` (none: fail closed) holds `namespace/name` with `uid`;
-/// its objects are [`crate::storage::cacher::uid_ingest`]'s, their bytes the uid.
+/// its objects are lean ones ([`crate::storage::cacher::uid_ingest`]'s, or
+/// the Node authorizer's) with the uid in the field [`UID_FIELD`].
 fn exists_with_uid(cache: Option<&ResourceCache>, namespace: &str, name: &str, uid: &str) -> bool {
     let Some(cache) = cache else {
         return false;
     };
     let key = format!("{}{namespace}/{name}", cache.prefix());
     !uid.is_empty()
-        && cache
-            .get(&key)
-            .is_some_and(|object| object.bytes.as_ref() == uid.as_bytes())
+        && cache.get(&key).is_some_and(|object| {
+            object
+                .fields
+                .iter()
+                .any(|(field, value)| field == UID_FIELD && value == uid)
+        })
 }
 
 /// Most verified tokens remembered; past it the memory starts afresh.

@@ -79,15 +79,20 @@ impl CachedObject {
 /// `None` if the value is not an object of the resource.
 pub type Ingest = Arc<dyn Fn(&str, &[u8], i64) -> Option<CachedObject> + Send + Sync>;
 
+/// The field of a lean cached object (one that only says who an object
+/// is) holding its uid.
+pub const UID_FIELD: &str = "metadata.uid";
+
 /// Ingests any object: parses it, stamps the revision, reads name,
 /// namespace and labels.
 pub fn generic_ingest() -> Ingest {
     ingest_with(Arc::new(|_: &Value| Vec::new()))
 }
 
-/// Ingests only who an object is: its name, namespace, and its uid as the
-/// cached bytes (not JSON: such a cache is never served), for a server that
-/// checks objects exist (the front door, for tokens) without holding them.
+/// Ingests only who an object is: its name, namespace, and its uid (as the
+/// cached bytes, not JSON: such a cache is never served, and as the field
+/// [`UID_FIELD`]), for a server that checks objects exist (the front door,
+/// for tokens) without holding them.
 pub fn uid_ingest() -> Ingest {
     Arc::new(|key: &str, value: &[u8], revision: i64| {
         /// The fields kept (the rest is skipped unparsed).
@@ -114,7 +119,7 @@ pub fn uid_ingest() -> Ingest {
             namespace: meta.namespace.into_owned(),
             name: meta.name.into_owned(),
             labels: Labels::default(),
-            fields: Vec::new(),
+            fields: vec![(UID_FIELD.to_string(), meta.uid.into_owned())],
             bytes: Bytes::from(bytes),
         })
     })
