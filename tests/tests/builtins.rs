@@ -2152,13 +2152,15 @@ fn node_csi_and_service_ip_kinds_as_a_chart_ships_them() {
             &["NAME", "ATTACHER", "PV", "NODE", "ATTACHED", "AGE"],
             &["va-1", "ebs.csi.example.com", "pv-1", "node-a", "false"],
         ),
+        // By name: the default ServiceCIDR and the IPAddresses of the
+        // cluster's own Services (random IPs) are listed beside them.
         (
-            &["servicecidrs"],
+            &["servicecidrs", "extra"],
             &["NAME", "CIDRS", "AGE"],
             &["extra", "10.200.0.0/16"],
         ),
         (
-            &["ipaddresses"],
+            &["ipaddresses", "10.200.0.10"],
             &["NAME", "PARENTREF"],
             &["10.200.0.10", "services/default/web"],
         ),
