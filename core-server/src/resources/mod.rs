@@ -25,6 +25,7 @@ mod ingress;
 mod ingressclass;
 mod ipaddress;
 mod job;
+#[cfg(test)]
 mod kube_columns;
 mod kubelet;
 mod lease;
