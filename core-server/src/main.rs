@@ -198,13 +198,12 @@ async fn run(options: Options) -> anyhow::Result<()> {
             rbac: policy.clone(),
         }),
     ];
-    let mut all = resources::all();
-    all.extend(reviews::resources());
-    // Declared here for discovery and OpenAPI; served computed (below).
-    all.push(resources::component_statuses(cacher.storage().clone(), 0).0);
     let mut server = plugins
         .into_iter()
-        .fold(server.with_stored(all, &storage), Server::with_admission)
+        .fold(
+            server.with_stored(declared_resources(), &storage),
+            Server::with_admission,
+        )
         .install()
         .await
         .context("installing resources")?;
@@ -256,6 +255,15 @@ async fn run(options: Options) -> anyhow::Result<()> {
         .serve_delegation(endpoint)
         .await
         .context("serving gRPC")
+}
+
+/// Every resource this server declares (discovery, OpenAPI): the stored
+/// ones, the reviews, and `componentstatuses` (served computed).
+fn declared_resources() -> Vec<generic_server::resource::Resource> {
+    let mut all = resources::all();
+    all.extend(reviews::resources());
+    all.push(resources::component_status());
+    all
 }
 
 /// The CA bundle of `--root-ca-file`, as written: certificates only (kube

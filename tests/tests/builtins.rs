@@ -2093,6 +2093,132 @@ fn table_of(cluster: &Cluster, what: &[&str]) -> (Vec<String>, Vec<String>) {
     (header, row)
 }
 
+/// Objects whose `kubectl get -o wide` rows show kube 1.33's column order
+/// and cells where kubechain's differed (ResourceQuota, PriorityClass, Event).
+const COLUMN_KINDS: &str = r#"
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: pods-quota, namespace: default}
+spec: {hard: {pods: "10"}}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: batch-low}
+value: 100
+preemptionPolicy: Never
+---
+apiVersion: v1
+kind: Event
+metadata: {name: tested.1, namespace: default}
+involvedObject: {kind: Pod, name: columns-pod, namespace: default, fieldPath: "spec.containers{c}"}
+reason: Tested
+message: "  hello  "
+type: Normal
+source: {component: tester, host: node-a}
+count: 3
+firstTimestamp: "2025-01-01T00:00:00Z"
+lastTimestamp: "2025-01-02T00:00:00Z"
+"#;
+
+#[test]
+fn kubectl_get_wide_prints_kubes_columns() {
+    use tests::As;
+    let cluster = Cluster::start();
+    apply(&cluster, COLUMN_KINDS).ok();
+
+    // Headers and the cells that do not age, as kube 1.33's printers give them.
+    let (header, row) = table_of(&cluster, &["resourcequota", "pods-quota", "-o", "wide"]);
+    assert_eq!(header, ["NAME", "REQUEST", "LIMIT", "AGE"]);
+    assert_eq!(row[0], "pods-quota", "{row:?}");
+    let (header, row) = table_of(&cluster, &["priorityclass", "batch-low", "-o", "wide"]);
+    assert_eq!(
+        header,
+        ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+    );
+    assert_eq!(row[..3], ["batch-low", "100", "false"], "{row:?}");
+    assert_eq!(row[4], "Never", "{row:?}");
+    let (header, row) = table_of(
+        &cluster,
+        &[
+            "events",
+            "--field-selector",
+            "involvedObject.name=columns-pod",
+            "-o",
+            "wide",
+        ],
+    );
+    assert_eq!(
+        header,
+        [
+            "LAST",
+            "SEEN",
+            "TYPE",
+            "REASON",
+            "OBJECT",
+            "SUBOBJECT",
+            "SOURCE",
+            "MESSAGE",
+            "FIRST",
+            "SEEN",
+            "COUNT",
+            "NAME"
+        ]
+    );
+    // Last seen, then the source as "component, host", the message trimmed,
+    // first seen, the count and the name.
+    assert_eq!(
+        row[1..8],
+        [
+            "Normal",
+            "Tested",
+            "pod/columns-pod",
+            "spec.containers{c}",
+            "tester,",
+            "node-a",
+            "hello"
+        ],
+        "{row:?}"
+    );
+    assert_eq!(row[9..], ["3", "tested.1"], "{row:?}");
+
+    // Column types as kube declares them: numbers in string-typed columns.
+    let table = cluster.curl(
+        As::Admin,
+        "GET",
+        "/apis/apps/v1/deployments",
+        &["Accept: application/json;as=Table;v=v1;g=meta.k8s.io"],
+        None,
+    );
+    assert_eq!(table.code, 200, "{}", table.text);
+    let columns: Vec<(&str, &str, i64)> = table.json["columnDefinitions"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .map(|c| {
+                    (
+                        c["name"].as_str().unwrap_or_default(),
+                        c["type"].as_str().unwrap_or_default(),
+                        c["priority"].as_i64().unwrap_or(-1),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        columns,
+        [
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Up-to-date", "string", 0),
+            ("Available", "string", 0),
+            ("Age", "string", 0),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+            ("Selector", "string", 1),
+        ]
+    );
+}
+
 #[test]
 fn node_csi_and_service_ip_kinds_as_a_chart_ships_them() {
     use tests::As;

@@ -49,7 +49,7 @@ impl Strategy for ControllerRevisionStrategy {
             Column::new("Controller", "string", "Controller of the object"),
             Column::new(
                 "Revision",
-                "integer",
+                "string",
                 "Revision indicates the revision of the state represented by Data.",
             ),
             table::age_column(),

@@ -127,12 +127,12 @@ impl Strategy for DeploymentStrategy {
             Column::new("Ready", "string", "Number of the pod with ready state"),
             Column::new(
                 "Up-to-date",
-                "integer",
+                "string",
                 "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
             ),
             Column::new(
                 "Available",
-                "integer",
+                "string",
                 "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
             ),
             table::age_column(),

@@ -13,25 +13,70 @@ fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
         .unwrap_or_default()
 }
 
-/// When the event was last seen: lastTimestamp, else eventTime, else creation.
-fn last_seen(obj: &Value) -> String {
-    let ts = [
-        "/lastTimestamp",
-        "/eventTime",
-        "/firstTimestamp",
-        "/metadata/creationTimestamp",
-    ]
-    .iter()
-    .map(|p| text(obj, p))
-    .find(|t| !t.is_empty());
-    let age = table::age_of(ts);
-    let count = obj.get("count").and_then(Value::as_i64).unwrap_or(0);
-    let first = text(obj, "/firstTimestamp");
-    if count > 1 && !first.is_empty() {
-        format!("{age} (x{count} over {})", table::age_of(Some(first)))
+/// The age of the timestamp at `pointer`, `<unknown>` if unset.
+fn age_at(obj: &Value, pointer: &str) -> String {
+    table::age_of(Some(text(obj, pointer)).filter(|t| !t.is_empty()))
+}
+
+/// The first non-empty of `values`.
+fn first_set<'a>(values: &[&'a str]) -> &'a str {
+    values
+        .iter()
+        .find(|v| !v.is_empty())
+        .copied()
+        .unwrap_or_default()
+}
+
+/// kube's `printEvent` cells: first and last seen from the old timestamps,
+/// else the event time, a series' last observation and count winning; a
+/// singleton counts 1.
+fn event_cells(obj: &Value) -> Vec<Value> {
+    let first = if text(obj, "/firstTimestamp").is_empty() {
+        age_at(obj, "/eventTime")
     } else {
-        age
+        age_at(obj, "/firstTimestamp")
+    };
+    let mut last = if text(obj, "/lastTimestamp").is_empty() {
+        first.clone()
+    } else {
+        age_at(obj, "/lastTimestamp")
+    };
+    let mut count = obj.get("count").and_then(Value::as_i64).unwrap_or(0);
+    if let Some(series) = obj.get("series").filter(|s| s.is_object()) {
+        last = age_at(series, "/lastObservedTime");
+        count = series.get("count").and_then(Value::as_i64).unwrap_or(0);
+    } else if count == 0 {
+        count = 1;
     }
+    let kind = text(obj, "/involvedObject/kind").to_lowercase();
+    let name = text(obj, "/involvedObject/name");
+    let target = if name.is_empty() {
+        kind
+    } else {
+        format!("{kind}/{name}")
+    };
+    let component = first_set(&[
+        text(obj, "/source/component"),
+        text(obj, "/reportingComponent"),
+    ]);
+    let instance = first_set(&[text(obj, "/source/host"), text(obj, "/reportingInstance")]);
+    let source = if instance.is_empty() {
+        component.to_string()
+    } else {
+        format!("{component}, {instance}")
+    };
+    vec![
+        json!(last),
+        json!(text(obj, "/type")),
+        json!(text(obj, "/reason")),
+        json!(target),
+        json!(text(obj, "/involvedObject/fieldPath")),
+        json!(source),
+        json!(text(obj, "/message").trim()),
+        json!(first),
+        json!(count),
+        table::name_cell(obj),
+    ]
 }
 
 impl Strategy for EventStrategy {
@@ -76,39 +121,7 @@ impl Strategy for EventStrategy {
     }
 
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        let object = format!(
-            "{}/{}",
-            text(obj, "/involvedObject/kind").to_lowercase(),
-            text(obj, "/involvedObject/name")
-        );
-        let source = [text(obj, "/source/component"), text(obj, "/source/host")]
-            .iter()
-            .filter(|s| !s.is_empty())
-            .copied()
-            .collect::<Vec<_>>()
-            .join(", ");
-        let first = text(obj, "/firstTimestamp");
-        vec![
-            json!(last_seen(obj)),
-            json!(text(obj, "/type")),
-            json!(text(obj, "/reason")),
-            json!(object),
-            json!(text(obj, "/involvedObject/fieldPath")),
-            json!(source),
-            json!(text(obj, "/message")),
-            json!(if first.is_empty() {
-                "<unknown>".to_string()
-            } else {
-                table::age_of(Some(first))
-            }),
-            json!(
-                obj.get("count")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(1)
-                    .to_string()
-            ),
-            table::name_cell(obj),
-        ]
+        event_cells(obj)
     }
 
     fn selectable_fields(&self) -> &'static [&'static str] {
@@ -140,10 +153,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rows_as_kubes_printer() {
+        let now = time::OffsetDateTime::now_utc();
+        let ago = |secs: i64| {
+            (now - time::Duration::seconds(secs))
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default()
+        };
+        // An events.k8s.io-style event: event time, reporting controller, a series.
+        let series = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Node"},
+            "eventTime": ago(3 * 86400), "reportingComponent": "kubelet", "reportingInstance": "node-a",
+            "series": {"count": 4, "lastObservedTime": ago(10 * 3600)}, "message": " hello \n"});
+        let cells = EventStrategy.cells(&series);
+        assert_eq!(cells[0], "10h", "{cells:?}");
+        assert_eq!(cells[3], "node");
+        assert_eq!(cells[5], "kubelet, node-a");
+        assert_eq!(cells[6], "hello");
+        assert_eq!(cells[7], "3d");
+        assert_eq!(cells[8], 4);
+        // A core event: last and first timestamps, its count, a host without component.
+        let core = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p"},
+            "firstTimestamp": ago(100 * 86400), "lastTimestamp": ago(20 * 3600), "count": 3,
+            "source": {"host": "node-b"}});
+        let cells = EventStrategy.cells(&core);
+        assert_eq!(cells[0], "20h", "{cells:?}");
+        assert_eq!(cells[5], ", node-b");
+        assert_eq!(cells[7], "100d");
+        assert_eq!(cells[8], 3);
+    }
+
+    #[test]
     fn object_column_and_fields() {
         let ev = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "ConfigMap", "name": "c", "uid": "u"}, "type": "Normal", "reason": "X", "source": {"component": "me"}});
         let cells = EventStrategy.cells(&ev);
         assert_eq!(cells[3], "configmap/c");
+        assert_eq!(cells[5], "me");
+        // No timestamps: unknown ages, a singleton's count.
+        assert_eq!(cells[0], "<unknown>");
+        assert_eq!(cells[7], "<unknown>");
+        assert_eq!(cells[8], 1);
         assert_eq!(
             EventStrategy
                 .field_value(&ev, "involvedObject.uid")

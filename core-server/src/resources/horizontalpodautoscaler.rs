@@ -351,12 +351,12 @@ impl Strategy for HorizontalPodAutoscalerStrategy {
             ),
             Column::new(
                 "MaxPods",
-                "integer",
+                "string",
                 "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up.",
             ),
             Column::new(
                 "Replicas",
-                "integer",
+                "string",
                 "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.",
             ),
             table::age_column(),

@@ -25,6 +25,8 @@ mod ingress;
 mod ingressclass;
 mod ipaddress;
 mod job;
+#[cfg(test)]
+mod kube_columns;
 mod kubelet;
 mod lease;
 mod limitrange;
@@ -70,16 +72,22 @@ use k8s_openapi::api::{
     storage::v1 as storage,
 };
 
-/// `componentstatuses`, read-only and computed from `storage`'s health.
+/// The `componentstatuses` resource: read-only, served computed
+/// ([`component_statuses`]).
+pub fn component_status() -> Resource {
+    Resource::builtin::<v1::ComponentStatus>(componentstatus::ComponentStatusStrategy)
+        .short_names(&["cs"])
+        .verbs(&["get", "list"])
+        .deprecated("v1 ComponentStatus is deprecated in v1.19+")
+}
+
+/// `componentstatuses`, computed from `storage`'s health.
 pub fn component_statuses(
     storage: std::sync::Arc<dyn generic_server::storage::Storage>,
     etcd_servers: usize,
 ) -> (Resource, std::sync::Arc<dyn generic_server::rest::ReadOnly>) {
     (
-        Resource::builtin::<v1::ComponentStatus>(componentstatus::ComponentStatusStrategy)
-            .short_names(&["cs"])
-            .verbs(&["get", "list"])
-            .deprecated("v1 ComponentStatus is deprecated in v1.19+"),
+        component_status(),
         std::sync::Arc::new(componentstatus::ComponentStatuses {
             storage,
             etcd_servers,

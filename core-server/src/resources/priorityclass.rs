@@ -97,12 +97,12 @@ impl Strategy for PriorityClassStrategy {
                 "boolean",
                 "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class.",
             ),
+            table::age_column(),
             Column::new(
                 "PreemptionPolicy",
                 "string",
                 "preemptionPolicy is the Policy for preempting pods with lower priority.",
             ),
-            table::age_column(),
         ]
     }
 
@@ -112,12 +112,12 @@ impl Strategy for PriorityClassStrategy {
             table::name_cell(obj),
             fields::int_cell(obj, "/value"),
             json!(obj.get("globalDefault") == Some(&Value::Bool(true))),
+            table::age_cell(obj),
             json!(if policy.is_empty() {
                 "PreemptLowerPriority"
             } else {
                 policy
             }),
-            table::age_cell(obj),
         ]
     }
 }

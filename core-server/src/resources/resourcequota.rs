@@ -79,7 +79,6 @@ impl Strategy for ResourceQuotaStrategy {
     fn columns(&self) -> Vec<Column> {
         vec![
             table::name_column(),
-            table::age_column(),
             Column::new(
                 "Request",
                 "string",
@@ -90,6 +89,7 @@ impl Strategy for ResourceQuotaStrategy {
                 "string",
                 "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
             ),
+            table::age_column(),
         ]
     }
 
@@ -97,9 +97,9 @@ impl Strategy for ResourceQuotaStrategy {
         let (requests, limits) = usage_cells(obj);
         vec![
             table::name_cell(obj),
-            table::age_cell(obj),
             json!(requests),
             json!(limits),
+            table::age_cell(obj),
         ]
     }
 }
@@ -114,8 +114,8 @@ mod tests {
             "status": {"hard": {"pods": "10", "limits.cpu": "4"}, "used": {"pods": "2", "limits.cpu": "1"}}});
         assert!(ResourceQuotaStrategy.validate(&quota).is_empty());
         let cells = ResourceQuotaStrategy.cells(&quota);
-        assert_eq!(cells[2], "pods: 2/10");
-        assert_eq!(cells[3], "limits.cpu: 1/4");
+        assert_eq!(cells[1], "pods: 2/10");
+        assert_eq!(cells[2], "limits.cpu: 1/4");
         let bad = json!({"spec": {"hard": {"pods": "ten"}}});
         assert_eq!(
             ResourceQuotaStrategy.validate(&bad)[0].field,
