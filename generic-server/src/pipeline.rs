@@ -803,6 +803,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
+    use crate::filters::authorization::Opinion;
 
     /// Knows one token, `Bearer good`, as `alice`.
     struct OneToken;
@@ -833,19 +834,16 @@ mod tests {
 
     #[async_trait::async_trait]
     impl Authorizer for ReadsOnly {
-        async fn authorize(
+        async fn opinion(
             &self,
             _: &UserInfo,
             info: &RequestInfo,
             _: &str,
-        ) -> apimachinery::Result<()> {
-            match info.verb.as_str() {
-                "get" | "list" => Ok(()),
-                verb => Err(apimachinery::Error::new(
-                    apimachinery::error::Reason::Forbidden,
-                    format!("may not {verb}"),
-                )),
-            }
+        ) -> apimachinery::Result<Opinion> {
+            Ok(match info.verb.as_str() {
+                "get" | "list" => Opinion::Allow(String::new()),
+                verb => Opinion::NoOpinion(format!("may not {verb}")),
+            })
         }
     }
 
