@@ -31,11 +31,8 @@ use crate::metrics::Metrics;
 use crate::protobuf::Negotiated;
 use crate::request::{self, ApiRequest, ApiResponse, Body, Handler, UserInfo};
 use crate::request_info::RequestInfo;
+use crate::tls::ClientCert;
 use crate::trace::{self, TraceContext};
-
-/// The peer's certificate chain (DER), captured when the connection opens.
-#[derive(Clone)]
-struct PeerCerts(Vec<Vec<u8>>);
 
 /// One filter of the chain. A request passes each in [`CHAIN`]'s order or
 /// is answered by one; its answer then goes back out through the filters
@@ -164,7 +161,7 @@ impl Pipeline {
     pub async fn serve(
         &self,
         peer: Option<SocketAddr>,
-        peer_certs: Option<&[Vec<u8>]>,
+        client_cert: Option<&ClientCert>,
         method: Method,
         raw_path: &str,
         query: &str,
@@ -187,7 +184,7 @@ impl Pipeline {
             },
             incoming: Incoming {
                 peer,
-                peer_certs,
+                client_cert,
                 raw_path,
             },
             unauthenticated: None,
@@ -234,7 +231,7 @@ impl Pipeline {
             Stage::Authentication => {
                 match self
                     .authenticator
-                    .authenticate(x.incoming.peer_certs, &x.req.headers, &x.req.path)
+                    .authenticate(x.incoming.client_cert, &x.req.headers, &x.req.path)
                     .await
                 {
                     Ok(user) => x.req.user = user,
@@ -486,7 +483,7 @@ impl Pipeline {
 /// What the front door knows of a request's connection and its path as sent.
 struct Incoming<'a> {
     peer: Option<SocketAddr>,
-    peer_certs: Option<&'a [Vec<u8>]>,
+    client_cert: Option<&'a ClientCert>,
     raw_path: &'a str,
 }
 
@@ -584,8 +581,10 @@ pub async fn serve_https(
                 nix::sys::socket::sockopt::TcpUserTimeout,
                 &millis,
             );
+            // Read once here; each request on the connection shares it.
             if let Some(certs) = tls.get_ref().1.peer_certificates() {
-                ext.insert(PeerCerts(certs.iter().map(|c| c.to_vec()).collect()));
+                let chain = certs.iter().map(|c| c.to_vec()).collect();
+                ext.insert(Arc::new(ClientCert::new(chain)));
             }
         }
     })
@@ -630,7 +629,7 @@ async fn entry(
         }
     }
     let method = Method::from_bytes(req.method().as_str().as_bytes()).unwrap_or(Method::GET);
-    let certs = req.conn_data::<PeerCerts>().map(|c| c.0.clone());
+    let client_cert = req.conn_data::<Arc<ClientCert>>().cloned();
     let peer = req.peer_addr();
     let upgrade = req.headers().contains_key(actix_web::http::header::UPGRADE);
     // The body is read only once the caller may send it; a body left
@@ -640,7 +639,7 @@ async fn entry(
     let resp = door
         .serve(
             peer,
-            certs.as_deref(),
+            client_cert.as_deref(),
             method,
             req.path(),
             req.query_string(),
@@ -812,7 +811,7 @@ mod tests {
     impl Authenticate for OneToken {
         async fn authenticate(
             &self,
-            _: Option<&[Vec<u8>]>,
+            _: Option<&ClientCert>,
             headers: &HeaderMap,
             _: &str,
         ) -> apimachinery::Result<UserInfo> {
