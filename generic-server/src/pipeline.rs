@@ -170,7 +170,7 @@ impl Pipeline {
     ) -> ApiResponse {
         let audit_id = audit::audit_id(&headers);
         // Behind the door everything is JSON; a protobuf answer is made here.
-        let protobuf = Negotiated::of(raw_path, query, &mut headers);
+        let mut protobuf = Negotiated::of(raw_path, query, &mut headers);
         let mut exchange = Exchange {
             req: ApiRequest {
                 method: method.clone(),
@@ -198,6 +198,15 @@ impl Pipeline {
         let mut passed = 0;
         let mut resp = loop {
             let Some(stage) = CHAIN.get(passed) else {
+                // An answer the client cannot read is refused before the
+                // handler reads, writes or deletes anything, in JSON.
+                let refused = protobuf
+                    .as_ref()
+                    .and_then(|p| p.refusal(&exchange.req.info));
+                if let Some(refused) = refused {
+                    protobuf = None;
+                    break refused;
+                }
                 break self.handle(&mut exchange).await;
             };
             match self.enter(*stage, &mut exchange).await {
