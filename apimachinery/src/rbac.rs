@@ -148,6 +148,9 @@ fn describe_subject(subject: &Subject, binding_namespace: &str) -> String {
 struct Grant {
     source: Source,
     namespace: String,
+    /// The reason an allowed request records (`RBAC: allowed by <source>`),
+    /// formatted once here rather than on every request.
+    allowed: String,
 }
 
 /// The subjects of some bindings, looked up by user, group or service account.
@@ -167,17 +170,19 @@ impl Bindings {
         subjects: &[Subject],
     ) {
         for subject in subjects {
-            let grant = Arc::new(Grant {
-                source: Source {
-                    binding_kind: kind,
-                    binding: if namespace.is_empty() {
-                        name.to_string()
-                    } else {
-                        format!("{name}/{namespace}")
-                    },
-                    role_ref: role_ref.clone(),
-                    subject: describe_subject(subject, namespace),
+            let source = Source {
+                binding_kind: kind,
+                binding: if namespace.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{name}/{namespace}")
                 },
+                role_ref: role_ref.clone(),
+                subject: describe_subject(subject, namespace),
+            };
+            let grant = Arc::new(Grant {
+                allowed: format!("RBAC: allowed by {source}"),
+                source,
                 namespace: namespace.to_string(),
             });
             let key = match subject.kind.as_str() {
@@ -334,18 +339,9 @@ impl Policy {
     /// Whether `user` may do what `attrs` asks (kube's RBAC authorizer).
     pub fn decide(&self, user: &User<'_>, attrs: &Attributes<'_>) -> Decision {
         match self.allowing_grant(user, attrs) {
-            Ok(grant) => Decision::Allow(format!("RBAC: allowed by {}", grant.source)),
+            Ok(grant) => Decision::Allow(grant.allowed.clone()),
             Err(errors) => Decision::Deny(denial_reason(&errors)),
         }
-    }
-
-    /// Why `user` may not do what `attrs` asks, or `None` when a rule
-    /// allows it: [`Policy::decide`] without the Allow's reason, which only
-    /// reviews show (the request path's check, made on every request).
-    pub fn denial(&self, user: &User<'_>, attrs: &Attributes<'_>) -> Option<String> {
-        self.allowing_grant(user, attrs)
-            .err()
-            .map(|errors| denial_reason(&errors))
     }
 
     /// The first grant whose rules allow the request, or the role

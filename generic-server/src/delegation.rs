@@ -533,6 +533,12 @@ impl GrpcDelegate {
             .map(|r| (*r).clone())
     }
 
+    /// Whether a replica not in `tried` is left.
+    fn any_untried(&self, tried: &[String]) -> bool {
+        let replicas = self.replicas.read().unwrap_or_else(|e| e.into_inner());
+        replicas.iter().any(|r| !tried.contains(&r.address))
+    }
+
     /// Forgets that the replica at `address` failed.
     fn revive(&self, address: &str) {
         self.set_failed_at(address, None);
@@ -903,18 +909,28 @@ impl GrpcDelegate {
         resp
     }
 
-    /// Sends a request to the first replica that takes it.
+    /// Sends a request to the first replica that takes it. The request is
+    /// copied for a try only while another replica is left to retry on (a
+    /// try consumes what it sends); the last try, the only one with a single
+    /// replica, sends it without a copy.
     async fn send_to_any(&self, req: ApiRequest) -> ApiResponse {
-        let request = to_pb(req);
+        let mut request = Some(to_pb(req));
         let mut tried = Vec::new();
         let mut last_error = crate::Error::Delegate("no replica".into());
         while let Some(mut replica) = self.pick(&tried) {
-            match self.send(&mut replica, request.clone()).await {
+            tried.push(replica.address.clone());
+            let attempt = if self.any_untried(&tried) {
+                request.clone()
+            } else {
+                request.take()
+            };
+            // A replica that joined after the last try was made: nothing left to send.
+            let Some(attempt) = attempt else { break };
+            match self.send(&mut replica, attempt).await {
                 Ok(resp) => return resp,
                 Err(why) => {
                     tracing::debug!(delegate = %self.name, replica = %replica.address, %why, "request failed before a response; trying another replica");
                     self.mark_failed(&replica.address);
-                    tried.push(replica.address);
                     last_error = why;
                 }
             }
@@ -1059,6 +1075,30 @@ mod tests {
         let got = resp.into_bytes().await;
         assert!(got.len() > 2 * CHUNK_BYTES);
         assert_eq!(got, sent.repeat(5));
+    }
+
+    #[tokio::test]
+    async fn a_request_a_dead_replica_never_got_goes_whole_to_a_live_one() {
+        crate::tls::install_crypto_provider();
+        let files = crate::testing::tls_files(&["kubechain-core-server", "kubechain-aggregator"]);
+        let live = serve(Arc::new(Echo), &files[0], &["kubechain-aggregator"]).await;
+        let dead = "https://127.0.0.1:1".to_string();
+        let delegate =
+            GrpcDelegate::new("core-server", &[dead, live], "core-server", &files[1]).unwrap();
+        // Round robin: one request tries the dead replica first, the other the live one.
+        for body in ["first", "second"] {
+            let req = ApiRequest::new(
+                Method::POST,
+                "/api/v1/namespaces/default/configmaps",
+                "",
+                HeaderMap::new(),
+                Bytes::from(body),
+                UserInfo::default(),
+            );
+            let resp = delegate.handle(req).await;
+            assert_eq!(resp.status, StatusCode::OK, "{body}");
+            assert_eq!(resp.into_bytes().await, body.repeat(5).as_bytes());
+        }
     }
 
     #[tokio::test]

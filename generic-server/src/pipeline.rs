@@ -31,11 +31,8 @@ use crate::metrics::Metrics;
 use crate::protobuf::Negotiated;
 use crate::request::{self, ApiRequest, ApiResponse, Body, Handler, UserInfo};
 use crate::request_info::RequestInfo;
+use crate::tls::ClientCert;
 use crate::trace::{self, TraceContext};
-
-/// The peer's certificate chain (DER), captured when the connection opens.
-#[derive(Clone)]
-struct PeerCerts(Vec<Vec<u8>>);
 
 /// One filter of the chain. A request passes each in [`CHAIN`]'s order or
 /// is answered by one; its answer then goes back out through the filters
@@ -164,7 +161,7 @@ impl Pipeline {
     pub async fn serve(
         &self,
         peer: Option<SocketAddr>,
-        peer_certs: Option<&[Vec<u8>]>,
+        client_cert: Option<&ClientCert>,
         method: Method,
         raw_path: &str,
         query: &str,
@@ -173,7 +170,7 @@ impl Pipeline {
     ) -> ApiResponse {
         let audit_id = audit::audit_id(&headers);
         // Behind the door everything is JSON; a protobuf answer is made here.
-        let protobuf = Negotiated::of(raw_path, query, &mut headers);
+        let mut protobuf = Negotiated::of(raw_path, query, &mut headers);
         let mut exchange = Exchange {
             req: ApiRequest {
                 method: method.clone(),
@@ -187,7 +184,7 @@ impl Pipeline {
             },
             incoming: Incoming {
                 peer,
-                peer_certs,
+                client_cert,
                 raw_path,
             },
             unauthenticated: None,
@@ -201,6 +198,15 @@ impl Pipeline {
         let mut passed = 0;
         let mut resp = loop {
             let Some(stage) = CHAIN.get(passed) else {
+                // An answer the client cannot read is refused before the
+                // handler reads, writes or deletes anything, in JSON.
+                let refused = protobuf
+                    .as_ref()
+                    .and_then(|p| p.refusal(&exchange.req.info));
+                if let Some(refused) = refused {
+                    protobuf = None;
+                    break refused;
+                }
                 break self.handle(&mut exchange).await;
             };
             match self.enter(*stage, &mut exchange).await {
@@ -234,7 +240,7 @@ impl Pipeline {
             Stage::Authentication => {
                 match self
                     .authenticator
-                    .authenticate(x.incoming.peer_certs, &x.req.headers, &x.req.path)
+                    .authenticate(x.incoming.client_cert, &x.req.headers, &x.req.path)
                     .await
                 {
                     Ok(user) => x.req.user = user,
@@ -486,7 +492,7 @@ impl Pipeline {
 /// What the front door knows of a request's connection and its path as sent.
 struct Incoming<'a> {
     peer: Option<SocketAddr>,
-    peer_certs: Option<&'a [Vec<u8>]>,
+    client_cert: Option<&'a ClientCert>,
     raw_path: &'a str,
 }
 
@@ -584,8 +590,10 @@ pub async fn serve_https(
                 nix::sys::socket::sockopt::TcpUserTimeout,
                 &millis,
             );
+            // Read once here; each request on the connection shares it.
             if let Some(certs) = tls.get_ref().1.peer_certificates() {
-                ext.insert(PeerCerts(certs.iter().map(|c| c.to_vec()).collect()));
+                let chain = certs.iter().map(|c| c.to_vec()).collect();
+                ext.insert(Arc::new(ClientCert::new(chain)));
             }
         }
     })
@@ -630,7 +638,7 @@ async fn entry(
         }
     }
     let method = Method::from_bytes(req.method().as_str().as_bytes()).unwrap_or(Method::GET);
-    let certs = req.conn_data::<PeerCerts>().map(|c| c.0.clone());
+    let client_cert = req.conn_data::<Arc<ClientCert>>().cloned();
     let peer = req.peer_addr();
     let upgrade = req.headers().contains_key(actix_web::http::header::UPGRADE);
     // The body is read only once the caller may send it; a body left
@@ -640,7 +648,7 @@ async fn entry(
     let resp = door
         .serve(
             peer,
-            certs.as_deref(),
+            client_cert.as_deref(),
             method,
             req.path(),
             req.query_string(),
@@ -803,6 +811,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
+    use crate::filters::authorization::Opinion;
 
     /// Knows one token, `Bearer good`, as `alice`.
     struct OneToken;
@@ -811,7 +820,7 @@ mod tests {
     impl Authenticate for OneToken {
         async fn authenticate(
             &self,
-            _: Option<&[Vec<u8>]>,
+            _: Option<&ClientCert>,
             headers: &HeaderMap,
             _: &str,
         ) -> apimachinery::Result<UserInfo> {
@@ -833,19 +842,16 @@ mod tests {
 
     #[async_trait::async_trait]
     impl Authorizer for ReadsOnly {
-        async fn authorize(
+        async fn opinion(
             &self,
             _: &UserInfo,
             info: &RequestInfo,
             _: &str,
-        ) -> apimachinery::Result<()> {
-            match info.verb.as_str() {
-                "get" | "list" => Ok(()),
-                verb => Err(apimachinery::Error::new(
-                    apimachinery::error::Reason::Forbidden,
-                    format!("may not {verb}"),
-                )),
-            }
+        ) -> apimachinery::Result<Opinion> {
+            Ok(match info.verb.as_str() {
+                "get" | "list" => Opinion::Allow(String::new()),
+                verb => Opinion::NoOpinion(format!("may not {verb}")),
+            })
         }
     }
 

@@ -8,7 +8,9 @@
 //! `PartialObjectMetadata` works) and encodes what comes back with the
 //! schemas of [`proto::k8s`]. Custom resources have no schema: they are
 //! answered in JSON when the client also accepts JSON, as kube answers
-//! them, and with 406 when it accepts protobuf only.
+//! them, and with 406 when it accepts protobuf only; that 406 comes before
+//! the request is handled ([`Negotiated::refusal`]), so a write is refused
+//! before anything is written, as kube negotiates the answer's form first.
 
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
@@ -17,6 +19,7 @@ use serde_json::Value;
 
 use crate::codec::{JSON, PROTOBUF};
 use crate::request::{ApiResponse, Body};
+use crate::request_info::RequestInfo;
 use apimachinery::error::{Error, Reason};
 
 /// A request that prefers protobuf answers.
@@ -28,6 +31,9 @@ pub struct Negotiated {
     watch: bool,
     /// The apiVersion a resource request addresses (`v1`, `apps/v1`), if any.
     api_version: Option<String>,
+    /// The answer asked for is `PartialObjectMetadata` (`;as=`), whatever
+    /// the resource: meta.k8s.io has a protobuf form.
+    as_metadata: bool,
 }
 
 impl Negotiated {
@@ -45,7 +51,22 @@ impl Negotiated {
             fallback,
             watch: is_watch(path, query),
             api_version: api_version(path),
+            as_metadata: params.contains(";as="),
         })
+    }
+
+    /// kube's 406, before the request is handled, for a client that
+    /// accepts protobuf only and asks for a resource with no protobuf form
+    /// (a custom resource's): every verb negotiates the answer's media type
+    /// before it reads, writes or deletes anything (`NegotiateOutputMediaType`
+    /// first in kube's handlers). The 406 is JSON, as kube writes it when
+    /// negotiation fails.
+    pub fn refusal(&self, info: &RequestInfo) -> Option<ApiResponse> {
+        let answerable = self.fallback
+            || !info.is_resource_request
+            || self.as_metadata
+            || self.api_version.as_deref().is_some_and(proto::k8s::serves);
+        (!answerable).then(not_acceptable)
     }
 
     /// The handlers' JSON answer, in protobuf where kube answers protobuf.
@@ -104,12 +125,17 @@ impl Negotiated {
         if self.fallback {
             return resp;
         }
-        Error::new(
-            Reason::NotAcceptable,
-            "only the following media types are accepted: application/json, application/yaml",
-        )
-        .into()
+        not_acceptable()
     }
+}
+
+/// kube's 406 for an answer it can give in JSON or YAML only.
+fn not_acceptable() -> ApiResponse {
+    Error::new(
+        Reason::NotAcceptable,
+        "only the following media types are accepted: application/json, application/yaml",
+    )
+    .into()
 }
 
 fn set_content_type(resp: &mut ApiResponse, content_type: &'static str) {
@@ -239,7 +265,7 @@ fn watch_frames(stream: crate::request::BodyStream) -> crate::request::BodyStrea
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use http::StatusCode;
+    use http::{Method, StatusCode};
 
     fn negotiate(accept: &str, path: &str, query: &str) -> (Option<Negotiated>, String) {
         let mut headers = HeaderMap::new();
@@ -306,6 +332,32 @@ mod tests {
             .unwrap();
         let resp = negotiated.answer(ApiResponse::bytes(StatusCode::OK, JSON, &custom[..]));
         assert_eq!(resp.status, StatusCode::NOT_ACCEPTABLE);
+    }
+
+    #[test]
+    fn a_custom_resource_for_a_client_of_protobuf_only_is_refused_before_it_is_handled() {
+        let refusal = |accept: &str, method: Method, path: &str| {
+            let negotiated = negotiate(accept, path, "").0?;
+            negotiated.refusal(&RequestInfo::parse(&method, path, ""))
+        };
+        let foos = "/apis/example.com/v1/namespaces/x/foos";
+        for method in [Method::POST, Method::GET] {
+            let refused = refusal(PROTOBUF, method.clone(), foos).expect("a 406");
+            assert_eq!(refused.status, StatusCode::NOT_ACCEPTABLE, "{method}");
+            assert_eq!(refused.headers[header::CONTENT_TYPE], JSON);
+        }
+        for method in [Method::PUT, Method::PATCH, Method::DELETE] {
+            let refused = refusal(PROTOBUF, method.clone(), &format!("{foos}/a"));
+            assert!(refused.is_some(), "{method}");
+        }
+        // JSON accepted too, a built-in, metadata only, discovery: handled.
+        let both = "application/vnd.kubernetes.protobuf,application/json";
+        assert!(refusal(both, Method::POST, foos).is_none());
+        assert!(refusal(PROTOBUF, Method::POST, "/api/v1/namespaces/x/configmaps").is_none());
+        let metadata =
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        assert!(refusal(metadata, Method::GET, foos).is_none());
+        assert!(refusal(PROTOBUF, Method::GET, "/apis/example.com/v1").is_none());
     }
 
     #[tokio::test]

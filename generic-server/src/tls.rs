@@ -436,6 +436,25 @@ pub struct Subject {
     pub organizations: Vec<String>,
 }
 
+/// The client certificate a connection presented, read once when the
+/// connection opens and shared by every request on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCert {
+    /// The chain (DER, leaf first), for checks against a CA.
+    pub chain: Vec<Vec<u8>>,
+    /// The leaf's subject; `None` when it cannot be read (no common name,
+    /// not a certificate), and then the certificate names nobody.
+    pub subject: Option<Subject>,
+}
+
+impl ClientCert {
+    /// Reads the leaf's subject of `chain` (DER, leaf first).
+    pub fn new(chain: Vec<Vec<u8>>) -> Self {
+        let subject = chain.first().and_then(|leaf| subject(leaf));
+        ClientCert { chain, subject }
+    }
+}
+
 /// Reads the subject of a DER certificate.
 pub fn subject(der: &[u8]) -> Option<Subject> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;

@@ -917,6 +917,13 @@ impl std::ops::DerefMut for Server {
     }
 }
 
+impl Server {
+    /// Takes charge of a running process, to kill it when dropped.
+    pub fn new(child: Child) -> Server {
+        Server(child)
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.0.kill();

@@ -8,7 +8,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tests::{As, Cluster, eventually, openssl_self_signed};
+use tests::{As, Cluster, Server, eventually, openssl_self_signed};
 
 fn varint(mut n: usize, out: &mut Vec<u8>) {
     while n >= 0x80 {
@@ -837,14 +837,10 @@ fn costly_validation_rules_are_refused_or_stopped_at_their_budget() {
 }
 
 /// Opens `connections` TLS connections that each ask for `path` with
-/// `token` and then never read; they stay open until the returned child
-/// is killed. Prints `sent` once every request is out.
-fn stalled_readers(
-    cluster: &Cluster,
-    token: &str,
-    path: &str,
-    connections: usize,
-) -> std::process::Child {
+/// `token` and then never read; they stay open until the returned process
+/// is dropped (killed then, so a failing test leaves none behind). Prints
+/// `sent` once every request is out.
+fn stalled_readers(cluster: &Cluster, token: &str, path: &str, connections: usize) -> Server {
     let script = r#"
 import socket, ssl, sys, time
 port, ca, token, path, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
@@ -860,13 +856,15 @@ for _ in range(n):
 print("sent", flush=True)
 time.sleep(3600)
 "#;
-    let mut child = Command::new("python3")
-        .args(["-c", script, &cluster.port.to_string()])
-        .arg(cluster.dir.join("pki/ca.crt"))
-        .args([token, path, &connections.to_string()])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3");
+    let mut child = Server::new(
+        Command::new("python3")
+            .args(["-c", script, &cluster.port.to_string()])
+            .arg(cluster.dir.join("pki/ca.crt"))
+            .args([token, path, &connections.to_string()])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3"),
+    );
     let mut line = String::new();
     let stdout = child.stdout.as_mut().expect("stdout");
     std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("a line");
@@ -920,9 +918,7 @@ fn readers_that_never_read_hold_a_bounded_share_of_memory() {
     assert!(slowest < STALLED, "{slowest:?}");
     assert_memory_within(&cluster, &memory, 400);
     // Others still list; the readers give everything back when they go.
-    let mut readers = readers.expect("the readers");
-    let _ = readers.kill();
-    let _ = readers.wait();
+    drop(readers.expect("the readers"));
     let listed = cluster.curl(
         As::Admin,
         "GET",

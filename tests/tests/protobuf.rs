@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tests::Cluster;
 use tests::informer::{Api, Raw};
+use tests::{Answer, As, Cluster, eventually};
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// What client-go's typed clients send.
@@ -579,4 +579,118 @@ fn kubectls_typed_calls_read_protobuf_answers() {
         "jsonpath={.spec.replicas}",
     ]);
     assert_eq!(replicas.ok(), "3");
+}
+
+/// kube negotiates the answer's media type before a handler does anything:
+/// a client that accepts protobuf only is refused a custom resource (which
+/// has no protobuf form) with 406 before the write, for every verb.
+#[test]
+fn a_custom_resource_write_for_a_client_of_protobuf_only_is_refused_before_it_is_written() {
+    let cluster = Cluster::start();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.wire.example.com"},
+        "spec": {"group": "wire.example.com", "scope": "Namespaced",
+            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
+                    "properties": {"size": {"type": "integer"}}}}}}}]}});
+    cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &crd.to_string())
+        .ok();
+    let gizmos = "/apis/wire.example.com/v1/namespaces/default/gizmos";
+    let json_accept = "Accept: application/json";
+    assert!(
+        eventually(Duration::from_secs(20), || cluster
+            .curl(As::Admin, "GET", gizmos, &[json_accept], None)
+            .code
+            == 200),
+        "the gizmos are never served"
+    );
+    let protobuf_only = ["Accept: application/vnd.kubernetes.protobuf"];
+    let with_body =
+        |content_type: &'static str| ["Accept: application/vnd.kubernetes.protobuf", content_type];
+    let refused = |answer: &Answer, what: &str| {
+        assert_eq!(answer.code, 406, "{what}: {}", answer.text);
+        assert_eq!(answer.json["kind"], "Status", "{what}: {}", answer.text);
+        assert_eq!(answer.json["reason"], "NotAcceptable", "{what}");
+        assert_eq!(
+            answer.json["message"],
+            "only the following media types are accepted: application/json, application/yaml",
+            "{what}"
+        );
+    };
+    let gizmo = |size: i64| {
+        json!({"apiVersion": "wire.example.com/v1", "kind": "Gizmo",
+            "metadata": {"name": "g", "namespace": "default"}, "spec": {"size": size}})
+        .to_string()
+    };
+    let one = format!("{gizmos}/g");
+    let get = || cluster.curl(As::Admin, "GET", &one, &[json_accept], None);
+
+    // A create is refused and nothing is stored.
+    let created = cluster.curl(
+        As::Admin,
+        "POST",
+        gizmos,
+        &with_body("Content-Type: application/json"),
+        Some(gizmo(1).as_bytes()),
+    );
+    refused(&created, "create");
+    let stored = get();
+    assert_eq!(
+        stored.code, 404,
+        "the refused create was stored: {}",
+        stored.text
+    );
+
+    // An update, a patch and a delete leave the stored object as it was.
+    let created = cluster.curl(
+        As::Admin,
+        "POST",
+        gizmos,
+        &[json_accept, "Content-Type: application/json"],
+        Some(gizmo(1).as_bytes()),
+    );
+    assert_eq!(created.code, 201, "{}", created.text);
+    let before = get().json;
+    let mut changed: Value = serde_json::from_str(&gizmo(2)).expect("JSON");
+    changed["metadata"]["resourceVersion"] = before["metadata"]["resourceVersion"].clone();
+    let updated = cluster.curl(
+        As::Admin,
+        "PUT",
+        &one,
+        &with_body("Content-Type: application/json"),
+        Some(changed.to_string().as_bytes()),
+    );
+    refused(&updated, "update");
+    let patched = cluster.curl(
+        As::Admin,
+        "PATCH",
+        &one,
+        &with_body("Content-Type: application/merge-patch+json"),
+        Some(br#"{"spec":{"size":3}}"#),
+    );
+    refused(&patched, "patch");
+    let deleted = cluster.curl(As::Admin, "DELETE", &one, &protobuf_only, None);
+    refused(&deleted, "delete");
+    let after = get();
+    assert_eq!(after.code, 200, "{}", after.text);
+    assert_eq!(after.json["spec"]["size"], 1, "{}", after.text);
+    assert_eq!(
+        after.json["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+        "the refused writes changed the object"
+    );
+    // The same writes with JSON accepted too go through.
+    let updated = cluster.curl(
+        As::Admin,
+        "PUT",
+        &one,
+        &[
+            "Accept: application/vnd.kubernetes.protobuf, application/json",
+            "Content-Type: application/json",
+        ],
+        Some(changed.to_string().as_bytes()),
+    );
+    assert_eq!(updated.code, 200, "{}", updated.text);
+    assert_eq!(get().json["spec"]["size"], 2);
 }

@@ -12,7 +12,7 @@ use http::HeaderMap;
 use crate::jwt::{BoundKind, BoundObject, Verified};
 use crate::request::UserInfo;
 use crate::storage::cacher::{ResourceCache, UID_FIELD};
-use crate::tls;
+use crate::tls::ClientCert;
 use apimachinery::error::{Error, Reason, Result};
 
 /// Paths anonymous users may reach.
@@ -23,10 +23,10 @@ const ANONYMOUS_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
 /// [`super::requestheader::RequestHeaderAuthenticator`] an aggregated server's.
 #[async_trait::async_trait]
 pub trait Authenticate: Send + Sync + 'static {
-    /// The user, given the peer's certificate chain (DER, leaf first), or a 401 Status.
+    /// The user, given the connection's client certificate, or a 401 Status.
     async fn authenticate(
         &self,
-        peer_certs: Option<&[Vec<u8>]>,
+        client_cert: Option<&ClientCert>,
         headers: &HeaderMap,
         path: &str,
     ) -> Result<UserInfo>;
@@ -36,11 +36,11 @@ pub trait Authenticate: Send + Sync + 'static {
 impl<T: Authenticate + ?Sized> Authenticate for Arc<T> {
     async fn authenticate(
         &self,
-        peer_certs: Option<&[Vec<u8>]>,
+        client_cert: Option<&ClientCert>,
         headers: &HeaderMap,
         path: &str,
     ) -> Result<UserInfo> {
-        (**self).authenticate(peer_certs, headers, path).await
+        (**self).authenticate(client_cert, headers, path).await
     }
 }
 
@@ -48,11 +48,11 @@ impl<T: Authenticate + ?Sized> Authenticate for Arc<T> {
 impl Authenticate for Authenticator {
     async fn authenticate(
         &self,
-        peer_certs: Option<&[Vec<u8>]>,
+        client_cert: Option<&ClientCert>,
         headers: &HeaderMap,
         path: &str,
     ) -> Result<UserInfo> {
-        Authenticator::authenticate(self, peer_certs, headers, path)
+        Authenticator::authenticate(self, client_cert, headers, path)
     }
 }
 
@@ -262,21 +262,19 @@ impl Authenticator {
         )
     }
 
-    /// Authenticates a request given the peer's certificate chain (DER).
+    /// Authenticates a request given the connection's client certificate.
     pub fn authenticate(
         &self,
-        peer_certs: Option<&[Vec<u8>]>,
+        client_cert: Option<&ClientCert>,
         headers: &HeaderMap,
         path: &str,
     ) -> Result<UserInfo> {
-        if let Some(subject) = peer_certs
-            .and_then(|c| c.first())
-            .and_then(|c| tls::subject(c))
-        {
-            let mut groups = subject.organizations;
+        if let Some(subject) = client_cert.and_then(|c| c.subject.as_ref()) {
+            let mut groups = Vec::with_capacity(subject.organizations.len() + 1);
+            groups.extend(subject.organizations.iter().cloned());
             groups.push("system:authenticated".into());
             return Ok(UserInfo {
-                name: subject.common_name,
+                name: subject.common_name.clone(),
                 groups,
                 ..Default::default()
             });
@@ -449,6 +447,34 @@ mod tests {
         );
         assert_eq!(
             auth.authenticate(None, &HeaderMap::new(), "/api/v1/pods")
+                .unwrap_err()
+                .code(),
+            401
+        );
+    }
+
+    #[test]
+    fn a_certificate_names_its_subject_and_an_unreadable_one_nobody() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "alice");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::OrganizationName, "team");
+        let der = params.self_signed(&key).unwrap().der().to_vec();
+        let auth = Authenticator::new(HashMap::new());
+        let cert = ClientCert::new(vec![der]);
+        let user = auth
+            .authenticate(Some(&cert), &HeaderMap::new(), "/api")
+            .unwrap();
+        assert_eq!(user.name, "alice");
+        assert_eq!(user.groups, ["team", "system:authenticated"]);
+        let unreadable = ClientCert::new(vec![b"not a certificate".to_vec()]);
+        assert_eq!(unreadable.subject, None);
+        assert_eq!(
+            auth.authenticate(Some(&unreadable), &HeaderMap::new(), "/api")
                 .unwrap_err()
                 .code(),
             401

@@ -17,66 +17,18 @@ pub enum Opinion {
     NoOpinion(String),
 }
 
-/// Decides whether a request is allowed.
+/// Decides whether a request is allowed. An authorizer gives its
+/// [`Opinion`]; whether the request may go on, and kube's 403 when it may
+/// not, follow from that.
 #[async_trait::async_trait]
 pub trait Authorizer: Send + Sync + 'static {
-    /// This authorizer's answer in a chain ([`Union`]). By default:
-    /// allowed, or no opinion with the reason [`Authorizer::authorize_with_reason`] gives.
-    async fn opinion(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Opinion {
-        match self.authorize_with_reason(user, info, path).await {
-            Ok(reason) => Opinion::Allow(reason),
-            Err((_, reason)) => Opinion::NoOpinion(reason),
-        }
-    }
+    /// This authorizer's answer (kube's `Authorize`): its opinion, or the
+    /// error that kept it from forming one (a SubjectAccessReview that
+    /// failed), which fails the request unless another authorizer in a
+    /// [`Union`] decides.
+    async fn opinion(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<Opinion>;
 
-    /// Ok if allowed, a 403 Status otherwise.
-    async fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()>;
-
-    /// [`Authorizer::authorize`] with the reason the audit log records
-    /// (`authorization.k8s.io/reason`): `Ok(reason)` when allowed, else
-    /// the 403 and the reason.
-    async fn authorize_with_reason(
-        &self,
-        user: &UserInfo,
-        info: &RequestInfo,
-        path: &str,
-    ) -> std::result::Result<String, (Error, String)> {
-        self.authorize(user, info, path)
-            .await
-            .map(|()| String::new())
-            .map_err(|e| (e, String::new()))
-    }
-}
-
-/// Authorizers asked in order (kube's `--authorization-mode=Node,RBAC`,
-/// its `union` authorizer): the first that allows or denies decides; when
-/// none does, the request is refused with every reason given, one a line.
-pub struct Union(pub Vec<Box<dyn Authorizer>>);
-
-impl Union {
-    /// The chain's decision with its reason.
-    async fn decide(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Opinion {
-        let mut reasons = Vec::new();
-        for authorizer in &self.0 {
-            match authorizer.opinion(user, info, path).await {
-                Opinion::NoOpinion(reason) => {
-                    if !reason.is_empty() {
-                        reasons.push(reason);
-                    }
-                }
-                decided => return decided,
-            }
-        }
-        Opinion::NoOpinion(reasons.join("\n"))
-    }
-}
-
-#[async_trait::async_trait]
-impl Authorizer for Union {
-    async fn opinion(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Opinion {
-        self.decide(user, info, path).await
-    }
-
+    /// Ok if allowed, a 403 Status (or the error the authorizer met) otherwise.
     async fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
         self.authorize_with_reason(user, info, path)
             .await
@@ -84,17 +36,52 @@ impl Authorizer for Union {
             .map_err(|(e, _)| e)
     }
 
+    /// [`Authorizer::authorize`] with the reason the audit log records
+    /// (`authorization.k8s.io/reason`): `Ok(reason)` when allowed, else
+    /// the refusal and the reason (none for an error).
     async fn authorize_with_reason(
         &self,
         user: &UserInfo,
         info: &RequestInfo,
         path: &str,
     ) -> std::result::Result<String, (Error, String)> {
-        match self.decide(user, info, path).await {
-            Opinion::Allow(reason) => Ok(reason),
-            Opinion::Deny(reason) | Opinion::NoOpinion(reason) => {
+        match self.opinion(user, info, path).await {
+            Ok(Opinion::Allow(reason)) => Ok(reason),
+            Ok(Opinion::Deny(reason) | Opinion::NoOpinion(reason)) => {
                 Err((forbidden(user, info, path, &reason), reason))
             }
+            Err(e) => Err((e, String::new())),
+        }
+    }
+}
+
+/// Authorizers asked in order (kube's `--authorization-mode=Node,RBAC`,
+/// its `union` authorizer): the first that allows or denies decides; when
+/// none does, the request is refused with every reason given, one a line,
+/// or fails with the first error an authorizer met.
+pub struct Union(pub Vec<Box<dyn Authorizer>>);
+
+#[async_trait::async_trait]
+impl Authorizer for Union {
+    async fn opinion(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<Opinion> {
+        let mut reasons = Vec::new();
+        let mut failed = None;
+        for authorizer in &self.0 {
+            match authorizer.opinion(user, info, path).await {
+                Ok(Opinion::NoOpinion(reason)) => {
+                    if !reason.is_empty() {
+                        reasons.push(reason);
+                    }
+                }
+                Ok(decided) => return Ok(decided),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(Opinion::NoOpinion(reasons.join("\n"))),
         }
     }
 }
@@ -179,13 +166,50 @@ mod tests {
 
     #[async_trait::async_trait]
     impl Authorizer for Says {
-        async fn opinion(&self, _: &UserInfo, _: &RequestInfo, _: &str) -> Opinion {
-            self.0.clone()
+        async fn opinion(&self, _: &UserInfo, _: &RequestInfo, _: &str) -> Result<Opinion> {
+            Ok(self.0.clone())
         }
+    }
 
-        async fn authorize(&self, _: &UserInfo, _: &RequestInfo, _: &str) -> Result<()> {
-            Ok(())
+    /// Cannot decide: its SubjectAccessReview failed.
+    struct Fails;
+
+    #[async_trait::async_trait]
+    impl Authorizer for Fails {
+        async fn opinion(&self, _: &UserInfo, _: &RequestInfo, _: &str) -> Result<Opinion> {
+            Err(Error::internal("authorization: unreachable"))
         }
+    }
+
+    #[tokio::test]
+    async fn an_authorizer_that_fails_fails_the_request_unless_another_decides() {
+        let user = UserInfo {
+            name: "bob".into(),
+            ..Default::default()
+        };
+        let path = "/api/v1/namespaces/ns/pods";
+        let info = RequestInfo::parse(&Method::GET, path, "");
+        let (failed, reason) = Fails
+            .authorize_with_reason(&user, &info, path)
+            .await
+            .unwrap_err();
+        assert_eq!(failed.reason(), Reason::InternalError);
+        assert_eq!(
+            failed.to_string(),
+            "Internal error occurred: authorization: unreachable"
+        );
+        assert_eq!(reason, "");
+        let union = Union(vec![
+            Box::new(Fails),
+            Box::new(Says(Opinion::NoOpinion("not mine".into()))),
+        ]);
+        let failed = union.authorize(&user, &info, path).await.unwrap_err();
+        assert_eq!(failed.reason(), Reason::InternalError);
+        let union = Union(vec![
+            Box::new(Fails),
+            Box::new(Says(Opinion::Allow("RBAC: allowed".into()))),
+        ]);
+        assert!(union.authorize(&user, &info, path).await.is_ok());
     }
 
     #[tokio::test]
@@ -215,7 +239,7 @@ mod tests {
         );
         let union = Union(vec![no("first"), no("second")]);
         assert_eq!(
-            union.opinion(&user, &info, path).await,
+            union.opinion(&user, &info, path).await.unwrap(),
             Opinion::NoOpinion("first\nsecond".into())
         );
         let union = Union(vec![

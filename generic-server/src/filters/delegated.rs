@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::authorization::{Authorizer, always_allowed, forbidden};
+use super::authorization::{Authorizer, Opinion, always_allowed};
 use crate::request::UserInfo;
 use crate::request_info::RequestInfo;
 use crate::tls::TlsFiles;
@@ -364,11 +364,11 @@ fn review_spec(user: &UserInfo, info: &RequestInfo, path: &str) -> Value {
 
 #[async_trait::async_trait]
 impl Authorizer for DelegatedAuthorizer {
-    async fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
+    async fn opinion(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<Opinion> {
         if user.in_group(ALWAYS_ALLOWED_GROUP)
             || (!info.is_resource_request && always_allowed(path))
         {
-            return Ok(());
+            return Ok(Opinion::Allow(String::new()));
         }
         let spec = review_spec(user, info, path);
         let key = spec.to_string();
@@ -401,7 +401,10 @@ impl Authorizer for DelegatedAuthorizer {
                 answer
             }
         };
-        answer.map_err(|reason| forbidden(user, info, path, &reason))
+        Ok(match answer {
+            Ok(()) => Opinion::Allow(String::new()),
+            Err(reason) => Opinion::NoOpinion(reason),
+        })
     }
 }
 

@@ -206,16 +206,17 @@ pub async fn impersonate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filters::authorization::Opinion;
 
     /// Allows impersonating users named `alice` and groups named `team`.
     struct AliceAndTeam;
     #[async_trait::async_trait]
     impl Authorizer for AliceAndTeam {
-        async fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
-            match (info.resource.as_str(), info.name.as_str()) {
-                ("users", "alice") | ("groups", "team") => Ok(()),
-                _ => Err(forbidden(user, info, path, "")),
-            }
+        async fn opinion(&self, _: &UserInfo, info: &RequestInfo, _: &str) -> Result<Opinion> {
+            Ok(match (info.resource.as_str(), info.name.as_str()) {
+                ("users", "alice") | ("groups", "team") => Opinion::Allow(String::new()),
+                _ => Opinion::NoOpinion(String::new()),
+            })
         }
     }
 

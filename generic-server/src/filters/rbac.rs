@@ -9,7 +9,7 @@ use apimachinery::rbac::{Decision, Policy, Rules, User};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::de::DeserializeOwned;
 
-use super::authorization::{Authorizer, always_allowed, attributes, forbidden};
+use super::authorization::{Authorizer, Opinion, always_allowed, attributes};
 use crate::request::UserInfo;
 use crate::request_info::RequestInfo;
 use crate::storage::cacher::{Cacher, Derived, ResourceCache, generic_ingest};
@@ -103,26 +103,12 @@ fn who(user: &UserInfo) -> User<'_> {
 
 #[async_trait::async_trait]
 impl Authorizer for Rbac {
-    async fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
-        if exempt(user, info, path) {
-            return Ok(());
-        }
-        match self.policy().denial(&who(user), &attributes(info, path)) {
-            None => Ok(()),
-            Some(reason) => Err(forbidden(user, info, path, &reason)),
-        }
-    }
-
-    async fn authorize_with_reason(
-        &self,
-        user: &UserInfo,
-        info: &RequestInfo,
-        path: &str,
-    ) -> std::result::Result<String, (apimachinery::Error, String)> {
-        match self.decide(user, info, path) {
-            Decision::Allow(reason) => Ok(reason),
-            Decision::Deny(reason) => Err((forbidden(user, info, path, &reason), reason)),
-        }
+    /// RBAC only allows: what no rule allows it leaves to the next authorizer.
+    async fn opinion(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<Opinion> {
+        Ok(match self.decide(user, info, path) {
+            Decision::Allow(reason) => Opinion::Allow(reason),
+            Decision::Deny(reason) => Opinion::NoOpinion(reason),
+        })
     }
 }
 

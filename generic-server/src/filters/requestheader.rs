@@ -29,7 +29,7 @@ use super::authentication::{Authenticate, Authenticator, bearer_token, unauthori
 use super::delegated::{DelegatedTokens, FrontDoor};
 use crate::health::HealthCheck;
 use crate::request::UserInfo;
-use crate::tls::{self, ChainVerifier, ClientRoots};
+use crate::tls::{ChainVerifier, ClientCert, ClientRoots};
 use apimachinery::error::Result;
 
 /// Where the front door publishes how it proxies (kube's name and place).
@@ -245,8 +245,8 @@ impl FrontProxyTrust {
     }
 
     /// Whether the leaf's common name may act as the front proxy.
-    fn allowed(&self, chain: &[Vec<u8>]) -> bool {
-        let Some(subject) = chain.first().and_then(|c| tls::subject(c)) else {
+    fn allowed(&self, cert: &ClientCert) -> bool {
+        let Some(subject) = &cert.subject else {
             return false;
         };
         self.allowed_names.is_empty() || self.allowed_names.contains(&subject.common_name)
@@ -459,15 +459,16 @@ async fn read_published(
 impl Authenticate for RequestHeaderAuthenticator {
     async fn authenticate(
         &self,
-        peer_certs: Option<&[Vec<u8>]>,
+        client_cert: Option<&ClientCert>,
         headers: &HeaderMap,
         path: &str,
     ) -> Result<UserInfo> {
-        if let Some(chain) = peer_certs.filter(|c| !c.is_empty()) {
+        if let Some(cert) = client_cert.filter(|c| !c.chain.is_empty()) {
+            let chain = &cert.chain;
             let trusted = self.current();
             if let Some(trust) = &trusted.front_proxy
                 && trust.verifier.verifies(chain)
-                && trust.allowed(chain)
+                && trust.allowed(cert)
                 && let Some(user) = trust.user_from_headers(headers)
             {
                 return Ok(user);
@@ -486,7 +487,7 @@ impl Authenticate for RequestHeaderAuthenticator {
         if let (Some(tokens), Some(token)) = (&self.tokens, bearer_token(headers)) {
             return tokens.authenticate(&token?).await;
         }
-        self.fallback.authenticate(peer_certs, headers, path)
+        self.fallback.authenticate(client_cert, headers, path)
     }
 }
 
@@ -534,7 +535,7 @@ mod tests {
     }
 
     /// A client certificate chain (DER) for a CN and organizations.
-    fn client(issuer: &Issuer<'static, KeyPair>, cn: &str, orgs: &[&str]) -> Vec<Vec<u8>> {
+    fn client(issuer: &Issuer<'static, KeyPair>, cn: &str, orgs: &[&str]) -> ClientCert {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.distinguished_name.push(DnType::CommonName, cn);
@@ -544,7 +545,7 @@ mod tests {
                 .push(DnType::OrganizationName, *org);
         }
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        vec![params.signed_by(&key, issuer).unwrap().der().to_vec()]
+        ClientCert::new(vec![params.signed_by(&key, issuer).unwrap().der().to_vec()])
     }
 
     struct Fixture {

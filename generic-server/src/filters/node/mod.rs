@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
 use self::graph::{Graph, PodEdges, PvEdges, Vertex};
-use super::authorization::{Authorizer, Opinion, attributes, forbidden};
+use super::authorization::{Authorizer, Opinion, attributes};
 use crate::request::UserInfo;
 use crate::request_info::RequestInfo;
 use crate::storage::cacher::{
@@ -370,17 +370,8 @@ fn own_csinode(node: &str, info: &RequestInfo) -> Opinion {
 
 #[async_trait::async_trait]
 impl Authorizer for NodeAuthorizer {
-    async fn opinion(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Opinion {
-        self.decide(user, info, path)
-    }
-
-    async fn authorize(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<()> {
-        match self.decide(user, info, path) {
-            Opinion::Allow(_) => Ok(()),
-            Opinion::Deny(reason) | Opinion::NoOpinion(reason) => {
-                Err(forbidden(user, info, path, &reason))
-            }
-        }
+    async fn opinion(&self, user: &UserInfo, info: &RequestInfo, path: &str) -> Result<Opinion> {
+        Ok(self.decide(user, info, path))
     }
 }
 
