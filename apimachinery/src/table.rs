@@ -86,13 +86,28 @@ pub fn name_column() -> Column {
     }
 }
 
+/// `metadata.creationTimestamp`'s description (kube's swagger doc).
+const CREATION_TIMESTAMP: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
 /// The Age column (preformatted, so typed string).
 pub fn age_column() -> Column {
-    Column::new(
-        "Age",
-        "string",
-        "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
-    )
+    Column::new("Age", "string", CREATION_TIMESTAMP)
+}
+
+/// The Created At column of kube's default table (`date`: RFC 3339).
+pub fn created_at_column() -> Column {
+    Column::new("Created At", "date", CREATION_TIMESTAMP)
+}
+
+/// kube's default table (`rest.NewDefaultTableConvertor`), for a resource
+/// without a printer: Name and Created At.
+pub fn default_columns() -> Vec<Column> {
+    vec![name_column(), created_at_column()]
+}
+
+/// The cells of [`default_columns`].
+pub fn default_cells(obj: &Value) -> Vec<Value> {
+    vec![name_cell(obj), created_at_cell(obj)]
 }
 
 /// The object's name as a cell.
@@ -100,6 +115,26 @@ pub fn name_cell(obj: &Value) -> Value {
     obj.pointer("/metadata/name")
         .cloned()
         .unwrap_or(Value::String(String::new()))
+}
+
+/// The creation timestamp as a Created At cell: RFC 3339 in UTC, kube's
+/// zero time when there is none.
+pub fn created_at_cell(obj: &Value) -> Value {
+    let created = obj
+        .pointer("/metadata/creationTimestamp")
+        .and_then(Value::as_str)
+        .and_then(|t| {
+            time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
+        });
+    let text = created
+        .map(|t| t.to_offset(time::UtcOffset::UTC))
+        .and_then(|t| {
+            t.replace_nanosecond(0)
+                .ok()?
+                .format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        });
+    Value::String(text.unwrap_or_else(|| "0001-01-01T00:00:00Z".into()))
 }
 
 /// The object's age as a cell.
@@ -216,6 +251,32 @@ pub fn table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_table_is_kubes_name_and_created_at() {
+        let columns = default_columns();
+        let shape: Vec<_> = columns
+            .iter()
+            .map(|c| (c.name.as_str(), c.type_.as_str(), c.format.as_str()))
+            .collect();
+        assert_eq!(
+            shape,
+            [("Name", "string", "name"), ("Created At", "date", "")]
+        );
+        assert!(
+            columns[1]
+                .description
+                .starts_with("CreationTimestamp is a timestamp")
+        );
+        let obj =
+            json!({"metadata": {"name": "a", "creationTimestamp": "2025-05-01T12:00:00+02:00"}});
+        assert_eq!(
+            default_cells(&obj),
+            [json!("a"), json!("2025-05-01T10:00:00Z")]
+        );
+        let unset = json!({"metadata": {"name": "b"}});
+        assert_eq!(default_cells(&unset)[1], json!("0001-01-01T00:00:00Z"));
+    }
 
     #[test]
     fn human_durations_match_kubectl() {

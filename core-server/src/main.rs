@@ -160,10 +160,11 @@ async fn run(options: Options) -> anyhow::Result<()> {
                 .await
                 .context("service account admission")?,
         ),
-        Arc::new(admission::node_restriction::NodeRestriction::new(
-            cacher.clone(),
-            prefix,
-        )),
+        Arc::new(
+            admission::node_restriction::NodeRestriction::new(cacher.clone(), prefix)
+                .await
+                .context("node restriction")?,
+        ),
         Arc::new(
             admission::pod_security::PodSecurity::new(cacher.clone(), prefix)
                 .await

@@ -3,7 +3,6 @@
 
 use apimachinery::error::{FieldError, Result};
 use apimachinery::group_version::GroupVersionKind;
-use apimachinery::table::{self, Column};
 use generic_server::resource::Resource;
 use generic_server::strategy::Strategy;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -122,22 +121,6 @@ impl Strategy for CrdStrategy {
             "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
         );
         Ok(true)
-    }
-
-    fn columns(&self) -> Vec<Column> {
-        vec![
-            table::name_column(),
-            Column::new("Created At", "date", "The time the CRD was created"),
-        ]
-    }
-
-    fn cells(&self, crd: &Value) -> Vec<Value> {
-        vec![
-            table::name_cell(crd),
-            crd.pointer("/metadata/creationTimestamp")
-                .cloned()
-                .unwrap_or(Value::Null),
-        ]
     }
 }
 

@@ -122,14 +122,15 @@ pub trait Strategy: Send + Sync + 'static {
         true
     }
 
-    /// Table columns; by default Name and Age.
+    /// Table columns; by default kube's for a resource without a printer
+    /// (`rest.NewDefaultTableConvertor`): Name and Created At.
     fn columns(&self) -> Vec<Column> {
-        vec![table::name_column(), table::age_column()]
+        table::default_columns()
     }
 
     /// One table row's cells, matching [`Strategy::columns`].
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![table::name_cell(obj), table::age_cell(obj)]
+        table::default_cells(obj)
     }
 
     /// Field paths selectable beyond `metadata.name` and `metadata.namespace`.

@@ -2118,6 +2118,11 @@ source: {component: tester, host: node-a}
 count: 3
 firstTimestamp: "2025-01-01T00:00:00Z"
 lastTimestamp: "2025-01-02T00:00:00Z"
+---
+apiVersion: v1
+kind: LimitRange
+metadata: {name: columns-limits, namespace: default}
+spec: {limits: [{type: Container, default: {cpu: 100m}}]}
 "#;
 
 #[test]
@@ -2180,6 +2185,54 @@ fn kubectl_get_wide_prints_kubes_columns() {
         "{row:?}"
     );
     assert_eq!(row[9..], ["3", "tested.1"], "{row:?}");
+
+    // Kinds without a printer in kube: its default table, the creation
+    // time as RFC 3339.
+    for what in [
+        &["limitrange", "columns-limits"][..],
+        &["clusterrole", "system:basic-user"],
+        &[
+            "role",
+            "system:controller:bootstrap-signer",
+            "-n",
+            "kube-system",
+        ],
+    ] {
+        let (header, row) = table_of(&cluster, what);
+        assert_eq!(header, ["NAME", "CREATED", "AT"], "{what:?}");
+        assert_eq!(row[0], what[1], "{row:?}");
+        let created = cluster
+            .kubectl(
+                &[
+                    &["get"],
+                    what,
+                    &["-o", "jsonpath={.metadata.creationTimestamp}"],
+                ]
+                .concat(),
+            )
+            .ok()
+            .to_string();
+        assert_eq!(row[1], created, "{what:?}");
+    }
+    let default_table = cluster.curl(
+        As::Admin,
+        "GET",
+        "/api/v1/namespaces/default/limitranges",
+        &["Accept: application/json;as=Table;v=v1;g=meta.k8s.io"],
+        None,
+    );
+    assert_eq!(
+        default_table.json["columnDefinitions"].as_array().map(|c| c
+            .iter()
+            .map(|c| (c["name"].clone(), c["type"].clone(), c["format"].clone()))
+            .collect::<Vec<_>>()),
+        Some(vec![
+            (json!("Name"), json!("string"), json!("name")),
+            (json!("Created At"), json!("date"), json!("")),
+        ]),
+        "{}",
+        default_table.text
+    );
 
     // Column types as kube declares them: numbers in string-typed columns.
     let table = cluster.curl(

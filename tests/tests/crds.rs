@@ -95,6 +95,25 @@ fn custom_resources_behave_like_built_ins() {
         .json();
     assert_eq!(crd["status"]["acceptedNames"]["kind"], "Widget");
     assert_eq!(crd["status"]["storedVersions"], serde_json::json!(["v1"]));
+    // kube's CRDs have no printer: its default table.
+    let crds = cluster.kubectl(&["get", "crd", "widgets.example.com"]);
+    let rows: Vec<Vec<&str>> = crds
+        .ok()
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            vec!["NAME", "CREATED", "AT"],
+            vec![
+                "widgets.example.com",
+                crd["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or("none")
+            ]
+        ]
+    );
     assert!(
         crd["status"]["conditions"]
             .as_array()

@@ -454,6 +454,138 @@ fn namespaces_secrets_and_cascading_deletion() {
         .contains("NotFound")));
 }
 
+/// The names `kubectl get` prints with `-o name`, sorted.
+fn names(cluster: &Cluster, args: &[&str]) -> Vec<String> {
+    let mut args = args.to_vec();
+    args.extend(["-o", "name"]);
+    let mut names: Vec<String> = cluster
+        .kubectl(&args)
+        .ok()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn namespaces_and_secrets_are_selected_by_kubes_fields() {
+    let cluster = Cluster::start();
+    let phase = |phase: &str| {
+        names(
+            &cluster,
+            &[
+                "get",
+                "ns",
+                "--field-selector",
+                &format!("status.phase={phase}"),
+            ],
+        )
+    };
+    let system = ["default", "kube-node-lease", "kube-public", "kube-system"];
+    let active = phase("Active");
+    for ns in system {
+        assert!(
+            active.contains(&format!("namespace/{ns}")),
+            "{ns} not selected as Active: {active:?}"
+        );
+    }
+    assert_eq!(phase("Terminating"), Vec::<String>::new());
+
+    // A namespace held in Terminating by a finalizer of its own.
+    cluster
+        .kubectl_stdin(
+            &["create", "-f", "-"],
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: held}\nspec: {finalizers: [kubernetes, e2e.example.com/hold]}\n",
+        )
+        .ok();
+    let listed = cluster
+        .kubectl(&[
+            "get",
+            "--raw",
+            "/api/v1/namespaces?fieldSelector=status.phase%3DTerminating",
+        ])
+        .json();
+    assert_eq!(listed["items"], serde_json::json!([]));
+    let before = listed["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("list resourceVersion")
+        .to_string();
+    cluster
+        .kubectl(&["delete", "ns", "held", "--wait=false"])
+        .ok();
+    assert_eq!(phase("Terminating"), ["namespace/held"]);
+    assert!(!phase("Active").contains(&"namespace/held".to_string()));
+    let not_active = names(
+        &cluster,
+        &["get", "ns", "--field-selector", "status.phase!=Active"],
+    );
+    assert_eq!(not_active, ["namespace/held"]);
+    // A watch from before the deletion sees it start to match.
+    let watched = cluster
+        .kubectl(&[
+            "get",
+            "--raw",
+            &format!(
+                "/api/v1/namespaces?watch=true&fieldSelector=status.phase%3DTerminating&resourceVersion={before}&timeoutSeconds=1"
+            ),
+        ])
+        .events();
+    assert!(
+        watched
+            .iter()
+            .any(|e| e["type"] == "ADDED" && e["object"]["metadata"]["name"] == "held"),
+        "{watched:?}"
+    );
+    assert!(
+        watched
+            .iter()
+            .all(|e| e["object"]["metadata"]["name"] == "held"),
+        "{watched:?}"
+    );
+
+    // Secrets by type, as kube selects them.
+    cluster
+        .kubectl(&["create", "secret", "generic", "plain", "--from-literal=a=b"])
+        .ok();
+    cluster
+        .kubectl(&[
+            "create",
+            "secret",
+            "generic",
+            "typed",
+            "--type=example.com/typed",
+            "--from-literal=a=b",
+        ])
+        .ok();
+    let typed = |selector: &str| names(&cluster, &["get", "secrets", "--field-selector", selector]);
+    assert_eq!(typed("type=example.com/typed"), ["secret/typed"]);
+    assert_eq!(typed("type=Opaque"), ["secret/plain"]);
+    // kube's ServiceAccounts select by metadata only.
+    assert_eq!(
+        names(
+            &cluster,
+            &["get", "sa", "--field-selector", "metadata.name=default"]
+        ),
+        ["serviceaccount/default"]
+    );
+    assert!(
+        cluster
+            .kubectl(&["get", "sa", "--field-selector", "secrets=x"])
+            .err()
+            .contains("field label not supported: secrets")
+    );
+
+    // Let the held namespace go.
+    cluster
+        .kubectl_stdin(
+            &["replace", "--raw", "/api/v1/namespaces/held/finalize", "-f", "-"],
+            "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"held\"},\"spec\":{\"finalizers\":[]}}",
+        )
+        .ok();
+    assert!(eventually(Duration::from_secs(10), || phase("Terminating").is_empty()));
+}
+
 #[test]
 fn watch_sees_added_modified_deleted() {
     let cluster = Cluster::start();

@@ -265,9 +265,22 @@ fn the_wardle_sample_serves_flunders_and_fischers_through_the_front_door() {
         .to_string();
 
     // Table output, selectors, explain.
-    let table = wendy(&["get", "flunders"]);
-    assert!(table.ok().starts_with("NAME"), "{}", table.stdout);
-    assert!(table.stdout.contains("first"));
+    // A k8s.io/apiserver server without a printer: kube's default table.
+    let table = wendy(&["get", "flunders", "first"]);
+    let rows: Vec<Vec<&str>> = table
+        .ok()
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let created = stored["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap_or("none");
+    assert_eq!(
+        rows,
+        [vec!["NAME", "CREATED", "AT"], vec!["first", created]],
+        "{}",
+        table.stdout
+    );
     assert!(
         wendy(&["get", "flunders", "-l", "app=two", "-o", "name"])
             .ok()

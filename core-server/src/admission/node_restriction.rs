@@ -47,26 +47,14 @@ const KUBELET_LABEL_NAMESPACES: [&str; 2] = ["kubelet.kubernetes.io", "node.kube
 /// kube's NodeRestriction admission plugin, reading Nodes from the watch cache.
 pub struct NodeRestriction {
     cacher: Arc<Cacher>,
-    etcd_root: String,
+    nodes: Arc<ResourceCache>,
 }
 
 impl NodeRestriction {
     /// Reads Nodes (for a mirror pod's owner's uid) from the server's cache.
-    pub fn new(cacher: Arc<Cacher>, etcd_root: &str) -> Self {
-        NodeRestriction {
-            cacher,
-            etcd_root: etcd_root.to_string(),
-        }
-    }
-
-    /// The Nodes cache: the server's own (with the fields its selectors
-    /// read), which this plugin, made before the stores, must not register.
-    async fn nodes(&self) -> Result<Arc<ResourceCache>> {
-        let prefix = apimachinery::keys::key_prefix(&self.etcd_root, "", "nodes");
-        match self.cacher.registered(&prefix) {
-            Some(cache) => Ok(cache),
-            None => super::watch(&self.cacher, &self.etcd_root, "", "nodes").await,
-        }
+    pub async fn new(cacher: Arc<Cacher>, etcd_root: &str) -> Result<Self> {
+        let nodes = super::watch(&cacher, etcd_root, "", "nodes").await?;
+        Ok(NodeRestriction { cacher, nodes })
     }
 
     /// A mirror pod bound to the node, owned by its Node (by uid), using nothing else.
@@ -74,8 +62,7 @@ impl NodeRestriction {
         if let Err(why) = mirror_pod_owner(node, pod) {
             return Err(forbidden(attrs, &why));
         }
-        let nodes = self.nodes().await?;
-        let Some(found) = cached(&self.cacher, &nodes, node).await? else {
+        let Some(found) = cached(&self.cacher, &self.nodes, node).await? else {
             return Err(Error::NotFound {
                 resource: GroupResource::new("", "nodes"),
                 name: node.to_string(),
@@ -541,7 +528,7 @@ mod tests {
             .await
             .unwrap();
         let cacher = Cacher::start(storage).await.unwrap();
-        NodeRestriction::new(cacher, "/registry")
+        NodeRestriction::new(cacher, "/registry").await.unwrap()
     }
 
     fn mirror(extra: Value) -> Value {

@@ -4,7 +4,6 @@
 
 use apimachinery::error::FieldError;
 use apimachinery::quantity::{self, Quantity};
-use apimachinery::table::{self, Column};
 use apimachinery::validation;
 use generic_server::strategy::Strategy;
 use serde_json::Value;
@@ -61,19 +60,6 @@ impl Strategy for CSIStorageCapacityStrategy {
             "storageClassName",
         ));
         errs
-    }
-
-    /// kube serves these with the default table (its printer for the kind
-    /// is not wired to the registry): Name and Created At.
-    fn columns(&self) -> Vec<Column> {
-        vec![
-            table::name_column(),
-            Column::new("Created At", "date", &table::age_column().description),
-        ]
-    }
-
-    fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![table::name_cell(obj), fields::created_at_cell(obj)]
     }
 }
 

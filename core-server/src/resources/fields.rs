@@ -340,11 +340,6 @@ pub fn text_cell(obj: &Value, pointer: &str) -> Value {
     json!(text(obj, pointer))
 }
 
-/// The creation timestamp as a `date` cell (`Created At` columns).
-pub fn created_at_cell(obj: &Value) -> Value {
-    value(obj, "/metadata/creationTimestamp")
-}
-
 /// An int-or-string value as kube prints it (`25%`, `1`).
 pub fn int_or_string(v: Option<&Value>) -> Option<String> {
     match v? {

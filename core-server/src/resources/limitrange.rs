@@ -1,7 +1,6 @@
 //! LimitRanges: container defaults filled from max, default and min as kube does.
 
 use apimachinery::error::FieldError;
-use apimachinery::table::{self, Column};
 use generic_server::strategy::Strategy;
 use serde_json::{Map, Value};
 
@@ -100,21 +99,6 @@ impl Strategy for LimitRangeStrategy {
             }
         }
         errs
-    }
-
-    fn columns(&self) -> Vec<Column> {
-        vec![
-            table::name_column(),
-            Column::new(
-                "Created At",
-                "date",
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            ),
-        ]
-    }
-
-    fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![table::name_cell(obj), fields::created_at_cell(obj)]
     }
 }
 

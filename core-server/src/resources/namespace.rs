@@ -36,8 +36,13 @@ impl Strategy for NamespaceStrategy {
         obj["metadata"]["labels"][NAME_LABEL] = name;
     }
 
+    /// Active, keeping the finalizers asked for and adding `kubernetes`.
     fn prepare_for_create(&self, obj: &mut Value) {
-        obj["spec"] = json!({"finalizers": [FINALIZER]});
+        let mut kept = finalizers(obj).to_vec();
+        if !kept.iter().any(|f| f == FINALIZER) {
+            kept.push(json!(FINALIZER));
+        }
+        obj["spec"] = json!({"finalizers": kept});
         obj["status"] = json!({"phase": "Active"});
     }
 
@@ -151,5 +156,23 @@ mod tests {
             .update_subresource("finalize", &json!({"spec": {"finalizers": []}}), &ns)
             .unwrap();
         assert!(NamespaceStrategy.may_remove(&finalized));
+    }
+
+    #[test]
+    fn create_keeps_the_finalizers_asked_for_as_kube_does() {
+        let mut ns = json!({"metadata": {"name": "held"},
+            "spec": {"finalizers": ["example.com/hold"], "other": true}});
+        NamespaceStrategy.prepare_for_create(&mut ns);
+        assert_eq!(
+            ns["spec"],
+            json!({"finalizers": ["example.com/hold", "kubernetes"]})
+        );
+        let mut ns = json!({"metadata": {"name": "held"},
+            "spec": {"finalizers": ["kubernetes", "example.com/hold"]}});
+        NamespaceStrategy.prepare_for_create(&mut ns);
+        assert_eq!(
+            ns["spec"]["finalizers"],
+            json!(["kubernetes", "example.com/hold"])
+        );
     }
 }

@@ -136,21 +136,6 @@ impl Strategy for RoleStrategy {
         }
         errs
     }
-
-    fn columns(&self) -> Vec<Column> {
-        vec![
-            table::name_column(),
-            Column::new(
-                "Created At",
-                "date",
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            ),
-        ]
-    }
-
-    fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![table::name_cell(obj), fields::created_at_cell(obj)]
-    }
 }
 
 impl Strategy for RoleBindingStrategy {

@@ -146,7 +146,7 @@ impl Store {
     ) -> Result<Store> {
         let prefix = resource.key_prefix(etcd_root);
         let shared = resource.strategy.shared_storage();
-        let cache = cacher.register(&prefix, strategy_ingest(&resource)).await?;
+        let cache = cacher.serve(&prefix, strategy_ingest(&resource)).await?;
         let store = Store {
             storage: cacher.storage().clone(),
             resource,

@@ -265,7 +265,12 @@ pub struct Page {
 /// The cache of one resource (one key prefix).
 pub struct ResourceCache {
     prefix: String,
-    ingest: Ingest,
+    /// How stored values become cached objects: the store's (with its
+    /// resource's selectable fields) once a store serves the prefix.
+    ingest: RwLock<Ingest>,
+    /// Whether the store serving the prefix registered it (see
+    /// [`Cacher::serve`]), rather than only readers.
+    served: std::sync::atomic::AtomicBool,
     state: RwLock<CacheState>,
 }
 
@@ -342,16 +347,30 @@ impl ResourceCache {
 
     /// Ingests a stored value.
     pub fn ingest(&self, key: &str, value: &[u8], revision: i64) -> Option<CachedObject> {
-        (self.ingest)(key, value, revision)
+        (self.ingester())(key, value, revision)
+    }
+
+    /// The cache's ingest as it is now.
+    fn ingester(&self) -> Ingest {
+        self.ingest
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Whether a store serves this prefix (its ingest is the cache's).
+    fn served(&self) -> bool {
+        self.served.load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn apply(&self, event: &Event) {
+        let ingest = self.ingester();
         let mut state = self.write();
         let revision = event.revision();
         let prev = state.objects.get(event.kv.key.as_str()).cloned();
         let watch_event = match event.kind {
             EventKind::Put => {
-                let Some(object) = self.ingest(&event.kv.key, &event.kv.value, revision) else {
+                let Some(object) = ingest(&event.kv.key, &event.kv.value, revision) else {
                     tracing::warn!(key = %event.kv.key, "an object that does not decode was stored");
                     state.objects.remove(event.kv.key.as_str());
                     state.undecodable.insert(event.kv.key.as_str().into());
@@ -371,7 +390,7 @@ impl ResourceCache {
                 state.objects.remove(event.kv.key.as_str());
                 state.undecodable.remove(event.kv.key.as_str());
                 let Some(prev) = prev else { return };
-                let Some(last) = self.ingest(&prev.key, &prev_value(&prev), revision) else {
+                let Some(last) = ingest(&prev.key, &prev_value(&prev), revision) else {
                     return;
                 };
                 WatchEvent::new(WatchEventType::Deleted, Arc::new(last), Some(prev))
@@ -625,8 +644,12 @@ impl Cacher {
         *self.progress.borrow()
     }
 
-    /// Registers (or returns) the cache of a key prefix, loading it from etcd
-    /// at the dispatcher's current revision.
+    /// Registers (or returns) the cache of a key prefix for a reader (an
+    /// admission plugin, an authorizer, a controller), loading it from etcd
+    /// at the dispatcher's current revision. The reader gets whatever the
+    /// prefix's cache holds: its own `ingest`'s objects until the store
+    /// serving the prefix registers it ([`Cacher::serve`]), that store's
+    /// after (whole objects, with their selectable fields).
     pub async fn register(
         &self,
         prefix: &str,
@@ -636,14 +659,53 @@ impl Cacher {
             return Ok(cache);
         }
         let _dispatch = self.dispatch.lock().await;
-        if let Some(cache) = self.cache(prefix) {
+        match self.cache(prefix) {
+            Some(cache) => Ok(cache),
+            None => self.insert(prefix, ingest, false).await,
+        }
+    }
+
+    /// Registers the cache of the store that serves a key prefix: the
+    /// store's `ingest` (what its selectors read) is the cache's whoever
+    /// registered the prefix first. A cache only readers registered is
+    /// reloaded in place from etcd with it (the readers keep the same
+    /// cache; its watches end, to start again from a list); one a store
+    /// already serves (another version's view of the same storage) is
+    /// returned as it is.
+    pub async fn serve(&self, prefix: &str, ingest: Ingest) -> Result<Arc<ResourceCache>, Error> {
+        if let Some(cache) = self.cache(prefix).filter(|c| c.served()) {
             return Ok(cache);
         }
+        let _dispatch = self.dispatch.lock().await;
+        let Some(cache) = self.cache(prefix) else {
+            return self.insert(prefix, ingest, true).await;
+        };
+        if !cache.served() {
+            let revision = self.progress();
+            let objects = self.load(prefix, &ingest, revision).await?;
+            *cache.ingest.write().unwrap_or_else(|e| e.into_inner()) = ingest;
+            *cache.write() = CacheState::new(objects, revision);
+            cache
+                .served
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+        Ok(cache)
+    }
+
+    /// Loads a new cache of `prefix` at the dispatcher's progress and
+    /// registers it (the caller holds the dispatch lock).
+    async fn insert(
+        &self,
+        prefix: &str,
+        ingest: Ingest,
+        served: bool,
+    ) -> Result<Arc<ResourceCache>, Error> {
         let revision = self.progress();
         let objects = self.load(prefix, &ingest, revision).await?;
         let cache = Arc::new(ResourceCache {
             prefix: prefix.to_string(),
-            ingest,
+            ingest: RwLock::new(ingest),
+            served: std::sync::atomic::AtomicBool::new(served),
             state: RwLock::new(CacheState::new(objects, revision)),
         });
         self.caches
@@ -818,7 +880,7 @@ impl Cacher {
             .await
             .unwrap_or_else(|_| self.progress());
         for cache in caches {
-            match self.load(&cache.prefix, &cache.ingest, revision).await {
+            match self.load(&cache.prefix, &cache.ingester(), revision).await {
                 Ok(objects) => *cache.write() = CacheState::new(objects, revision),
                 Err(e) => {
                     tracing::error!(prefix = %cache.prefix, error = %e, "reloading cache failed");
@@ -1030,6 +1092,50 @@ mod tests {
         assert_eq!(snap.revision, fresh);
         let b = cache.get("/r/cm/b").unwrap();
         assert_eq!(b.value()["metadata"]["resourceVersion"], rev.to_string());
+    }
+
+    /// An ingest that selects by the name's length (a store's field).
+    fn sized_ingest() -> Ingest {
+        ingest_with(Arc::new(|obj: &Value| {
+            let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+            vec![("size".to_string(), name.len().to_string())]
+        }))
+    }
+
+    #[tokio::test]
+    async fn the_store_serving_a_prefix_shapes_its_cache_whoever_registered_it_first() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::default());
+        storage.create("/r/ns/a", obj("a")).await.unwrap();
+        let cacher = Cacher::start(storage.clone()).await.unwrap();
+        let fields = |cache: &ResourceCache, key: &str| cache.get(key).unwrap().fields.clone();
+        let size = |n: &str| vec![("size".to_string(), n.to_string())];
+
+        // A reader (an admission plugin made before the stores) comes first.
+        let reader = cacher.register("/r/ns/", generic_ingest()).await.unwrap();
+        assert!(fields(&reader, "/r/ns/a").is_empty());
+        let mut live = reader.snapshot_and_subscribe("/r/ns/", cacher.progress()).1;
+
+        let served = cacher.serve("/r/ns/", sized_ingest()).await.unwrap();
+        assert!(
+            Arc::ptr_eq(&reader, &served),
+            "the reader keeps the same cache"
+        );
+        assert_eq!(fields(&reader, "/r/ns/a"), size("1"));
+        // The reader's watch ends, to start again from a list.
+        assert!(matches!(
+            live.recv().await,
+            Err(broadcast::error::RecvError::Closed)
+        ));
+        storage.create("/r/ns/bb", obj("bb")).await.unwrap();
+        cacher.wait_fresh().await.unwrap();
+        assert_eq!(fields(&served, "/r/ns/bb"), size("2"));
+
+        // Later readers and stores of the prefix get the served cache as it is.
+        let later = cacher.register("/r/ns/", generic_ingest()).await.unwrap();
+        assert_eq!(fields(&later, "/r/ns/bb"), size("2"));
+        let view = cacher.serve("/r/ns/", generic_ingest()).await.unwrap();
+        assert!(Arc::ptr_eq(&view, &served));
+        assert_eq!(fields(&view, "/r/ns/a"), size("1"));
     }
 
     #[tokio::test]

@@ -487,7 +487,9 @@ fn follow<E: DeserializeOwned + Send + 'static>(
                     tracing::info!(missed, "the node authorizer's graph fell behind; reloading");
                     events = load(&graph);
                 }
-                Err(RecvError::Closed) => return,
+                // The cache ended its watches (reloaded, stale, or shaped
+                // anew by the store that serves it): read it again.
+                Err(RecvError::Closed) => events = load(&graph),
             }
         }
     })
@@ -644,6 +646,24 @@ mod tests {
                 .pods()
                 .get("/registry/pods/ns/web")
                 .is_some_and(|p| p.value()["spec"]["containers"].is_array())
+        );
+    }
+
+    #[tokio::test]
+    async fn the_graph_follows_pods_once_their_store_serves_the_cache_it_registered() {
+        let storage = Arc::new(MemoryStorage::default());
+        let cacher = Cacher::start(storage.clone()).await.unwrap();
+        let authorizer = NodeAuthorizer::new(&cacher, "/registry").await.unwrap();
+        let whole = crate::storage::cacher::generic_ingest();
+        cacher.serve("/registry/pods/", whole).await.unwrap();
+        put(&storage, "/registry/pods/ns/web", json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "ns"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}})).await;
+        cacher.wait_fresh().await.unwrap();
+        let cfg = ask(Method::GET, "/api/v1/namespaces/ns/configmaps/cfg", "");
+        assert_eq!(
+            decided(&authorizer, &kubelet("n1"), &cfg).await,
+            Opinion::Allow(String::new())
         );
     }
 
