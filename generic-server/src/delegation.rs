@@ -215,7 +215,7 @@ impl DelegationService {
             .ok_or_else(|| tonic::Status::unauthenticated("a client certificate is required"))?;
         let subject = certs.first().and_then(|c| crate::tls::subject(c.as_ref()));
         match subject {
-            Some(s) if self.allowed_callers.iter().any(|a| *a == s.common_name) => Ok(()),
+            Some(s) if self.allowed_callers.contains(&s.common_name) => Ok(()),
             Some(s) => Err(tonic::Status::permission_denied(format!(
                 "{} may not delegate to this server",
                 s.common_name
@@ -256,6 +256,11 @@ fn frames(resp: ApiResponse, annotations: Vec<(String, String)>) -> FrameStream 
         Ok(pb::ApiResponseFrame {
             frame: Some(pb::api_response_frame::Frame::Chunk(b)),
         })
+    };
+    let large = match &resp.body {
+        Body::Full(bytes) => bytes.len() > CHUNK_BYTES,
+        Body::Pieces(pieces) => pieces.iter().map(Bytes::len).sum::<usize>() > CHUNK_BYTES,
+        Body::Stream(_) => false,
     };
     let body: FrameStream = match resp.body {
         Body::Full(bytes) => {
@@ -300,9 +305,38 @@ fn frames(resp: ApiResponse, annotations: Vec<(String, String)>) -> FrameStream 
             live.chain(cut).boxed()
         }
     };
+    let body = match large {
+        true => one_large_body_of_a_few(body),
+        false => body,
+    };
     futures::stream::once(async { Ok(head) })
         .chain(body)
         .boxed()
+}
+
+/// Bodies of more than one chunk that cross this server's links at once.
+/// Each holds about two chunks while it crosses (the joined one and
+/// gRPC's encoding of it), so clients that ask for many large LISTs at
+/// once (readers that never read, whose front door gathers the bodies and
+/// refuses them one by one) cost at most this many; the rest wait, holding
+/// only their pieces (shared with the watch cache). The front door gathers
+/// a body as fast as the link brings it, so a turn lasts one transfer.
+const LARGE_BODIES_AT_ONCE: usize = 8;
+
+/// `body`, sent once it has a turn among the [`LARGE_BODIES_AT_ONCE`],
+/// which it holds until it ends or is dropped (a stream reset).
+fn one_large_body_of_a_few(body: FrameStream) -> FrameStream {
+    static TURNS: std::sync::LazyLock<Arc<tokio::sync::Semaphore>> =
+        std::sync::LazyLock::new(|| Arc::new(tokio::sync::Semaphore::new(LARGE_BODIES_AT_ONCE)));
+    futures::stream::once(async move {
+        let turn = TURNS.clone().acquire_owned().await.ok();
+        body.map(move |frame| {
+            let _held = &turn;
+            frame
+        })
+    })
+    .flatten()
+    .boxed()
 }
 
 #[tonic::async_trait]
@@ -944,6 +978,33 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
+
+    #[tokio::test]
+    async fn large_bodies_cross_a_few_at_a_time_and_small_ones_never_wait() {
+        use futures::FutureExt;
+        let body = |len: usize| {
+            let resp = ApiResponse::bytes(StatusCode::OK, "application/json", vec![b'x'; len]);
+            frames(resp, Vec::new())
+        };
+        let mut crossing = Vec::new();
+        for _ in 0..LARGE_BODIES_AT_ONCE {
+            let mut large = body(CHUNK_BYTES + 1);
+            assert!(large.next().await.is_some(), "the head");
+            assert!(large.next().await.is_some(), "a first chunk");
+            crossing.push(large);
+        }
+        let mut waiting = body(CHUNK_BYTES + 1);
+        assert!(waiting.next().await.is_some(), "the head goes at once");
+        assert!(waiting.next().now_or_never().is_none(), "no turn is free");
+        let mut small = body(CHUNK_BYTES);
+        assert!(small.next().await.is_some() && small.next().await.is_some());
+        // A body that ends or is reset (dropped) hands its turn on.
+        crossing.pop();
+        let chunk = waiting.next().await.expect("a chunk").expect("a frame");
+        assert!(
+            matches!(chunk.frame, Some(pb::api_response_frame::Frame::Chunk(c)) if c.len() == CHUNK_BYTES)
+        );
+    }
 
     /// Streams one chunk, then nothing; records when it is dropped.
     struct Endless(Arc<AtomicBool>);

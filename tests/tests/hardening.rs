@@ -916,7 +916,10 @@ fn readers_that_never_read_hold_a_bounded_share_of_memory() {
         "80 stalled readers of a 27 MB LIST: memory {memory:?} -> {during:?}; the admin's slowest GET meanwhile {slowest:?}"
     );
     assert!(slowest < STALLED, "{slowest:?}");
-    assert_memory_within(&cluster, &memory, 400);
+    // The front door holds what the user may leave unread (128 MiB); the
+    // server behind sends a few large bodies at a time (it grew 300-700 MiB
+    // when it sent all 80 at once).
+    assert_memory_within(&cluster, &memory, 250);
     // Others still list; the readers give everything back when they go.
     drop(readers.expect("the readers"));
     let listed = cluster.curl(
