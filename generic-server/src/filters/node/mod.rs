@@ -625,6 +625,24 @@ mod tests {
         assert!(authorizer.pods().is_empty());
     }
 
+    /// A pod bound to `n1` that reads the ConfigMap `cfg`: stored, then
+    /// `n1`'s kubelet may read that ConfigMap.
+    async fn kubelet_reads_its_pods_configmap(
+        storage: &MemoryStorage,
+        cacher: &Cacher,
+        authorizer: &NodeAuthorizer,
+    ) {
+        put(storage, "/registry/pods/ns/web", json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "ns"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}})).await;
+        cacher.wait_fresh().await.unwrap();
+        let cfg = ask(Method::GET, "/api/v1/namespaces/ns/configmaps/cfg", "");
+        assert_eq!(
+            decided(authorizer, &kubelet("n1"), &cfg).await,
+            Opinion::Allow(String::new())
+        );
+    }
+
     #[tokio::test]
     async fn a_server_serving_pods_relates_them_from_its_own_cache() {
         let storage = Arc::new(MemoryStorage::default());
@@ -632,15 +650,7 @@ mod tests {
         let whole = crate::storage::cacher::generic_ingest();
         cacher.register("/registry/pods/", whole).await.unwrap();
         let authorizer = NodeAuthorizer::new(&cacher, "/registry").await.unwrap();
-        put(&storage, "/registry/pods/ns/web", json!({"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "web", "namespace": "ns"},
-            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}})).await;
-        cacher.wait_fresh().await.unwrap();
-        let cfg = ask(Method::GET, "/api/v1/namespaces/ns/configmaps/cfg", "");
-        assert_eq!(
-            decided(&authorizer, &kubelet("n1"), &cfg).await,
-            Opinion::Allow(String::new())
-        );
+        kubelet_reads_its_pods_configmap(&storage, &cacher, &authorizer).await;
         assert!(
             authorizer
                 .pods()
@@ -656,15 +666,7 @@ mod tests {
         let authorizer = NodeAuthorizer::new(&cacher, "/registry").await.unwrap();
         let whole = crate::storage::cacher::generic_ingest();
         cacher.serve("/registry/pods/", whole).await.unwrap();
-        put(&storage, "/registry/pods/ns/web", json!({"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "web", "namespace": "ns"},
-            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}})).await;
-        cacher.wait_fresh().await.unwrap();
-        let cfg = ask(Method::GET, "/api/v1/namespaces/ns/configmaps/cfg", "");
-        assert_eq!(
-            decided(&authorizer, &kubelet("n1"), &cfg).await,
-            Opinion::Allow(String::new())
-        );
+        kubelet_reads_its_pods_configmap(&storage, &cacher, &authorizer).await;
     }
 
     #[test]
