@@ -2,12 +2,6 @@
 //! that follow), served over gRPC to the aggregator. What it does not serve
 //! it hands to the extension server.
 
-/// mimalloc: freed memory goes back to the system instead of staying in
-/// glibc's per-thread arenas (80 stalled readers of a 27 MB LIST grew
-/// core-server by 25 MiB with it, by 280-330 MiB with glibc).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod admission;
 mod allocation;
 mod binding;

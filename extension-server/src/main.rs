@@ -2,12 +2,6 @@
 //! CustomResourceDefinitions and their custom resources; every path it does
 //! not serve gets a 404 Status.
 
-/// mimalloc: freed memory goes back to the system instead of staying in
-/// glibc's per-thread arenas (80 stalled readers of a 27 MB LIST grew
-/// core-server by 25 MiB with it, by 280-330 MiB with glibc).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod controllers;
 mod conversion;
 mod crd;

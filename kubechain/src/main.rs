@@ -3,12 +3,6 @@
 //! processes; `kubechain certs` writes the certificates for a compose
 //! deployment and `kubechain addons` registers its Node and metrics-server.
 
-/// mimalloc: freed memory goes back to the system instead of staying in
-/// glibc's per-thread arenas (80 stalled readers of a 27 MB LIST grew
-/// core-server by 25 MiB with it, by 280-330 MiB with glibc).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod bench;
 mod bootstrap;
 mod client;

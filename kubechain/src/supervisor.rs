@@ -33,6 +33,15 @@ pub struct Supervisor {
     children: Vec<Running>,
 }
 
+/// glibc malloc settings for the children (unless `GLIBC_TUNABLES` is set):
+/// a LIST's megabyte buffers come from the heap rather than fresh mappings,
+/// and freed memory is kept for the next one instead of being handed back
+/// and faulted in again. In `kubechain bench` they cut the CPU of a LIST
+/// of 1,000 objects by about a fifth, for about 5% more resident memory.
+/// deploy/docker-compose.yml sets the same.
+const MALLOC_TUNABLES: &str =
+    "glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=33554432";
+
 impl Supervisor {
     /// A supervisor writing logs into `logs`.
     pub fn new(logs: &Path) -> Self {
@@ -50,6 +59,9 @@ impl Supervisor {
             .open(&path)
             .with_context(|| format!("opening {}", path.display()))?;
         let mut command = Command::new(&spec.program);
+        if std::env::var_os("GLIBC_TUNABLES").is_none() {
+            command.env("GLIBC_TUNABLES", MALLOC_TUNABLES);
+        }
         // A process group of its own: a terminal's Ctrl-C (SIGINT to the
         // foreground group) reaches only the launcher, which stops the
         // children in order, etcd last, so that each leaves cleanly.
