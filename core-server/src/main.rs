@@ -10,6 +10,7 @@ mod cluster_ip;
 mod controllers;
 mod escalation;
 mod eviction;
+mod proxy;
 mod resources;
 mod reviews;
 mod tokens;
@@ -222,6 +223,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
     binding::install(server.api());
     eviction::install(server.api());
     install_token_requests(server.api(), &options)?;
+    install_proxies(server.api())?;
 
     let ips = cluster_ip_allocator(server.api())?;
     let _ = cluster_ips.set(ips.clone());
@@ -334,6 +336,30 @@ fn install_token_requests(server: &ApiServer, options: &Options) -> anyhow::Resu
             },
             &options.service_account_issuer,
             options.service_account_max_token_expiration.as_secs() as i64,
+        )),
+    );
+    Ok(())
+}
+
+/// Serves `pods/proxy` and `services/proxy`, sent on to pod IPs.
+fn install_proxies(server: &ApiServer) -> anyhow::Result<()> {
+    let store = |plural: &str| {
+        server
+            .store("", "v1", plural)
+            .with_context(|| format!("the proxies read {plural}, which are not installed"))
+    };
+    let upstream = generic_server::upstream::Upstream::new().context("the proxies' client")?;
+    server.add_connect(
+        "proxy",
+        Arc::new(proxy::PodProxy::new(store("pods")?, upstream.clone())),
+    );
+    server.add_connect(
+        "proxy",
+        Arc::new(proxy::ServiceProxy::new(
+            store("services")?,
+            store("endpoints")?,
+            store("pods")?,
+            upstream,
         )),
     );
     Ok(())

@@ -61,11 +61,29 @@ const FORWARDED_HEADERS: &[&str] = &[
     "tracestate",
 ];
 
+/// Request headers that never travel down the chain, even to a proxied
+/// address: who the caller is was worked out at the front door (kube
+/// removes them once authentication has read them).
+const IDENTITY_HEADERS: &[&str] = &["authorization", "proxy-authorization"];
+
+/// Whether a header travels down the chain: the few the API reads, or, for a
+/// proxy subresource (`pods/proxy`, `services/proxy`), every one but the
+/// caller's identity (credentials, impersonation, front-proxy headers).
+fn travels(name: &str, proxied: bool) -> bool {
+    if !proxied {
+        return FORWARDED_HEADERS.contains(&name);
+    }
+    !(IDENTITY_HEADERS.contains(&name)
+        || name.starts_with("impersonate-")
+        || name.starts_with("x-remote-"))
+}
+
 fn to_pb(req: ApiRequest) -> pb::ApiRequest {
+    let proxied = req.info.subresource == "proxy";
     let headers = req
         .headers
         .iter()
-        .filter(|(name, _)| FORWARDED_HEADERS.contains(&name.as_str()))
+        .filter(|(name, _)| travels(name.as_str(), proxied))
         .filter_map(|(name, value)| {
             Some(pb::Header {
                 name: name.to_string(),

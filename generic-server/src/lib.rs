@@ -43,6 +43,7 @@ pub mod strategy;
 pub mod testing;
 pub mod tls;
 pub mod trace;
+pub mod upstream;
 pub mod version;
 pub mod watch_event;
 pub mod watch_hub;

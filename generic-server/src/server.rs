@@ -323,6 +323,13 @@ impl ApiServer {
             .insert(key, rest);
     }
 
+    /// Serves a connect subresource (`pods/proxy`) with an endpoint of its
+    /// own: `endpoint`'s [`Rest::connect`] answers it, for the resource
+    /// [`Rest::resource`] names, which declares the subresource.
+    pub fn add_connect(&self, subresource: &str, endpoint: Arc<dyn Rest>) {
+        self.add_rest(subresource, endpoint);
+    }
+
     /// Serves a create-only endpoint for `kind` at a resource (and
     /// subresource) of a group/version; discovery comes from the resource
     /// declarations installed with [`ApiServer::install`].

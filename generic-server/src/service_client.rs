@@ -616,7 +616,7 @@ pub async fn post_review(
 
 /// Accepts any server certificate: only for `insecureSkipTLSVerify: true`.
 #[derive(Debug)]
-struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+pub(crate) struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
 
 impl Default for AcceptAny {
     fn default() -> Self {

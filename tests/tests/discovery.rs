@@ -6,7 +6,9 @@
 //! aggregated discovery (`apidiscovery.k8s.io/v2`). The test prints the
 //! table of both and fails on any difference not in [`KNOWN`]. Then the
 //! resources the table added are driven with kubectl: componentstatuses,
-//! ephemeral containers, resize, and the proxies.
+//! ephemeral containers, resize, and the proxies: `pods/proxy` and
+//! `services/proxy` carry requests to an HTTP server on this machine's
+//! address, given to a pod as its IP.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -577,7 +579,7 @@ fn the_added_resources_work_with_kubectl() {
         plain.stderr
     );
 
-    // The proxies: no endpoints behind a service, no kubelet behind a pod.
+    // The proxies: no endpoints behind a service, no IP for a pod.
     cluster
         .kubectl(&["create", "service", "clusterip", "web", "--tcp=80:80"])
         .ok();
@@ -611,4 +613,269 @@ fn the_added_resources_work_with_kubectl() {
         None,
     );
     assert_eq!(pod_proxy.code, 400, "no pod IP: {}", pod_proxy.text);
+}
+
+/// This machine's first global unicast IPv4 address (what a pod IP would
+/// be; kube proxies to no loopback address).
+fn host_ip() -> String {
+    let out = std::process::Command::new("hostname")
+        .arg("-I")
+        .output()
+        .expect("hostname on PATH");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find(|ip| {
+            ip.parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| !ip.is_loopback() && !ip.is_link_local())
+        })
+        .expect("a non-loopback IPv4 address on this machine")
+        .to_string()
+}
+
+/// A raw request through the front door with curl `-i`: status, headers (lowercase names) and body.
+fn curl_head(
+    cluster: &Cluster,
+    who: As<'_>,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, String, Value) {
+    let mut cmd = cluster.curl_command(who);
+    cmd.args([
+        "-i",
+        "--path-as-is",
+        "--max-time",
+        "30",
+        "-X",
+        method,
+        "-H",
+        "X-Custom: custom-value",
+    ]);
+    if let Some(body) = body {
+        cmd.args(["-H", "Content-Type: text/plain", "--data-binary", body]);
+    }
+    let out = cmd
+        .arg(format!("https://localhost:{}{path}", cluster.port))
+        .output()
+        .expect("curl on PATH");
+    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (
+        code,
+        head.to_ascii_lowercase(),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+/// `pods/proxy` and `services/proxy` send a request on to the pod's IP,
+/// or to the address of the service's Endpoints that names a pod holding
+/// it, and bring its answer back (status, headers, body); the caller's
+/// credentials stay at the front door; only who may use the proxy
+/// subresource reaches it; kube's refusals for everything else.
+#[test]
+fn pods_and_services_proxy_to_their_addresses() {
+    let cluster = Cluster::start();
+    let ip = host_ip();
+    let port = tests::free_port();
+    let _echo = tests::spawn_ready(
+        std::process::Command::new("python3")
+            .arg(tests::workspace().join("tests/python/echo_server.py"))
+            .arg(port.to_string()),
+    );
+    let manifest = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: web, namespace: default}}\n\
+         spec: {{containers: [{{name: app, image: echo, ports: [{{containerPort: {port}}}]}}]}}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {{name: local, namespace: default}}\n\
+         spec: {{containers: [{{name: app, image: echo}}]}}\n---\n\
+         apiVersion: v1\nkind: Service\nmetadata: {{name: echo, namespace: default}}\n\
+         spec: {{ports: [{{name: http, port: 80, targetPort: {port}}}]}}\n---\n\
+         apiVersion: v1\nkind: Endpoints\nmetadata: {{name: echo, namespace: default}}\n\
+         subsets: [{{addresses: [{{ip: {ip}, targetRef: {{kind: Pod, namespace: default, name: web}}}}], ports: [{{name: http, port: {port}}}]}}]\n---\n\
+         apiVersion: v1\nkind: Service\nmetadata: {{name: stray, namespace: default}}\n\
+         spec: {{ports: [{{name: http, port: 80, targetPort: {port}}}]}}\n---\n\
+         apiVersion: v1\nkind: Endpoints\nmetadata: {{name: stray, namespace: default}}\n\
+         subsets: [{{addresses: [{{ip: {ip}, targetRef: {{kind: Pod, namespace: default, name: nobody}}}}], ports: [{{name: http, port: {port}}}]}}]\n"
+    );
+    cluster.kubectl_stdin(&["apply", "-f", "-"], &manifest).ok();
+    for (pod, pod_ip) in [("web", ip.as_str()), ("local", "127.0.0.1")] {
+        let status =
+            format!(r#"{{"status": {{"podIP": "{pod_ip}", "podIPs": [{{"ip": "{pod_ip}"}}]}}}}"#);
+        cluster
+            .kubectl(&[
+                "patch",
+                "pod",
+                pod,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &status,
+            ])
+            .ok();
+    }
+
+    // A pod, at its first declared port, by kubectl.
+    let seen = cluster
+        .kubectl(&[
+            "get",
+            "--raw",
+            "/api/v1/namespaces/default/pods/web/proxy/hello/there?x=1&y=two",
+        ])
+        .json();
+    assert_eq!(seen["method"], "GET", "{seen}");
+    assert_eq!(seen["path"], "/hello/there");
+    assert_eq!(seen["query"], "x=1&y=two");
+
+    // A write with a body, at an explicit scheme and port: status, headers and body come back.
+    let (code, head, seen) = curl_head(
+        &cluster,
+        As::Admin,
+        "POST",
+        &format!("/api/v1/namespaces/default/pods/http:web:{port}/proxy/submit/"),
+        Some("posted text"),
+    );
+    assert_eq!(code, 201, "{head}");
+    assert!(head.contains("x-echo: yes"), "{head}");
+    assert_eq!(
+        (&seen["method"], &seen["path"], &seen["body"]),
+        (&json!("POST"), &json!("/submit/"), &json!("posted text"))
+    );
+    assert_eq!(seen["headers"]["x-custom"], "custom-value", "{seen}");
+    // The address's redirect is the caller's to follow, not the proxy's.
+    let (code, head, _) = curl_head(
+        &cluster,
+        As::Admin,
+        "GET",
+        "/api/v1/namespaces/default/pods/web/proxy/redirect",
+        None,
+    );
+    assert_eq!(code, 302, "{head}");
+    assert!(head.contains("location: /elsewhere"), "{head}");
+    // The bare subresource is sent to its slash, as kube does.
+    let (code, head, _) = curl_head(
+        &cluster,
+        As::Admin,
+        "GET",
+        "/api/v1/namespaces/default/pods/web/proxy?a=b",
+        None,
+    );
+    assert_eq!(code, 301, "{head}");
+    assert!(
+        head.contains("location: /api/v1/namespaces/default/pods/web/proxy/?a=b"),
+        "{head}"
+    );
+
+    // A service, by port name and by port number, to the endpoint naming its pod.
+    for id in ["echo:http", "echo:80", "http:echo:http"] {
+        let seen = cluster
+            .kubectl(&[
+                "get",
+                "--raw",
+                &format!("/api/v1/namespaces/default/services/{id}/proxy/svc"),
+            ])
+            .json();
+        assert_eq!(
+            (&seen["method"], &seen["path"]),
+            (&json!("GET"), &json!("/svc")),
+            "{id}: {seen}"
+        );
+    }
+
+    // Who may proxy: a ServiceAccount is refused until a Role lets it, and
+    // its token never reaches the address.
+    let token = cluster.service_account_token("prober");
+    let path = "/api/v1/namespaces/default/services/echo:http/proxy/as-prober";
+    let refused = cluster.curl(As::Token(&token), "GET", path, &[], None);
+    assert_eq!(refused.code, 403, "{}", refused.text);
+    assert!(
+        refused.json["message"].as_str().is_some_and(|m| m.contains(
+            r#"cannot get resource "services/proxy" in API group "" in the namespace "default""#
+        )),
+        "{}",
+        refused.text
+    );
+    cluster
+        .kubectl(&[
+            "create",
+            "role",
+            "prober",
+            "--verb=get",
+            "--resource=services/proxy,pods/proxy",
+        ])
+        .ok();
+    cluster
+        .kubectl(&[
+            "create",
+            "rolebinding",
+            "prober",
+            "--role=prober",
+            "--serviceaccount=default:prober",
+        ])
+        .ok();
+    assert!(
+        tests::eventually(std::time::Duration::from_secs(10), || cluster
+            .curl(As::Token(&token), "GET", path, &[], None)
+            .code
+            == 200),
+        "the Role did not let the ServiceAccount proxy"
+    );
+    let seen = cluster.curl(As::Token(&token), "GET", path, &[], None).json;
+    assert_eq!(seen["path"], "/as-prober", "{seen}");
+    assert!(
+        seen["headers"].get("authorization").is_none(),
+        "the token reached the address: {seen}"
+    );
+    let write = cluster.curl(As::Token(&token), "POST", path, &[], Some(b"x"));
+    assert_eq!(write.code, 403, "get does not allow create: {}", write.text);
+
+    // kube's refusals.
+    let refusal = |path: &str| {
+        let answer = cluster.curl(As::Admin, "GET", path, &[], None);
+        (
+            answer.code,
+            answer.json["message"]
+                .as_str()
+                .unwrap_or(&answer.text)
+                .to_string(),
+        )
+    };
+    assert_eq!(
+        refusal("/api/v1/namespaces/default/pods/local/proxy/"),
+        (400, "address not allowed".to_string()),
+        "a loopback pod IP"
+    );
+    assert_eq!(
+        refusal("/api/v1/namespaces/default/pods/gopher:web:70/proxy/"),
+        (400, r#"invalid pod request "gopher:web:70""#.to_string())
+    );
+    assert_eq!(
+        refusal("/api/v1/namespaces/default/services/echo:81/proxy/"),
+        (
+            503,
+            r#"no service port 81 found for service "echo""#.to_string()
+        )
+    );
+    assert_eq!(
+        refusal("/api/v1/namespaces/default/services/stray/proxy/"),
+        (
+            503,
+            r#"no endpoints available for service "stray""#.to_string()
+        ),
+        "an endpoint whose pod does not hold its IP"
+    );
+    let closed = tests::free_port();
+    let (code, message) = refusal(&format!(
+        "/api/v1/namespaces/default/pods/web:{closed}/proxy/"
+    ));
+    assert_eq!(
+        (code, message),
+        (
+            500,
+            format!("dial tcp {ip}:{closed}: connect: connection refused")
+        )
+    );
 }

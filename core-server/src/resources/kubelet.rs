@@ -1,9 +1,9 @@
-//! What would reach a kubelet: a pod's `log`, `exec`, `attach`,
-//! `portforward` and `proxy`, and a node's `proxy`. kubechain runs no
-//! nodes, so each answers at once, as kube-apiserver does before it would
-//! dial one: the container checked first, then a pod with no node (logs are
-//! empty, the streams refused), a container still waiting, and otherwise
-//! the node that cannot be reached.
+//! What would reach a kubelet: a pod's `log`, `exec`, `attach` and
+//! `portforward`, and a node's `proxy` (a pod's `proxy` goes to its IP,
+//! in `crate::proxy`). kubechain runs no nodes, so each answers at once,
+//! as kube-apiserver does before it would dial one: the container checked
+//! first, then a pod with no node (logs are empty, the streams refused), a
+//! container still waiting, and otherwise the node that cannot be reached.
 
 use apimachinery::error::{Error, Reason, Result};
 use generic_server::request::{ApiRequest, ApiResponse};
@@ -135,15 +135,6 @@ pub fn pod(subresource: &str, pod: &Value, req: &ApiRequest) -> Result<ApiRespon
                 Some(node) => Err(container
                     .and_then(|c| waiting(pod, &c))
                     .unwrap_or_else(|| no_kubelet(node))),
-            }
-        }
-        "proxy" => {
-            let ip = pod.pointer("/status/podIP").and_then(Value::as_str);
-            match (ip.and_then(|ip| ip.parse::<std::net::IpAddr>().ok()), node) {
-                (Some(ip), Some(node)) if !ip.is_loopback() && !ip.is_unspecified() => {
-                    Err(no_kubelet(node))
-                }
-                _ => Err(Error::bad_request("address not allowed")),
             }
         }
         _ => Err(Error::method_not_allowed()),

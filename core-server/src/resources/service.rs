@@ -307,29 +307,6 @@ pub const SERVICE_PROXY: (&str, &str, &[&str]) = (
 );
 
 impl Strategy for ServiceStrategy {
-    /// `services/proxy`: kubechain runs no nodes and no endpoints
-    /// controller, so no ready pod stands behind a service; kube answers
-    /// that case with 503 before it would dial.
-    fn connect(
-        &self,
-        subresource: &str,
-        obj: &Value,
-        _req: &generic_server::request::ApiRequest,
-    ) -> apimachinery::error::Result<generic_server::request::ApiResponse> {
-        use apimachinery::error::{Error, Reason};
-        if subresource != "proxy" {
-            return Err(Error::method_not_allowed());
-        }
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        Err(Error::new(
-            Reason::ServiceUnavailable,
-            format!("no endpoints available for service \"{name}\""),
-        ))
-    }
-
     /// DELETE answers with the object, as kube's registry declares (`ReturnDeletedObject`).
     fn return_deleted_object(&self) -> bool {
         true

@@ -448,6 +448,44 @@ pub async fn measure(
         ));
     }
 
+    // The same GETs through the two-hop floor (one gRPC call behind the
+    // front), the least a design with the API in its own process needs.
+    let name = "floor GETs, 2 hops";
+    let clients = (0..concurrency)
+        .map(|_| {
+            credentials
+                .at(&floors.two_hops.address)
+                .over(Http::Two)
+                .api()
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let before = cpu.snapshot();
+    let got = gets(clients, duration, &cached).await;
+    cpu.record(name, before);
+    let chain_phase = PHASES[0].1[0];
+    let chain_ops = phases
+        .iter()
+        .find(|(phase, _)| *phase == chain_phase)
+        .map_or(0, |(_, ops)| *ops);
+    if let (Some(two_hops), Some(chain_us)) = (
+        per_op_us(
+            cpu,
+            name,
+            &[floors.two_hops.name, floors.backend.name],
+            got.ops,
+        ),
+        per_op_us(cpu, chain_phase, FRONT_DOOR_AND_CORE, chain_ops),
+    ) {
+        table.multiple(
+            "CPU µs per cached GET, front door + core (HTTP/2), vs 2 hops",
+            "2-hop floor",
+            two_hops,
+            chain_us,
+        );
+    }
+    got.report_failures(name, errors);
+    phases.push((name, got.ops));
+
     // LISTs: the same bytes written by the one-hop floor.
     let (list_path, least) = list;
     let names = ["kubechain LISTs, vs the floor", "floor LISTs"];

@@ -157,6 +157,24 @@ impl Table {
         });
     }
 
+    /// kubechain's CPU per operation as a multiple of another floor's
+    /// (`base_name`), reported without a target.
+    pub fn multiple(&mut self, metric: &str, base_name: &str, base_us: f64, chain_us: f64) {
+        let ratio = if base_us > 0.0 {
+            chain_us / base_us
+        } else {
+            0.0
+        };
+        self.rows.push(Row {
+            metric: metric.to_string(),
+            etcd: format!("{base_name}: {base_us:.0}"),
+            chain: format!("{chain_us:.0}"),
+            ratio: format!("{ratio:.2}×"),
+            target: "reported".to_string(),
+            result: "INFO",
+        });
+    }
+
     /// kubechain's CPU per operation against a floor's (`base_name`: the
     /// same request answered by the least the design needs) in the same
     /// run; the target is at most `max_times` × the floor.
