@@ -60,6 +60,7 @@ fn the_small_bench_runs_clean_and_prints_every_row() {
         "memory aggregator-audited",
         "bystander GET p99, 64-client LIST flood held by APF",
         "flood LISTs served / refused (429)",
+        "CPU µs per cached GET vs the 2-hop floor, front door + core (HTTP/2)",
     ];
     for row in rows {
         assert!(

@@ -477,7 +477,7 @@ pub async fn measure(
         per_op_us(cpu, chain_phase, FRONT_DOOR_AND_CORE, chain_ops),
     ) {
         table.multiple(
-            "CPU µs per cached GET, front door + core (HTTP/2), vs 2 hops",
+            "CPU µs per cached GET vs the 2-hop floor, front door + core (HTTP/2)",
             "2-hop floor",
             two_hops,
             chain_us,
