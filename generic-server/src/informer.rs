@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
 use crate::registry::Store;
-use crate::storage::cacher::{Cacher, Snapshot, WatchEvent, WatchEventType};
+use crate::storage::cacher::{CachedObject, Cacher, Snapshot, WatchEvent, WatchEventType};
 use apimachinery::error::Result;
 
 /// A change a controller is told about.
@@ -43,11 +43,33 @@ impl Synced {
     }
 }
 
+/// What a controller reads of a cached object: the value it is handed, or
+/// `None` to pass the object by without parsing it.
+pub type View = fn(&CachedObject) -> Option<Value>;
+
+/// The whole object, parsed (what [`follow`] hands on).
+pub fn whole(obj: &CachedObject) -> Option<Value> {
+    Some(obj.value())
+}
+
 /// Follows a store, calling `on_change` for every object and change, until
 /// `on_change` returns false.
 pub fn follow(
     store: Arc<Store>,
     resync: Duration,
+    on_change: impl Fn(Change) -> bool + Send + 'static,
+) -> Synced {
+    follow_view(store, resync, whole, on_change)
+}
+
+/// Follows a store like [`follow`], handing on what `view` reads of each
+/// object: a controller that keeps one name, or reads only an object's
+/// metadata, does not parse every object of a large resource at each
+/// resync.
+pub fn follow_view(
+    store: Arc<Store>,
+    resync: Duration,
+    view: View,
     on_change: impl Fn(Change) -> bool + Send + 'static,
 ) -> Synced {
     let name = store.resource.plural.clone();
@@ -58,6 +80,7 @@ pub fn follow(
             async move { Some(store.subscribe().await) }
         },
         resync,
+        view,
         on_change,
     )
 }
@@ -80,6 +103,7 @@ pub fn follow_cache(
             }
         },
         resync,
+        whole,
         on_change,
     )
 }
@@ -90,6 +114,7 @@ fn follow_source<F>(
     name: String,
     subscribe: impl Fn() -> F + Send + 'static,
     resync: Duration,
+    view: View,
     on_change: impl Fn(Change) -> bool + Send + 'static,
 ) -> Synced
 where
@@ -108,8 +133,8 @@ where
                     continue;
                 }
             };
-            for obj in &snapshot.objects {
-                if !on_change(Change::Present(obj.value())) {
+            for value in snapshot.objects.iter().filter_map(|obj| view(obj)) {
+                if !on_change(Change::Present(value)) {
                     return;
                 }
             }
@@ -123,13 +148,14 @@ where
                     _ = &mut resync_at => break,
                     event = events.recv() => match event {
                         Ok(event) => {
-                            let value = event.object.value();
-                            let change = match event.kind {
-                                WatchEventType::Deleted => Change::Deleted(value),
-                                _ => Change::Present(value),
-                            };
-                            if !on_change(change) {
-                                return;
+                            if let Some(value) = view(&event.object) {
+                                let change = match event.kind {
+                                    WatchEventType::Deleted => Change::Deleted(value),
+                                    _ => Change::Present(value),
+                                };
+                                if !on_change(change) {
+                                    return;
+                                }
                             }
                         }
                         Err(_) => break,

@@ -293,7 +293,7 @@ impl GarbageCollector {
 /// Makes a collector follow one store.
 fn follow(addr: &Addr<GarbageCollector>, store: Arc<Store>) -> informer::Synced {
     let addr = addr.clone();
-    informer::follow(store, RESYNC, move |change| {
+    informer::follow_view(store, RESYNC, graph_view, move |change| {
         addr.do_send(Observe(change));
         true
     })
@@ -353,33 +353,59 @@ fn delegate_prefixes(groups: &[Group], root: &str) -> HashSet<String> {
         .collect()
 }
 
-/// Keeps of an object only what the collector reads: its kind and the
-/// metadata of the ownership graph.
+/// What the collector reads of an object: its kind and the metadata of the
+/// ownership graph. Parsed as this, an object's other fields (a ConfigMap's
+/// data, managedFields) are skipped, never allocated.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GraphObject {
+    api_version: Option<Value>,
+    kind: Option<Value>,
+    metadata: Option<GraphMeta>,
+}
+
+/// The metadata fields of [`GraphObject`].
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GraphMeta {
+    name: Option<Value>,
+    namespace: Option<Value>,
+    uid: Option<Value>,
+    owner_references: Option<Value>,
+    finalizers: Option<Value>,
+    deletion_timestamp: Option<Value>,
+}
+
+/// An object as the collector keeps it (`None` if it is not an object with metadata).
+fn graph_of(bytes: &[u8]) -> Option<Value> {
+    let obj: GraphObject = serde_json::from_slice(bytes).ok()?;
+    let meta = obj.metadata?;
+    let mut kept = serde_json::Map::new();
+    for (field, value) in [
+        ("name", meta.name),
+        ("namespace", meta.namespace),
+        ("uid", meta.uid),
+        ("ownerReferences", meta.owner_references),
+        ("finalizers", meta.finalizers),
+        ("deletionTimestamp", meta.deletion_timestamp),
+    ] {
+        if let Some(value) = value {
+            kept.insert(field.into(), value);
+        }
+    }
+    Some(json!({"apiVersion": obj.api_version, "kind": obj.kind, "metadata": kept}))
+}
+
+/// The collector's view of a cached object (its informers' [`informer::View`]).
+fn graph_view(obj: &CachedObject) -> Option<Value> {
+    graph_of(&obj.bytes)
+}
+
+/// Keeps of an object only what the collector reads ([`graph_of`]).
 fn graph_ingest() -> Ingest {
     Arc::new(|key: &str, value: &[u8], revision: i64| {
-        let obj: Value = serde_json::from_slice(value).ok()?;
-        let meta = obj.get("metadata")?;
-        let mut kept = serde_json::Map::new();
-        for field in [
-            "name",
-            "namespace",
-            "uid",
-            "ownerReferences",
-            "finalizers",
-            "deletionTimestamp",
-        ] {
-            if let Some(v) = meta.get(field) {
-                kept.insert(field.into(), v.clone());
-            }
-        }
-        let text = |k: &str| {
-            meta.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let slim =
-            json!({"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept});
+        let slim = graph_of(value)?;
+        let text = |k: &str| slim["metadata"][k].as_str().unwrap_or_default().to_string();
         Some(CachedObject {
             key: key.into(),
             revision,
@@ -570,6 +596,48 @@ async fn update_with_retry(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_collector_reads_only_the_ownership_graph() {
+        let configmap = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {
+                "name": "a", "namespace": "ns", "uid": "u1",
+                "labels": {"x": "y"}, "managedFields": [{"manager": "kubectl"}],
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u0"}],
+                "finalizers": ["f"], "deletionTimestamp": null
+            },
+            "data": {"big": "x".repeat(4096)}
+        });
+        let bytes = serde_json::to_vec(&configmap).unwrap();
+        let slim = graph_of(&bytes).expect("an object with metadata");
+        assert_eq!(
+            slim,
+            json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {
+                    "name": "a", "namespace": "ns", "uid": "u1",
+                    "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u0"}],
+                    "finalizers": ["f"]
+                }
+            })
+        );
+        assert_eq!(graph_of(b"[1, 2]"), None);
+        assert_eq!(graph_of(br#"{"kind": "X"}"#), None);
+        let cached = graph_ingest()("/registry/configmaps/ns/a", &bytes, 7).expect("ingested");
+        assert_eq!(
+            (
+                cached.name.as_str(),
+                cached.namespace.as_str(),
+                cached.revision
+            ),
+            ("a", "ns", 7)
+        );
+        assert_eq!(
+            serde_json::from_slice::<Value>(&cached.bytes).unwrap(),
+            slim
+        );
+    }
 
     #[test]
     fn delegates_resources_are_followed_at_their_storage_prefixes() {

@@ -12,6 +12,7 @@ use apimachinery::error::{Error, Reason};
 use generic_server::informer::{self, Change};
 use generic_server::loopback::Loopback;
 use generic_server::registry::Store;
+use generic_server::storage::cacher::CachedObject;
 use serde_json::Value;
 
 /// How often namespaces and kept objects are delivered again.
@@ -59,19 +60,20 @@ impl<K: KeptObject> PerNamespaceController<K> {
             }
             true
         });
-        // Only the kept object's changes reach the actor: a resource such as
-        // configmaps has many others.
-        let objects = informer::follow(objects, RESYNC, move |change| {
-            let object = match &change {
-                Change::Present(o) | Change::Deleted(o) => o,
-            };
-            if text(object, "/metadata/name") == Some(K::NAME) {
-                controller.do_send(ObjectChanged(change));
-            }
+        // Only the kept object's changes reach the actor, and only the kept
+        // object is parsed: a resource such as configmaps has many others,
+        // all delivered again at every resync.
+        let objects = informer::follow_view(objects, RESYNC, kept_only::<K>, move |change| {
+            controller.do_send(ObjectChanged(change));
             true
         });
         vec![namespaces, objects]
     }
+}
+
+/// The kept object of a namespace, parsed; any other object passes by.
+fn kept_only<K: KeptObject>(obj: &CachedObject) -> Option<Value> {
+    (obj.name == K::NAME).then(|| obj.value())
 }
 
 impl<K: KeptObject> Actor for PerNamespaceController<K> {

@@ -15,7 +15,7 @@ use apimachinery::resource_quota;
 use generic_server::informer::{self, Change};
 use generic_server::loopback::Loopback;
 use generic_server::registry::{ListOptions, Store};
-use generic_server::storage::cacher::Cacher;
+use generic_server::storage::cacher::{CachedObject, Cacher};
 use serde_json::Value;
 
 /// How long a namespace's recount waits for more changes to gather.
@@ -55,6 +55,11 @@ pub struct ResourceQuotaController {
 pub struct Sync(pub String);
 
 /// An object's namespace, if it has one.
+/// What the controller reads of an object other than a pod: its namespace.
+fn namespace_only(obj: &CachedObject) -> Option<Value> {
+    Some(serde_json::json!({"metadata": {"namespace": obj.namespace}}))
+}
+
 fn namespace_of(obj: &Value) -> Option<String> {
     obj.pointer("/metadata/namespace")
         .and_then(Value::as_str)
@@ -120,10 +125,17 @@ impl ResourceQuotaController {
             let pods = store.resource.group.is_empty() && store.resource.plural == "pods";
             let deleted = on_deletion(controller.clone());
             let controller = controller.clone();
-            // Deletions free quota, and so does a pod that has finished.
-            informer::follow(
+            // Deletions free quota, and so does a pod that has finished;
+            // of other objects only the namespace is read.
+            let view: informer::View = if pods {
+                informer::whole
+            } else {
+                namespace_only
+            };
+            informer::follow_view(
                 store,
                 Duration::from_secs(3600),
+                view,
                 move |change| match change {
                     Change::Present(pod) if pods && resource_quota::finished(&pod) => {
                         if let Some(ns) = namespace_of(&pod) {
