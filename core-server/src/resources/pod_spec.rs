@@ -78,8 +78,24 @@ pub fn default_spec(spec: &mut Value) {
 
 /// Defaults the PodTemplateSpec at a JSON pointer (e.g. `/spec/template`).
 pub fn default_template(obj: &mut Value, pointer: &str) {
-    if let Some(spec) = obj.pointer_mut(&format!("{pointer}/spec")) {
+    let Some(template) = obj.pointer_mut(pointer).filter(|t| t.is_object()) else {
+        return;
+    };
+    null_creation_timestamp(template);
+    if let Some(spec) = template.get_mut("spec") {
         default_spec(spec);
+    }
+}
+
+/// Gives an embedded object (a template) the `metadata.creationTimestamp:
+/// null` kube 1.33 answers with: its ObjectMeta's unset time is a Go struct
+/// that `omitempty` does not omit (kube 1.34 omits it).
+pub fn null_creation_timestamp(embedded: &mut Value) {
+    if let Some(map) = embedded.as_object_mut() {
+        let meta = map.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.entry("creationTimestamp").or_insert(Value::Null);
+        }
     }
 }
 
@@ -101,6 +117,10 @@ fn default_container(c: &mut Value) {
     default(c, "/imagePullPolicy", json!(policy));
     default(c, "/terminationMessagePath", json!("/dev/termination-log"));
     default(c, "/terminationMessagePolicy", json!("File"));
+    // A struct in kube's Container: answered `{}` when unset.
+    if !is_set(c, "/resources") {
+        c["resources"] = json!({});
+    }
     fields::each_mut(c, "/ports", |p| default(p, "/protocol", json!("TCP")));
     fields::each_mut(c, "/env", |e| {
         if is_set(e, "/valueFrom/fieldRef") {
