@@ -242,6 +242,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn unset_fields_and_legacy_validation() {
+        let mut event = json!({"metadata": {"name": "e", "namespace": "team"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "team"}, "reason": "R"});
+        EventStrategy.defaults(&mut event);
+        assert_eq!(event["source"], json!({}));
+        assert_eq!(event["eventTime"], Value::Null);
+        assert_eq!(event["reportingComponent"], "");
+        assert!(EventStrategy.validate(&event).is_empty());
+        event["involvedObject"]["namespace"] = json!("other");
+        assert_eq!(
+            EventStrategy.validate(&event)[0].to_string(),
+            r#"involvedObject.namespace: Invalid value: "other": does not match event.namespace"#
+        );
+        // A new-style event names who reported it.
+        let new_style = json!({"metadata": {"name": "e", "namespace": "team"}, "eventTime": "2025-01-01T00:00:00.000000Z",
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "team"}});
+        let fields: Vec<String> = EventStrategy
+            .validate(&new_style)
+            .iter()
+            .map(|e| e.field.clone())
+            .collect();
+        assert_eq!(fields[0], "reportingComponent");
+        assert_eq!(fields[fields.len() - 3..], ["reportingInstance", "action", "reason"]);
+    }
+
+    #[test]
     fn rows_as_kubes_printer() {
         let now = time::OffsetDateTime::now_utc();
         let ago = |secs: i64| {

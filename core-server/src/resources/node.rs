@@ -241,6 +241,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn created_not_ready_with_kubes_unset_fields() {
+        let mut node = json!({"metadata": {"name": "n1"}, "spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}});
+        NodeStrategy.prepare_for_create(&mut node);
+        NodeStrategy.defaults(&mut node);
+        assert_eq!(
+            node["spec"]["taints"],
+            json!([{"key": "a", "effect": "NoSchedule"}, {"key": NOT_READY, "effect": "NoSchedule"}])
+        );
+        NodeStrategy.prepare_for_create(&mut node);
+        assert_eq!(items(&node, "/spec/taints").len(), 2, "added once");
+        assert_eq!(node["status"]["daemonEndpoints"], json!({"kubeletEndpoint": {"Port": 0}}));
+        assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "");
+        let mut bare = json!({"metadata": {"name": "n2"}});
+        NodeStrategy.defaults(&mut bare);
+        assert_eq!(bare["spec"], json!({}));
+    }
+
+    #[test]
     fn status_roles_and_fields() {
         let mut node = json!({"metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/control-plane": ""}},
             "spec": {"unschedulable": true, "podCIDR": "10.0.0.0/24"},

@@ -750,6 +750,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn template_defaults() {
+        let mut obj = json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "nginx:1"}]}}}});
+        default_template(&mut obj, "/spec/template");
+        assert_eq!(
+            obj["spec"]["template"]["metadata"],
+            json!({"creationTimestamp": null})
+        );
+        assert_eq!(obj["spec"]["template"]["spec"]["restartPolicy"], "Always");
+        let mut dated = json!({"metadata": {"creationTimestamp": "2025-01-01T00:00:00Z"}});
+        null_creation_timestamp(&mut dated);
+        assert_eq!(dated["metadata"]["creationTimestamp"], "2025-01-01T00:00:00Z");
+        let mut none = json!({"spec": {}});
+        default_template(&mut none, "/spec/template");
+        assert_eq!(none, json!({"spec": {}}), "no template, nothing added");
+    }
+
+    #[test]
     fn spec_defaults() {
         let mut spec = json!({
             "containers": [{"name": "a", "image": "nginx", "ports": [{"containerPort": 80}],
@@ -770,6 +787,7 @@ mod tests {
         assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
         assert_eq!(c["terminationMessagePolicy"], "File");
         assert_eq!(c["ports"][0]["protocol"], "TCP");
+        assert_eq!(c["resources"], json!({}), "a Go struct, answered empty");
         assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/");
         assert_eq!(c["livenessProbe"]["failureThreshold"], 3);
         assert_eq!(spec["initContainers"][0]["imagePullPolicy"], "IfNotPresent");
