@@ -415,7 +415,7 @@ fn defaults_table_is_well_formed() {
         assert_eq!(object["kind"], stored["kind"], "{what}");
         let name = text(&object["metadata"], "name");
         assert!(
-            names.insert((case["path"].clone(), name.to_string())),
+            names.insert((text(case, "path").to_string(), name.to_string())),
             "{what}: {name} twice"
         );
         // What the client sent comes back, unless kube moves it (stringData).
