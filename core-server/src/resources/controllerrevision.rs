@@ -86,9 +86,11 @@ mod tests {
             ControllerRevisionStrategy.validate_update(&changed, &rev)[0].detail,
             "field is immutable"
         );
-        assert_eq!(
-            ControllerRevisionStrategy.validate(&json!({"revision": -1}))[0].field,
-            "revision"
-        );
+        let fields: Vec<String> = ControllerRevisionStrategy
+            .validate(&json!({"revision": -1}))
+            .into_iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(fields, ["data", "revision"], "kube's order");
     }
 }
