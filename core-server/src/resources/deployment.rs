@@ -228,9 +228,15 @@ mod tests {
             "spec.selector: Required value"
         );
         none["spec"]["selector"] = json!({});
+        let errs: Vec<String> = DeploymentStrategy
+            .validate(&none)
+            .iter()
+            .map(|e| e.field.clone())
+            .collect();
         assert_eq!(
-            DeploymentStrategy.validate(&none)[0].detail,
-            "empty selector is invalid for deployment"
+            errs,
+            ["spec.selector", "spec.template.metadata.labels"],
+            "an empty selector reads as a missing one: required, matching nothing"
         );
     }
 

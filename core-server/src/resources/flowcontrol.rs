@@ -24,8 +24,9 @@ fn keep_status(new: &mut Value, old: Option<&Value>) {
             Some(status) => {
                 map.insert("status".into(), status.clone());
             }
+            // A struct in kube's types: a new object answers `{}`.
             None => {
-                map.remove("status");
+                map.insert("status".into(), json!({}));
             }
         }
     }

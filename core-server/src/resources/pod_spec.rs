@@ -547,11 +547,7 @@ fn validate_mounts(c: &Value, path: &str, volumes: &[String], errs: &mut Vec<Fie
         if name.is_empty() {
             errs.push(FieldError::required(format!("{mpath}.name"), ""));
         } else if !volumes.iter().any(|v| v == name) {
-            errs.push(FieldError::invalid(
-                format!("{mpath}.name"),
-                name,
-                "not found: must name a volume of the pod",
-            ));
+            errs.push(FieldError::not_found(format!("{mpath}.name"), name));
         }
         let mount = text(m, "/mountPath");
         if mount.is_empty() {

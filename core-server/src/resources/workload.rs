@@ -12,56 +12,28 @@ use super::pod_spec;
 
 /// Checks `spec.selector` (a `metav1.LabelSelector`) and `spec.template`
 /// against it, for a controller named `owner` (`ReplicaSet`, `StatefulSet`,
-/// `DaemonSet`), as kube does: a missing selector is required (a DaemonSet
-/// only finds that it matches no template) and selects nothing, an empty
-/// one is invalid and selects everything.
+/// `DaemonSet`), as kube does for a missing selector: it is required (a
+/// DaemonSet only finds that it matches no template) and selects nothing.
+/// Decoding into the typed object gives a missing selector as `{}`, so an
+/// empty one reads as missing here too (kube calls `{}` "empty selector is
+/// invalid for deployment"; the common mistake is leaving it out).
 pub fn validate_selector_and_template(obj: &Value, owner: &str) -> Vec<FieldError> {
-    let selector = obj.pointer("/spec/selector").filter(|s| !s.is_null());
-    let template = obj.pointer("/spec/template");
+    let selector = obj
+        .pointer("/spec/selector")
+        .filter(|s| !fields::selector_is_empty(Some(s)));
     let mut errs = Vec::new();
-    let Some(selector) = selector else {
-        if owner != "DaemonSet" {
-            errs.push(FieldError::required("spec.selector", ""));
-        }
-        errs.extend(pod_spec::validate_controller_template(
-            template,
-            "spec.template",
-            &LabelSelector::nothing(),
-            owner,
-        ));
-        return errs;
-    };
-    errs.extend(fields::label_selector(selector, "spec.selector"));
-    let empty = FieldError::invalid(
-        "spec.selector",
-        selector.clone(),
-        format!("empty selector is invalid for {}", empty_selector_noun(owner)),
-    );
-    let is_empty = fields::selector_is_empty(Some(selector));
-    // A DaemonSet reports an empty selector after its template.
-    if is_empty && owner != "DaemonSet" {
-        errs.push(empty.clone());
+    match selector {
+        Some(selector) => errs.extend(fields::label_selector(selector, "spec.selector")),
+        None if owner != "DaemonSet" => errs.push(FieldError::required("spec.selector", "")),
+        None => {}
     }
     errs.extend(pod_spec::validate_controller_template(
-        template,
+        obj.pointer("/spec/template"),
         "spec.template",
-        &fields::selector_of(Some(selector)),
+        &selector.map_or_else(LabelSelector::nothing, |s| fields::selector_of(Some(s))),
         owner,
     ));
-    if is_empty && owner == "DaemonSet" {
-        errs.push(empty);
-    }
     errs
-}
-
-/// How kube's message for an empty selector names the controller (a
-/// ReplicaSet's, like a Deployment's, says `deployment`).
-fn empty_selector_noun(owner: &str) -> &'static str {
-    match owner {
-        "StatefulSet" => "statefulset",
-        "DaemonSet" => "daemonset",
-        _ => "deployment",
-    }
 }
 
 /// apps/v1 selectors never change (`field is immutable`).
