@@ -455,7 +455,7 @@ mod tests {
         FlowSchemaStrategy.defaults(&mut fs);
         FlowSchemaStrategy.prepare_for_create(&mut fs);
         assert_eq!(fs["spec"]["matchingPrecedence"], 1000);
-        assert!(fs.get("status").is_none());
+        assert_eq!(fs["status"], json!({}), "reset, an empty struct");
         assert_eq!(
             messages(FlowSchemaStrategy.validate(&fs)),
             vec![
