@@ -1698,7 +1698,10 @@ fn every_kind() -> Vec<(&'static str, Value, Value)> {
                 "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
                     "containers": [{"name": "main", "image": "busybox:1.36", "command": ["date"]}]}}}}}}),
             json!({"spec": {"concurrencyPolicy": "Allow", "suspend": false, "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
-                "jobTemplate": {"spec": {"template": {"spec": merged(&pod_spec_defaults(1), &json!({"restartPolicy": "OnFailure"}))}}}}}),
+                // Embedded ObjectMeta: kube 1.33 answers an unset time as null.
+                "jobTemplate": {"metadata": {"creationTimestamp": null},
+                    "spec": {"template": {"metadata": {"creationTimestamp": null},
+                        "spec": merged(&pod_spec_defaults(1), &json!({"restartPolicy": "OnFailure"}))}}}}}),
         ),
         (
             "jobs.batch",
