@@ -96,7 +96,12 @@ fn compared(object: &Value) -> Value {
 
 /// Where `got` differs from `want`, field by field (`<any>` matches any
 /// present value), as (path, kube, kubechain).
-fn differences(at: &str, want: &Value, got: Option<&Value>, out: &mut Vec<(String, String, String)>) {
+fn differences(
+    at: &str,
+    want: &Value,
+    got: Option<&Value>,
+    out: &mut Vec<(String, String, String)>,
+) {
     let shown = |v: Option<&Value>| v.map_or("(absent)".to_string(), Value::to_string);
     match (want, got) {
         (Value::String(s), Some(g)) if s == ANY && !g.is_null() => {}
@@ -177,11 +182,21 @@ fn check_defaults(cluster: &Cluster, case: &Value) -> Vec<Difference> {
     let answer = post(cluster, path, &case["object"]);
     let mut found: Vec<(String, String, String)> = Vec::new();
     if answer.code != 201 {
-        found.push(("create".into(), "201".into(), format!("{} {}", answer.code, answer.text)));
+        found.push((
+            "create".into(),
+            "201".into(),
+            format!("{} {}", answer.code, answer.text),
+        ));
     } else {
         differences("", &want, Some(&compared(&answer.json)), &mut found);
         let object_name = text(&case["object"]["metadata"], "name");
-        let read = cluster.curl(As::Admin, "GET", &format!("{path}/{object_name}"), &[], None);
+        let read = cluster.curl(
+            As::Admin,
+            "GET",
+            &format!("{path}/{object_name}"),
+            &[],
+            None,
+        );
         let mut stored = compared(&read.json);
         let mut want_stored = want.clone();
         for v in [&mut stored, &mut want_stored] {
@@ -218,7 +233,11 @@ fn check_invalid(cluster: &Cluster, case: &Value) -> Vec<Difference> {
     let answer = if let Some(setup) = case.get("setup") {
         let created = post(cluster, path, setup);
         if created.code != 201 {
-            found.push(("setup".into(), "201".into(), format!("{} {}", created.code, created.text)));
+            found.push((
+                "setup".into(),
+                "201".into(),
+                format!("{} {}", created.code, created.text),
+            ));
         }
         let target = format!("{path}/{}", text(&setup["metadata"], "name"));
         cluster.curl(
@@ -237,19 +256,37 @@ fn check_invalid(cluster: &Cluster, case: &Value) -> Vec<Difference> {
         found.push(("code".into(), code.to_string(), answer.code.to_string()));
     }
     if status["reason"] != "Invalid" {
-        found.push(("reason".into(), "\"Invalid\"".into(), status["reason"].to_string()));
+        found.push((
+            "reason".into(),
+            "\"Invalid\"".into(),
+            status["reason"].to_string(),
+        ));
     }
     let message = text(case, "message");
     if !matches(message, text(status, "message")) {
-        found.push(("message".into(), message.into(), text(status, "message").into()));
+        found.push((
+            "message".into(),
+            message.into(),
+            text(status, "message").into(),
+        ));
     }
     let causes: Vec<&Value> = status["details"]["causes"]
         .as_array()
         .into_iter()
         .flatten()
         .collect();
-    let want = case["causes"].as_array().map(Vec::as_slice).unwrap_or_default();
-    let shown = |c: &Value| format!("{} {} {}", text(c, "reason"), text(c, "field"), text(c, "message"));
+    let want = case["causes"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let shown = |c: &Value| {
+        format!(
+            "{} {} {}",
+            text(c, "reason"),
+            text(c, "field"),
+            text(c, "message")
+        )
+    };
     let same = want.len() == causes.len()
         && want.iter().zip(&causes).all(|(w, c)| {
             text(w, "reason") == text(c, "reason")
@@ -260,7 +297,11 @@ fn check_invalid(cluster: &Cluster, case: &Value) -> Vec<Difference> {
         found.push((
             "causes".into(),
             want.iter().map(shown).collect::<Vec<_>>().join(" | "),
-            causes.iter().map(|c| shown(*c)).collect::<Vec<_>>().join(" | "),
+            causes
+                .iter()
+                .map(|c| shown(c))
+                .collect::<Vec<_>>()
+                .join(" | "),
         ));
     }
     found
@@ -298,7 +339,10 @@ fn creatable(cluster: &Cluster) -> BTreeSet<(String, String)> {
                 .as_array()
                 .is_some_and(|v| v.iter().any(|v| v == "create"));
             if creates && !plural.contains('/') {
-                out.insert((text(&list.json, "groupVersion").to_string(), plural.to_string()));
+                out.insert((
+                    text(&list.json, "groupVersion").to_string(),
+                    plural.to_string(),
+                ));
             }
         }
     }
@@ -313,7 +357,13 @@ fn defaults_and_validation_match_kube_1_33() {
     assert!(
         tests::eventually(Duration::from_secs(30), || {
             cluster
-                .curl(As::Admin, "GET", "/api/v1/namespaces/default/serviceaccounts/default", &[], None)
+                .curl(
+                    As::Admin,
+                    "GET",
+                    "/api/v1/namespaces/default/serviceaccounts/default",
+                    &[],
+                    None,
+                )
                 .code
                 == 200
         }),
@@ -431,7 +481,10 @@ fn defaults_table_is_well_formed() {
             differences("", &sent, Some(&compared(stored)), &mut found);
             missing.extend(found.into_iter().filter(|(_, k, _)| k != "(absent)"));
         }
-        assert!(missing.is_empty(), "{what}: sent but not stored: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "{what}: sent but not stored: {missing:?}"
+        );
     }
     for case in entries(&table, "invalid") {
         let what = text(case, "case");

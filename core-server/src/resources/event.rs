@@ -264,7 +264,10 @@ mod tests {
             .map(|e| e.field.clone())
             .collect();
         assert_eq!(fields[0], "reportingComponent");
-        assert_eq!(fields[fields.len() - 3..], ["reportingInstance", "action", "reason"]);
+        assert_eq!(
+            fields[fields.len() - 3..],
+            ["reportingInstance", "action", "reason"]
+        );
     }
 
     #[test]

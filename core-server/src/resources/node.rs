@@ -116,7 +116,11 @@ impl Strategy for NodeStrategy {
         if !fields::is_set(obj, "/spec") {
             obj["spec"] = json!({});
         }
-        fields::default(obj, "/status/daemonEndpoints/kubeletEndpoint/Port", json!(0));
+        fields::default(
+            obj,
+            "/status/daemonEndpoints/kubeletEndpoint/Port",
+            json!(0),
+        );
         for field in NODE_INFO {
             fields::default(obj, &format!("/status/nodeInfo/{field}"), json!(""));
         }
@@ -251,7 +255,10 @@ mod tests {
         );
         NodeStrategy.prepare_for_create(&mut node);
         assert_eq!(items(&node, "/spec/taints").len(), 2, "added once");
-        assert_eq!(node["status"]["daemonEndpoints"], json!({"kubeletEndpoint": {"Port": 0}}));
+        assert_eq!(
+            node["status"]["daemonEndpoints"],
+            json!({"kubeletEndpoint": {"Port": 0}})
+        );
         assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "");
         let mut bare = json!({"metadata": {"name": "n2"}});
         NodeStrategy.defaults(&mut bare);

@@ -756,7 +756,10 @@ mod tests {
         assert_eq!(obj["spec"]["template"]["spec"]["restartPolicy"], "Always");
         let mut dated = json!({"metadata": {"creationTimestamp": "2025-01-01T00:00:00Z"}});
         null_creation_timestamp(&mut dated);
-        assert_eq!(dated["metadata"]["creationTimestamp"], "2025-01-01T00:00:00Z");
+        assert_eq!(
+            dated["metadata"]["creationTimestamp"],
+            "2025-01-01T00:00:00Z"
+        );
         let mut none = json!({"spec": {}});
         default_template(&mut none, "/spec/template");
         assert_eq!(none, json!({"spec": {}}), "no template, nothing added");

@@ -7,8 +7,8 @@ use apimachinery::table::Column;
 use serde_json::Value;
 
 use super::fields::{self, int_or_string};
-use apimachinery::label_selector::LabelSelector;
 use super::pod_spec;
+use apimachinery::label_selector::LabelSelector;
 
 /// Checks `spec.selector` (a `metav1.LabelSelector`) and `spec.template`
 /// against it, for a controller named `owner` (`ReplicaSet`, `StatefulSet`,
