@@ -1476,6 +1476,7 @@ fn differences(expected: &Value, got: &Value, path: &str, out: &mut Vec<String>)
 /// The PodSpec defaults kube adds to a spec with one container (no ports).
 fn pod_spec_defaults(containers: usize) -> Value {
     let container = json!({
+        "resources": {},
         "imagePullPolicy": "IfNotPresent",
         "terminationMessagePath": "/dev/termination-log",
         "terminationMessagePolicy": "File",
@@ -1539,7 +1540,8 @@ fn every_kind() -> Vec<(&'static str, Value, Value)> {
                 "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "namespace": ns},
                 "reason": "Tested", "message": "tested the configmap", "type": "Normal", "source": {"component": "e2e"},
                 "firstTimestamp": "2024-01-01T00:00:00Z", "lastTimestamp": "2024-01-01T00:05:00Z", "count": 3}),
-            Value::Null,
+            // Strings without omitempty in kube's core v1 Event.
+            json!({"reportingComponent": "", "reportingInstance": ""}),
         ),
         (
             "limitranges",
@@ -1552,7 +1554,8 @@ fn every_kind() -> Vec<(&'static str, Value, Value)> {
             "nodes",
             json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a", "labels": {"kubernetes.io/hostname": "node-a"}},
                 "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24"], "taints": [{"key": "dedicated", "value": "e2e", "effect": "NoSchedule"}]}}),
-            Value::Null,
+            // kube's TaintNodesByCondition admission adds the not-ready taint.
+            json!({"spec": {"taints": [null, {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}}),
         ),
         (
             "persistentvolumeclaims",
@@ -1675,7 +1678,8 @@ fn every_kind() -> Vec<(&'static str, Value, Value)> {
                 "reason": "Rolled", "note": "rolled out", "type": "Normal", "action": "Rollout",
                 "reportingController": "e2e.example.com/tester", "reportingInstance": "tester-1",
                 "eventTime": "2024-01-01T00:00:00.000000Z"}),
-            Value::Null,
+            // A struct in kube's events.k8s.io/v1 Event, answered when unset.
+            json!({"deprecatedSource": {}}),
         ),
         (
             "horizontalpodautoscalers.autoscaling",
@@ -1694,7 +1698,10 @@ fn every_kind() -> Vec<(&'static str, Value, Value)> {
                 "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
                     "containers": [{"name": "main", "image": "busybox:1.36", "command": ["date"]}]}}}}}}),
             json!({"spec": {"concurrencyPolicy": "Allow", "suspend": false, "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
-                "jobTemplate": {"spec": {"template": {"spec": merged(&pod_spec_defaults(1), &json!({"restartPolicy": "OnFailure"}))}}}}}),
+                // Embedded ObjectMeta: kube 1.33 answers an unset time as null.
+                "jobTemplate": {"metadata": {"creationTimestamp": null},
+                    "spec": {"template": {"metadata": {"creationTimestamp": null},
+                        "spec": merged(&pod_spec_defaults(1), &json!({"restartPolicy": "OnFailure"}))}}}}}),
         ),
         (
             "jobs.batch",
@@ -1705,7 +1712,7 @@ fn every_kind() -> Vec<(&'static str, Value, Value)> {
                 // A Job without labels takes its template's (as sent).
                 "metadata": {"labels": {"app": "job"}},
                 "spec": {"backoffLimit": 6, "completions": 1, "parallelism": 1, "completionMode": "NonIndexed", "suspend": false,
-                    "podReplacementPolicy": "TerminatingOrFailed", "manualSelector": null,
+                    "podReplacementPolicy": "TerminatingOrFailed", "manualSelector": false,
                     "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": ANY}},
                     "template": {"metadata": {"labels": {"batch.kubernetes.io/controller-uid": ANY, "batch.kubernetes.io/job-name": "job",
                         "controller-uid": ANY, "job-name": "job"}},

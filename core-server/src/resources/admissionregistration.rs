@@ -68,47 +68,26 @@ fn compile_each(obj: &Value, list: &str, field: &str, path: &str, errs: &mut Vec
     }
 }
 
+/// A webhook's rules, in the order kube's `validateValidatingWebhook` and
+/// `validateMutatingWebhook` check them; the review versions come last, as
+/// kube checks them after the rest of each webhook.
 fn validate_webhook(hook: &Value, path: &str, mutating: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    compile_each(
-        hook,
-        "/matchConditions",
-        "expression",
-        &format!("{path}.matchConditions"),
-        &mut errs,
-    );
     let name = text(hook, "/name");
+    let subdomain = apimachinery::validation::dns1123_subdomain(name);
     if name.is_empty() {
         errs.push(FieldError::required(format!("{path}.name"), ""));
-    } else if name.split('.').filter(|s| !s.is_empty()).count() < 3 {
+    } else if !subdomain.is_empty() {
+        errs.push(FieldError::invalid(
+            format!("{path}.name"),
+            name,
+            subdomain.join(","),
+        ));
+    } else if name.split('.').count() < 3 {
         errs.push(FieldError::invalid(
             format!("{path}.name"),
             name,
             "should be a domain with at least three segments separated by dots",
-        ));
-    }
-    if items(hook, "/admissionReviewVersions").is_empty() {
-        errs.push(FieldError::required(
-            format!("{path}.admissionReviewVersions"),
-            "must specify one of v1, v1beta1",
-        ));
-    }
-    match text(hook, "/sideEffects") {
-        "None" | "NoneOnDryRun" => {}
-        "" => errs.push(FieldError::required(
-            format!("{path}.sideEffects"),
-            "must specify one of None, NoneOnDryRun",
-        )),
-        other => errs.push(FieldError::not_supported(
-            format!("{path}.sideEffects"),
-            other,
-            &["None", "NoneOnDryRun"],
-        )),
-    }
-    if is_set(hook, "/clientConfig/url") == is_set(hook, "/clientConfig/service") {
-        errs.push(FieldError::required(
-            format!("{path}.clientConfig"),
-            "exactly one of url or service is required",
         ));
     }
     not_supported_if_set(
@@ -125,14 +104,17 @@ fn validate_webhook(hook: &Value, path: &str, mutating: bool) -> Vec<FieldError>
         &["Equivalent", "Exact"],
         &mut errs,
     );
-    if mutating {
-        not_supported_if_set(
-            hook,
-            "/reinvocationPolicy",
-            &format!("{path}.reinvocationPolicy"),
-            &["Never", "IfNeeded"],
-            &mut errs,
-        );
+    match text(hook, "/sideEffects") {
+        "None" | "NoneOnDryRun" => {}
+        "" => errs.push(FieldError::required(
+            format!("{path}.sideEffects"),
+            "must specify one of None, NoneOnDryRun",
+        )),
+        other => errs.push(FieldError::not_supported(
+            format!("{path}.sideEffects"),
+            other,
+            &["None", "NoneOnDryRun"],
+        )),
     }
     if let Some(timeout) = int(hook, "/timeoutSeconds").filter(|t| !(1..=30).contains(t)) {
         errs.push(FieldError::invalid(
@@ -141,10 +123,38 @@ fn validate_webhook(hook: &Value, path: &str, mutating: bool) -> Vec<FieldError>
             "the timeout value must be between 1 and 30 seconds",
         ));
     }
+    if mutating {
+        not_supported_if_set(
+            hook,
+            "/reinvocationPolicy",
+            &format!("{path}.reinvocationPolicy"),
+            &["IfNeeded", "Never"],
+            &mut errs,
+        );
+    }
     for selector in ["namespaceSelector", "objectSelector"] {
         if let Some(s) = hook.get(selector).filter(|s| !s.is_null()) {
             errs.extend(fields::label_selector(s, &format!("{path}.{selector}")));
         }
+    }
+    if is_set(hook, "/clientConfig/url") == is_set(hook, "/clientConfig/service") {
+        errs.push(FieldError::required(
+            format!("{path}.clientConfig"),
+            "exactly one of url or service is required",
+        ));
+    }
+    compile_each(
+        hook,
+        "/matchConditions",
+        "expression",
+        &format!("{path}.matchConditions"),
+        &mut errs,
+    );
+    if items(hook, "/admissionReviewVersions").is_empty() {
+        errs.push(FieldError::required(
+            format!("{path}.admissionReviewVersions"),
+            "must specify one of v1, v1beta1",
+        ));
     }
     errs
 }

@@ -32,9 +32,12 @@ pub fn controller_of(obj: &Value) -> String {
 
 impl Strategy for ControllerRevisionStrategy {
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        fields::non_negative(obj, "/revision", "revision")
-            .into_iter()
-            .collect()
+        let mut errs = Vec::new();
+        if !fields::is_set(obj, "/data") {
+            errs.push(FieldError::required("data", "data is mandatory"));
+        }
+        errs.extend(fields::non_negative(obj, "/revision", "revision"));
+        errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
@@ -83,9 +86,11 @@ mod tests {
             ControllerRevisionStrategy.validate_update(&changed, &rev)[0].detail,
             "field is immutable"
         );
-        assert_eq!(
-            ControllerRevisionStrategy.validate(&json!({"revision": -1}))[0].field,
-            "revision"
-        );
+        let fields: Vec<String> = ControllerRevisionStrategy
+            .validate(&json!({"revision": -1}))
+            .into_iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(fields, ["data", "revision"], "kube's order");
     }
 }

@@ -166,6 +166,9 @@ impl Strategy for CronJobStrategy {
         default(obj, "/spec/suspend", json!(false));
         default(obj, "/spec/successfulJobsHistoryLimit", json!(3));
         default(obj, "/spec/failedJobsHistoryLimit", json!(1));
+        if let Some(job) = obj.pointer_mut("/spec/jobTemplate") {
+            pod_spec::null_creation_timestamp(job);
+        }
         pod_spec::default_template(obj, "/spec/jobTemplate/spec/template");
     }
 

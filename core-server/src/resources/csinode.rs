@@ -66,6 +66,15 @@ fn drivers(obj: &Value, node_id_max: usize) -> Vec<FieldError> {
 }
 
 impl Strategy for CSINodeStrategy {
+    fn defaults(&self, obj: &mut Value) {
+        // `topologyKeys` has no omitempty in kube's CSINodeDriver.
+        fields::each_mut(obj, "/spec/drivers", |driver| {
+            if let Some(map) = driver.as_object_mut() {
+                map.entry("topologyKeys").or_insert(Value::Null);
+            }
+        });
+    }
+
     /// DELETE answers with the object, as kube's registry declares (`ReturnDeletedObject`).
     fn return_deleted_object(&self) -> bool {
         true

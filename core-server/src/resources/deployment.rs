@@ -54,9 +54,10 @@ fn validate_strategy(obj: &Value) -> Vec<FieldError> {
             }
             errs
         }
-        other => vec![FieldError::not_supported(
-            "spec.strategy.type",
-            other,
+        // kube reports the whole strategy at `spec.strategy`.
+        _ => vec![FieldError::not_supported(
+            "spec.strategy",
+            fields::value(obj, "/spec/strategy"),
             &["Recreate", "RollingUpdate"],
         )],
     }
@@ -221,10 +222,21 @@ mod tests {
         assert_eq!(errs[0].field, "spec.selector");
         assert_eq!(errs[0].detail, "field is immutable");
         let mut none = deployment();
-        none["spec"]["selector"] = json!({});
+        none["spec"]["selector"] = Value::Null;
         assert_eq!(
             DeploymentStrategy.validate(&none)[0].to_string(),
             "spec.selector: Required value"
+        );
+        none["spec"]["selector"] = json!({});
+        let errs: Vec<String> = DeploymentStrategy
+            .validate(&none)
+            .iter()
+            .map(|e| e.field.clone())
+            .collect();
+        assert_eq!(
+            errs,
+            ["spec.selector", "spec.template.metadata.labels"],
+            "an empty selector reads as a missing one: required, matching nothing"
         );
     }
 

@@ -34,6 +34,12 @@ fn list_cell(list: Vec<String>) -> String {
 
 impl Strategy for EndpointSliceStrategy {
     fn defaults(&self, obj: &mut Value) {
+        // An endpoint's conditions are a struct in kube's types: `{}` when unset.
+        fields::each_mut(obj, "/endpoints", |e| {
+            if !is_set(e, "/conditions") {
+                e["conditions"] = json!({});
+            }
+        });
         fields::each_mut(obj, "/ports", |p| {
             default(p, "/protocol", json!("TCP"));
             if !is_set(p, "/name") {

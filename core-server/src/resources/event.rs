@@ -1,11 +1,92 @@
 //! Core v1 Events, selectable by the object they are about.
 
+use apimachinery::error::FieldError;
 use apimachinery::table::{self, Column};
+use apimachinery::validation;
 use generic_server::strategy::{Strategy, string_at};
 use serde_json::{Value, json};
 
 /// The rules of `v1/Event`.
 pub struct EventStrategy;
+
+/// Longest `reportingInstance`, `action` and `reason` of an event with an `eventTime`.
+const SHORT_LIMIT: usize = 128;
+/// Longest `message` of an event with an `eventTime`.
+const MESSAGE_LIMIT: usize = 1024;
+
+/// The fields kube answers a core v1 Event with even when unset: its times
+/// and `source` are Go structs that omitempty does not omit, and the
+/// reporting strings have no omitempty.
+pub(crate) fn answered_unset_fields(obj: &mut Value) {
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    map.entry("source").or_insert_with(|| json!({}));
+    for time in ["firstTimestamp", "lastTimestamp", "eventTime"] {
+        map.entry(time).or_insert(Value::Null);
+    }
+    for reporting in ["reportingComponent", "reportingInstance"] {
+        map.entry(reporting).or_insert_with(|| json!(""));
+    }
+}
+
+/// kube's legacy Event validation (`legacyValidateEvent`), all a core v1
+/// request gets: the event's namespace is its object's, and an event with
+/// an `eventTime` names who reported it and what was done.
+fn validate_event(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let namespace = text(obj, "/metadata/namespace");
+    let object_namespace = text(obj, "/involvedObject/namespace");
+    let mismatch = || {
+        FieldError::invalid(
+            "involvedObject.namespace",
+            object_namespace,
+            "does not match event.namespace",
+        )
+    };
+    if text(obj, "/eventTime").is_empty() {
+        let allowed = if object_namespace.is_empty() {
+            namespace.is_empty() || namespace == "default"
+        } else {
+            namespace == object_namespace
+        };
+        if !allowed {
+            errs.push(mismatch());
+        }
+        return errs;
+    }
+    if object_namespace.is_empty() && !["default", "kube-system"].contains(&namespace) {
+        errs.push(mismatch());
+    }
+    let controller = text(obj, "/reportingComponent");
+    if controller.is_empty() {
+        errs.push(FieldError::required("reportingComponent", ""));
+    }
+    errs.extend(
+        validation::qualified_name(controller)
+            .into_iter()
+            .map(|m| FieldError::invalid("reportingComponent", controller, m)),
+    );
+    for (field, limit) in [
+        ("reportingInstance", SHORT_LIMIT),
+        ("action", SHORT_LIMIT),
+        ("reason", SHORT_LIMIT),
+        ("message", MESSAGE_LIMIT),
+    ] {
+        let value = text(obj, &format!("/{field}"));
+        if value.is_empty() && field != "message" {
+            errs.push(FieldError::required(field, ""));
+        }
+        if value.len() > limit {
+            errs.push(FieldError::invalid(
+                field,
+                "",
+                format!("can have at most {limit} characters"),
+            ));
+        }
+    }
+    errs
+}
 
 fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer)
@@ -84,6 +165,14 @@ impl Strategy for EventStrategy {
         true
     }
 
+    fn defaults(&self, obj: &mut Value) {
+        answered_unset_fields(obj);
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        validate_event(obj)
+    }
+
     fn columns(&self) -> Vec<Column> {
         vec![
             Column::new("Last Seen", "string", "Time since the event was last seen"),
@@ -151,6 +240,35 @@ impl Strategy for EventStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unset_fields_and_legacy_validation() {
+        let mut event = json!({"metadata": {"name": "e", "namespace": "team"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "team"}, "reason": "R"});
+        EventStrategy.defaults(&mut event);
+        assert_eq!(event["source"], json!({}));
+        assert_eq!(event["eventTime"], Value::Null);
+        assert_eq!(event["reportingComponent"], "");
+        assert!(EventStrategy.validate(&event).is_empty());
+        event["involvedObject"]["namespace"] = json!("other");
+        assert_eq!(
+            EventStrategy.validate(&event)[0].to_string(),
+            r#"involvedObject.namespace: Invalid value: "other": does not match event.namespace"#
+        );
+        // A new-style event names who reported it.
+        let new_style = json!({"metadata": {"name": "e", "namespace": "team"}, "eventTime": "2025-01-01T00:00:00.000000Z",
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "team"}});
+        let fields: Vec<String> = EventStrategy
+            .validate(&new_style)
+            .iter()
+            .map(|e| e.field.clone())
+            .collect();
+        assert_eq!(fields[0], "reportingComponent");
+        assert_eq!(
+            fields[fields.len() - 3..],
+            ["reportingInstance", "action", "reason"]
+        );
+    }
 
     #[test]
     fn rows_as_kubes_printer() {

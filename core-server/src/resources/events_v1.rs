@@ -39,6 +39,24 @@ const RENAMED: &[(&str, &str)] = &[
 /// Converts Events between the stored core v1 shape and events.k8s.io/v1.
 struct EventsConverter;
 
+/// What kube answers an events.k8s.io/v1 Event with: the deprecated times
+/// and source as the Go structs they are (null, `{}`), and the empty
+/// reporting strings omitted (omitempty here, unlike core v1's).
+fn answered_unset_fields(obj: &mut Value) {
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    map.entry("deprecatedSource").or_insert_with(|| json!({}));
+    for time in ["deprecatedFirstTimestamp", "deprecatedLastTimestamp"] {
+        map.entry(time).or_insert(Value::Null);
+    }
+    for reporting in ["reportingController", "reportingInstance"] {
+        if map.get(reporting) == Some(&json!("")) {
+            map.remove(reporting);
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl Converter for EventsConverter {
     fn storage_version(&self) -> String {
@@ -62,6 +80,11 @@ impl Converter for EventsConverter {
                         }
                     }
                     map.insert("apiVersion".into(), json!(api_version));
+                }
+                if to_events {
+                    answered_unset_fields(&mut obj);
+                } else {
+                    super::event::answered_unset_fields(&mut obj);
                 }
                 obj
             })
@@ -121,6 +144,10 @@ fn length(obj: &Value, field: &str, limit: usize, errs: &mut Vec<FieldError>) {
 impl Strategy for EventsV1Strategy {
     fn allow_create_on_update(&self) -> bool {
         true
+    }
+
+    fn defaults(&self, obj: &mut Value) {
+        answered_unset_fields(obj);
     }
 
     fn shared_storage(&self) -> Option<SharedStorage> {

@@ -24,8 +24,9 @@ fn keep_status(new: &mut Value, old: Option<&Value>) {
             Some(status) => {
                 map.insert("status".into(), status.clone());
             }
+            // A struct in kube's types: a new object answers `{}`.
             None => {
-                map.remove("status");
+                map.insert("status".into(), json!({}));
             }
         }
     }
@@ -454,7 +455,7 @@ mod tests {
         FlowSchemaStrategy.defaults(&mut fs);
         FlowSchemaStrategy.prepare_for_create(&mut fs);
         assert_eq!(fs["spec"]["matchingPrecedence"], 1000);
-        assert!(fs.get("status").is_none());
+        assert_eq!(fs["status"], json!({}), "reset, an empty struct");
         assert_eq!(
             messages(FlowSchemaStrategy.validate(&fs)),
             vec![

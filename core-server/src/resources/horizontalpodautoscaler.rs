@@ -282,7 +282,8 @@ impl Strategy for HorizontalPodAutoscalerStrategy {
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
-        obj["status"] = json!({"desiredReplicas": 0});
+        // `currentMetrics` and `desiredReplicas` have no omitempty in autoscaling/v2.
+        obj["status"] = json!({"currentMetrics": null, "desiredReplicas": 0});
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {

@@ -166,9 +166,12 @@ fn to_v2(mut obj: Value) -> Value {
                 v2_status[field] = value.clone();
             }
         }
-        if !current.is_empty() {
-            v2_status["currentMetrics"] = json!(current);
-        }
+        // No omitempty on autoscaling/v2's `currentMetrics`: null when none.
+        v2_status["currentMetrics"] = if current.is_empty() {
+            Value::Null
+        } else {
+            json!(current)
+        };
         if let Some(conditions) = conditions {
             v2_status["conditions"] = conditions;
         }
@@ -216,6 +219,15 @@ impl Strategy for HorizontalPodAutoscalerV1Strategy {
 
     fn defaults(&self, obj: &mut Value) {
         default(obj, "/spec/minReplicas", json!(1));
+        // kube answers what it stored as autoscaling/v2, whose defaults give
+        // a target-less autoscaler 80% CPU.
+        let other_metrics = obj
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+            .is_some_and(|a| a.contains_key(METRICS));
+        if !other_metrics {
+            default(obj, "/spec/targetCPUUtilizationPercentage", json!(80));
+        }
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

@@ -21,7 +21,10 @@ impl Strategy for IPAddressStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        if !is_set(obj, "/spec/parentRef") {
+        // Typed decoding gives a missing reference as one of empty strings.
+        let missing = fields::object(obj, "/spec/parentRef")
+            .is_none_or(|r| r.values().all(|v| v.is_null() || v == ""));
+        if missing {
             return vec![FieldError::required("spec.parentRef", "")];
         }
         let mut errs = Vec::new();

@@ -277,6 +277,7 @@ impl Strategy for JobStrategy {
             "TerminatingOrFailed"
         };
         default(obj, "/spec/podReplacementPolicy", json!(replacement));
+        default(obj, "/spec/manualSelector", json!(false));
         fields::each_mut(obj, "/spec/podFailurePolicy/rules", |rule| {
             fields::each_mut(rule, "/onPodConditions", |c| {
                 default(c, "/status", json!("True"))
@@ -314,13 +315,8 @@ impl Strategy for JobStrategy {
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        // In kube's order (ValidateJobSpecUpdate).
         let mut errs = self.validate(new);
-        errs.extend(fields::immutable(
-            new,
-            old,
-            "/spec/selector",
-            "spec.selector",
-        ));
         let elastic = text(new, "/spec/completionMode") == "Indexed"
             && int(new, "/spec/completions") == int(new, "/spec/parallelism");
         if !elastic {
@@ -331,7 +327,20 @@ impl Strategy for JobStrategy {
                 "spec.completions",
             ));
         }
-        for field in ["completionMode", "podFailurePolicy", "backoffLimitPerIndex"] {
+        errs.extend(fields::immutable(
+            new,
+            old,
+            "/spec/selector",
+            "spec.selector",
+        ));
+        errs.extend(validate_template_update(new, old));
+        for field in [
+            "completionMode",
+            "podFailurePolicy",
+            "backoffLimitPerIndex",
+            "managedBy",
+            "successPolicy",
+        ] {
             errs.extend(fields::immutable(
                 new,
                 old,
@@ -339,7 +348,6 @@ impl Strategy for JobStrategy {
                 &format!("spec.{field}"),
             ));
         }
-        errs.extend(validate_template_update(new, old));
         errs
     }
 

@@ -11,6 +11,13 @@ use super::fields::{self, int, is_set, text};
 pub struct LeaseStrategy;
 
 impl Strategy for LeaseStrategy {
+    fn defaults(&self, obj: &mut Value) {
+        // A struct in kube's Lease: answered `{}` when unset.
+        if !is_set(obj, "/spec") {
+            obj["spec"] = json!({});
+        }
+    }
+
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();
         if let Some(duration) = int(obj, "/spec/leaseDurationSeconds").filter(|d| *d <= 0) {

@@ -14,6 +14,24 @@ const ROLE_PREFIX: &str = "node-role.kubernetes.io/";
 /// The older label that names a node's role.
 const ROLE_LABEL: &str = "kubernetes.io/role";
 
+/// The taint a node is created with until it is ready.
+const NOT_READY: &str = "node.kubernetes.io/not-ready";
+
+/// The fields of a node's `status.nodeInfo` (kube's NodeSystemInfo), all
+/// answered, empty until the kubelet reports them.
+const NODE_INFO: &[&str] = &[
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+];
+
 /// The rules of `v1/Node`.
 pub struct NodeStrategy;
 
@@ -79,7 +97,33 @@ impl Strategy for NodeStrategy {
         super::kubelet::node(subresource, obj)
     }
 
+    fn prepare_for_create(&self, obj: &mut Value) {
+        // kube's TaintNodesByCondition admission (on by default): a new
+        // node is not ready until its kubelet says otherwise.
+        let tainted = items(obj, "/spec/taints")
+            .iter()
+            .any(|t| text(t, "/key") == NOT_READY && text(t, "/effect") == "NoSchedule");
+        if !tainted {
+            let mut taints = items(obj, "/spec/taints").to_vec();
+            taints.push(json!({"key": NOT_READY, "effect": "NoSchedule"}));
+            fields::set(obj, "/spec/taints", json!(taints));
+        }
+    }
+
     fn defaults(&self, obj: &mut Value) {
+        // Structs of kube's Node whose fields have no omitempty: answered
+        // even when nothing set them.
+        if !fields::is_set(obj, "/spec") {
+            obj["spec"] = json!({});
+        }
+        fields::default(
+            obj,
+            "/status/daemonEndpoints/kubeletEndpoint/Port",
+            json!(0),
+        );
+        for field in NODE_INFO {
+            fields::default(obj, &format!("/status/nodeInfo/{field}"), json!(""));
+        }
         if !fields::is_set(obj, "/status/allocatable")
             && let Some(capacity) = obj.pointer("/status/capacity").cloned()
         {
@@ -199,6 +243,27 @@ impl Strategy for NodeStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn created_not_ready_with_kubes_unset_fields() {
+        let mut node = json!({"metadata": {"name": "n1"}, "spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}});
+        NodeStrategy.prepare_for_create(&mut node);
+        NodeStrategy.defaults(&mut node);
+        assert_eq!(
+            node["spec"]["taints"],
+            json!([{"key": "a", "effect": "NoSchedule"}, {"key": NOT_READY, "effect": "NoSchedule"}])
+        );
+        NodeStrategy.prepare_for_create(&mut node);
+        assert_eq!(items(&node, "/spec/taints").len(), 2, "added once");
+        assert_eq!(
+            node["status"]["daemonEndpoints"],
+            json!({"kubeletEndpoint": {"Port": 0}})
+        );
+        assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "");
+        let mut bare = json!({"metadata": {"name": "n2"}});
+        NodeStrategy.defaults(&mut bare);
+        assert_eq!(bare["spec"], json!({}));
+    }
 
     #[test]
     fn status_roles_and_fields() {

@@ -171,8 +171,9 @@ impl Strategy for PersistentVolumeStrategy {
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self.validate(new);
+        // kube names the volume mode's path without `spec` here.
         for (pointer, field) in [
-            ("/spec/volumeMode", "spec.volumeMode"),
+            ("/spec/volumeMode", "volumeMode"),
             ("/spec/nodeAffinity", "spec.nodeAffinity"),
         ] {
             if is_set(old, pointer) {

@@ -263,6 +263,12 @@ fn status_and_restarts(pod: &Value) -> (String, String, i64) {
 }
 
 impl Strategy for PodStrategy {
+    /// Pods have a generation since kube 1.33 (kubernetes#130181): 1 at
+    /// creation, one more for each change of the spec.
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
     fn connect(
         &self,
         subresource: &str,

@@ -78,8 +78,24 @@ pub fn default_spec(spec: &mut Value) {
 
 /// Defaults the PodTemplateSpec at a JSON pointer (e.g. `/spec/template`).
 pub fn default_template(obj: &mut Value, pointer: &str) {
-    if let Some(spec) = obj.pointer_mut(&format!("{pointer}/spec")) {
+    let Some(template) = obj.pointer_mut(pointer).filter(|t| t.is_object()) else {
+        return;
+    };
+    null_creation_timestamp(template);
+    if let Some(spec) = template.get_mut("spec") {
         default_spec(spec);
+    }
+}
+
+/// Gives an embedded object (a template) the `metadata.creationTimestamp:
+/// null` kube 1.33 answers with: its ObjectMeta's unset time is a Go struct
+/// that `omitempty` does not omit (kube 1.34 omits it).
+pub fn null_creation_timestamp(embedded: &mut Value) {
+    if let Some(map) = embedded.as_object_mut() {
+        let meta = map.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.entry("creationTimestamp").or_insert(Value::Null);
+        }
     }
 }
 
@@ -101,6 +117,10 @@ fn default_container(c: &mut Value) {
     default(c, "/imagePullPolicy", json!(policy));
     default(c, "/terminationMessagePath", json!("/dev/termination-log"));
     default(c, "/terminationMessagePolicy", json!("File"));
+    // A struct in kube's Container: answered `{}` when unset.
+    if !is_set(c, "/resources") {
+        c["resources"] = json!({});
+    }
     fields::each_mut(c, "/ports", |p| default(p, "/protocol", json!("TCP")));
     fields::each_mut(c, "/env", |e| {
         if is_set(e, "/valueFrom/fieldRef") {
@@ -527,11 +547,7 @@ fn validate_mounts(c: &Value, path: &str, volumes: &[String], errs: &mut Vec<Fie
         if name.is_empty() {
             errs.push(FieldError::required(format!("{mpath}.name"), ""));
         } else if !volumes.iter().any(|v| v == name) {
-            errs.push(FieldError::invalid(
-                format!("{mpath}.name"),
-                name,
-                "not found: must name a volume of the pod",
-            ));
+            errs.push(FieldError::not_found(format!("{mpath}.name"), name));
         }
         let mount = text(m, "/mountPath");
         if mount.is_empty() {
@@ -730,6 +746,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn template_defaults() {
+        let mut obj = json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "nginx:1"}]}}}});
+        default_template(&mut obj, "/spec/template");
+        assert_eq!(
+            obj["spec"]["template"]["metadata"],
+            json!({"creationTimestamp": null})
+        );
+        assert_eq!(obj["spec"]["template"]["spec"]["restartPolicy"], "Always");
+        let mut dated = json!({"metadata": {"creationTimestamp": "2025-01-01T00:00:00Z"}});
+        null_creation_timestamp(&mut dated);
+        assert_eq!(
+            dated["metadata"]["creationTimestamp"],
+            "2025-01-01T00:00:00Z"
+        );
+        let mut none = json!({"spec": {}});
+        default_template(&mut none, "/spec/template");
+        assert_eq!(none, json!({"spec": {}}), "no template, nothing added");
+    }
+
+    #[test]
     fn spec_defaults() {
         let mut spec = json!({
             "containers": [{"name": "a", "image": "nginx", "ports": [{"containerPort": 80}],
@@ -750,6 +786,7 @@ mod tests {
         assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
         assert_eq!(c["terminationMessagePolicy"], "File");
         assert_eq!(c["ports"][0]["protocol"], "TCP");
+        assert_eq!(c["resources"], json!({}), "a Go struct, answered empty");
         assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/");
         assert_eq!(c["livenessProbe"]["failureThreshold"], 3);
         assert_eq!(spec["initContainers"][0]["imagePullPolicy"], "IfNotPresent");

@@ -24,6 +24,11 @@ fn cidrs(obj: &Value) -> Vec<&str> {
 }
 
 impl Strategy for ServiceCIDRStrategy {
+    /// kube resets the status on create, to an empty struct (`{}`).
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({});
+    }
+
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let list = cidrs(obj);
         let spec = fields::value(obj, "/spec");

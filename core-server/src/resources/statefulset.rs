@@ -134,11 +134,13 @@ impl Strategy for StatefulSetStrategy {
         default(obj, "/spec/replicas", json!(1));
         default(obj, "/spec/revisionHistoryLimit", json!(10));
         pod_spec::default_template(obj, "/spec/template");
-        fields::each_mut(
-            obj,
-            "/spec/volumeClaimTemplates",
-            persistentvolumeclaim::default_claim,
-        );
+        // apps/v1 answers claim templates as whole v1 PersistentVolumeClaims.
+        fields::each_mut(obj, "/spec/volumeClaimTemplates", |claim| {
+            default(claim, "/apiVersion", json!("v1"));
+            default(claim, "/kind", json!("PersistentVolumeClaim"));
+            pod_spec::null_creation_timestamp(claim);
+            persistentvolumeclaim::default_claim(claim);
+        });
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

@@ -8,22 +8,29 @@ use serde_json::Value;
 
 use super::fields::{self, int_or_string};
 use super::pod_spec;
+use apimachinery::label_selector::LabelSelector;
 
 /// Checks `spec.selector` (a `metav1.LabelSelector`) and `spec.template`
-/// against it, for a controller named `owner` (`ReplicaSet`, `StatefulSet`, ...).
+/// against it, for a controller named `owner` (`ReplicaSet`, `StatefulSet`,
+/// `DaemonSet`), as kube does for a missing selector: it is required (a
+/// DaemonSet only finds that it matches no template) and selects nothing.
+/// Decoding into the typed object gives a missing selector as `{}`, so an
+/// empty one reads as missing here too (kube calls `{}` "empty selector is
+/// invalid for deployment"; the common mistake is leaving it out).
 pub fn validate_selector_and_template(obj: &Value, owner: &str) -> Vec<FieldError> {
-    let selector = obj.pointer("/spec/selector");
+    let selector = obj
+        .pointer("/spec/selector")
+        .filter(|s| !fields::selector_is_empty(Some(s)));
     let mut errs = Vec::new();
-    if fields::selector_is_empty(selector) {
-        errs.push(FieldError::required("spec.selector", ""));
-    } else if let Some(selector) = selector {
-        errs.extend(fields::label_selector(selector, "spec.selector"));
+    match selector {
+        Some(selector) => errs.extend(fields::label_selector(selector, "spec.selector")),
+        None if owner != "DaemonSet" => errs.push(FieldError::required("spec.selector", "")),
+        None => {}
     }
-    let parsed = fields::selector_of(selector);
     errs.extend(pod_spec::validate_controller_template(
         obj.pointer("/spec/template"),
         "spec.template",
-        &parsed,
+        &selector.map_or_else(LabelSelector::nothing, |s| fields::selector_of(Some(s))),
         owner,
     ));
     errs

@@ -296,6 +296,10 @@ impl Store {
             else {
                 return Err(self.not_found(name));
             };
+            // kube defaults what it reads from storage: an object stored
+            // before a default was added compares as if it had it.
+            let mut old = old;
+            strategy.defaults(&mut old);
             let mut warnings = Vec::new();
             let computed = compute(&old)?;
             let mut new = self.decode_object(computed, opts, &mut warnings)?;
