@@ -21,6 +21,43 @@ const LIST_MAP_KEYS: &str = "x-kubernetes-list-map-keys";
 const MAP_TYPE: &str = "x-kubernetes-map-type";
 const PATCH_STRATEGY: &str = "x-kubernetes-patch-strategy";
 const PATCH_MERGE_KEY: &str = "x-kubernetes-patch-merge-key";
+const UNIONS: &str = "x-kubernetes-unions";
+
+/// kube's discriminated unions (`+union` in its Go types, which k8s-openapi
+/// does not carry): schema, discriminator, and each member field with the
+/// discriminator value naming it. Checked against kube 1.33's published
+/// OpenAPI (`tests/data/kube-1.33-openapi.json`).
+const DISCRIMINATED_UNIONS: &[(&str, &str, &[(&str, &str)])] = &[
+    (
+        "io.k8s.api.core.v1.AppArmorProfile",
+        "type",
+        &[("localhostProfile", "LocalhostProfile")],
+    ),
+    (
+        "io.k8s.api.core.v1.SeccompProfile",
+        "type",
+        &[("localhostProfile", "LocalhostProfile")],
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.LimitResponse",
+        "type",
+        &[("queuing", "Queuing")],
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
+        "type",
+        &[("exempt", "Exempt"), ("limited", "Limited")],
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.Subject",
+        "kind",
+        &[
+            ("group", "Group"),
+            ("serviceAccount", "ServiceAccount"),
+            ("user", "User"),
+        ],
+    ),
+];
 
 /// Adds the list, map and patch extensions the table holds for schema `name`.
 pub(crate) fn annotate(name: &str, schema: &mut Value) {
@@ -29,6 +66,20 @@ pub(crate) fn annotate(name: &str, schema: &mut Value) {
     };
     if ATOMIC_STRUCTS.binary_search(&name).is_ok() {
         object.insert(MAP_TYPE.into(), "atomic".into());
+    }
+    if let Some((_, discriminator, members)) = DISCRIMINATED_UNIONS
+        .iter()
+        .find(|(schema, _, _)| *schema == name)
+    {
+        let members: Map<String, Value> = members
+            .iter()
+            .map(|(field, value)| (field.to_string(), Value::from(*value)))
+            .collect();
+        let union = serde_json::json!([{
+            "discriminator": discriminator,
+            "fields-to-discriminateBy": members,
+        }]);
+        object.insert(UNIONS.into(), union);
     }
     let Some(properties) = object.get_mut("properties").and_then(Value::as_object_mut) else {
         return;
@@ -150,6 +201,17 @@ mod tests {
                 .all(|p| (p[0].schema, p[0].property) < (p[1].schema, p[1].property))
         );
         assert!(ATOMIC_STRUCTS.windows(2).all(|p| p[0] < p[1]));
+    }
+
+    #[test]
+    fn discriminated_unions_name_their_members() {
+        let mut schema = json!({"properties": {"type": {"type": "string"}}});
+        annotate("io.k8s.api.flowcontrol.v1.Subject", &mut schema);
+        assert_eq!(
+            schema[UNIONS],
+            json!([{"discriminator": "kind", "fields-to-discriminateBy": {
+                "group": "Group", "serviceAccount": "ServiceAccount", "user": "User"}}])
+        );
     }
 
     #[test]

@@ -299,13 +299,6 @@ fn external_ip_cell(obj: &Value) -> String {
     }
 }
 
-/// A service's `proxy` subresource, with kube's verbs.
-pub const SERVICE_PROXY: (&str, &str, &[&str]) = (
-    "proxy",
-    "ServiceProxyOptions",
-    &["create", "delete", "get", "patch", "update"],
-);
-
 impl Strategy for ServiceStrategy {
     /// `services/proxy`: kubechain runs no nodes and no endpoints
     /// controller, so no ready pod stands behind a service; kube answers
