@@ -23,40 +23,49 @@ const PATCH_STRATEGY: &str = "x-kubernetes-patch-strategy";
 const PATCH_MERGE_KEY: &str = "x-kubernetes-patch-merge-key";
 const UNIONS: &str = "x-kubernetes-unions";
 
-/// kube's discriminated unions (`+union` in its Go types, which k8s-openapi
-/// does not carry): schema, discriminator, and each member field with the
-/// discriminator value naming it. Checked against kube 1.33's published
+/// One of kube's discriminated unions (`+union` in its Go types, which
+/// k8s-openapi does not carry).
+struct Union {
+    /// The schema holding it.
+    schema: &'static str,
+    /// The field naming which member is set.
+    discriminator: &'static str,
+    /// Each member field and the discriminator value naming it.
+    members: &'static [(&'static str, &'static str)],
+}
+
+/// kube's discriminated unions, checked against kube 1.33's published
 /// OpenAPI (`tests/data/kube-1.33-openapi.json`).
-const DISCRIMINATED_UNIONS: &[(&str, &str, &[(&str, &str)])] = &[
-    (
-        "io.k8s.api.core.v1.AppArmorProfile",
-        "type",
-        &[("localhostProfile", "LocalhostProfile")],
-    ),
-    (
-        "io.k8s.api.core.v1.SeccompProfile",
-        "type",
-        &[("localhostProfile", "LocalhostProfile")],
-    ),
-    (
-        "io.k8s.api.flowcontrol.v1.LimitResponse",
-        "type",
-        &[("queuing", "Queuing")],
-    ),
-    (
-        "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
-        "type",
-        &[("exempt", "Exempt"), ("limited", "Limited")],
-    ),
-    (
-        "io.k8s.api.flowcontrol.v1.Subject",
-        "kind",
-        &[
+const DISCRIMINATED_UNIONS: &[Union] = &[
+    Union {
+        schema: "io.k8s.api.core.v1.AppArmorProfile",
+        discriminator: "type",
+        members: &[("localhostProfile", "LocalhostProfile")],
+    },
+    Union {
+        schema: "io.k8s.api.core.v1.SeccompProfile",
+        discriminator: "type",
+        members: &[("localhostProfile", "LocalhostProfile")],
+    },
+    Union {
+        schema: "io.k8s.api.flowcontrol.v1.LimitResponse",
+        discriminator: "type",
+        members: &[("queuing", "Queuing")],
+    },
+    Union {
+        schema: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
+        discriminator: "type",
+        members: &[("exempt", "Exempt"), ("limited", "Limited")],
+    },
+    Union {
+        schema: "io.k8s.api.flowcontrol.v1.Subject",
+        discriminator: "kind",
+        members: &[
             ("group", "Group"),
             ("serviceAccount", "ServiceAccount"),
             ("user", "User"),
         ],
-    ),
+    },
 ];
 
 /// Adds the list, map and patch extensions the table holds for schema `name`.
@@ -67,16 +76,14 @@ pub(crate) fn annotate(name: &str, schema: &mut Value) {
     if ATOMIC_STRUCTS.binary_search(&name).is_ok() {
         object.insert(MAP_TYPE.into(), "atomic".into());
     }
-    if let Some((_, discriminator, members)) = DISCRIMINATED_UNIONS
-        .iter()
-        .find(|(schema, _, _)| *schema == name)
-    {
-        let members: Map<String, Value> = members
+    if let Some(union) = DISCRIMINATED_UNIONS.iter().find(|u| u.schema == name) {
+        let members: Map<String, Value> = union
+            .members
             .iter()
             .map(|(field, value)| (field.to_string(), Value::from(*value)))
             .collect();
         let union = serde_json::json!([{
-            "discriminator": discriminator,
+            "discriminator": union.discriminator,
             "fields-to-discriminateBy": members,
         }]);
         object.insert(UNIONS.into(), union);
