@@ -50,10 +50,8 @@ const LIST_MEDIA: [&str; 3] = [
     "application/json;stream=watch",
 ];
 
-/// Patch media types every resource lists (kube 1.33 lists CBOR apply
-/// patches whether or not its `CBORServingAndStorage` gate is on).
-const PATCH_MEDIA: [&str; 4] = [
-    "application/apply-patch+cbor",
+/// Patch media types every resource lists.
+const PATCH_MEDIA: [&str; 3] = [
     "application/apply-patch+yaml",
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -61,6 +59,11 @@ const PATCH_MEDIA: [&str; 4] = [
 
 /// The strategic merge patch media type, listed only for kinds that support it.
 const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
+
+/// CBOR apply patches, which kube 1.33 lists for the kinds its API installer
+/// renders whether or not its `CBORServingAndStorage` gate is on (and
+/// refuses, 415, while it is off, as kubechain does).
+const APPLY_PATCH_CBOR: &str = "application/apply-patch+cbor";
 
 /// Response codes and their descriptions.
 const OK: (&str, &str) = ("200", "OK");
@@ -167,6 +170,15 @@ impl ResourceSpec {
     fn can(&self, verb: &str) -> bool {
         self.verbs.iter().any(|v| v == verb)
     }
+
+    /// Whether kube renders it with its API installer (built-in and
+    /// aggregated kinds: the group-version's resource list, the `/watch/`
+    /// paths, CBOR apply patches) rather than with its CRD builder, which
+    /// lists none of those. Custom resources are the kinds without
+    /// strategic merge patch.
+    fn installed(&self) -> bool {
+        self.strategic_merge_patch
+    }
 }
 
 impl SubresourceSpec {
@@ -223,7 +235,9 @@ pub fn group_version_document(
 ) -> Value {
     let context = Context::new(group, version, components);
     let mut paths = BTreeMap::new();
-    context.add_resource_list(&mut paths);
+    if resources.iter().any(ResourceSpec::installed) {
+        context.add_resource_list(&mut paths);
+    }
     for resource in resources {
         context.add_resource(&mut paths, resource);
     }
@@ -293,7 +307,7 @@ impl<'a> Context<'a> {
         if resource.namespaced && resource.can("list") {
             self.add_all_namespaces_list(paths, resource);
         }
-        if resource.can("watch") {
+        if resource.can("watch") && resource.installed() {
             self.add_watches(paths, resource);
         }
         for subresource in &resource.subresources {
@@ -813,13 +827,15 @@ fn object_body(schema: &str) -> Value {
     json!({"content": {"*/*": {"schema": schema_ref(schema)}}, "required": true})
 }
 
-/// The PATCH request body: the patch media types, strategic merge patch only if `smp`.
+/// The PATCH request body: the patch media types, strategic merge patch
+/// (and CBOR apply, see [`APPLY_PATCH_CBOR`]) only if `smp`.
 fn patch_body(smp: bool) -> Value {
     let mut content = Map::new();
     let media = PATCH_MEDIA
         .iter()
         .copied()
-        .chain(smp.then_some(STRATEGIC_MERGE_PATCH));
+        .chain(smp.then_some(STRATEGIC_MERGE_PATCH))
+        .chain(smp.then_some(APPLY_PATCH_CBOR));
     let mut media: Vec<&str> = media.collect();
     media.sort_unstable();
     for media_type in media {
@@ -1068,7 +1084,16 @@ mod tests {
             .as_object()
             .expect("content");
         assert!(!content.contains_key(STRATEGIC_MERGE_PATCH));
+        assert!(!content.contains_key(APPLY_PATCH_CBOR));
         assert!(content.contains_key("application/merge-patch+json"));
+        // As kube's CRD builder: no resource list, no `/watch/` paths.
+        let paths = document["paths"].as_object().expect("paths");
+        assert!(!paths.contains_key("/apis/example.com/v1/"));
+        assert!(
+            !paths.keys().any(|p| p.contains("/watch/")),
+            "{:?}",
+            paths.keys()
+        );
         assert_eq!(patch["operationId"], "patchExampleComV1NamespacedFoo");
         assert_eq!(patch["tags"], json!(["exampleCom_v1"]));
         assert!(param_names(patch).contains(&"fieldValidation"));
