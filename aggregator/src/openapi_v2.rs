@@ -106,12 +106,13 @@ impl OpenApiV2 {
         }
         cache.sources = sources;
         if changed {
-            let mut definitions = Map::new();
+            let (mut paths, mut definitions) = (Map::new(), Map::new());
             for (_, json) in cache.sources.values() {
                 let document: Value = serde_json::from_slice(json).unwrap_or_default();
+                v2::add_paths(&mut paths, &document);
                 v2::add_definitions(&mut definitions, &document);
             }
-            let document = v2::document(definitions, KUBERNETES_VERSION);
+            let document = v2::document(paths, definitions, KUBERNETES_VERSION);
             let json = Rendered::new(&document, "application/json");
             let protobuf = Rendered::bytes(proto::openapi_v2::encode(&document).into(), PROTOBUF);
             cache.rendered = Some((json, protobuf));

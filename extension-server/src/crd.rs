@@ -106,6 +106,12 @@ impl Strategy for CrdStrategy {
         true
     }
 
+    /// kube's CRD storage wraps its store without declaring
+    /// `DeleteReturnsDeletedObject`, so its OpenAPI says Status.
+    fn openapi_delete_returns_object(&self) -> bool {
+        false
+    }
+
     fn begin_delete(&self, crd: &mut Value) -> Result<bool> {
         if crd
             .pointer("/metadata/deletionTimestamp")

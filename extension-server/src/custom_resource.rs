@@ -133,6 +133,8 @@ pub fn resource(crd: &Value, version: &Value) -> Resource {
             kind: None,
             verbs: verbs(&["get", "patch", "update"]),
             connect: false,
+            schema: None,
+            options: &[],
         });
     }
     if scale.is_some() {
@@ -142,6 +144,8 @@ pub fn resource(crd: &Value, version: &Value) -> Resource {
             kind: Some(kind),
             verbs: verbs(&["get", "patch", "update"]),
             connect: false,
+            schema: None,
+            options: &[],
         });
     }
     // kube hashes the CRD's storage version, when that version is served.

@@ -34,6 +34,12 @@ pub struct Subresource {
     /// `rest.Connecter`: a pod's `log`, `exec`, `proxy`), answered by the
     /// strategy's [`crate::strategy::Strategy::connect`].
     pub connect: bool,
+    /// Adds the schema of `kind` to a collection and names it, when `kind`
+    /// is a stored kind other than the parent's (`policy/v1` Eviction).
+    pub schema: Option<fn(&mut Components) -> String>,
+    /// The query parameters of a connect subresource's options kind
+    /// (`pods/exec`: `command`, `container`, …), for its OpenAPI.
+    pub options: &'static [&'static str],
 }
 
 /// One served resource: its names, scope and strategy.
@@ -201,15 +207,10 @@ impl Resource {
 
     /// Adds a `scale` subresource answering `autoscaling/v1` Scale.
     pub fn scale(mut self, scale: ScaleSpec) -> Self {
-        self.subresources.push(Subresource {
-            name: "scale".into(),
-            kind: Some(GroupVersionKind::new("autoscaling", "v1", "Scale")),
-            verbs: ["get", "patch", "update"]
-                .iter()
-                .map(|v| v.to_string())
-                .collect(),
-            connect: false,
-        });
+        self = self.subresource_of_kind::<k8s_openapi::api::autoscaling::v1::Scale>(
+            "scale",
+            &["get", "patch", "update"],
+        );
         self.scale = Some(scale);
         self
     }
@@ -238,32 +239,41 @@ impl Resource {
         self
     }
 
-    /// Adds a subresource that accepts and returns another kind (e.g. a
-    /// service account's `token`, a TokenRequest).
-    pub fn subresource_of_kind(
+    /// Adds a subresource that accepts and returns another kind, `K` (a
+    /// service account's `token`, a TokenRequest; a `scale`, a Scale).
+    pub fn subresource_of_kind<K: k8s_openapi::Resource + JsonSchema>(
         mut self,
         name: &str,
-        kind: GroupVersionKind,
         verbs: &[&str],
     ) -> Self {
         self.subresources.push(Subresource {
             name: name.into(),
-            kind: Some(kind),
+            kind: Some(GroupVersionKind::new(K::GROUP, K::VERSION, K::KIND)),
             verbs: verbs.iter().map(|v| v.to_string()).collect(),
             connect: false,
+            schema: Some(add_schema::<K>),
+            options: &[],
         });
         self
     }
 
     /// Adds a connect subresource (`pods/exec`): its options kind in the
-    /// resource's group/version, and its verbs.
-    pub fn connect_subresource(mut self, name: &str, kind: &str, verbs: &[&str]) -> Self {
+    /// resource's group/version, its verbs, and the options' query parameters.
+    pub fn connect_subresource(
+        mut self,
+        name: &str,
+        kind: &str,
+        verbs: &[&str],
+        options: &'static [&'static str],
+    ) -> Self {
         let kind = GroupVersionKind::new(&self.group, &self.version, kind);
         self.subresources.push(Subresource {
             name: name.into(),
             kind: Some(kind),
             verbs: verbs.iter().map(|v| v.to_string()).collect(),
             connect: true,
+            schema: None,
+            options,
         });
         self
     }
@@ -275,6 +285,8 @@ impl Resource {
             kind: None,
             verbs: verbs.iter().map(|v| v.to_string()).collect(),
             connect: false,
+            schema: None,
+            options: &[],
         });
         self
     }

@@ -557,15 +557,23 @@ fn resource_spec(r: &Resource, schema: &str, components: &mut Components) -> Res
         subresources: Vec::new(),
         schema: schema.to_string(),
         strategic_merge_patch: r.strategic_merge_patch,
+        delete_returns_object: r.strategy.openapi_delete_returns_object(),
     };
-    for sub in r.subresources.iter().filter(|s| !s.connect) {
-        let mut s = match sub.name.as_str() {
-            "scale" => SubresourceSpec::scale(components),
-            _ => SubresourceSpec::status(&spec),
+    for sub in &r.subresources {
+        let kind_schema = match sub.schema {
+            Some(add) => add(components),
+            None => spec.schema.clone(),
         };
-        s.name = sub.name.clone();
-        s.verbs = sub.verbs.clone();
-        spec.subresources.push(s);
+        let gvk = sub.kind.clone().unwrap_or_else(|| spec.gvk());
+        spec.subresources.push(SubresourceSpec {
+            name: sub.name.clone(),
+            kind_schema,
+            gvk,
+            verbs: sub.verbs.clone(),
+            connect: sub
+                .connect
+                .then(|| sub.options.iter().map(|o| o.to_string()).collect()),
+        });
     }
     spec
 }

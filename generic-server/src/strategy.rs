@@ -110,6 +110,13 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Whether the OpenAPI of DELETE names the object rather than a Status:
+    /// as [`Strategy::return_deleted_object`], except where kube's own
+    /// storage wraps its store and publishes Status (namespaces).
+    fn openapi_delete_returns_object(&self) -> bool {
+        self.return_deleted_object()
+    }
+
     /// Called when deletion is requested. Returning true keeps the object,
     /// marked for deletion, until [`Strategy::may_remove`] holds (for
     /// example a namespace turning `Terminating`); an error refuses the delete.

@@ -34,12 +34,166 @@ pub fn encode(document: &Value) -> Vec<u8> {
             title: text("/info/title"),
             version: text("/info/version"),
         }),
-        paths: Some(Paths::default()),
+        paths: Some(Paths {
+            vendor_extension: Vec::new(),
+            path: document
+                .get("paths")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(name, item)| NamedPathItem {
+                    name: name.clone(),
+                    value: Some(path_item(item)),
+                })
+                .collect(),
+        }),
         definitions: Some(Definitions {
             additional_properties: definitions,
         }),
     }
     .encode_to_vec()
+}
+
+/// One path's operations and shared parameters.
+fn path_item(item: &Value) -> PathItem {
+    let op = |method: &str| item.get(method).map(operation);
+    PathItem {
+        get: op("get"),
+        put: op("put"),
+        post: op("post"),
+        delete: op("delete"),
+        options: op("options"),
+        head: op("head"),
+        patch: op("patch"),
+        parameters: parameters(item),
+    }
+}
+
+/// The strings of an array field.
+fn strings(value: &Value, key: &str) -> Vec<String> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect()
+}
+
+/// The `x-` keys of an object, as vendor extensions.
+fn vendor_extensions(value: &Value) -> Vec<NamedAny> {
+    value
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| key.starts_with("x-"))
+        .map(|(key, value)| NamedAny {
+            name: key.clone(),
+            value: Some(any(value)),
+        })
+        .collect()
+}
+
+fn operation(op: &Value) -> Operation {
+    let text = |key: &str| {
+        op.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let responses = op
+        .get("responses")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(code, response)| NamedResponseValue {
+            name: code.clone(),
+            value: Some(ResponseValue {
+                oneof: Some(response_value::Oneof::Response(Response {
+                    description: response
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    schema: response.get("schema").map(|schema| SchemaItem {
+                        oneof: Some(schema_item::Oneof::Schema(schema_to_protobuf(schema))),
+                    }),
+                })),
+            }),
+        })
+        .collect();
+    Operation {
+        tags: strings(op, "tags"),
+        description: text("description"),
+        operation_id: text("operationId"),
+        produces: strings(op, "produces"),
+        consumes: strings(op, "consumes"),
+        parameters: parameters(op),
+        responses: Some(Responses {
+            response_code: responses,
+        }),
+        schemes: strings(op, "schemes"),
+        vendor_extension: vendor_extensions(op),
+    }
+}
+
+/// The `parameters` of a path item or an operation.
+fn parameters(owner: &Value) -> Vec<ParametersItem> {
+    owner
+        .get("parameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|param| ParametersItem {
+            oneof: Some(parameters_item::Oneof::Parameter(parameter(param))),
+        })
+        .collect()
+}
+
+fn parameter(param: &Value) -> Parameter {
+    let text = |key: &str| {
+        param
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let flag = |key: &str| param.get(key).and_then(Value::as_bool).unwrap_or_default();
+    let oneof = match param.get("in").and_then(Value::as_str) {
+        Some("body") => parameter::Oneof::BodyParameter(BodyParameter {
+            description: text("description"),
+            name: text("name"),
+            r#in: text("in"),
+            required: flag("required"),
+            schema: param.get("schema").map(schema_to_protobuf),
+        }),
+        Some("path") => parameter::Oneof::NonBodyParameter(NonBodyParameter {
+            oneof: Some(non_body_parameter::Oneof::PathParameterSubSchema(
+                PathParameterSubSchema {
+                    required: flag("required"),
+                    r#in: text("in"),
+                    description: text("description"),
+                    name: text("name"),
+                    r#type: text("type"),
+                    unique_items: flag("uniqueItems"),
+                },
+            )),
+        }),
+        _ => parameter::Oneof::NonBodyParameter(NonBodyParameter {
+            oneof: Some(non_body_parameter::Oneof::QueryParameterSubSchema(
+                QueryParameterSubSchema {
+                    required: flag("required"),
+                    r#in: text("in"),
+                    description: text("description"),
+                    name: text("name"),
+                    r#type: text("type"),
+                    unique_items: flag("uniqueItems"),
+                },
+            )),
+        }),
+    };
+    Parameter { oneof: Some(oneof) }
 }
 
 fn named_schema(name: &str, schema: &Value) -> NamedSchema {
@@ -185,5 +339,60 @@ mod tests {
             .expect("properties")
             .additional_properties[0];
         assert_eq!(data.name, "data");
+    }
+
+    #[test]
+    fn protobuf_carries_paths_operations_and_parameters() {
+        let document = json!({
+            "swagger": "2.0",
+            "paths": {"/api/v1/namespaces/{namespace}/pods/{name}": {
+                "parameters": [{"in": "path", "name": "name", "required": true, "type": "string"}],
+                "patch": {
+                    "operationId": "patchCoreV1NamespacedPod",
+                    "consumes": ["application/merge-patch+json"],
+                    "parameters": [
+                        {"in": "body", "name": "body", "required": true, "schema": {"$ref": "#/definitions/Patch"}},
+                        {"in": "query", "name": "force", "type": "boolean"},
+                    ],
+                    "responses": {"200": {"description": "OK", "schema": {"$ref": "#/definitions/Pod"}}},
+                    "x-kubernetes-action": "patch",
+                },
+            }},
+        });
+        let decoded = Document::decode(encode(&document).as_slice()).expect("decodes");
+        let paths = decoded.paths.expect("paths").path;
+        assert_eq!(paths[0].name, "/api/v1/namespaces/{namespace}/pods/{name}");
+        let item = paths[0].value.as_ref().expect("item");
+        let patch = item.patch.as_ref().expect("patch");
+        assert_eq!(patch.operation_id, "patchCoreV1NamespacedPod");
+        assert_eq!(patch.consumes, ["application/merge-patch+json"]);
+        assert_eq!(patch.vendor_extension[0].name, "x-kubernetes-action");
+        let Some(parameters_item::Oneof::Parameter(Parameter {
+            oneof: Some(parameter::Oneof::BodyParameter(body)),
+        })) = &patch.parameters[0].oneof
+        else {
+            panic!("a body parameter first: {:?}", patch.parameters);
+        };
+        assert_eq!(
+            body.schema.as_ref().map(|s| s.r#ref.as_str()),
+            Some("#/definitions/Patch")
+        );
+        let Some(parameters_item::Oneof::Parameter(Parameter {
+            oneof:
+                Some(parameter::Oneof::NonBodyParameter(NonBodyParameter {
+                    oneof: Some(non_body_parameter::Oneof::QueryParameterSubSchema(force)),
+                })),
+        })) = &patch.parameters[1].oneof
+        else {
+            panic!("a query parameter: {:?}", patch.parameters);
+        };
+        assert_eq!(
+            (force.name.as_str(), force.r#type.as_str()),
+            ("force", "boolean")
+        );
+        assert!(item.get.is_none());
+        assert_eq!(item.parameters.len(), 1);
+        let responses = patch.responses.as_ref().expect("responses");
+        assert_eq!(responses.response_code[0].name, "200");
     }
 }

@@ -34,6 +34,74 @@ const LIST_METADATA_DESCRIPTION: &str = "Standard list metadata. More info: http
 
 use crate::group_version::GroupVersionKind;
 
+/// Every group-version kube-apiserver 1.33's scheme registers, served or
+/// not: kube adds `DeleteOptions` and `WatchEvent` to each, and its OpenAPI
+/// names them all as those schemas' `x-kubernetes-group-version-kind`.
+const SCHEME_GROUP_VERSIONS: &[&str] = &[
+    "v1",
+    "admission.k8s.io/v1",
+    "admission.k8s.io/v1beta1",
+    "admissionregistration.k8s.io/v1",
+    "admissionregistration.k8s.io/v1alpha1",
+    "admissionregistration.k8s.io/v1beta1",
+    "apiextensions.k8s.io/v1",
+    "apiextensions.k8s.io/v1beta1",
+    "apiregistration.k8s.io/v1",
+    "apiregistration.k8s.io/v1beta1",
+    "apps/v1",
+    "apps/v1beta1",
+    "apps/v1beta2",
+    "authentication.k8s.io/v1",
+    "authentication.k8s.io/v1alpha1",
+    "authentication.k8s.io/v1beta1",
+    "authorization.k8s.io/v1",
+    "authorization.k8s.io/v1beta1",
+    "autoscaling/v1",
+    "autoscaling/v2",
+    "autoscaling/v2beta1",
+    "autoscaling/v2beta2",
+    "batch/v1",
+    "batch/v1beta1",
+    "certificates.k8s.io/v1",
+    "certificates.k8s.io/v1alpha1",
+    "certificates.k8s.io/v1beta1",
+    "coordination.k8s.io/v1",
+    "coordination.k8s.io/v1alpha2",
+    "coordination.k8s.io/v1beta1",
+    "discovery.k8s.io/v1",
+    "discovery.k8s.io/v1beta1",
+    "events.k8s.io/v1",
+    "events.k8s.io/v1beta1",
+    "extensions/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1",
+    "flowcontrol.apiserver.k8s.io/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1beta2",
+    "flowcontrol.apiserver.k8s.io/v1beta3",
+    "imagepolicy.k8s.io/v1alpha1",
+    "internal.apiserver.k8s.io/v1alpha1",
+    "networking.k8s.io/v1",
+    "networking.k8s.io/v1alpha1",
+    "networking.k8s.io/v1beta1",
+    "node.k8s.io/v1",
+    "node.k8s.io/v1alpha1",
+    "node.k8s.io/v1beta1",
+    "policy/v1",
+    "policy/v1beta1",
+    "rbac.authorization.k8s.io/v1",
+    "rbac.authorization.k8s.io/v1alpha1",
+    "rbac.authorization.k8s.io/v1beta1",
+    "resource.k8s.io/v1alpha3",
+    "resource.k8s.io/v1beta1",
+    "resource.k8s.io/v1beta2",
+    "scheduling.k8s.io/v1",
+    "scheduling.k8s.io/v1alpha1",
+    "scheduling.k8s.io/v1beta1",
+    "storage.k8s.io/v1",
+    "storage.k8s.io/v1alpha1",
+    "storage.k8s.io/v1beta1",
+    "storagemigration.k8s.io/v1alpha1",
+];
+
 /// The schemas of an OpenAPI v3 `components.schemas`, keyed by name (`io.k8s.api.core.v1.ConfigMap`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Components {
@@ -48,15 +116,38 @@ impl Default for Components {
 
 impl Components {
     /// A collector holding the schemas every group-version document refers to
-    /// (`Status`, `DeleteOptions`, `WatchEvent`, `Patch`).
+    /// (`Status`, `DeleteOptions`, `WatchEvent`, `Patch`, `APIResourceList`).
     pub fn new() -> Self {
         let mut components = Self {
             schemas: Map::new(),
         };
         components.add::<meta::Status>();
-        components.add::<meta::DeleteOptions>();
-        components.add::<meta::WatchEvent<()>>();
         components.add::<meta::Patch>();
+        components.add::<meta::APIResourceList>();
+        let delete_options = components.add::<meta::DeleteOptions>();
+        let watch_event = components.add::<meta::WatchEvent<()>>();
+        for (name, kind) in [
+            (delete_options, "DeleteOptions"),
+            (watch_event, "WatchEvent"),
+        ] {
+            let kinds: Vec<Value> = SCHEME_GROUP_VERSIONS
+                .iter()
+                .map(|gv| {
+                    let (group, version) = gv.rsplit_once('/').unwrap_or(("", gv));
+                    GroupVersionKind::new(group, version, kind).to_value()
+                })
+                .collect();
+            if let Some(schema) = components
+                .schemas
+                .get_mut(&name)
+                .and_then(Value::as_object_mut)
+            {
+                schema.insert(
+                    "x-kubernetes-group-version-kind".into(),
+                    Value::Array(kinds),
+                );
+            }
+        }
         components
     }
 
@@ -242,6 +333,35 @@ fn drop_null(schema: &mut Value, depth: usize) {
     for value in object.values_mut() {
         drop_null(value, depth + 1);
     }
+}
+
+/// Rewrites the schemas kube publishes without a plain type into its form:
+/// IntOrString as `format: int-or-string` with `oneOf` integer or string,
+/// Quantity as `oneOf` string or number, and apiextensions' JSON (any
+/// value: a CRD's `default` or `example`) with no type at all. Inside, the
+/// first two stay `x-kubernetes-int-or-string` (the structural form CEL,
+/// apply and validation read, as for custom resources); kubectl's
+/// validation reads the published form as kube's.
+pub(crate) fn published_form(name: &str, schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    let one_of = match name {
+        "io.k8s.apimachinery.pkg.util.intstr.IntOrString" => {
+            object.insert("format".into(), "int-or-string".into());
+            json!([{"type": "integer"}, {"type": "string"}])
+        }
+        "io.k8s.apimachinery.pkg.api.resource.Quantity" => {
+            json!([{"type": "string"}, {"type": "number"}])
+        }
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON" => {
+            object.remove("type");
+            return;
+        }
+        _ => return,
+    };
+    object.remove("x-kubernetes-int-or-string");
+    object.insert("oneOf".into(), one_of);
 }
 
 /// A schemars generator writing refs as `#/components/schemas/<name>`, with no transforms.

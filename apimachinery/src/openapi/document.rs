@@ -15,10 +15,10 @@ use k8s_openapi::{NamespaceResourceScope, Resource};
 use schemars::JsonSchema;
 use serde_json::{Map, Value, json};
 
-use super::components::{Components, SCHEMA_PREFIX, collect_refs};
+use super::components::{Components, SCHEMA_PREFIX, collect_refs, published_form};
 use super::parameters::{
-    DELETE_COLLECTION_PARAMS, DELETE_PARAMS, LIST_PARAMS, PATCH_PARAMS, WRITE_PARAMS, path_params,
-    query_param,
+    DELETE_COLLECTION_PARAMS, DELETE_PARAMS, LIST_PARAMS, PATCH_PARAMS, WRITE_PARAMS, path_param,
+    path_params, query_param,
 };
 use crate::group_version::GroupVersionKind;
 
@@ -50,7 +50,7 @@ const LIST_MEDIA: [&str; 3] = [
     "application/json;stream=watch",
 ];
 
-/// Patch media types every resource accepts.
+/// Patch media types every resource lists.
 const PATCH_MEDIA: [&str; 3] = [
     "application/apply-patch+yaml",
     "application/json-patch+json",
@@ -59,6 +59,11 @@ const PATCH_MEDIA: [&str; 3] = [
 
 /// The strategic merge patch media type, listed only for kinds that support it.
 const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
+
+/// CBOR apply patches, which kube 1.33 lists for the kinds its API installer
+/// renders whether or not its `CBORServingAndStorage` gate is on (and
+/// refuses, 415, while it is off, as kubechain does).
+const APPLY_PATCH_CBOR: &str = "application/apply-patch+cbor";
 
 /// Response codes and their descriptions.
 const OK: (&str, &str) = ("200", "OK");
@@ -70,6 +75,23 @@ const CREATED: [(&str, &str); 3] = [OK, CREATED_ONLY, ACCEPTED];
 const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
 const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
+const WATCH_EVENT: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent";
+const API_RESOURCE_LIST: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList";
+
+/// Media types of a watch's events.
+const WATCH_MEDIA: [&str; 4] = [
+    "application/json",
+    "application/json;stream=watch",
+    "application/vnd.kubernetes.protobuf;stream=watch",
+    "application/yaml",
+];
+
+/// Media types of the group-version's resource list (`GET /apis/<group>/<version>/`).
+const DISCOVERY_MEDIA: [&str; 3] = [
+    "application/json",
+    "application/vnd.kubernetes.protobuf",
+    "application/yaml",
+];
 
 /// One resource served in a group-version, as the document needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +114,9 @@ pub struct ResourceSpec {
     pub schema: String,
     /// Whether PATCH accepts `application/strategic-merge-patch+json` (built-ins yes, custom resources no).
     pub strategic_merge_patch: bool,
+    /// Whether DELETE answers with the object rather than a Status (kube's
+    /// `rest.MayReturnFullObjectDeleter`: pods, services, persistent volumes, …).
+    pub delete_returns_object: bool,
 }
 
 /// One subresource of a [`ResourceSpec`].
@@ -103,8 +128,14 @@ pub struct SubresourceSpec {
     pub kind_schema: String,
     /// Group/version/kind of that schema (autoscaling/v1 Scale for `scale`).
     pub gvk: GroupVersionKind,
-    /// Supported verbs among get, update, patch and create.
+    /// Supported verbs among get, update, patch and create (for a connect
+    /// subresource, also delete).
     pub verbs: Vec<String>,
+    /// For a subresource that connects to something beyond the store (kube's
+    /// `rest.Connecter`: `pods/exec`, `nodes/proxy`), the query parameters of
+    /// its options kind (`command`, `container`, …). A connect subresource of
+    /// the parent kind itself (`pods/log`) is a read with those parameters.
+    pub connect: Option<Vec<String>>,
 }
 
 impl ResourceSpec {
@@ -120,6 +151,7 @@ impl ResourceSpec {
             subresources: Vec::new(),
             schema: components.add::<K>(),
             strategic_merge_patch: true,
+            delete_returns_object: false,
         }
     }
 
@@ -138,6 +170,15 @@ impl ResourceSpec {
     fn can(&self, verb: &str) -> bool {
         self.verbs.iter().any(|v| v == verb)
     }
+
+    /// Whether kube renders it with its API installer (built-in and
+    /// aggregated kinds: the group-version's resource list, the `/watch/`
+    /// paths, CBOR apply patches) rather than with its CRD builder, which
+    /// lists none of those. Custom resources are the kinds without
+    /// strategic merge patch.
+    fn installed(&self) -> bool {
+        self.strategic_merge_patch
+    }
 }
 
 impl SubresourceSpec {
@@ -151,6 +192,7 @@ impl SubresourceSpec {
                 .iter()
                 .map(|v| v.to_string())
                 .collect(),
+            connect: None,
         }
     }
 
@@ -164,6 +206,7 @@ impl SubresourceSpec {
                 .iter()
                 .map(|v| v.to_string())
                 .collect(),
+            connect: None,
         }
     }
 
@@ -192,6 +235,9 @@ pub fn group_version_document(
 ) -> Value {
     let context = Context::new(group, version, components);
     let mut paths = BTreeMap::new();
+    if resources.iter().any(ResourceSpec::installed) {
+        context.add_resource_list(&mut paths);
+    }
     for resource in resources {
         context.add_resource(&mut paths, resource);
     }
@@ -202,7 +248,10 @@ pub fn group_version_document(
     let paths = Value::Object(paths);
     let mut referenced = Vec::new();
     collect_refs(&paths, &mut |name| referenced.push(name.to_owned()));
-    let schemas = components.reachable(referenced.iter().map(String::as_str));
+    let mut schemas = components.reachable(referenced.iter().map(String::as_str));
+    for (name, schema) in schemas.iter_mut() {
+        published_form(name, schema);
+    }
     json!({
         "openapi": OPENAPI_VERSION,
         "info": {"title": "Kubernetes", "version": INFO_VERSION},
@@ -258,14 +307,191 @@ impl<'a> Context<'a> {
         if resource.namespaced && resource.can("list") {
             self.add_all_namespaces_list(paths, resource);
         }
-        for subresource in &resource.subresources {
-            self.add_subresource(
-                paths,
-                resource,
-                subresource,
-                &format!("{base}/{{name}}/{}", subresource.name),
-            );
+        if resource.can("watch") && resource.installed() {
+            self.add_watches(paths, resource);
         }
+        for subresource in &resource.subresources {
+            let path = format!("{base}/{{name}}/{}", subresource.name);
+            match &subresource.connect {
+                Some(options) if subresource.gvk.kind == resource.kind => {
+                    self.add_read_with_options(paths, resource, subresource, options, &path)
+                }
+                Some(options) => {
+                    self.add_connect(paths, resource, subresource, options, &path);
+                    // A proxy (its options name a `path`) also serves every path below it.
+                    if options.iter().any(|o| o == "path") {
+                        self.add_connect(
+                            paths,
+                            resource,
+                            subresource,
+                            options,
+                            &format!("{path}/{{path}}"),
+                        );
+                    }
+                }
+                None => self.add_subresource(paths, resource, subresource, &path),
+            }
+        }
+    }
+
+    /// `GET /<prefix>/`: the group-version's resources (an APIResourceList).
+    fn add_resource_list(&self, paths: &mut Paths) {
+        let mut rendered = Map::new();
+        rendered.insert("description".into(), "get available resources".into());
+        let id = format!("get{}APIResources", self.id_infix);
+        rendered.insert("operationId".into(), id.into());
+        rendered.insert(
+            "responses".into(),
+            responses(API_RESOURCE_LIST, &DISCOVERY_MEDIA, &[OK]),
+        );
+        rendered.insert("tags".into(), json!([self.tag]));
+        let item = paths.entry(format!("{}/", self.prefix)).or_default();
+        item.insert("get".into(), Value::Object(rendered));
+    }
+
+    /// The watch paths kube still lists (deprecated in favour of `?watch=true`):
+    /// `/watch/…/<plural>/{name}`, `/watch/…/<plural>`, and for a namespaced
+    /// resource `/watch/<plural>` across namespaces.
+    fn add_watches(&self, paths: &mut Paths, resource: &ResourceSpec) {
+        let (kind, gvk) = (&resource.kind, resource.gvk());
+        let scoped = scoped_kind(resource);
+        let base = if resource.namespaced {
+            format!(
+                "{}/watch/namespaces/{{namespace}}/{}",
+                self.prefix, resource.plural
+            )
+        } else {
+            format!("{}/watch/{}", self.prefix, resource.plural)
+        };
+        let watch = |action: &'static str, id: String, description: String| {
+            Op::new("get", action, id, &gvk)
+                .describe(description)
+                .responses(responses(WATCH_EVENT, &WATCH_MEDIA, &[OK]))
+        };
+        let params: Vec<Value> = LIST_PARAMS.iter().map(|name| query_param(name)).collect();
+        let with = |mut shared: Vec<Value>| {
+            shared.extend_from_slice(&params);
+            shared
+        };
+        if resource.can("get") {
+            let mut ops = Map::new();
+            let id = format!("watch{}{scoped}", self.id_infix);
+            let description = format!(
+                "watch changes to an object of kind {kind}. deprecated: use the 'watch' parameter with a list operation instead, filtered to a single item with the 'fieldSelector' parameter."
+            );
+            self.push(&mut ops, watch("watch", id, description));
+            let shared = with(path_params(resource.namespaced, Some(kind)));
+            insert_path(paths, &format!("{base}/{{name}}"), shared, ops);
+        }
+        let list_description = format!(
+            "watch individual changes to a list of {kind}. deprecated: use the 'watch' parameter with a list operation instead."
+        );
+        let mut ops = Map::new();
+        let id = format!("watch{}{scoped}List", self.id_infix);
+        self.push(&mut ops, watch("watchlist", id, list_description.clone()));
+        let shared = with(path_params(resource.namespaced, None));
+        insert_path(paths, &base, shared, ops);
+        if resource.namespaced {
+            let mut ops = Map::new();
+            let id = format!("watch{}{kind}ListForAllNamespaces", self.id_infix);
+            self.push(&mut ops, watch("watchlist", id, list_description));
+            let shared = with(path_params(false, None));
+            let path = format!("{}/watch/{}", self.prefix, resource.plural);
+            insert_path(paths, &path, shared, ops);
+        }
+    }
+
+    /// A connect subresource of the parent kind (`pods/log`): a read whose
+    /// query parameters are its options'.
+    fn add_read_with_options(
+        &self,
+        paths: &mut Paths,
+        resource: &ResourceSpec,
+        sub: &SubresourceSpec,
+        options: &[String],
+        path: &str,
+    ) {
+        let kind = &resource.kind;
+        let id = format!(
+            "read{}{}{}",
+            self.id_infix,
+            scoped_kind(resource),
+            capitalize(&sub.name)
+        );
+        let read = Op::new("get", "get", id, &sub.gvk)
+            .describe(format!("read {} of the specified {kind}", sub.name))
+            .responses(text_responses(&[
+                "application/json",
+                "application/yaml",
+                "text/plain",
+            ]));
+        let mut ops = Map::new();
+        self.push(&mut ops, read);
+        let mut params = path_params(resource.namespaced, Some(kind));
+        params.extend(options.iter().map(|name| query_param(name)));
+        insert_path(paths, path, params, ops);
+    }
+
+    /// A connect subresource (`pods/exec`, `services/proxy`): one `connect`
+    /// operation per HTTP method its verbs allow, the options' query
+    /// parameters on the path. A proxy also answers HEAD and OPTIONS.
+    fn add_connect(
+        &self,
+        paths: &mut Paths,
+        resource: &ResourceSpec,
+        sub: &SubresourceSpec,
+        options: &[String],
+        path: &str,
+    ) {
+        let with_path = path.ends_with("/{path}");
+        let proxy = options.iter().any(|o| o == "path");
+        let mut methods: Vec<&'static str> = [
+            ("delete", "delete"),
+            ("get", "get"),
+            ("patch", "patch"),
+            ("create", "post"),
+            ("update", "put"),
+        ]
+        .iter()
+        .filter(|(verb, _)| sub.can(verb))
+        .map(|(_, method)| *method)
+        .collect();
+        if proxy {
+            methods.extend(["head", "options"]);
+        }
+        let suffix = format!(
+            "{}{}{}",
+            scoped_kind(resource),
+            capitalize(&sub.name),
+            if with_path { "WithPath" } else { "" }
+        );
+        let mut ops = Map::new();
+        for method in methods {
+            let id = format!("connect{}{}{suffix}", self.id_infix, capitalize(method));
+            let description = format!(
+                "connect {} requests to {} of {}",
+                method.to_uppercase(),
+                sub.name,
+                resource.kind
+            );
+            let op = Op::new(method, "connect", id, &sub.gvk)
+                .describe(description)
+                .responses(text_responses(&["*/*"]));
+            self.push(&mut ops, op);
+        }
+        let name = sub.gvk.kind.as_str();
+        let mut params = vec![path_param("name", &format!("name of the {name}"))];
+        if resource.namespaced {
+            params.push(path_param(
+                "namespace",
+                "object name and auth scope, such as for teams and projects",
+            ));
+        }
+        if with_path {
+            params.push(path_param("path", "path to the resource"));
+        }
+        params.extend(options.iter().map(|name| query_param(name)));
+        insert_path(paths, path, params, ops);
     }
 
     /// `GET` (list/watch), `POST` and `DELETE` (deletecollection) on the collection.
@@ -331,7 +557,14 @@ impl<'a> Context<'a> {
             .describe(format!("delete a {kind}"))
             .params(DELETE_PARAMS)
             .body(object_body(DELETE_OPTIONS))
-            .responses(object_responses(STATUS, &[OK, ACCEPTED]));
+            .responses(object_responses(
+                if resource.delete_returns_object {
+                    &resource.schema
+                } else {
+                    STATUS
+                },
+                &[OK, ACCEPTED],
+            ));
             self.push(&mut ops, delete);
         }
         insert_path(
@@ -594,19 +827,30 @@ fn object_body(schema: &str) -> Value {
     json!({"content": {"*/*": {"schema": schema_ref(schema)}}, "required": true})
 }
 
-/// The PATCH request body: the patch media types, strategic merge patch only if `smp`.
+/// The PATCH request body: the patch media types, strategic merge patch
+/// (and CBOR apply, see [`APPLY_PATCH_CBOR`]) only if `smp`.
 fn patch_body(smp: bool) -> Value {
     let mut content = Map::new();
     let media = PATCH_MEDIA
         .iter()
         .copied()
-        .chain(smp.then_some(STRATEGIC_MERGE_PATCH));
+        .chain(smp.then_some(STRATEGIC_MERGE_PATCH))
+        .chain(smp.then_some(APPLY_PATCH_CBOR));
     let mut media: Vec<&str> = media.collect();
     media.sort_unstable();
     for media_type in media {
         content.insert(media_type.into(), json!({"schema": schema_ref(PATCH)}));
     }
     json!({"content": content, "required": true})
+}
+
+/// A 200 answering a string in each of `media`, plus 401.
+fn text_responses(media: &[&str]) -> Value {
+    let content: Map<String, Value> = media
+        .iter()
+        .map(|m| (m.to_string(), json!({"schema": {"type": "string"}})))
+        .collect();
+    json!({"200": {"content": content, "description": "OK"}, "401": {"description": "Unauthorized"}})
 }
 
 /// Responses returning `schema` as an object, plus 401.
@@ -719,6 +963,7 @@ mod tests {
         assert_eq!(
             media,
             [
+                "application/apply-patch+cbor",
                 "application/apply-patch+yaml",
                 "application/json-patch+json",
                 "application/merge-patch+json",
@@ -830,6 +1075,7 @@ mod tests {
             subresources: Vec::new(),
             schema: "com.example.v1.Foo".into(),
             strategic_merge_patch: false,
+            delete_returns_object: false,
         };
         let document = group_version_document("example.com", "v1", &[foos], &components);
         let patch =
@@ -838,7 +1084,16 @@ mod tests {
             .as_object()
             .expect("content");
         assert!(!content.contains_key(STRATEGIC_MERGE_PATCH));
+        assert!(!content.contains_key(APPLY_PATCH_CBOR));
         assert!(content.contains_key("application/merge-patch+json"));
+        // As kube's CRD builder: no resource list, no `/watch/` paths.
+        let paths = document["paths"].as_object().expect("paths");
+        assert!(!paths.contains_key("/apis/example.com/v1/"));
+        assert!(
+            !paths.keys().any(|p| p.contains("/watch/")),
+            "{:?}",
+            paths.keys()
+        );
         assert_eq!(patch["operationId"], "patchExampleComV1NamespacedFoo");
         assert_eq!(patch["tags"], json!(["exampleCom_v1"]));
         assert!(param_names(patch).contains(&"fieldValidation"));
@@ -864,6 +1119,162 @@ mod tests {
         assert_eq!(
             document["paths"]["/apis/apps/v1/deployments"]["get"]["tags"],
             json!(["apps_v1"])
+        );
+    }
+
+    #[test]
+    fn watch_paths_and_the_resource_list_are_listed() {
+        let (document, _) = core_document();
+        let paths = &document["paths"];
+        let resources = &paths["/api/v1/"]["get"];
+        assert_eq!(resources["operationId"], "getCoreV1APIResources");
+        assert!(resources.get("x-kubernetes-action").is_none());
+        assert_eq!(
+            resources["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            format!("{SCHEMA_PREFIX}{API_RESOURCE_LIST}")
+        );
+        for (path, id, action) in [
+            (
+                "/api/v1/watch/namespaces/{namespace}/configmaps/{name}",
+                "watchCoreV1NamespacedConfigMap",
+                "watch",
+            ),
+            (
+                "/api/v1/watch/namespaces/{namespace}/configmaps",
+                "watchCoreV1NamespacedConfigMapList",
+                "watchlist",
+            ),
+            (
+                "/api/v1/watch/configmaps",
+                "watchCoreV1ConfigMapListForAllNamespaces",
+                "watchlist",
+            ),
+            (
+                "/api/v1/watch/namespaces/{name}",
+                "watchCoreV1Namespace",
+                "watch",
+            ),
+            (
+                "/api/v1/watch/namespaces",
+                "watchCoreV1NamespaceList",
+                "watchlist",
+            ),
+        ] {
+            let op = &paths[path]["get"];
+            assert_eq!(op["operationId"], id, "{path}");
+            assert_eq!(op["x-kubernetes-action"], action, "{path}");
+            assert_eq!(
+                op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+                format!("{SCHEMA_PREFIX}{WATCH_EVENT}")
+            );
+            let names: Vec<&str> = paths[path]["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["name"].as_str())
+                .collect();
+            assert!(
+                names.contains(&"watch") && names.contains(&"labelSelector"),
+                "{path}: {names:?}"
+            );
+        }
+        let kinds =
+            &document["components"]["schemas"][WATCH_EVENT]["x-kubernetes-group-version-kind"];
+        assert_eq!(
+            kinds.as_array().map(Vec::len),
+            Some(62),
+            "every group-version kube registers"
+        );
+    }
+
+    #[test]
+    fn connect_subresources_list_their_methods_and_options() {
+        let mut components = Components::new();
+        let mut pods = ResourceSpec::builtin::<k8s_openapi::api::core::v1::Pod>(&mut components);
+        pods.delete_returns_object = true;
+        let option = |name: &str, kind: &str, verbs: &[&str], options: &[&str]| SubresourceSpec {
+            name: name.into(),
+            kind_schema: String::new(),
+            gvk: GroupVersionKind::new("", "v1", kind),
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+            connect: Some(options.iter().map(|o| o.to_string()).collect()),
+        };
+        let pods = pods
+            .clone()
+            .with_subresource(option(
+                "exec",
+                "PodExecOptions",
+                &["create", "get"],
+                &["command", "stdin"],
+            ))
+            .with_subresource(option("log", "Pod", &["get"], &["container", "follow"]))
+            .with_subresource(option(
+                "proxy",
+                "PodProxyOptions",
+                &["create", "delete", "get", "patch", "update"],
+                &["path"],
+            ));
+        let document = group_version_document("", "v1", &[pods], &components);
+        let paths = &document["paths"];
+        let exec = &paths["/api/v1/namespaces/{namespace}/pods/{name}/exec"];
+        assert_eq!(
+            exec["get"]["operationId"],
+            "connectCoreV1GetNamespacedPodExec"
+        );
+        assert_eq!(
+            exec["post"]["operationId"],
+            "connectCoreV1PostNamespacedPodExec"
+        );
+        assert_eq!(exec["post"]["x-kubernetes-action"], "connect");
+        assert_eq!(
+            exec["post"]["x-kubernetes-group-version-kind"]["kind"],
+            "PodExecOptions"
+        );
+        let names: Vec<&str> = exec["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        assert_eq!(names, ["name", "namespace", "command", "stdin"]);
+        assert_eq!(exec["parameters"][3]["schema"]["type"], "boolean");
+        let log = &paths["/api/v1/namespaces/{namespace}/pods/{name}/log"]["get"];
+        assert_eq!(log["operationId"], "readCoreV1NamespacedPodLog");
+        assert_eq!(log["x-kubernetes-action"], "get");
+        let proxy = paths["/api/v1/namespaces/{namespace}/pods/{name}/proxy/{path}"]
+            .as_object()
+            .expect("the proxy's subpaths");
+        let methods: Vec<&str> = proxy
+            .keys()
+            .map(String::as_str)
+            .filter(|k| *k != "parameters")
+            .collect();
+        assert_eq!(
+            methods,
+            ["delete", "get", "patch", "post", "put", "head", "options"]
+        );
+        assert_eq!(
+            proxy["head"]["operationId"],
+            "connectCoreV1HeadNamespacedPodProxyWithPath"
+        );
+        let delete = &paths["/api/v1/namespaces/{namespace}/pods/{name}"]["delete"];
+        assert_eq!(
+            delete["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/io.k8s.api.core.v1.Pod",
+            "pods answer DELETE with the pod"
+        );
+        // Published in kube's form; inside, int-or-string stays structural.
+        let schemas = &document["components"]["schemas"];
+        assert_eq!(
+            schemas["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"],
+            "int-or-string"
+        );
+        assert!(schemas["io.k8s.apimachinery.pkg.api.resource.Quantity"]["oneOf"].is_array());
+        assert_eq!(
+            components
+                .get("io.k8s.apimachinery.pkg.util.intstr.IntOrString")
+                .map(|s| s["x-kubernetes-int-or-string"].clone()),
+            Some(json!(true))
         );
     }
 

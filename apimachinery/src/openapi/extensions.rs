@@ -21,6 +21,52 @@ const LIST_MAP_KEYS: &str = "x-kubernetes-list-map-keys";
 const MAP_TYPE: &str = "x-kubernetes-map-type";
 const PATCH_STRATEGY: &str = "x-kubernetes-patch-strategy";
 const PATCH_MERGE_KEY: &str = "x-kubernetes-patch-merge-key";
+const UNIONS: &str = "x-kubernetes-unions";
+
+/// One of kube's discriminated unions (`+union` in its Go types, which
+/// k8s-openapi does not carry).
+struct Union {
+    /// The schema holding it.
+    schema: &'static str,
+    /// The field naming which member is set.
+    discriminator: &'static str,
+    /// Each member field and the discriminator value naming it.
+    members: &'static [(&'static str, &'static str)],
+}
+
+/// kube's discriminated unions, checked against kube 1.33's published
+/// OpenAPI (`tests/data/kube-1.33-openapi.json`).
+const DISCRIMINATED_UNIONS: &[Union] = &[
+    Union {
+        schema: "io.k8s.api.core.v1.AppArmorProfile",
+        discriminator: "type",
+        members: &[("localhostProfile", "LocalhostProfile")],
+    },
+    Union {
+        schema: "io.k8s.api.core.v1.SeccompProfile",
+        discriminator: "type",
+        members: &[("localhostProfile", "LocalhostProfile")],
+    },
+    Union {
+        schema: "io.k8s.api.flowcontrol.v1.LimitResponse",
+        discriminator: "type",
+        members: &[("queuing", "Queuing")],
+    },
+    Union {
+        schema: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
+        discriminator: "type",
+        members: &[("exempt", "Exempt"), ("limited", "Limited")],
+    },
+    Union {
+        schema: "io.k8s.api.flowcontrol.v1.Subject",
+        discriminator: "kind",
+        members: &[
+            ("group", "Group"),
+            ("serviceAccount", "ServiceAccount"),
+            ("user", "User"),
+        ],
+    },
+];
 
 /// Adds the list, map and patch extensions the table holds for schema `name`.
 pub(crate) fn annotate(name: &str, schema: &mut Value) {
@@ -29,6 +75,18 @@ pub(crate) fn annotate(name: &str, schema: &mut Value) {
     };
     if ATOMIC_STRUCTS.binary_search(&name).is_ok() {
         object.insert(MAP_TYPE.into(), "atomic".into());
+    }
+    if let Some(union) = DISCRIMINATED_UNIONS.iter().find(|u| u.schema == name) {
+        let members: Map<String, Value> = union
+            .members
+            .iter()
+            .map(|(field, value)| (field.to_string(), Value::from(*value)))
+            .collect();
+        let union = serde_json::json!([{
+            "discriminator": union.discriminator,
+            "fields-to-discriminateBy": members,
+        }]);
+        object.insert(UNIONS.into(), union);
     }
     let Some(properties) = object.get_mut("properties").and_then(Value::as_object_mut) else {
         return;
@@ -150,6 +208,17 @@ mod tests {
                 .all(|p| (p[0].schema, p[0].property) < (p[1].schema, p[1].property))
         );
         assert!(ATOMIC_STRUCTS.windows(2).all(|p| p[0] < p[1]));
+    }
+
+    #[test]
+    fn discriminated_unions_name_their_members() {
+        let mut schema = json!({"properties": {"type": {"type": "string"}}});
+        annotate("io.k8s.api.flowcontrol.v1.Subject", &mut schema);
+        assert_eq!(
+            schema[UNIONS],
+            json!([{"discriminator": "kind", "fields-to-discriminateBy": {
+                "group": "Group", "serviceAccount": "ServiceAccount", "user": "User"}}])
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ Why
             &[|lhs, rhs| lhs.name == rhs.name], ...)     -> listType=map, keys [name]
         crate::merge_strategies::list::set(&mut self.finalizers, ...)   -> listType=set
         crate::merge_strategies::list::atomic(&mut self.args, ...)      -> listType=atomic
-        crate::merge_strategies::map::granular(&mut self.labels, ...)   -> mapType=granular
+        crate::merge_strategies::map::granular(&mut self.labels, ...)   -> (the default: none)
         crate::merge_strategies::map::atomic(&mut self.selector, ...)   -> mapType=atomic
 
     This script reads those blocks from k8s-openapi's `v1_33` sources, maps
@@ -78,6 +78,13 @@ LIST_OVERRIDES = {
     ("io.k8s.api.core.v1.ServiceSpec", "ports"): ("map", ["port", "protocol"], None),
     ("io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec", "caBundle"): (
         "atomic", [], None),
+    # kube tags the `details` pointer of Status `+listType=atomic` (a struct).
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.Status", "details"): ("atomic", [], None),
+    # Untagged upstream (so published without a list type).
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.APIResource", "verbs"): (None, [], None),
+    # Tagged `+mapType=granular` upstream, so published.
+    ("io.k8s.api.core.v1.PersistentVolumeClaimStatus", "allocatedResourceStatuses"): (
+        None, [], "granular"),
 }
 
 # Where kube's `patchStrategy` / `patchMergeKey` tags are not what the list
@@ -307,9 +314,12 @@ def field_meta(definitions, definition):
                 if key is None:
                     sys.exit(f"{definition.name}.{prop}: cannot map key {rust_key}")
                 map_keys.append(key)
-        else:
+        elif strategy != "granular":
+            # Granular is every map's default; kube publishes it only where a
+            # Go tag says so (LIST_OVERRIDES), so a DeepMerge default adds nothing.
             map_type = strategy
-        rows.append((definition.name, prop, list_type, map_keys, map_type))
+        if list_type or map_type:
+            rows.append((definition.name, prop, list_type, map_keys, map_type))
     return rows
 
 
@@ -318,7 +328,8 @@ def apply_list_overrides(rows):
     by_key = {(row[0], row[1]): row for row in rows}
     for (schema, prop), (list_type, map_keys, map_type) in LIST_OVERRIDES.items():
         by_key[(schema, prop)] = (schema, prop, list_type, list(map_keys), map_type)
-    return [by_key[key] for key in sorted(by_key)]
+    # An override of nothing removes a row (a list kube leaves untagged).
+    return [by_key[key] for key in sorted(by_key) if by_key[key][2] or by_key[key][4]]
 
 
 def rust_str(value):
@@ -498,11 +509,12 @@ def effective_patch_tags(schema, prop_name, row, prop):
 def property_differences(schema, prop_name, prop, row):
     """Differences between one upstream property and what the runtime will emit for it."""
     list_type, map_keys, map_type = (row[2], row[3], row[4]) if row else (None, [], None)
+    # Compared as published: kube writes a list or map type only where its
+    # Go types tag one, and so must we (tests/tests/openapi.rs checks it).
     ours = {
-        # An unset list type means atomic and an unset map type granular, upstream and here.
-        "x-kubernetes-list-type": list_type if list_type != "atomic" or "x-kubernetes-list-type" in prop else None,
+        "x-kubernetes-list-type": list_type,
         "x-kubernetes-list-map-keys": map_keys or None,
-        "x-kubernetes-map-type": map_type if map_type != "granular" or "x-kubernetes-map-type" in prop else None,
+        "x-kubernetes-map-type": map_type,
     }
     ours["x-kubernetes-patch-strategy"], ours["x-kubernetes-patch-merge-key"] = effective_patch_tags(
         schema, prop_name, row, prop)

@@ -6,9 +6,12 @@
 //!   `x-kubernetes-group-version-kind` on kinds, list/map/patch extensions from
 //!   the generated [`list_meta`] table, and a `<Kind>List` schema per listable kind.
 //! - [`group_version_document`] renders `/openapi/v3/api/v1` or
-//!   `/openapi/v3/apis/<group>/<version>` for a set of [`ResourceSpec`]s: paths,
-//!   operations with inline parameters (kubectl's `--validate=strict` probe looks
-//!   for an inline `fieldValidation` on PATCH) and the reachable schemas.
+//!   `/openapi/v3/apis/<group>/<version>` for a set of [`ResourceSpec`]s: paths
+//!   (kube's: collections, items, the deprecated `/watch/` paths, subresources,
+//!   connect subresources with their options, the group-version's resource
+//!   list), operations with inline parameters (kubectl's `--validate=strict`
+//!   probe looks for an inline `fieldValidation` on PATCH) and the reachable
+//!   schemas. `tests/tests/openapi.rs` compares them with kube 1.33's.
 //! - [`index_document`] renders `/openapi/v3`; [`content_hash`] gives the
 //!   `?hash=` of a serialized document.
 //! - [`unknown_fields`] walks an object against a schema and returns the paths

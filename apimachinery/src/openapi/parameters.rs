@@ -148,6 +148,87 @@ const QUERY_PARAMS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Query parameters of the connect subresources' options kinds (`pods/exec`'s
+/// PodExecOptions, `pods/log`'s PodLogOptions, the proxies' `path`).
+const CONNECT_PARAMS: &[(&str, &str, &str)] = &[
+    (
+        "command",
+        "string",
+        "Command is the remote command to execute.",
+    ),
+    (
+        "container",
+        "string",
+        "The container to attach to, run in, or read the logs of.",
+    ),
+    ("follow", "boolean", "Follow the log stream of the pod."),
+    (
+        "insecureSkipTLSVerifyBackend",
+        "boolean",
+        "insecureSkipTLSVerifyBackend indicates that the apiserver should not confirm the validity of the serving certificate of the backend it is connecting to.",
+    ),
+    (
+        "limitBytes",
+        "integer",
+        "If set, the number of bytes to read from the server before terminating the log output.",
+    ),
+    (
+        "path",
+        "string",
+        "Path is the URL path to use for the current proxy request.",
+    ),
+    (
+        "ports",
+        "integer",
+        "List of ports to forward Required when using WebSockets.",
+    ),
+    (
+        "previous",
+        "boolean",
+        "Return previous terminated container logs.",
+    ),
+    (
+        "sinceSeconds",
+        "integer",
+        "A relative time in seconds before the current time from which to show logs.",
+    ),
+    (
+        "stderr",
+        "boolean",
+        "Redirect the standard error stream of the pod for this call.",
+    ),
+    (
+        "stdin",
+        "boolean",
+        "Redirect the standard input stream of the pod for this call.",
+    ),
+    (
+        "stdout",
+        "boolean",
+        "Redirect the standard output stream of the pod for this call.",
+    ),
+    (
+        "stream",
+        "string",
+        "Specify which container log stream to return to the client.",
+    ),
+    (
+        "tailLines",
+        "integer",
+        "If set, the number of lines from the end of the logs to show.",
+    ),
+    (
+        "timestamps",
+        "boolean",
+        "If true, add an RFC3339 or RFC3339Nano timestamp at the beginning of every line of log output.",
+    ),
+    (
+        "tty",
+        "boolean",
+        "TTY if true indicates that a tty will be allocated for the exec call.",
+    ),
+];
+
 /// Path-level parameters: `name` (when `kind` is given), `namespace` (when namespaced), `pretty`.
 pub(crate) fn path_params(namespaced: bool, kind: Option<&str>) -> Vec<Value> {
     let mut params = Vec::new();
@@ -165,7 +246,7 @@ pub(crate) fn path_params(namespaced: bool, kind: Option<&str>) -> Vec<Value> {
 }
 
 /// A required path parameter.
-fn path_param(name: &str, description: &str) -> Value {
+pub(crate) fn path_param(name: &str, description: &str) -> Value {
     json!({
         "description": description,
         "in": "path",
@@ -175,10 +256,11 @@ fn path_param(name: &str, description: &str) -> Value {
     })
 }
 
-/// A query parameter from [`QUERY_PARAMS`].
+/// A query parameter from [`QUERY_PARAMS`] or [`CONNECT_PARAMS`].
 pub(crate) fn query_param(name: &str) -> Value {
     let (ty, description) = QUERY_PARAMS
         .iter()
+        .chain(CONNECT_PARAMS)
         .find(|(param, _, _)| *param == name)
         .map(|(_, ty, description)| (*ty, *description))
         .unwrap_or(("string", ""));

@@ -1,8 +1,10 @@
-//! `/openapi/v2`: every group-version's v3 schemas merged into one Swagger
+//! `/openapi/v2`: every group-version's v3 documents merged into one Swagger
 //! 2.0 document, in JSON (`proto::openapi_v2::encode` gives
 //! the protobuf form kubectl reads when it validates a `kind: List` manifest).
 //!
-//! Only definitions are published (clients take paths from `/openapi/v3`).
+//! Paths keep their operations as kube writes them in v2 ([`add_paths`]):
+//! a request body becomes a `body` parameter, its media types `consumes`,
+//! the response media types `produces`, parameter schemas flat.
 //! Each schema is reduced to what Swagger 2.0 can say and what kubectl's
 //! parser accepts: `$ref`s point into `#/definitions/`, a lone `allOf` ref
 //! becomes the ref, arrays always have one item schema, and `anyOf`,
@@ -109,6 +111,10 @@ pub fn schema_to_v2(schema: &Value) -> Value {
         if let Some(description) = description {
             out.insert("description".into(), description);
         }
+        // A reference keeps its extensions (`x-kubernetes-patch-strategy`), as kube's v2 does.
+        for (key, value) in object.iter().filter(|(key, _)| key.starts_with("x-")) {
+            out.insert(key.clone(), value.clone());
+        }
         return Value::Object(out);
     }
     let flag = |name: &str| object.get(name) == Some(&Value::Bool(true));
@@ -177,24 +183,181 @@ pub fn schema_to_v2(schema: &Value) -> Value {
             _ => {}
         }
     }
+    // A scalar kube types by `oneOf` (IntOrString, Quantity) is a string in v2.
+    let scalar_one_of = object
+        .get("oneOf")
+        .and_then(Value::as_array)
+        .is_some_and(|options| {
+            options
+                .iter()
+                .any(|o| o.get("type") == Some(&json!("string")))
+        });
+    if scalar_one_of && !out.contains_key("type") {
+        out.insert("type".into(), json!("string"));
+    }
     if out.get("type").and_then(Value::as_str) == Some("array") && !out.contains_key("items") {
         out.insert("items".into(), json!({}));
     }
     Value::Object(out)
 }
 
-/// The whole v2 document over `definitions`; a `$ref` to a definition that
-/// is not there becomes an unconstrained schema, so the document always
-/// parses.
-pub fn document(mut definitions: Map<String, Value>, version: &str) -> Value {
+/// HTTP methods of a path item.
+const METHODS: [&str; 7] = ["get", "put", "post", "delete", "options", "head", "patch"];
+
+/// Adds the paths of one v3 group-version document to `paths`, in v2 form.
+pub fn add_paths(paths: &mut Map<String, Value>, v3_document: &Value) {
+    let Some(items) = v3_document.get("paths").and_then(Value::as_object) else {
+        return;
+    };
+    for (path, item) in items {
+        let mut converted = Map::new();
+        if let Some(Value::Array(params)) = item.get("parameters") {
+            let params = params.iter().map(parameter_to_v2).collect();
+            converted.insert("parameters".into(), Value::Array(params));
+        }
+        for method in METHODS {
+            if let Some(op) = item.get(method) {
+                converted.insert(method.into(), operation_to_v2(op));
+            }
+        }
+        paths.insert(path.clone(), Value::Object(converted));
+    }
+}
+
+/// One v3 parameter in v2 form: its schema's type beside its name.
+fn parameter_to_v2(param: &Value) -> Value {
+    let mut out = Map::new();
+    for (key, value) in param.as_object().into_iter().flatten() {
+        match key.as_str() {
+            "schema" => {
+                for (k, v) in value.as_object().into_iter().flatten() {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// One v3 operation in v2 form.
+fn operation_to_v2(op: &Value) -> Value {
+    let mut out = Map::new();
+    let media = |content: &Value| -> Vec<String> {
+        content
+            .as_object()
+            .map(|c| c.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let body = op.get("requestBody");
+    let consumes = body
+        .map(|b| media(&b["content"]))
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| vec!["*/*".to_string()]);
+    let mut params: Vec<Value> = op
+        .get("parameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(parameter_to_v2)
+        .collect();
+    if let Some(body) = body {
+        let schema = body["content"]
+            .as_object()
+            .and_then(|c| c.values().next())
+            .map(|m| schema_to_v2(&m["schema"]))
+            .unwrap_or_else(|| json!({}));
+        params.insert(
+            0,
+            json!({"in": "body", "name": "body", "required": true, "schema": schema}),
+        );
+    }
+    let mut produces = BTreeSet::new();
+    let mut responses = Map::new();
+    for (code, response) in op
+        .get("responses")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let mut converted = Map::new();
+        if let Some(description) = response.get("description") {
+            converted.insert("description".into(), description.clone());
+        }
+        if let Some(content) = response.get("content").and_then(Value::as_object) {
+            produces.extend(content.keys().cloned());
+            if let Some(first) = content.values().next() {
+                converted.insert("schema".into(), schema_to_v2(&first["schema"]));
+            }
+        }
+        responses.insert(code.clone(), Value::Object(converted));
+    }
+    for (key, value) in op.as_object().into_iter().flatten() {
+        match key.as_str() {
+            "description" | "operationId" | "tags" => {
+                out.insert(key.clone(), value.clone());
+            }
+            k if k.starts_with("x-") => {
+                out.insert(key.clone(), value.clone());
+            }
+            _ => {}
+        }
+    }
+    out.insert("consumes".into(), json!(consumes));
+    out.insert("produces".into(), json!(produces));
+    if !params.is_empty() {
+        out.insert("parameters".into(), Value::Array(params));
+    }
+    out.insert("responses".into(), Value::Object(responses));
+    out.insert("schemes".into(), json!(["https"]));
+    Value::Object(out)
+}
+
+/// The whole v2 document over `paths` and `definitions`; a `$ref` to a
+/// definition that is not there becomes an unconstrained schema, so the
+/// document always parses.
+pub fn document(
+    mut paths: Map<String, Value>,
+    mut definitions: Map<String, Value>,
+    version: &str,
+) -> Value {
     let names: BTreeSet<String> = definitions.keys().cloned().collect();
     for schema in definitions.values_mut() {
         drop_dangling_refs(schema, &names);
     }
+    for item in paths.values_mut() {
+        for method in METHODS {
+            let Some(op) = item.get_mut(method) else {
+                continue;
+            };
+            for param in op
+                .get_mut("parameters")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(schema) = param.get_mut("schema") {
+                    drop_dangling_refs(schema, &names);
+                }
+            }
+            for response in op
+                .get_mut("responses")
+                .and_then(Value::as_object_mut)
+                .into_iter()
+                .flat_map(|r| r.values_mut())
+            {
+                if let Some(schema) = response.get_mut("schema") {
+                    drop_dangling_refs(schema, &names);
+                }
+            }
+        }
+    }
     json!({
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": version},
-        "paths": {},
+        "paths": paths,
         "definitions": definitions,
     })
 }
@@ -229,6 +392,67 @@ mod tests {
     use super::*;
 
     #[test]
+    fn scalars_typed_by_one_of_are_strings() {
+        let int_or_string = json!({"format": "int-or-string",
+            "oneOf": [{"type": "integer"}, {"type": "string"}]});
+        assert_eq!(
+            schema_to_v2(&int_or_string),
+            json!({"format": "int-or-string", "type": "string"})
+        );
+        let quantity = json!({"oneOf": [{"type": "string"}, {"type": "number"}]});
+        assert_eq!(schema_to_v2(&quantity), json!({"type": "string"}));
+    }
+
+    #[test]
+    fn operations_take_their_body_as_a_parameter() {
+        let v3 = json!({"paths": {"/api/v1/namespaces/{namespace}/pods/{name}": {
+            "parameters": [{"in": "path", "name": "name", "required": true,
+                "schema": {"type": "string", "uniqueItems": true}}],
+            "patch": {
+                "operationId": "patchCoreV1NamespacedPod",
+                "parameters": [{"in": "query", "name": "force", "schema": {"type": "boolean"}}],
+                "requestBody": {"content": {
+                    "application/merge-patch+json": {"schema": {"$ref": "#/components/schemas/Patch"}},
+                    "application/json-patch+json": {"schema": {"$ref": "#/components/schemas/Patch"}},
+                }, "required": true},
+                "responses": {"200": {"description": "OK", "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/Pod"}},
+                }}},
+                "x-kubernetes-action": "patch",
+            },
+            "get": {"operationId": "readCoreV1NamespacedPod", "responses": {}},
+        }}});
+        let mut paths = Map::new();
+        add_paths(&mut paths, &v3);
+        let document = document(paths, Map::new(), "v1.33.0");
+        let item = &document["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"];
+        assert_eq!(
+            item["parameters"][0],
+            json!({"in": "path", "name": "name", "required": true, "type": "string", "uniqueItems": true})
+        );
+        let patch = &item["patch"];
+        assert_eq!(patch["parameters"][0]["in"], "body");
+        assert_eq!(patch["parameters"][0]["name"], "body");
+        assert_eq!(
+            patch["parameters"][1],
+            json!({"in": "query", "name": "force", "type": "boolean"})
+        );
+        assert_eq!(
+            patch["consumes"],
+            json!([
+                "application/merge-patch+json",
+                "application/json-patch+json"
+            ])
+        );
+        assert_eq!(patch["produces"], json!(["application/json"]));
+        assert_eq!(patch["x-kubernetes-action"], "patch");
+        // Definitions that are not there leave unconstrained schemas.
+        assert_eq!(patch["parameters"][0]["schema"], json!({}));
+        assert_eq!(patch["responses"]["200"]["schema"], json!({}));
+        assert_eq!(item["get"]["consumes"], json!(["*/*"]));
+    }
+
+    #[test]
     fn refs_point_into_definitions_and_lone_all_of_becomes_a_ref() {
         let v3 = json!({
             "type": "object",
@@ -248,6 +472,12 @@ mod tests {
         assert_eq!(
             v2["properties"]["spec"],
             json!({"$ref": "#/definitions/Spec"})
+        );
+        let strategy = json!({"allOf": [{"$ref": "#/components/schemas/S"}],
+            "x-kubernetes-patch-strategy": "retainKeys"});
+        assert_eq!(
+            schema_to_v2(&strategy),
+            json!({"$ref": "#/definitions/S", "x-kubernetes-patch-strategy": "retainKeys"})
         );
         assert_eq!(
             v2["properties"]["size"],
@@ -298,7 +528,7 @@ mod tests {
         add_definitions(&mut definitions, &doc("A"));
         add_definitions(&mut definitions, &doc("B"));
         add_definitions(&mut definitions, &doc("A"));
-        let document = document(definitions, "v1.33.0");
+        let document = document(Map::new(), definitions, "v1.33.0");
         let options = &document["definitions"]["Options"];
         assert_eq!(options[GVK].as_array().map(Vec::len), Some(2));
         assert_eq!(options["properties"]["x"], json!({}));

@@ -10,25 +10,65 @@ use generic_server::request::{ApiRequest, ApiResponse};
 use http::StatusCode;
 use serde_json::Value;
 
-/// The connect subresources of a pod and their options kinds, with kube's verbs.
-pub const POD_CONNECT: &[(&str, &str, &[&str])] = &[
-    ("attach", "PodAttachOptions", &["create", "get"]),
-    ("exec", "PodExecOptions", &["create", "get"]),
-    ("log", "Pod", &["get"]),
-    ("portforward", "PodPortForwardOptions", &["create", "get"]),
+/// A connect subresource: its name, its options kind, kube's verbs, and
+/// the options kind's fields, its query parameters.
+pub type Connect = (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
+/// The options of a pod's or node's `proxy`.
+const PROXY_OPTIONS: &[&str] = &["path"];
+
+/// The verbs of a proxy.
+const PROXY_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
+
+/// The connect subresources of a pod, with kube's verbs and options.
+pub const POD_CONNECT: &[Connect] = &[
     (
-        "proxy",
-        "PodProxyOptions",
-        &["create", "delete", "get", "patch", "update"],
+        "attach",
+        "PodAttachOptions",
+        &["create", "get"],
+        &["container", "stderr", "stdin", "stdout", "tty"],
     ),
+    (
+        "exec",
+        "PodExecOptions",
+        &["create", "get"],
+        &["command", "container", "stderr", "stdin", "stdout", "tty"],
+    ),
+    (
+        "log",
+        "Pod",
+        &["get"],
+        &[
+            "container",
+            "follow",
+            "insecureSkipTLSVerifyBackend",
+            "limitBytes",
+            "previous",
+            "sinceSeconds",
+            "stream",
+            "tailLines",
+            "timestamps",
+        ],
+    ),
+    (
+        "portforward",
+        "PodPortForwardOptions",
+        &["create", "get"],
+        &["ports"],
+    ),
+    ("proxy", "PodProxyOptions", PROXY_VERBS, PROXY_OPTIONS),
 ];
 
 /// A node's `proxy` subresource, with kube's verbs.
-pub const NODE_PROXY: (&str, &str, &[&str]) = (
-    "proxy",
-    "NodeProxyOptions",
-    &["create", "delete", "get", "patch", "update"],
-);
+pub const NODE_PROXY: Connect = ("proxy", "NodeProxyOptions", PROXY_VERBS, PROXY_OPTIONS);
+
+/// A service's `proxy` subresource, with kube's verbs.
+pub const SERVICE_PROXY: Connect = ("proxy", "ServiceProxyOptions", PROXY_VERBS, PROXY_OPTIONS);
 
 fn names<'a>(pod: &'a Value, list: &str) -> Vec<&'a str> {
     pod.pointer(list)

@@ -127,6 +127,7 @@ fn core_v1() -> Vec<Resource> {
                 kubelet::NODE_PROXY.0,
                 kubelet::NODE_PROXY.1,
                 kubelet::NODE_PROXY.2,
+                kubelet::NODE_PROXY.3,
             )
             .status(),
         Resource::builtin::<v1::PersistentVolumeClaim>(
@@ -155,18 +156,18 @@ fn core_v1() -> Vec<Resource> {
         Resource::builtin::<v1::Secret>(secret::SecretStrategy),
         Resource::builtin::<v1::ServiceAccount>(serviceaccount::ServiceAccountStrategy)
             .short_names(&["sa"])
-            .subresource_of_kind(
+            .subresource_of_kind::<k8s_openapi::api::authentication::v1::TokenRequest>(
                 "token",
-                GroupVersionKind::new("authentication.k8s.io", "v1", "TokenRequest"),
                 &["create"],
             ),
         Resource::builtin::<v1::Service>(service::ServiceStrategy)
             .short_names(&["svc"])
             .categories(&["all"])
             .connect_subresource(
-                service::SERVICE_PROXY.0,
-                service::SERVICE_PROXY.1,
-                service::SERVICE_PROXY.2,
+                kubelet::SERVICE_PROXY.0,
+                kubelet::SERVICE_PROXY.1,
+                kubelet::SERVICE_PROXY.2,
+                kubelet::SERVICE_PROXY.3,
             )
             .status(),
     ]
@@ -181,19 +182,11 @@ fn pod() -> Resource {
             Resource::builtin::<v1::Pod>(pod::PodStrategy)
                 .short_names(&["po"])
                 .categories(&["all"]),
-            |pod, (name, kind, verbs)| pod.connect_subresource(name, kind, verbs),
+            |pod, (name, kind, verbs, options)| pod.connect_subresource(name, kind, verbs, options),
         )
-        .subresource_of_kind(
-            "binding",
-            GroupVersionKind::new("", "v1", "Binding"),
-            &["create"],
-        )
+        .subresource_of_kind::<v1::Binding>("binding", &["create"])
         .subresource("ephemeralcontainers", &["get", "patch", "update"])
-        .subresource_of_kind(
-            "eviction",
-            GroupVersionKind::new("policy", "v1", "Eviction"),
-            &["create"],
-        )
+        .subresource_of_kind::<policy::Eviction>("eviction", &["create"])
         .subresource("resize", &["get", "patch", "update"])
         .status();
     pod.subresources.sort_by(|a, b| a.name.cmp(&b.name));

@@ -88,6 +88,12 @@ impl Strategy for NamespaceStrategy {
         true
     }
 
+    /// kube's namespace storage wraps its store without declaring
+    /// `DeleteReturnsDeletedObject`, so its OpenAPI says Status.
+    fn openapi_delete_returns_object(&self) -> bool {
+        false
+    }
+
     fn begin_delete(&self, obj: &mut Value) -> Result<bool> {
         if obj
             .pointer("/metadata/deletionTimestamp")

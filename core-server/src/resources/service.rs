@@ -299,13 +299,6 @@ fn external_ip_cell(obj: &Value) -> String {
     }
 }
 
-/// A service's `proxy` subresource, with kube's verbs.
-pub const SERVICE_PROXY: (&str, &str, &[&str]) = (
-    "proxy",
-    "ServiceProxyOptions",
-    &["create", "delete", "get", "patch", "update"],
-);
-
 impl Strategy for ServiceStrategy {
     /// DELETE answers with the object, as kube's registry declares (`ReturnDeletedObject`).
     fn return_deleted_object(&self) -> bool {

@@ -433,6 +433,7 @@ fn openapi_document(group: &str, version: &str, kinds: &[(&Arc<Store>, &Value)])
             subresources: Vec::new(),
             schema: name,
             strategic_merge_patch: false,
+            delete_returns_object: false,
         };
         if r.find_subresource("status").is_some() {
             spec.subresources.push(SubresourceSpec::status(&spec));
