@@ -550,6 +550,49 @@ pub fn docker_unavailable() -> Option<String> {
     }
 }
 
+/// Judges the differences a test found against one of kube's tables:
+/// each one `known` allows (`allows` says which, `reason` why) is printed
+/// with its reason, the others are printed; the test fails on any not
+/// allowed, and on any allowed one that no longer shows, so the list of
+/// known differences cannot go stale.
+pub fn judge_differences<D: std::fmt::Debug, K: std::fmt::Debug>(
+    diffs: &[D],
+    known: &[K],
+    allows: impl Fn(&K, &D) -> bool,
+    reason: impl Fn(&K) -> &str,
+) {
+    let mut allowed = Vec::new();
+    let mut failures = Vec::new();
+    for d in diffs {
+        match known.iter().find(|k| allows(k, d)) {
+            Some(k) => allowed.push(format!("{d:?}\n      because {}", reason(k))),
+            None => failures.push(format!("{d:?}")),
+        }
+    }
+    let stale: Vec<String> = known
+        .iter()
+        .filter(|k| !diffs.iter().any(|d| allows(k, d)))
+        .map(|k| format!("{k:?}"))
+        .collect();
+    println!("\nknown differences (allow-listed): {}", allowed.len());
+    for a in &allowed {
+        println!("  {a}");
+    }
+    println!("\ndifferences: {}", failures.len());
+    for f in &failures {
+        println!("  {f}");
+    }
+    assert!(
+        stale.is_empty(),
+        "allow-listed differences that no longer show (remove them): {stale:#?}"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} differences from kube 1.33 (the table above)",
+        failures.len()
+    );
+}
+
 /// Polls `check` until it returns true or the timeout passes.
 pub fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;

@@ -409,36 +409,7 @@ fn defaults_and_validation_match_kube_1_33() {
         println!("{row}");
     }
     diffs.sort();
-    let mut allowed = Vec::new();
-    let mut failures = Vec::new();
-    for d in &diffs {
-        match KNOWN.iter().find(|k| k.0 == d.case && k.1 == d.at) {
-            Some(known) => allowed.push(format!("{d:?}\n      because {}", known.2)),
-            None => failures.push(format!("{d:?}")),
-        }
-    }
-    let stale: Vec<String> = KNOWN
-        .iter()
-        .filter(|k| !diffs.iter().any(|d| k.0 == d.case && k.1 == d.at))
-        .map(|k| format!("{k:?}"))
-        .collect();
-    println!("\nknown differences (allow-listed): {}", allowed.len());
-    for a in &allowed {
-        println!("  {a}");
-    }
-    println!("\ndifferences: {}", failures.len());
-    for f in &failures {
-        println!("  {f}");
-    }
-    assert!(
-        stale.is_empty(),
-        "allow-listed differences that no longer show (remove them): {stale:#?}"
-    );
-    assert!(
-        failures.is_empty(),
-        "{} differences from kube 1.33 (the table above)",
-        failures.len()
-    );
+    tests::judge_differences(&diffs, KNOWN, |k, d| k.0 == d.case && k.1 == d.at, |k| k.2);
 }
 
 fn row(table: &str, case: &Value, found: &[Difference]) -> String {

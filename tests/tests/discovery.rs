@@ -365,42 +365,11 @@ fn discovery_matches_kube_1_33() {
         println!("  {extra}");
     }
     diffs.sort();
-    let mut allowed = Vec::new();
-    let mut failures = Vec::new();
-    for d in &diffs {
-        match KNOWN
-            .iter()
-            .find(|k| k.0 == d.group_version && k.1 == d.resource && k.2 == d.field)
-        {
-            Some(known) => allowed.push(format!("{d:?}\n      because {}", known.3)),
-            None => failures.push(format!("{d:?}")),
-        }
-    }
-    let stale: Vec<String> = KNOWN
-        .iter()
-        .filter(|k| {
-            !diffs
-                .iter()
-                .any(|d| k.0 == d.group_version && k.1 == d.resource && k.2 == d.field)
-        })
-        .map(|k| format!("{k:?}"))
-        .collect();
-    println!("\nknown differences (allow-listed): {}", allowed.len());
-    for a in &allowed {
-        println!("  {a}");
-    }
-    println!("\ndifferences: {}", failures.len());
-    for f in &failures {
-        println!("  {f}");
-    }
-    assert!(
-        stale.is_empty(),
-        "allow-listed differences that no longer show (remove them): {stale:#?}"
-    );
-    assert!(
-        failures.is_empty(),
-        "{} differences from kube 1.33 (the table above)",
-        failures.len()
+    tests::judge_differences(
+        &diffs,
+        KNOWN,
+        |k, d| k.0 == d.group_version && k.1 == d.resource && k.2 == d.field,
+        |k| k.3,
     );
     assert!(
         extras.iter().any(|e| e.starts_with("metrics.k8s.io/")),

@@ -20,6 +20,24 @@ struct Row {
     result: &'static str,
 }
 
+/// A row of kubechain's CPU per operation as a multiple of a floor's, with
+/// that multiple; reported unless the caller sets a target.
+fn times_row(metric: &str, base_name: &str, base_us: f64, chain_us: f64) -> (Row, f64) {
+    let ratio = if base_us > 0.0 {
+        chain_us / base_us
+    } else {
+        0.0
+    };
+    let row = Row {
+        metric: metric.to_string(),
+        etcd: format!("{base_name}: {base_us:.0}"),
+        chain: format!("{chain_us:.0}"),
+        ratio: format!("{ratio:.2}×"),
+        target: "reported".to_string(),
+        result: "INFO",
+    };
+    (row, ratio)
+}
 /// The table, filled phase by phase.
 #[derive(Default)]
 pub struct Table {
@@ -160,19 +178,8 @@ impl Table {
     /// kubechain's CPU per operation as a multiple of another floor's
     /// (`base_name`), reported without a target.
     pub fn multiple(&mut self, metric: &str, base_name: &str, base_us: f64, chain_us: f64) {
-        let ratio = if base_us > 0.0 {
-            chain_us / base_us
-        } else {
-            0.0
-        };
-        self.rows.push(Row {
-            metric: metric.to_string(),
-            etcd: format!("{base_name}: {base_us:.0}"),
-            chain: format!("{chain_us:.0}"),
-            ratio: format!("{ratio:.2}×"),
-            target: "reported".to_string(),
-            result: "INFO",
-        });
+        let (row, _) = times_row(metric, base_name, base_us, chain_us);
+        self.rows.push(row);
     }
 
     /// kubechain's CPU per operation against a floor's (`base_name`: the
@@ -187,19 +194,10 @@ impl Table {
         max_times: f64,
         errors: bool,
     ) {
-        let ratio = if base_us > 0.0 {
-            chain_us / base_us
-        } else {
-            0.0
-        };
-        self.rows.push(Row {
-            metric: metric.to_string(),
-            etcd: format!("{base_name}: {base_us:.0}"),
-            chain: format!("{chain_us:.0}"),
-            ratio: format!("{ratio:.2}×"),
-            target: format!("≤ {max_times}× {base_name}"),
-            result: verdict(ratio <= max_times, errors),
-        });
+        let (mut row, ratio) = times_row(metric, base_name, base_us, chain_us);
+        row.target = format!("≤ {max_times}× {base_name}");
+        row.result = verdict(ratio <= max_times, errors);
+        self.rows.push(row);
     }
 
     /// The spread of a cost per operation over repeated slices of one
